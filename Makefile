@@ -1,0 +1,38 @@
+# chat-tui — build, run, test and benchmark.
+# `make run` and `make test` install whatever is missing first (see `deps`).
+
+SWIFT        ?= swift
+PORT         ?= 6667
+# Debian packages the build, the tests and the benchmarks need.
+DEB_PACKAGES := pkg-config libncurses-dev ngircd inspircd irssi tmux procps
+# Python modules the interop tests use, with the PyPI package that provides each.
+PY_MODULES   := irc:irc pytest:pytest
+
+.PHONY: all deps build release run test test-swift test-interop bench clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh "$(DEB_PACKAGES)" "$(PY_MODULES)"
+
+build:
+	$(SWIFT) build
+
+release:
+	$(SWIFT) build -c release
+
+run: deps release
+	./.build/release/chat-tui --serve --headless --port $(PORT)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	$(SWIFT) build --product chat-tui
+	python3 -m pytest -q tests/interop
+
+bench: deps
+	@echo "make bench: the benchmark harness is tracked in issue 6 and not built yet" >&2
+	@exit 1
+
+clean:
+	rm -rf .build

@@ -1,0 +1,27 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "chat-tui",
+    products: [
+        .executable(name: "chat-tui", targets: ["chat-tui"]),
+    ],
+    targets: [
+        // The C declarations Swift's Glibc module leaves out (epoll, eventfd, accept4).
+        .target(name: "CSystem"),
+        // ncursesw, for the terminal front end; nothing links it yet but the curses layer.
+        .systemLibrary(
+            name: "CNcursesw",
+            pkgConfig: "ncursesw",
+            providers: [.apt(["libncurses-dev"])]
+        ),
+        .target(name: "IRCWire"),
+        .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem"]),
+        .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport"]),
+        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatServerKit"]),
+        .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
+        .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
+        .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,28 @@
+#ifndef CSYSTEM_H
+#define CSYSTEM_H
+// Declarations Swift's Glibc module does not export on Linux.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+
+int csystem_epoll_create(void);
+int csystem_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+/// Waits for events; fills parallel arrays of event masks and user data.
+int csystem_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int max, int timeout_ms);
+int csystem_eventfd(void);
+int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len);
+
+static inline uint32_t csystem_EPOLLIN(void) { return EPOLLIN; }
+static inline uint32_t csystem_EPOLLOUT(void) { return EPOLLOUT; }
+static inline uint32_t csystem_EPOLLERR(void) { return EPOLLERR; }
+static inline uint32_t csystem_EPOLLHUP(void) { return EPOLLHUP; }
+static inline uint32_t csystem_EPOLLRDHUP(void) { return EPOLLRDHUP; }
+static inline int csystem_EPOLL_CTL_ADD(void) { return EPOLL_CTL_ADD; }
+static inline int csystem_EPOLL_CTL_MOD(void) { return EPOLL_CTL_MOD; }
+static inline int csystem_EPOLL_CTL_DEL(void) { return EPOLL_CTL_DEL; }
+
+#endif

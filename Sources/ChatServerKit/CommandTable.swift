@@ -1,0 +1,46 @@
+/// One IRC verb: how many parameters it needs, whether it may come before registration,
+/// and its handler. Arity and "not registered" are checked once, in `dispatch`.
+struct ServerCommand: Sendable {
+    let minParams: Int
+    let beforeRegistration: Bool
+    let run: @Sendable (inout ServerState, ServerState.Request) -> Void
+
+    init(_ minParams: Int, beforeRegistration: Bool = false,
+         _ run: @escaping @Sendable (inout ServerState, ServerState.Request) -> Void) {
+        self.minParams = minParams
+        self.beforeRegistration = beforeRegistration
+        self.run = run
+    }
+}
+
+extension ServerState {
+    static let commands: [String: ServerCommand] = [
+        // Registration and connection
+        "CAP": ServerCommand(1, beforeRegistration: true) { $0.handleCap($1) },
+        "PASS": ServerCommand(1, beforeRegistration: true) { $0.handlePass($1) },
+        "NICK": ServerCommand(0, beforeRegistration: true) { $0.handleNick($1) },
+        "USER": ServerCommand(4, beforeRegistration: true) { $0.handleUser($1) },
+        "PING": ServerCommand(0, beforeRegistration: true) { $0.handlePing($1) },
+        "PONG": ServerCommand(0, beforeRegistration: true) { _, _ in },
+        "QUIT": ServerCommand(0, beforeRegistration: true) { $0.handleQuit($1) },
+        // Rooms
+        "JOIN": ServerCommand(1) { $0.handleJoin($1) },
+        "PART": ServerCommand(1) { $0.handlePart($1) },
+        "TOPIC": ServerCommand(1) { $0.handleTopic($1) },
+        "NAMES": ServerCommand(0) { $0.handleNames($1) },
+        "LIST": ServerCommand(0) { $0.handleList($1) },
+        "KICK": ServerCommand(2) { $0.handleKick($1) },
+        "MODE": ServerCommand(1) { $0.handleMode($1) },
+        // Messages
+        "PRIVMSG": ServerCommand(0) { $0.handleMessage($1) },
+        "NOTICE": ServerCommand(0) { $0.handleMessage($1) },
+        "TAGMSG": ServerCommand(1) { $0.handleTagMessage($1) },
+        "AWAY": ServerCommand(0) { $0.handleAway($1) },
+        // Queries
+        "WHO": ServerCommand(0) { $0.handleWho($1) },
+        "WHOIS": ServerCommand(1) { $0.handleWhois($1) },
+        "ISON": ServerCommand(1) { $0.handleIson($1) },
+        "USERHOST": ServerCommand(1) { $0.handleUserhost($1) },
+        "MOTD": ServerCommand(0) { $0.sendMotd($1.id) },
+    ]
+}

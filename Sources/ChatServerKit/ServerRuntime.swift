@@ -1,0 +1,316 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import ChatTransport
+import IRCWire
+
+/// The shell around `ServerState`: owns the sockets, the epoll loop and the clock, feeds the
+/// state events, and applies what it decides. One thread; one `send` per connection per loop turn.
+final class ServerRuntime {
+    private final class Connection {
+        let id: ConnectionID
+        let fd: Int32
+        let peer: String
+        var framer = LineFramer()
+        var output = OutputBuffer()
+        var waitingForWritable = false
+        var queuedForFlush = false
+        var closing = false
+
+        init(id: ConnectionID, fd: Int32, peer: String) {
+            self.id = id
+            self.fd = fd
+            self.peer = peer
+        }
+    }
+
+    private var state: ServerState
+    private let listeners: [Int32]
+    private let epoll: Epoll
+    private let control: ServerHandle
+    private let sendQueueLimit: Int
+    private let logger: @Sendable (String) -> Void
+    private var connections: [UInt64: Connection] = [:]
+    private var nextID: UInt64 = 1
+    private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    private var flushQueue: [Connection] = []
+    private var toClose: [Connection] = []
+    private var listenersPausedUntil: Double?
+    // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
+    private static let wakeupToken = UInt64.max
+    private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
+
+    init(state: ServerState, listeners: [Int32], control: ServerHandle, sendQueueLimit: Int,
+         logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
+        self.state = state
+        self.listeners = listeners
+        self.control = control
+        self.sendQueueLimit = sendQueueLimit
+        self.logger = logger
+        epoll = try Epoll()
+        for (index, fd) in listeners.enumerated() { try epoll.add(fd, token: Self.listenerToken(index)) }
+        try epoll.add(control.wakeup.fd, token: Self.wakeupToken)
+    }
+
+    func run() {
+        var nextTick = Monotonic.now() + 1
+        while !control.stopRequested {
+            let timeout = Int32(max(0, min(1000, (nextTick - Monotonic.now()) * 1000)))
+            for event in epoll.wait(timeoutMilliseconds: timeout) {
+                handle(event)
+            }
+            let now = Monotonic.now()
+            if let paused = listenersPausedUntil, now >= paused { resumeListeners() }
+            if now >= nextTick {
+                state.tick(now: WallClock.now())
+                apply()
+                nextTick = now + 1
+            }
+            flushAndClose()
+        }
+        shutdown()
+    }
+
+    private func handle(_ event: Epoll.Event) {
+        if event.token == Self.wakeupToken {
+            control.wakeup.drain()
+            return
+        }
+        if event.token >= Self.listenerToken(listeners.count - 1) {
+            acceptAll(listeners[Int(Self.listenerToken(0) - event.token)])
+            return
+        }
+        guard let connection = connections[event.token] else { return }
+        if event.writable { queueFlush(connection) }
+        if event.readable || event.failed { read(connection) }
+    }
+
+    // MARK: Accepting
+
+    private func acceptAll(_ listener: Int32) {
+        // A bounded batch per turn keeps a connect storm from starving established clients.
+        for _ in 0..<256 {
+            let accepted: (fd: Int32, peer: sockaddr_storage)?
+            do {
+                accepted = try Accept.next(listener)
+            } catch {
+                // Out of descriptors: stop watching the listeners briefly, or epoll reports them forever.
+                logger("accept failed: \(error); pausing new connections for 100 ms")
+                pauseListeners()
+                return
+            }
+            guard let (fd, address) = accepted else { return }
+            Sockets.setNoDelay(fd)
+            let id = nextID
+            nextID += 1
+            let peer = SocketAddress.describe(address)
+            let connection = Connection(id: ConnectionID(id), fd: fd, peer: peer)
+            do {
+                try epoll.add(fd, token: id)
+            } catch {
+                logger("[\(peer)] refused: \(error)")
+                close(fd)
+                continue
+            }
+            connections[id] = connection
+            state.connected(connection.id, host: SocketAddress.host(of: address), peer: peer, now: WallClock.now())
+            apply()
+        }
+    }
+
+    private func pauseListeners() {
+        for fd in listeners { epoll.remove(fd) }
+        listenersPausedUntil = Monotonic.now() + 0.1
+    }
+
+    private func resumeListeners() {
+        for (index, fd) in listeners.enumerated() { try? epoll.add(fd, token: Self.listenerToken(index)) }
+        listenersPausedUntil = nil
+    }
+
+    // MARK: Reading
+
+    private func read(_ connection: Connection) {
+        // One read per turn: level-triggered epoll brings us back while data remains, so a
+        // flooding peer gets its share and no more.
+        switch SocketRead.once(connection.fd, into: &readBuffer) {
+        case .data(let count):
+            let now = WallClock.now()
+            readBuffer.withUnsafeBufferPointer { raw in
+                connection.framer.feed(raw[0..<count]) { framed in
+                    guard !connection.closing else { return }
+                    switch framed {
+                    case .line(let line):
+                        state.received(line, from: connection.id, now: now)
+                    case .overlong(let discarded):
+                        state.receivedOverlongLine(from: connection.id, discardedBytes: discarded)
+                    }
+                    apply()
+                }
+            }
+        case .wouldBlock:
+            return
+        case .endOfStream:
+            let pending = connection.framer.pendingBytes
+            let reason = pending > 0 ? "Connection closed mid-line (\(pending) bytes discarded)" : "Connection closed"
+            lost(connection, reason: reason)
+        case .failed(let code):
+            lost(connection, reason: code == ECONNRESET ? "Connection reset by peer" : "Read error: \(TransportError.errnoText(code))")
+        }
+    }
+
+    /// The peer is gone: every complete line it sent has been handled already; tell the state.
+    private func lost(_ connection: Connection, reason: String) {
+        guard !connection.closing else { return }
+        state.disconnected(connection.id, reason: reason, now: WallClock.now())
+        apply()
+        markClosing(connection)
+    }
+
+    // MARK: Applying decisions
+
+    private func apply() {
+        while !state.outbox.isEmpty {
+            let outbox = state.takeOutbox()
+            for item in outbox.items {
+                switch item {
+                case .send(let id, let bytes):
+                    guard let connection = connections[id.raw], !connection.closing else { continue }
+                    connection.output.append(bytes)
+                    if connection.output.count > sendQueueLimit {
+                        // A reader this far behind is stalled; drop it rather than hold memory for it.
+                        markClosing(connection, discardOutput: true)
+                        state.disconnected(id, reason: "SendQ exceeded", now: WallClock.now())
+                    } else {
+                        queueFlush(connection)
+                    }
+                case .close(let id):
+                    if let connection = connections[id.raw] { markClosing(connection) }
+                case .log(let text):
+                    logger(text)
+                }
+            }
+        }
+    }
+
+    private func queueFlush(_ connection: Connection) {
+        guard !connection.queuedForFlush else { return }
+        connection.queuedForFlush = true
+        flushQueue.append(connection)
+    }
+
+    private func markClosing(_ connection: Connection, discardOutput: Bool = false) {
+        guard !connection.closing else { return }
+        connection.closing = true
+        if discardOutput { connection.output = OutputBuffer() }
+        toClose.append(connection)
+    }
+
+    private func flushAndClose() {
+        let queue = flushQueue
+        flushQueue.removeAll(keepingCapacity: true)
+        for connection in queue {
+            connection.queuedForFlush = false
+            guard !connection.closing, connections[connection.id.raw] != nil else { continue }
+            switch connection.output.flush(to: connection.fd) {
+            case .done:
+                if connection.waitingForWritable {
+                    connection.waitingForWritable = false
+                    epoll.modify(connection.fd, token: connection.id.raw, writable: false)
+                }
+            case .wouldBlock:
+                if !connection.waitingForWritable {
+                    connection.waitingForWritable = true
+                    epoll.modify(connection.fd, token: connection.id.raw, writable: true)
+                }
+            case .failed(let code):
+                state.disconnected(connection.id, reason: "Write error: \(TransportError.errnoText(code))", now: WallClock.now())
+                markClosing(connection)
+                apply()
+            }
+        }
+        while !toClose.isEmpty {
+            let closing = toClose
+            toClose.removeAll()
+            for connection in closing {
+                // Last words (ERROR) go out if the socket takes them now; a stalled peer gets nothing more.
+                _ = connection.output.flush(to: connection.fd)
+                epoll.remove(connection.fd)
+                Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
+                close(connection.fd)
+                connections.removeValue(forKey: connection.id.raw)
+            }
+            // Flushing above may have queued more (QUIT to neighbours of a dropped reader).
+            if !flushQueue.isEmpty { flushAndClose() }
+        }
+    }
+
+    private func shutdown() {
+        for connection in connections.values {
+            connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: server shutting down"]).serialized())
+            _ = connection.output.flush(to: connection.fd)
+            close(connection.fd)
+        }
+        connections.removeAll()
+        for fd in listeners { close(fd) }
+        logger("server stopped")
+    }
+}
+
+/// Starts and stops a server from any thread.
+public final class ServerHandle: Sendable {
+    /// The port the server listens on (useful when it was started on port 0).
+    public let port: Int
+    let wakeup: Wakeup
+    private let stopping = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(port: Int, wakeup: Wakeup) {
+        self.port = port
+        self.wakeup = wakeup
+    }
+
+    var stopRequested: Bool { stopping.load(ordering: .acquiring) }
+
+    /// Asks the loop to stop and waits until it has closed every socket.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        wakeup.signal()
+        finished.wait()
+    }
+
+    func markFinished() { finished.signal() }
+
+    /// Binds the listeners now (so errors such as a busy port surface at once), then runs the
+    /// loop on the calling thread when `blocking`, or on a new thread.
+    public static func start(config: ServerConfig, bind: String?, port: Int, sendQueueLimit: Int = 1 << 20,
+                             blocking: Bool = false,
+                             logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
+        Sockets.ignoreSIGPIPE()
+        let listeners = try Sockets.listen(bind: bind, port: port)
+        let handle = ServerHandle(port: Sockets.boundPort(listeners[0]), wakeup: try Wakeup())
+        let runtime = try ServerRuntime(state: ServerState(config: config), listeners: listeners, control: handle,
+                                        sendQueueLimit: sendQueueLimit, logger: logger)
+        let box = RuntimeBox(runtime)
+        if blocking {
+            box.runtime.run()
+            handle.markFinished()
+        } else {
+            let thread = Thread {
+                box.runtime.run()
+                handle.markFinished()
+            }
+            thread.name = "chat-tui server"
+            thread.start()
+        }
+        return handle
+    }
+}
+
+/// Hands the runtime to the one thread that will use it from then on.
+private final class RuntimeBox: @unchecked Sendable {
+    let runtime: ServerRuntime
+    init(_ runtime: ServerRuntime) { self.runtime = runtime }
+}

@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bytes waiting to be written to one socket. Lines are appended as they are produced and
+/// leave in as few `send` calls as the kernel allows: one per loop turn when the socket keeps up.
+public struct OutputBuffer: Sendable {
+    private var bytes: [UInt8] = []
+    private var start = 0
+
+    public init() {}
+
+    public var count: Int { bytes.count - start }
+    public var isEmpty: Bool { start == bytes.count }
+
+    public mutating func append(_ line: [UInt8]) {
+        if bytes.isEmpty { bytes = line; start = 0; return }
+        bytes.append(contentsOf: line)
+    }
+
+    public enum FlushResult: Equatable, Sendable {
+        /// Everything was written.
+        case done
+        /// The kernel's buffer is full; wait until the socket is writable.
+        case wouldBlock
+        case failed(errno: Int32)
+    }
+
+    /// Writes as much as the socket takes now.
+    public mutating func flush(to fd: Int32) -> FlushResult {
+        while start < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                send(fd, raw.baseAddress! + start, raw.count - start, Int32(MSG_NOSIGNAL))
+            }
+            if written > 0 {
+                start += written
+                continue
+            }
+            let code = errno
+            if written < 0 && code == EINTR { continue }
+            if written < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
+                compact()
+                return .wouldBlock
+            }
+            return .failed(errno: written == 0 ? EPIPE : code)
+        }
+        // Drop a large buffer once it is empty so idle connections stay small.
+        if bytes.capacity > 16 * 1024 { bytes = [] } else { bytes.removeAll(keepingCapacity: true) }
+        start = 0
+        return .done
+    }
+
+    private mutating func compact() {
+        if start > 64 * 1024 || start > bytes.count / 2 {
+            bytes.removeSubrange(0..<start)
+            start = 0
+        }
+    }
+}
+
+public enum SocketRead {
+    public enum Result {
+        case data(Int)
+        case wouldBlock
+        case endOfStream
+        case failed(errno: Int32)
+    }
+
+    /// One non-blocking `recv` into `buffer`.
+    public static func once(_ fd: Int32, into buffer: inout [UInt8]) -> Result {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 { return .data(count) }
+            if count == 0 { return .endOfStream }
+            let code = errno
+            if code == EINTR { continue }
+            if code == EAGAIN || code == EWOULDBLOCK { return .wouldBlock }
+            return .failed(errno: code)
+        }
+    }
+}

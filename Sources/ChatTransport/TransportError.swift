@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failure of the network layer, in words a user can read.
+public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible {
+    case hostNotFound(host: String, reason: String)
+    case connectionRefused(host: String, port: Int)
+    case timedOut(host: String, port: Int, seconds: Double)
+    case unreachable(host: String, port: Int, reason: String)
+    case addressInUse(address: String, port: Int)
+    case system(call: String, errno: Int32)
+    case closed
+
+    public var description: String {
+        switch self {
+        case .hostNotFound(let host, let reason): return "host not found: \(host) (\(reason))"
+        case .connectionRefused(let host, let port): return "connection refused by \(host) port \(port)"
+        case .timedOut(let host, let port, let seconds):
+            return "connecting to \(host) port \(port) timed out after \(Self.format(seconds)) s"
+        case .unreachable(let host, let port, let reason): return "cannot reach \(host) port \(port): \(reason)"
+        case .addressInUse(let address, let port): return "address \(address) port \(port) is already in use"
+        case .system(let call, let code): return "\(call) failed: \(Self.errnoText(code))"
+        case .closed: return "connection closed"
+        }
+    }
+
+    public static func errnoText(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
+    }
+
+    static func lastError(_ call: String) -> TransportError { .system(call: call, errno: errno) }
+}

@@ -1,0 +1,89 @@
+/// Why a line is not an IRC message.
+public enum IRCParseError: Error, Equatable, Sendable, CustomStringConvertible {
+    case empty
+    case missingCommand
+    case invalidCommand(String)
+    case tagsTooLong(Int)
+    case lineTooLong(Int)
+    case containsNul
+
+    public var description: String {
+        switch self {
+        case .empty: return "empty line"
+        case .missingCommand: return "no command"
+        case .invalidCommand(let c): return "invalid command \"\(c)\""
+        case .tagsTooLong(let n): return "tags are \(n) bytes, more than \(IRCLimits.tagBytes)"
+        case .lineTooLong(let n): return "line is \(n) bytes, more than \(IRCLimits.lineBytes - 2)"
+        case .containsNul: return "line contains a NUL byte"
+        }
+    }
+}
+
+extension IRCMessage {
+    /// Parses one line without its line ending. Invalid UTF-8 becomes U+FFFD, so text is never lost whole.
+    public init(parsing line: String) throws(IRCParseError) {
+        try self.init(bytes: Array(line.utf8))
+    }
+
+    /// Parses one line (without CR LF) from raw bytes.
+    public init(bytes: some Collection<UInt8>) throws(IRCParseError) {
+        let line = Array(bytes)
+        var index = 0
+        let end = line.count
+        if line.contains(0) { throw .containsNul }
+
+        func skipSpaces() {
+            while index < end && line[index] == UInt8(ascii: " ") { index += 1 }
+        }
+        func word() -> ArraySlice<UInt8> {
+            let start = index
+            while index < end && line[index] != UInt8(ascii: " ") { index += 1 }
+            return line[start..<index]
+        }
+
+        skipSpaces()
+        if index == end { throw .empty }
+
+        var tags: [IRCTag] = []
+        if line[index] == UInt8(ascii: "@") {
+            let start = index
+            index += 1
+            let raw = word()
+            if index - start + 1 > IRCLimits.tagBytes { throw .tagsTooLong(index - start + 1) }
+            tags = IRCTagCoding.parse(raw)
+            skipSpaces()
+        }
+        let bodyStart = index
+        if end - bodyStart > IRCLimits.lineBytes - 2 { throw .lineTooLong(end - bodyStart) }
+
+        var source: String?
+        if index < end && line[index] == UInt8(ascii: ":") {
+            index += 1
+            source = String(decoding: word(), as: UTF8.self)
+            skipSpaces()
+        }
+        if index == end { throw .missingCommand }
+        let commandBytes = word()
+        let command = String(decoding: commandBytes, as: UTF8.self)
+        guard IRCMessage.isValidCommand(commandBytes) else { throw .invalidCommand(command) }
+
+        var params: [String] = []
+        while true {
+            skipSpaces()
+            if index == end { break }
+            if line[index] == UInt8(ascii: ":") {
+                params.append(String(decoding: line[(index + 1)..<end], as: UTF8.self))
+                break
+            }
+            params.append(String(decoding: word(), as: UTF8.self))
+        }
+        self.init(tags: tags, source: source, command: command.uppercased(), params: params)
+    }
+
+    /// A command is letters only, or exactly three digits.
+    static func isValidCommand(_ bytes: ArraySlice<UInt8>) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        if bytes.allSatisfy({ ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) }) { return true }
+        return bytes.count == 3 && bytes.allSatisfy { $0 >= 48 && $0 <= 57 }
+    }
+}

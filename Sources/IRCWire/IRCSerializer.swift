@@ -1,0 +1,77 @@
+extension IRCMessage {
+    /// The line as bytes, ending in CR LF. The part after the tags is cut to 512 bytes
+    /// at a UTF-8 character boundary; CR, LF and NUL inside parameters become spaces,
+    /// so no parameter can smuggle in a second line.
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + params.reduce(0) { $0 + $1.utf8.count })
+        if !tags.isEmpty {
+            out.append(UInt8(ascii: "@"))
+            for (i, tag) in tags.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ";")) }
+                out.append(contentsOf: tag.key.utf8)
+                if !tag.value.isEmpty {
+                    out.append(UInt8(ascii: "="))
+                    IRCTagCoding.appendEscaped(tag.value, to: &out)
+                }
+            }
+            out.append(UInt8(ascii: " "))
+        }
+        let bodyStart = out.count
+        if let source {
+            out.append(UInt8(ascii: ":"))
+            out.append(contentsOf: source.utf8)
+            out.append(UInt8(ascii: " "))
+        }
+        out.append(contentsOf: command.utf8)
+        for (i, param) in params.enumerated() {
+            out.append(UInt8(ascii: " "))
+            let isLast = i == params.count - 1
+            if isLast && (param.isEmpty || param.utf8.first == UInt8(ascii: ":") || param.utf8.contains(UInt8(ascii: " "))) {
+                out.append(UInt8(ascii: ":"))
+            }
+            for byte in param.utf8 {
+                out.append(byte == 13 || byte == 10 || byte == 0 ? UInt8(ascii: " ") : byte)
+            }
+        }
+        let limit = bodyStart + IRCLimits.lineBytes - 2
+        if out.count > limit {
+            out.removeSubrange(UTF8Boundary.cut(out, at: limit)...)
+        }
+        out.append(13)
+        out.append(10)
+        return out
+    }
+
+    /// The line as text without the line ending, for logs and tests.
+    public var line: String {
+        let bytes = serialized()
+        return String(decoding: bytes.dropLast(2), as: UTF8.self)
+    }
+}
+
+/// Cutting byte strings without splitting a UTF-8 character.
+public enum UTF8Boundary {
+    /// The largest index `<= limit` that does not fall inside a multi-byte character of `bytes`.
+    public static func cut(_ bytes: [UInt8], at limit: Int) -> Int {
+        guard limit < bytes.count else { return bytes.count }
+        var index = max(limit, 0)
+        // bytes[index] is the first byte left out; while it continues a character, leave that character out whole.
+        while index > 0 && (bytes[index] & 0xC0) == 0x80 { index -= 1 }
+        return index
+    }
+
+    /// The longest prefix of `text` that fits in `maxBytes` bytes of UTF-8, cut between characters.
+    public static func prefix(_ text: String, maxBytes: Int) -> String {
+        if text.utf8.count <= maxBytes { return text }
+        var count = 0
+        var result = ""
+        for character in text {
+            let size = character.utf8.count
+            if count + size > maxBytes { break }
+            count += size
+            result.append(character)
+        }
+        return result
+    }
+}

@@ -1,0 +1,62 @@
+/// Escaping of tag values as the message-tags specification defines it.
+public enum IRCTagCoding {
+    /// Parses the tags section without its leading `@`.
+    public static func parse(_ raw: some Collection<UInt8>) -> [IRCTag] {
+        var tags: [IRCTag] = []
+        for item in raw.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: true) {
+            if let eq = item.firstIndex(of: UInt8(ascii: "=")) {
+                let key = String(decoding: item[item.startIndex..<eq], as: UTF8.self)
+                let value = unescape(item[item.index(after: eq)...])
+                if !key.isEmpty { tags.append(IRCTag(key, value)) }
+            } else {
+                tags.append(IRCTag(String(decoding: item, as: UTF8.self)))
+            }
+        }
+        return tags
+    }
+
+    /// `\:` is `;`, `\s` a space, `\\` a backslash, `\r` and `\n` CR and LF; any other escaped
+    /// character stands for itself and a trailing lone backslash is dropped.
+    public static func unescape(_ raw: some Collection<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(raw.count)
+        var escaping = false
+        for byte in raw {
+            if escaping {
+                switch byte {
+                case UInt8(ascii: ":"): out.append(UInt8(ascii: ";"))
+                case UInt8(ascii: "s"): out.append(UInt8(ascii: " "))
+                case UInt8(ascii: "r"): out.append(13)
+                case UInt8(ascii: "n"): out.append(10)
+                default: out.append(byte)
+                }
+                escaping = false
+            } else if byte == UInt8(ascii: "\\") {
+                escaping = true
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func escape(_ value: String) -> String {
+        var out: [UInt8] = []
+        appendEscaped(value, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendEscaped(_ value: String, to out: inout [UInt8]) {
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: ";"): out.append(contentsOf: [92, UInt8(ascii: ":")])
+            case UInt8(ascii: " "): out.append(contentsOf: [92, UInt8(ascii: "s")])
+            case 92: out.append(contentsOf: [92, 92])
+            case 13: out.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 10: out.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0: break
+            default: out.append(byte)
+            }
+        }
+    }
+}

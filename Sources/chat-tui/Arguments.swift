@@ -1,0 +1,100 @@
+/// The command line, parsed. Every flag is documented in `usage`.
+struct Arguments {
+    enum Mode { case serve, connect, help, version }
+
+    var mode: Mode = .help
+    var headless = false
+    var port = 6667
+    var bind: String?
+    var room = "#lobby"
+    var serverName = "chat-tui.local"
+    var motdPath: String?
+    var password: String?
+    var pingInterval: Double = 90
+    var pingTimeout: Double = 60
+    var registrationTimeout: Double = 60
+    var sendQueueBytes = 1 << 20
+    var host: String?
+
+    struct Problem: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static let usage = """
+    chat-tui — host a chat room, or join one, from the terminal.
+
+    Usage:
+      chat-tui --serve [--headless] [--port N] [--bind ADDR] [--room #NAME] [--name NAME]
+                       [--motd FILE] [--password SECRET]
+      chat-tui --host HOST [--port N]          (the chat screen: not built yet, see README)
+
+    Hosting (an IRC server; any IRC client, nc or telnet can join it):
+      --serve                 host a room
+      --headless              no chat screen: log one line per event to stdout
+                              (until the chat screen exists, --serve always runs this way)
+      --port N                TCP port to listen on (default 6667)
+      --bind ADDR             listen on this address only (default: every IPv4 and IPv6 address)
+      --room #NAME            the room everyone joins on arrival (default #lobby)
+      --name NAME             the server's name in replies (default chat-tui.local)
+      --motd FILE             message of the day, one line per line of FILE
+      --password SECRET       clients must send PASS SECRET to get in
+      --ping-interval SECS    silence before the server sends PING (default 90)
+      --ping-timeout SECS     wait for an answer to that PING before dropping (default 60)
+      --register-timeout SECS time a new connection has to register (default 60)
+      --sendq BYTES           bytes queued for a slow reader before it is dropped (default 1048576)
+
+    Other:
+      --help                  this text
+      --version               the version
+    """
+
+    init(_ argv: [String]) throws(Problem) {
+        var rest = argv[...]
+        func value(_ flag: String) throws(Problem) -> String {
+            guard let next = rest.popFirst() else { throw Problem(description: "\(flag) needs a value") }
+            return next
+        }
+        func number(_ flag: String) throws(Problem) -> Double {
+            let text = try value(flag)
+            guard let number = Double(text), number > 0, number.isFinite else {
+                throw Problem(description: "\(flag) needs a positive number, not \"\(text)\"")
+            }
+            return number
+        }
+        var sawMode = false
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--serve": mode = .serve; sawMode = true
+            case "--host": host = try value(flag); mode = .connect; sawMode = true
+            case "--headless": headless = true
+            case "--port":
+                let text = try value(flag)
+                guard let port = Int(text), (0...65535).contains(port) else {
+                    throw Problem(description: "--port needs a number from 0 to 65535, not \"\(text)\"")
+                }
+                self.port = port
+            case "--bind": bind = try value(flag)
+            case "--room":
+                room = try value(flag)
+                guard room.hasPrefix("#"), room.count > 1, !room.contains(" "), !room.contains(",") else {
+                    throw Problem(description: "--room needs a name like #lobby (a # and no spaces or commas)")
+                }
+            case "--name":
+                serverName = try value(flag)
+                guard !serverName.isEmpty, !serverName.contains(" ") else {
+                    throw Problem(description: "--name needs a server name without spaces")
+                }
+            case "--motd": motdPath = try value(flag)
+            case "--password": password = try value(flag)
+            case "--ping-interval": pingInterval = try number(flag)
+            case "--ping-timeout": pingTimeout = try number(flag)
+            case "--register-timeout": registrationTimeout = try number(flag)
+            case "--sendq": sendQueueBytes = Int(try number(flag))
+            case "--help", "-h": mode = .help; return
+            case "--version": mode = .version; return
+            default: throw Problem(description: "unknown option \(flag) (try --help)")
+            }
+        }
+        if !sawMode { mode = .help }
+    }
+}

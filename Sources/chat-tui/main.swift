@@ -1,0 +1,86 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import ChatServerKit
+import ChatTransport
+import IRCWire
+
+/// Writes one line to a file descriptor with a single system call.
+func writeLine(_ text: String, to fd: Int32) {
+    var bytes = Array(text.utf8)
+    bytes.append(10)
+    bytes.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+}
+
+func fail(_ message: String) -> Never {
+    writeLine("chat-tui: \(message)", to: 2)
+    exit(2)
+}
+
+let arguments: Arguments
+do {
+    arguments = try Arguments(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    fail(error.description)
+}
+
+switch arguments.mode {
+case .help:
+    writeLine(Arguments.usage, to: 1)
+case .version:
+    writeLine(ServerConfig().version, to: 1)
+case .connect:
+    fail("the chat screen (--host) is not built yet; connect with any IRC client, or nc \(arguments.host ?? "HOST") \(arguments.port)")
+case .serve:
+    runServer(arguments)
+}
+
+func runServer(_ arguments: Arguments) -> Never {
+    var config = ServerConfig()
+    config.name = arguments.serverName
+    config.room = arguments.room
+    config.password = arguments.password
+    config.pingInterval = arguments.pingInterval
+    config.pingTimeout = arguments.pingTimeout
+    config.registrationTimeout = arguments.registrationTimeout
+    config.createdAt = WallClock.now()
+    if let path = arguments.motdPath {
+        guard let text = FileManager.default.contents(atPath: path) else { fail("cannot read the MOTD file \(path)") }
+        config.motd = String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .map { String($0).trimmingCharacters(in: .init(charactersIn: "\r")) }
+        if config.motd?.last == "" { config.motd?.removeLast() }
+    }
+    let limit = Sockets.raiseOpenFileLimit()
+    let logger: @Sendable (String) -> Void = { text in
+        writeLine(ServerTimeStamp.now() + " " + text, to: 1)
+    }
+    let handle: ServerHandle
+    do {
+        handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
+                                        sendQueueLimit: arguments.sendQueueBytes, logger: logger)
+    } catch {
+        fail("cannot listen: \(error)")
+    }
+    logger("listening on \(arguments.bind ?? "*") port \(handle.port), room \(config.room), open-file limit \(limit)")
+
+    // Stop cleanly on Ctrl-C or a polite kill: clients get an ERROR line rather than a reset.
+    signal(SIGINT, SIG_IGN)
+    signal(SIGTERM, SIG_IGN)
+    let signals = [SIGINT, SIGTERM].map { number in
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            handle.stop()
+            exit(0)
+        }
+        source.resume()
+        return source
+    }
+    withExtendedLifetime(signals) { dispatchMain() }
+}
+
+enum ServerTimeStamp {
+    static func now() -> String {
+        IRCWire.ServerTime.format(WallClock.now())
+    }
+}
