@@ -27,7 +27,9 @@ extension IRCMessage {
         for (i, param) in params.enumerated() {
             out.append(UInt8(ascii: " "))
             let isLast = i == params.count - 1
-            if isLast && (param.isEmpty || param.utf8.first == UInt8(ascii: ":") || param.utf8.contains(UInt8(ascii: " "))) {
+            // CR, LF and NUL become spaces below, so they too call for the trailing form.
+            if isLast && (param.isEmpty || param.utf8.first == UInt8(ascii: ":") || lastParamIsText
+                          || param.utf8.contains(where: { $0 == 32 || $0 == 13 || $0 == 10 || $0 == 0 })) {
                 out.append(UInt8(ascii: ":"))
             }
             for byte in param.utf8 {
@@ -42,6 +44,21 @@ extension IRCMessage {
         out.append(10)
         return out
     }
+
+    /// Numerics and text-carrying commands always send their last parameter in the trailing
+    /// form, as most servers do; naive clients that split on " :" then read them right.
+    var lastParamIsText: Bool {
+        guard params.count >= 2 || command == "QUIT" || command == "ERROR" || command == "AWAY" else { return false }
+        switch command {
+        case "PRIVMSG", "NOTICE", "PART", "QUIT", "KICK", "TOPIC", "AWAY", "ERROR": return true
+        default:
+            return command.utf8.count == 3 && command.utf8.allSatisfy { $0 >= 48 && $0 <= 57 }
+                && !IRCMessage.numericsEndingInAWord.contains(command)
+        }
+    }
+
+    /// Numerics whose last parameter is a mode string, a number or a word, not a sentence.
+    static let numericsEndingInAWord: Set<String> = ["004", "221", "324", "329", "333"]
 
     /// The line as text without the line ending, for logs and tests.
     public var line: String {
