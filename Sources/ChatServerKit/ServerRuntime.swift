@@ -179,10 +179,10 @@ final class ServerRuntime {
                 case .send(let id, let bytes):
                     guard let connection = connections[id.raw], !connection.closing else { continue }
                     connection.output.append(bytes)
-                    if connection.output.count > sendQueueLimit {
-                        // A reader this far behind is stalled; drop it rather than hold memory for it.
-                        markClosing(connection, discardOutput: true)
-                        state.disconnected(id, reason: "SendQ exceeded", now: WallClock.now())
+                    // The limit is on what the peer has not taken: it applies at once to a socket the
+                    // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
+                    if connection.waitingForWritable && connection.output.count > sendQueueLimit {
+                        dropSlowReader(connection)
                     } else {
                         queueFlush(connection)
                     }
@@ -193,6 +193,12 @@ final class ServerRuntime {
                 }
             }
         }
+    }
+
+    /// A reader this far behind is stalled; drop it rather than hold memory for it.
+    private func dropSlowReader(_ connection: Connection) {
+        markClosing(connection, discardOutput: true)
+        state.disconnected(connection.id, reason: "SendQ exceeded", now: WallClock.now())
     }
 
     private func queueFlush(_ connection: Connection) {
@@ -221,7 +227,10 @@ final class ServerRuntime {
                     epoll.modify(connection.fd, token: connection.id.raw, writable: false)
                 }
             case .wouldBlock:
-                if !connection.waitingForWritable {
+                if connection.output.count > sendQueueLimit {
+                    dropSlowReader(connection)
+                    apply()
+                } else if !connection.waitingForWritable {
                     connection.waitingForWritable = true
                     epoll.modify(connection.fd, token: connection.id.raw, writable: true)
                 }
