@@ -48,7 +48,7 @@ extension ServerState {
                 }
                 let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command, params: [channel.name] + params)
                 var recipients = channel.members.keys.filter { $0 != id }
-                if sender.caps.contains(.echoMessage) { recipients.append(id) }
+                if capabilities[id, default: CapabilitySet()].contains(.echoMessage) { recipients.append(id) }
                 deliver(message, to: recipients, now: request.now, onlyWithCapability: onlyTagged)
             } else {
                 guard let target = client(named: name) else {
@@ -58,7 +58,7 @@ extension ServerState {
                 let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command,
                                          params: [clients[target]!.nick!] + params)
                 var recipients = [target]
-                if sender.caps.contains(.echoMessage) && target != id { recipients.append(id) }
+                if capabilities[id, default: CapabilitySet()].contains(.echoMessage) && target != id { recipients.append(id) }
                 deliver(message, to: recipients, now: request.now, onlyWithCapability: onlyTagged)
                 if command == "PRIVMSG", let away = clients[target]!.away {
                     reply(id, .away, clients[target]!.nick!, away)
@@ -78,6 +78,6 @@ extension ServerState {
             reply(id, .nowAway, "You have been marked as being away")
         }
         let message = IRCMessage(source: clients[id]!.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
-        deliver(message, to: neighbours(of: id).sorted(), now: request.now, onlyWithCapability: .awayNotify)
+        deliver(message, to: neighbours(of: id), now: request.now, onlyWithCapability: .awayNotify)
     }
 }

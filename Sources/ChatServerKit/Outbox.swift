@@ -13,6 +13,8 @@ public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConverti
 public struct Outbox: Sendable {
     public enum Item: Sendable, Equatable {
         case send(ConnectionID, [UInt8])
+        /// The same bytes to many connections: a relayed message, serialised once.
+        case sendMany([ConnectionID], [UInt8])
         /// Write what is queued for the connection, then close it; the state has already forgotten it.
         case close(ConnectionID)
         case log(String)
@@ -35,8 +37,14 @@ public struct Outbox: Sendable {
     /// The lines sent to `id`, parsed back, for tests and logs.
     public func messages(to id: ConnectionID) -> [IRCMessage] {
         items.compactMap { item in
-            guard case .send(let target, let bytes) = item, target == id else { return nil }
-            return try? IRCMessage(bytes: bytes.dropLast(2))
+            switch item {
+            case .send(let target, let bytes) where target == id:
+                return try? IRCMessage(bytes: bytes.dropLast(2))
+            case .sendMany(let targets, let bytes) where targets.contains(id):
+                return try? IRCMessage(bytes: bytes.dropLast(2))
+            default:
+                return nil
+            }
         }
     }
 

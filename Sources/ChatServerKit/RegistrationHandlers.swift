@@ -14,11 +14,11 @@ extension ServerState {
             if !clients[id]!.registered { clients[id]!.capNegotiating = true }
             capReply("LS", Capability.allCases.map(\.rawValue).joined(separator: " "))
         case "LIST":
-            capReply("LIST", clients[id]!.caps.names.joined(separator: " "))
+            capReply("LIST", capabilities[id, default: CapabilitySet()].names.joined(separator: " "))
         case "REQ":
             if !clients[id]!.registered { clients[id]!.capNegotiating = true }
             let asked = request.params.count > 1 ? request.params[1] : ""
-            var caps = clients[id]!.caps
+            var caps = capabilities[id, default: CapabilitySet()]
             var acceptable = true
             for word in asked.split(separator: " ") {
                 let remove = word.hasPrefix("-")
@@ -30,7 +30,7 @@ extension ServerState {
             }
             // A request is granted whole or refused whole.
             if acceptable {
-                clients[id]!.caps = caps
+                capabilities[id] = caps
                 capReply("ACK", asked)
             } else {
                 capReply("NAK", asked)
@@ -75,9 +75,10 @@ extension ServerState {
         if let old = client.nick { nicks.removeValue(forKey: casemapping.fold(old)) }
         nicks[folded] = id
         clients[id]!.nick = wanted
+        for key in client.channels { channels[key]?.members[id]?.nick = wanted }
         if client.registered {
             let change = IRCMessage(source: client.prefix, command: "NICK", params: [wanted])
-            deliver(change, to: [id] + neighbours(of: id).sorted(), now: request.now)
+            deliver(change, to: [id] + neighbours(of: id), now: request.now)
             log(id, "\(client.nick!) is now known as \(wanted)")
         } else {
             completeRegistrationIfReady(id, now: request.now)
@@ -140,7 +141,8 @@ extension ServerState {
                                        params: [nick] + chunk + ["are supported by this server"]))
             start += 12
         }
-        let users = clients.values.reduce(0) { $0 + ($1.registered ? 1 : 0) }
+        registeredCount += 1
+        let users = registeredCount
         reply(id, .lUserClient, "There are \(users) users and 0 invisible on 1 server")
         reply(id, .lUserMe, "I have \(users) clients and 0 servers")
         sendMotd(id)

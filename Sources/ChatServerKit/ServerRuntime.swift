@@ -177,21 +177,27 @@ final class ServerRuntime {
             for item in outbox.items {
                 switch item {
                 case .send(let id, let bytes):
-                    guard let connection = connections[id.raw], !connection.closing else { continue }
-                    connection.output.append(bytes)
-                    // The limit is on what the peer has not taken: it applies at once to a socket the
-                    // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
-                    if connection.waitingForWritable && connection.output.count > sendQueueLimit {
-                        dropSlowReader(connection)
-                    } else {
-                        queueFlush(connection)
-                    }
+                    enqueue(bytes, for: id)
+                case .sendMany(let ids, let bytes):
+                    for id in ids { enqueue(bytes, for: id) }
                 case .close(let id):
                     if let connection = connections[id.raw] { markClosing(connection) }
                 case .log(let text):
                     logger(text)
                 }
             }
+        }
+    }
+
+    private func enqueue(_ bytes: [UInt8], for id: ConnectionID) {
+        guard let connection = connections[id.raw], !connection.closing else { return }
+        connection.output.append(bytes)
+        // The limit is on what the peer has not taken: it applies at once to a socket the
+        // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
+        if connection.waitingForWritable && connection.output.count > sendQueueLimit {
+            dropSlowReader(connection)
+        } else {
+            queueFlush(connection)
         }
     }
 

@@ -13,7 +13,6 @@ struct Client {
     var registered = false
     /// CAP LS or REQ before registration holds registration until CAP END.
     var capNegotiating = false
-    var caps = CapabilitySet()
     var password: String?
     var away: String?
     var invisible = false
@@ -29,8 +28,10 @@ struct Client {
     var replyName: String { nick ?? "*" }
 }
 
-/// Operator and voice, as bits.
+/// One member of a room: operator and voice, and the nickname kept here too so that listing
+/// a big room reads the room alone.
 struct MemberStatus: Equatable {
+    var nick: String
     var op = false
     var voice = false
 
@@ -63,6 +64,8 @@ public struct ServerState {
     public let config: ServerConfig
     let casemapping = Casemapping.unicode
     var clients: [ConnectionID: Client] = [:]
+    /// Each client's capabilities, apart from `clients` so a fan-out reads one byte per recipient.
+    var capabilities: [ConnectionID: CapabilitySet] = [:]
     /// Folded nickname to its owner, registered or not.
     var nicks: [String: ConnectionID] = [:]
     /// Folded room name to room.
@@ -80,7 +83,7 @@ public struct ServerState {
     }
 
     public var connectionCount: Int { clients.count }
-    public var registeredCount: Int { clients.values.reduce(0) { $0 + ($1.registered ? 1 : 0) } }
+    public internal(set) var registeredCount = 0
 
     /// The nicknames in a room, for tests and logs.
     public func members(of room: String) -> [String] {
@@ -92,6 +95,7 @@ public struct ServerState {
 
     public mutating func connected(_ id: ConnectionID, host: String, peer: String, now: Double) {
         clients[id] = Client(id: id, host: host, peer: peer, connectedAt: now, lastActivity: now, lastSpoke: now)
+        capabilities[id] = CapabilitySet()
         log(id, "connected")
     }
 
@@ -221,21 +225,21 @@ public struct ServerState {
     }
 
     /// Sends one relayed message to many clients. It is serialised at most four times
-    /// (with or without `time`, with or without client tags), not once per recipient.
+    /// (with or without `time`, with or without client tags), not once per recipient, and
+    /// handed to the runtime as one item per form.
     mutating func deliver(_ message: IRCMessage, to recipients: some Sequence<ConnectionID>, now: Double,
                           onlyWithCapability required: Capability? = nil) {
-        var variants: [[UInt8]?] = [nil, nil, nil, nil]
+        var groups: [[ConnectionID]] = [[], [], [], []]
         for id in recipients {
-            guard let caps = clients[id]?.caps else { continue }
+            guard let caps = capabilities[id] else { continue }
             if let required, !caps.contains(required) { continue }
-            let variant = caps.relayVariant
-            if variants[variant] == nil {
-                var copy = message
-                if variant & 2 == 0 { copy.tags.removeAll() }
-                if variant & 1 != 0 { copy.tags.insert(IRCTag("time", ServerTime.format(now)), at: 0) }
-                variants[variant] = copy.serialized()
-            }
-            outbox.send(id, bytes: variants[variant]!)
+            groups[caps.relayVariant].append(id)
+        }
+        for (variant, ids) in groups.enumerated() where !ids.isEmpty {
+            var copy = message
+            if variant & 2 == 0 { copy.tags.removeAll() }
+            if variant & 1 != 0 { copy.tags.insert(IRCTag("time", ServerTime.format(now)), at: 0) }
+            outbox.items.append(ids.count == 1 ? .send(ids[0], copy.serialized()) : .sendMany(ids, copy.serialized()))
         }
     }
 
@@ -250,12 +254,14 @@ public struct ServerState {
         guard let client = clients[id] else { return }
         if client.registered {
             let quit = IRCMessage(source: client.prefix, command: "QUIT", params: [quitMessage])
-            deliver(quit, to: neighbours(of: id).sorted(), now: now)
+            deliver(quit, to: neighbours(of: id), now: now)
         }
         for key in client.channels { removeMember(id, from: key) }
+        if client.registered { registeredCount -= 1 }
         if let nick = client.nick, nicks[casemapping.fold(nick)] == id { nicks.removeValue(forKey: casemapping.fold(nick)) }
         log(id, client.registered ? "\(client.nick ?? "*") quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
         clients.removeValue(forKey: id)
+        capabilities.removeValue(forKey: id)
         outbox.items.append(.close(id))
     }
 

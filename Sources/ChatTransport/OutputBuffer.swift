@@ -44,8 +44,8 @@ public struct OutputBuffer: Sendable {
             }
             return .failed(errno: written == 0 ? EPIPE : code)
         }
-        // Drop a large buffer once it is empty so idle connections stay small.
-        if bytes.capacity > 16 * 1024 { bytes = [] } else { bytes.removeAll(keepingCapacity: true) }
+        // An idle connection holds no buffer at all: the next line is adopted, not copied (`append`).
+        bytes = []
         start = 0
         return .done
     }

@@ -25,7 +25,7 @@ struct SocketTests {
         try alice.register("alice")
         let bob = try server.client()
         let joined = try bob.register("小明", caps: ["echo-message", "server-time"])
-        #expect(joined.contains { $0.command == "353" && $0.params[3] == "@alice 小明" })
+        #expect(joined.contains { $0.command == "353" && Set($0.params[3].split(separator: " ")) == ["@alice", "小明"] })
         #expect(try alice.expect("JOIN").source == "小明!u@127.0.0.1")
         bob.send("PRIVMSG alice :你好 😀")
         let direct = try alice.expect("PRIVMSG")

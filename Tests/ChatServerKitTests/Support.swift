@@ -193,5 +193,10 @@ struct Harness {
     }
 
     func lines(to id: ConnectionID) -> [String] { out.messages(to: id).map(\.line) }
+
+    /// The names in the 353 replies to `id`, as a set: the server does not sort them.
+    func names(to id: ConnectionID) -> Set<String> {
+        Set(out.messages(to: id).filter { $0.command == "353" }.flatMap { $0.params[3].split(separator: " ").map(String.init) })
+    }
     func commands(to id: ConnectionID) -> [String] { out.messages(to: id).map(\.command) }
 }

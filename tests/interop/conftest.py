@@ -1,0 +1,105 @@
+"""Shared fixtures: the real chat-tui binary hosting a room on a free loopback port."""
+import os
+import socket
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BINARY = os.path.join(ROOT, ".build", "debug", "chat-tui")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+class Server:
+    def __init__(self, *extra):
+        if not os.path.exists(BINARY):
+            raise RuntimeError(f"{BINARY} is missing: run `swift build` first (make test does)")
+        self.port = free_port()
+        self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"chat-tui-server-{self.port}.log")
+        self.log = open(self.log_path, "w")
+        self.process = subprocess.Popen(
+            [BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port), *extra],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for_port(self.port)
+
+    def log_text(self):
+        self.log.flush()
+        with open(self.log_path) as f:
+            return f.read()
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.stop()
+
+
+class RawClient:
+    """A bare-socket IRC client: sends lines, waits for lines."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.buffer = b""
+
+    def send(self, line):
+        self.sock.sendall(line.encode() + b"\r\n")
+
+    def lines(self, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                yield line.rstrip(b"\r").decode("utf-8", "replace")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self.sock.settimeout(remaining)
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                return
+            if not data:
+                return
+            self.buffer += data
+
+    def wait_for(self, predicate, timeout=5.0):
+        seen = []
+        for line in self.lines(timeout):
+            seen.append(line)
+            if predicate(line):
+                return line
+        raise AssertionError("no matching line; saw:\n" + "\n".join(seen))
+
+    def register(self, nick):
+        self.send(f"NICK {nick}")
+        self.send(f"USER {nick} 0 * :{nick}")
+        self.wait_for(lambda l: " 366 " in l)
+
+    def close(self):
+        self.sock.close()
