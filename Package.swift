@@ -18,10 +18,14 @@ let package = Package(
         .target(name: "IRCWire"),
         .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem"]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport"]),
-        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatServerKit"]),
+        .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport"]),
+        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatServerKit", "ChatClientKit"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
-        .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire"]),
+        // Helpers shared by the test targets: a line-level IRC client and a server on a free port.
+        .target(name: "IRCTestSupport", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire"], path: "Tests/IRCTestSupport"),
+        .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire", "IRCTestSupport"]),
+        .testTarget(name: "ChatClientKitTests", dependencies: ["ChatClientKit", "ChatServerKit", "ChatTransport", "IRCWire", "IRCTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

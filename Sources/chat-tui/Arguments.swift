@@ -1,3 +1,6 @@
+import Foundation
+import IRCWire
+
 /// The command line, parsed. Every flag is documented in `usage`.
 struct Arguments {
     enum Mode { case serve, connect, help, version }
@@ -10,11 +13,16 @@ struct Arguments {
     var serverName = "chat-tui.local"
     var motdPath: String?
     var password: String?
-    var pingInterval: Double = 90
-    var pingTimeout: Double = 60
+    /// nil: the mode's default (server 90 s and 60 s, client 30 s and 60 s).
+    var pingInterval: Double?
+    var pingTimeout: Double?
     var registrationTimeout: Double = 60
     var sendQueueBytes = 1 << 20
     var host: String?
+    var nick: String?
+    var rooms: [String] = []
+    var lines = false
+    var connectTimeout: Double = 10
 
     struct Problem: Error, CustomStringConvertible {
         let description: String
@@ -26,7 +34,8 @@ struct Arguments {
     Usage:
       chat-tui --serve [--headless] [--port N] [--bind ADDR] [--room #NAME] [--name NAME]
                        [--motd FILE] [--password SECRET]
-      chat-tui --host HOST [--port N]          (the chat screen: not built yet, see README)
+      chat-tui --host HOST [--port N] [--nick NAME] [--join '#a,#b'] [--password SECRET] --lines
+      chat-tui --host HOST ...                 (the full-screen chat: not built yet, see README)
 
     Hosting (an IRC server; any IRC client, nc or telnet can join it):
       --serve                 host a room
@@ -37,11 +46,24 @@ struct Arguments {
       --room #NAME            the room everyone joins on arrival (default #lobby)
       --name NAME             the server's name in replies (default chat-tui.local)
       --motd FILE             message of the day, one line per line of FILE
-      --password SECRET       clients must send PASS SECRET to get in
       --ping-interval SECS    silence before the server sends PING (default 90)
       --ping-timeout SECS     wait for an answer to that PING before dropping (default 60)
+      --password SECRET       clients must send PASS SECRET to get in
       --register-timeout SECS time a new connection has to register (default 60)
       --sendq BYTES           bytes queued for a slow reader before it is dropped (default 1048576)
+
+    Joining (a client for any IRC server):
+      --host HOST             server to connect to (a name, an IPv4 or an IPv6 address)
+      --port N                its port (default 6667)
+      --nick NAME             your nickname (default: your login name); if taken, NAME_ is tried
+      --join '#a,#b'          rooms to join after connecting (our server puts you in its room anyway)
+      --password SECRET       the server's password (sent with PASS)
+      --lines                 no full screen: events print one per line, lines you type go to the
+                              room; /msg NICK text, /me text, /join #room, /part #room, /nick NAME,
+                              /quote RAW LINE, /quit [reason]
+      --connect-timeout SECS  give up connecting after this long (default 10)
+      --ping-interval SECS    silence before the client sends PING (default 30)
+      --ping-timeout SECS     no answer for this long means the connection is dead (default 60)
 
     Other:
       --help                  this text
@@ -90,6 +112,18 @@ struct Arguments {
             case "--ping-timeout": pingTimeout = try number(flag)
             case "--register-timeout": registrationTimeout = try number(flag)
             case "--sendq": sendQueueBytes = Int(try number(flag))
+            case "--nick":
+                nick = try value(flag)
+                if let problem = IRCNames.nickProblem(nick!, maxBytes: 30) {
+                    throw Problem(description: "--nick \(nick!): \(problem)")
+                }
+            case "--join":
+                rooms = try value(flag).split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+                for room in rooms where IRCNames.channelProblem(room, types: "#&", maxBytes: 50) != nil {
+                    throw Problem(description: "--join: \"\(room)\" is not a room name (rooms start with #)")
+                }
+            case "--lines": lines = true
+            case "--connect-timeout": connectTimeout = try number(flag)
             case "--help", "-h": mode = .help; return
             case "--version": mode = .version; return
             default: throw Problem(description: "unknown option \(flag) (try --help)")

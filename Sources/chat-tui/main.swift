@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import ChatServerKit
+import ChatClientKit
 import ChatTransport
 import IRCWire
 
@@ -31,18 +32,32 @@ case .help:
 case .version:
     writeLine(ServerConfig().version, to: 1)
 case .connect:
-    fail("the chat screen (--host) is not built yet; connect with any IRC client, or nc \(arguments.host ?? "HOST") \(arguments.port)")
+    guard arguments.lines else {
+        fail("the full-screen chat is not built yet; add --lines for the line mode, or use any IRC client")
+    }
+    exit(await LinesMode.run(clientConfig(arguments)))
 case .serve:
-    runServer(arguments)
+    await runServer(arguments)
 }
 
-func runServer(_ arguments: Arguments) -> Never {
+func clientConfig(_ arguments: Arguments) -> ClientConfig {
+    let login = ProcessInfo.processInfo.environment["USER"].flatMap { IRCNames.nickProblem($0, maxBytes: 30) == nil ? $0 : nil }
+    var config = ClientConfig(host: arguments.host ?? "127.0.0.1", port: arguments.port, nick: arguments.nick ?? login ?? "guest")
+    config.rooms = arguments.rooms
+    config.password = arguments.password
+    config.connectTimeout = arguments.connectTimeout
+    config.pingInterval = arguments.pingInterval ?? 30
+    config.pingTimeout = arguments.pingTimeout ?? 60
+    return config
+}
+
+func runServer(_ arguments: Arguments) async -> Never {
     var config = ServerConfig()
     config.name = arguments.serverName
     config.room = arguments.room
     config.password = arguments.password
-    config.pingInterval = arguments.pingInterval
-    config.pingTimeout = arguments.pingTimeout
+    config.pingInterval = arguments.pingInterval ?? 90
+    config.pingTimeout = arguments.pingTimeout ?? 60
     config.registrationTimeout = arguments.registrationTimeout
     config.createdAt = WallClock.now()
     if let path = arguments.motdPath {
@@ -76,7 +91,11 @@ func runServer(_ arguments: Arguments) -> Never {
         source.resume()
         return source
     }
-    withExtendedLifetime(signals) { dispatchMain() }
+    // The server runs on its own thread; this task only waits for a signal to end the process.
+    while true {
+        try? await Task.sleep(for: .seconds(3600))
+        withExtendedLifetime(signals) {}
+    }
 }
 
 enum ServerTimeStamp {

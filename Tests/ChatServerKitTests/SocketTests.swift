@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Testing
+import IRCTestSupport
 @testable import ChatServerKit
 import ChatTransport
 import IRCWire

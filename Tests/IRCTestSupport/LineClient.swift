@@ -4,29 +4,29 @@ import Glibc
 import Foundation
 import Synchronization
 import Testing
-@testable import ChatServerKit
+import ChatServerKit
 import ChatTransport
 import IRCWire
 
 /// A plain IRC client over a real socket, for integration tests: send lines, wait for lines.
-final class LineClient {
-    let fd: Int32
+public final class LineClient {
+    public let fd: Int32
     private var framer = LineFramer()
     private var pending: [IRCMessage] = []
-    private(set) var nick: String
+    public private(set) var nick: String
 
-    init(port: Int, host: String = "127.0.0.1", nick: String = "") throws {
+    public init(port: Int, host: String = "127.0.0.1", nick: String = "") throws {
         fd = try Sockets.connect(host: host, port: port, timeout: 5)
         self.nick = nick
     }
 
     deinit { close(fd) }
 
-    func send(_ line: String) {
+    public func send(_ line: String) {
         sendBytes(Array((line + "\r\n").utf8))
     }
 
-    func sendBytes(_ bytes: [UInt8]) {
+    public func sendBytes(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
@@ -37,7 +37,7 @@ final class LineClient {
 
     /// Registers and waits for the end of the automatic room join.
     @discardableResult
-    func register(_ nick: String, caps: [String] = [], room: String = "#lobby") throws -> [IRCMessage] {
+    public func register(_ nick: String, caps: [String] = [], room: String = "#lobby") throws -> [IRCMessage] {
         self.nick = nick
         if !caps.isEmpty {
             send("CAP LS 302")
@@ -50,7 +50,7 @@ final class LineClient {
     }
 
     /// Reads one message, waiting at most `timeout` seconds; nil on timeout or close.
-    func next(timeout: Double = 5) -> IRCMessage? {
+    public func next(timeout: Double = 5) -> IRCMessage? {
         if !pending.isEmpty { return pending.removeFirst() }
         let deadline = Monotonic.now() + timeout
         while pending.isEmpty {
@@ -70,13 +70,13 @@ final class LineClient {
         return pending.removeFirst()
     }
 
-    struct Timeout: Error, CustomStringConvertible {
-        let description: String
+    public struct Timeout: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// Reads until `match` is true; returns everything read, the match last.
     @discardableResult
-    func readUntil(timeout: Double = 5, sourceLocation: SourceLocation = #_sourceLocation,
+    public func readUntil(timeout: Double = 5, sourceLocation: SourceLocation = #_sourceLocation,
                    _ match: (IRCMessage) -> Bool) throws -> [IRCMessage] {
         var seen: [IRCMessage] = []
         while let message = next(timeout: timeout) {
@@ -88,19 +88,19 @@ final class LineClient {
 
     /// The first message with `command` (and, if given, that parameter 1 equals `param1`).
     @discardableResult
-    func expect(_ command: String, timeout: Double = 5) throws -> IRCMessage {
+    public func expect(_ command: String, timeout: Double = 5) throws -> IRCMessage {
         try readUntil(timeout: timeout) { $0.command == command }.last!
     }
 
     /// Reads whatever arrives within `timeout`.
-    func drain(timeout: Double = 0.2) -> [IRCMessage] {
+    public func drain(timeout: Double = 0.2) -> [IRCMessage] {
         var seen: [IRCMessage] = []
         while let message = next(timeout: timeout) { seen.append(message) }
         return seen
     }
 
     /// True when the server closed the connection within `timeout`.
-    func waitForClose(timeout: Double = 5) -> Bool {
+    public func waitForClose(timeout: Double = 5) -> Bool {
         let deadline = Monotonic.now() + timeout
         while Monotonic.now() < deadline {
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -116,15 +116,15 @@ final class LineClient {
     }
 
     /// Messages already read but not yet taken.
-    var buffered: [IRCMessage] { pending }
+    public var buffered: [IRCMessage] { pending }
 }
 
 /// A running server on a free loopback port, with its log lines.
-final class TestServer {
-    let handle: ServerHandle
-    var port: Int { handle.port }
+public final class TestServer {
+    public let handle: ServerHandle
+    public var port: Int { handle.port }
 
-    init(configure: (inout ServerConfig) -> Void = { _ in }, bind: String? = "127.0.0.1", sendQueueLimit: Int = 1 << 20) throws {
+    public init(configure: (inout ServerConfig) -> Void = { _ in }, bind: String? = "127.0.0.1", sendQueueLimit: Int = 1 << 20) throws {
         var config = ServerConfig()
         config.name = "test.server"
         configure(&config)
@@ -135,68 +135,17 @@ final class TestServer {
 
     private let logBox: LogBox
 
-    var logLines: [String] { logBox.lines }
+    public var logLines: [String] { logBox.lines }
 
-    func client() throws -> LineClient { try LineClient(port: port) }
+    public func client() throws -> LineClient { try LineClient(port: port) }
 
     deinit { handle.stop() }
 }
 
-final class LogBox: Sendable {
+public final class LogBox: Sendable {
+    public init() {}
     private let storage = Mutex<[String]>([])
-    func append(_ line: String) { storage.withLock { $0.append(line) } }
-    var lines: [String] { storage.withLock { $0 } }
+    public func append(_ line: String) { storage.withLock { $0.append(line) } }
+    public var lines: [String] { storage.withLock { $0 } }
 }
 
-/// Drives `ServerState` directly, with no sockets: connect, send lines, read the outbox.
-struct Harness {
-    var state: ServerState
-    var now: Double = 1_000_000
-    private var nextID: UInt64 = 1
-    var out = Outbox()
-
-    init(configure: (inout ServerConfig) -> Void = { _ in }) {
-        var config = ServerConfig()
-        config.name = "test.server"
-        configure(&config)
-        state = ServerState(config: config)
-    }
-
-    mutating func connect() -> ConnectionID {
-        let id = ConnectionID(nextID)
-        nextID += 1
-        state.connected(id, host: "127.0.0.1", peer: "127.0.0.1:\(40000 + id.raw)", now: now)
-        _ = state.takeOutbox()
-        return id
-    }
-
-    /// Sends lines from `id` and returns the outbox they produced.
-    @discardableResult
-    mutating func send(_ id: ConnectionID, _ lines: String...) -> Outbox {
-        for line in lines { state.received(Array(line.utf8), from: id, now: now) }
-        out = state.takeOutbox()
-        return out
-    }
-
-    mutating func register(_ nick: String, caps: [String] = []) -> ConnectionID {
-        let id = connect()
-        if !caps.isEmpty { send(id, "CAP REQ :\(caps.joined(separator: " "))") }
-        send(id, "NICK \(nick)", "USER u 0 * :Real \(nick)", "CAP END")
-        return id
-    }
-
-    mutating func tick(advance seconds: Double) -> Outbox {
-        now += seconds
-        state.tick(now: now)
-        out = state.takeOutbox()
-        return out
-    }
-
-    func lines(to id: ConnectionID) -> [String] { out.messages(to: id).map(\.line) }
-
-    /// The names in the 353 replies to `id`, as a set: the server does not sort them.
-    func names(to id: ConnectionID) -> Set<String> {
-        Set(out.messages(to: id).filter { $0.command == "353" }.flatMap { $0.params[3].split(separator: " ").map(String.init) })
-    }
-    func commands(to id: ConnectionID) -> [String] { out.messages(to: id).map(\.command) }
-}

@@ -1,0 +1,403 @@
+import Foundation
+import ChatTransport
+import IRCWire
+
+/// One connection to one IRC server: registration, capabilities, heartbeat, reconnect, a queue
+/// for messages typed while offline, and the `ClientState` it keeps current. Front ends read
+/// `events` and `state`; they never touch the socket.
+public actor ChatClient {
+    public nonisolated let events: AsyncStream<ClientEvent>
+    private let continuation: AsyncStream<ClientEvent>.Continuation
+    public private(set) var state: ClientState
+    public let config: ClientConfig
+
+    private var connection: LineConnection?
+    private var runTask: Task<Void, Never>?
+    private var backoffTask: Task<Void, Never>?
+    /// False once the user quits or disconnects, or the server refuses us for good.
+    private var keepConnected = true
+    private var fatalReason: String?
+    /// Why the user stopped us (`you quit`), reported instead of the socket's view of it.
+    private var userStopReason: String?
+    /// The text of the server's ERROR line, the best explanation of a close that follows it.
+    private var serverErrorText: String?
+    private var queue: [Outgoing] = []
+    private var lastReceived: Double = 0
+    private var connectedAt: Double = 0
+    private var pingSentAt: Double?
+    private var capNegotiationDone = false
+    /// Rooms to be in: the configured ones plus any the user joined; kept across reconnects.
+    private var wantedRooms: [String]
+
+    struct Outgoing {
+        let target: String
+        let text: String
+        let isAction: Bool
+    }
+
+    public init(config: ClientConfig) {
+        self.config = config
+        state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit)
+        wantedRooms = config.rooms
+        (events, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
+    }
+
+    // MARK: Controls
+
+    /// Connects, and keeps reconnecting until `quit` or `disconnect`.
+    public func start() {
+        guard runTask == nil else { return }
+        keepConnected = true
+        userStopReason = nil
+        fatalReason = nil
+        runTask = Task { await self.run() }
+    }
+
+    /// Sends QUIT, closes the connection and stops reconnecting.
+    public func quit(reason: String = "Leaving") async {
+        keepConnected = false
+        userStopReason = "you quit"
+        backoffTask?.cancel()
+        if let connection {
+            try? connection.write(IRCMessage(command: "QUIT", params: [reason]))
+            // Give the server a moment to send its ERROR; the reader ends the session either way.
+            try? await Task.sleep(for: .milliseconds(200))
+            connection.close(reason: "you quit")
+        }
+        await runTask?.value
+    }
+
+    /// Closes the connection without reconnecting; `start()` connects again.
+    public func disconnect() async {
+        keepConnected = false
+        userStopReason = "disconnected by you"
+        backoffTask?.cancel()
+        connection?.close(reason: "disconnected by you")
+        await runTask?.value
+    }
+
+    /// Reconnects now: skips a pending backoff wait, or drops and re-establishes a live connection.
+    public func reconnectNow() {
+        if runTask == nil {
+            start()
+        } else if connection != nil {
+            connection?.close(reason: "reconnecting at your request")
+        } else {
+            backoffTask?.cancel()
+        }
+    }
+
+    /// Sends a message to a room or a person, split to fit the line limit; queued while offline.
+    public func send(_ text: String, to target: String, isAction: Bool = false) {
+        let outgoing = Outgoing(target: target, text: text, isAction: isAction)
+        guard let connection, state.isRegistered else {
+            enqueue(outgoing)
+            return
+        }
+        deliver(outgoing, over: connection)
+    }
+
+    /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected.
+    public func sendCommand(_ message: IRCMessage) {
+        if message.command == "JOIN", let rooms = message.params.first {
+            for room in rooms.split(separator: ",").map(String.init) where !wantedRooms.contains(where: { state.key(for: $0) == state.key(for: room) }) {
+                wantedRooms.append(room)
+            }
+        }
+        if message.command == "PART", let rooms = message.params.first {
+            let parting = Set(rooms.split(separator: ",").map { state.key(for: String($0)) })
+            wantedRooms.removeAll { parting.contains(state.key(for: $0)) }
+        }
+        guard let connection else {
+            emit(.error("not connected: \(message.command) not sent"))
+            return
+        }
+        write(message, over: connection)
+    }
+
+    /// Front-end bookkeeping that lives in the state.
+    public func markRead(_ conversation: String) { state.markRead(conversation) }
+    public func clear(_ conversation: String) { state.clear(conversation) }
+    public func openConversation(_ name: String) {
+        let kind: Conversation.Kind = state.isChannel(name) ? .room : .direct
+        if state.conversation(name) == nil {
+            state.open(name: name, kind: kind)
+            emit(.conversationOpened(name))
+        }
+    }
+    public func closeConversation(_ name: String) { state.close(name) }
+
+    /// Adds a client-side note (an error the user should see) to a conversation.
+    public func note(_ text: String, in conversation: String, isError: Bool = true) {
+        emit(state.add(ChatLine(time: Date().timeIntervalSince1970, kind: isError ? .error : .info, text: text), to: conversation))
+    }
+
+    // MARK: The connection loop
+
+    private func run() async {
+        var attempt = 0
+        var lastReason = ""
+        while keepConnected {
+            attempt += 1
+            emit(.status(.connecting(host: config.host, port: config.port, attempt: attempt)))
+            do {
+                let connection = try await LineConnection.open(host: config.host, port: config.port, timeout: config.connectTimeout)
+                guard keepConnected else { connection.close(reason: "stopped"); break }
+                let reason = await session(connection)
+                if state.isRegistered || reason.registered { attempt = 0 }
+                lastReason = reason.text
+            } catch {
+                lastReason = error.description
+            }
+            state.connectionLost()
+            if let fatalReason {
+                keepConnected = false
+                emit(.status(.stopped(reason: fatalReason)))
+                break
+            }
+            guard keepConnected else {
+                emit(.status(.stopped(reason: userStopReason ?? lastReason)))
+                break
+            }
+            emit(.status(.disconnected(reason: lastReason)))
+            let delay = config.reconnect.delay(attempt: max(1, attempt), random: Double.random(in: 0..<1))
+            emit(.status(.reconnecting(inSeconds: delay, reason: lastReason)))
+            let wait = Task { _ = try? await Task.sleep(for: .seconds(delay)) }
+            backoffTask = wait
+            await wait.value
+            backoffTask = nil
+        }
+        failQueued(reason: "disconnected")
+        runTask = nil
+        connection = nil
+    }
+
+    private struct SessionEnd {
+        let text: String
+        let registered: Bool
+    }
+
+    /// Registers and handles one connection until it closes; returns why it closed.
+    private func session(_ connection: LineConnection) async -> SessionEnd {
+        self.connection = connection
+        capNegotiationDone = false
+        serverErrorText = nil
+        pingSentAt = nil
+        let now = Date().timeIntervalSince1970
+        connectedAt = now
+        lastReceived = now
+        emit(.status(.connected))
+        write(IRCMessage("CAP", "LS", "302"), over: connection)
+        if let password = config.password { write(IRCMessage("PASS", password), over: connection) }
+        write(IRCMessage("NICK", state.nick), over: connection)
+        write(IRCMessage(command: "USER", params: [config.userName, "0", "*", config.realName]), over: connection)
+
+        let heartbeat = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                await self?.heartbeat(connection)
+            }
+        }
+        defer { heartbeat.cancel() }
+
+        var registered = false
+        for await input in connection.input {
+            switch input {
+            case .line(let bytes):
+                lastReceived = Date().timeIntervalSince1970
+                pingSentAt = nil
+                guard let message = try? IRCMessage(bytes: bytes) else { continue }
+                handle(message, over: connection)
+                registered = registered || state.isRegistered
+            case .overlong(let discarded):
+                emit(.error("the server sent a line of \(discarded) bytes; it was discarded"))
+            case .closed(let reason):
+                self.connection = nil
+                if let error = serverErrorText, reason == "connection closed by the server" {
+                    return SessionEnd(text: "closed by the server: \(error)", registered: registered)
+                }
+                return SessionEnd(text: reason, registered: registered)
+            }
+        }
+        self.connection = nil
+        return SessionEnd(text: "connection closed", registered: registered)
+    }
+
+    private func heartbeat(_ connection: LineConnection) {
+        guard self.connection === connection else { return }
+        let now = Date().timeIntervalSince1970
+        if !state.isRegistered {
+            if now - connectedAt > config.registrationTimeout {
+                connection.close(reason: "registration timed out after \(Int(config.registrationTimeout)) s (the server never welcomed us)")
+            }
+            return
+        }
+        if let sent = pingSentAt {
+            if now - sent > config.pingTimeout {
+                connection.close(reason: "ping timeout: no answer from the server for \(Int(now - lastReceived)) s")
+            }
+        } else if now - lastReceived >= config.pingInterval {
+            pingSentAt = now
+            write(IRCMessage("PING", "chat-tui-lag-\(now)"), over: connection)
+        }
+    }
+
+    private func handle(_ message: IRCMessage, over connection: LineConnection) {
+        let now = Date().timeIntervalSince1970
+        switch message.command {
+        case "PING":
+            write(IRCMessage(command: "PONG", params: message.params), over: connection)
+            return
+        case "PONG":
+            if let token = message.params.last, token.hasPrefix("chat-tui-lag-"), let sent = Double(token.dropFirst(13)) {
+                emit(.lag(max(0, now - sent)))
+            }
+            return
+        case "CAP":
+            handleCap(message, over: connection)
+            return
+        case "001":
+            if !capNegotiationDone { capNegotiationDone = true }
+            for event in state.apply(message, now: now) { emit(event) }
+            emit(.status(.registered(nick: state.nick)))
+            if !wantedRooms.isEmpty {
+                write(IRCMessage("JOIN", wantedRooms.joined(separator: ",")), over: connection)
+            }
+            flushQueue(over: connection)
+            return
+        case "433" where !state.isRegistered:
+            let taken = message.param(1) ?? state.nick
+            let next = alternative(to: taken)
+            emit(.nickInUse(taken, trying: next))
+            state.nick = next
+            write(IRCMessage("NICK", next), over: connection)
+            return
+        case "432" where !state.isRegistered:
+            fatalReason = "the server refused the nickname \(message.param(1) ?? state.nick): \(message.params.last ?? "erroneous nickname")"
+            connection.close(reason: fatalReason!)
+            return
+        case "464":
+            fatalReason = "wrong password: \(message.params.last ?? "password incorrect")"
+            connection.close(reason: fatalReason!)
+            return
+        case "465":
+            fatalReason = "banned from this server: \(message.params.last ?? "")"
+            connection.close(reason: fatalReason!)
+            return
+        case "ERROR":
+            serverErrorText = message.params.first ?? ""
+            connection.close(reason: "closed by the server: \(message.params.first ?? "")")
+        case "421" where message.param(1) == "CAP":
+            capNegotiationDone = true
+            return
+        default:
+            break
+        }
+        for event in state.apply(message, now: now) { emit(event) }
+    }
+
+    // CAP * LS [*] :caps | CAP * ACK :caps | CAP * NAK :caps
+    private func handleCap(_ message: IRCMessage, over connection: LineConnection) {
+        guard message.params.count >= 3 else { return }
+        let subcommand = message.params[1].uppercased()
+        let list = message.params.last ?? ""
+        switch subcommand {
+        case "LS":
+            offered.formUnion(list.split(separator: " ").map { String($0.split(separator: "=").first ?? $0) })
+            // A `*` before the list means more LS lines follow.
+            if message.params.count >= 4 && message.params[2] == "*" { return }
+            let request = config.wantedCapabilities.filter { offered.contains($0) }
+            if request.isEmpty || state.isRegistered {
+                endCapNegotiation(over: connection)
+            } else {
+                write(IRCMessage("CAP", "REQ", request.joined(separator: " ")), over: connection)
+            }
+        case "ACK":
+            for cap in list.split(separator: " ") {
+                if cap.hasPrefix("-") { state.capabilities.remove(String(cap.dropFirst())) } else { state.capabilities.insert(String(cap)) }
+            }
+            endCapNegotiation(over: connection)
+        case "NAK":
+            endCapNegotiation(over: connection)
+        default:
+            break
+        }
+    }
+
+    private var offered: Set<String> = []
+
+    private func endCapNegotiation(over connection: LineConnection) {
+        guard !capNegotiationDone else { return }
+        capNegotiationDone = true
+        offered = []
+        write(IRCMessage("CAP", "END"), over: connection)
+    }
+
+    /// `nick_`, `nick__`, … and, when that would pass NICKLEN, digits in place of the last characters.
+    func alternative(to taken: String) -> String {
+        let limit = state.isupport.nickLength ?? 30
+        let candidate = taken + "_"
+        if candidate.utf8.count <= limit { return candidate }
+        let stem = UTF8Boundary.prefix(config.nick, maxBytes: limit - 2)
+        return stem + String(Int.random(in: 10...99))
+    }
+
+    // MARK: Sending
+
+    private func deliver(_ outgoing: Outgoing, over connection: LineConnection) {
+        let maxBytes = MessageSplitter.maxTextBytes(target: outgoing.target, source: state.ownSource) - (outgoing.isAction ? 9 : 0)
+        let echoes = state.capabilities.contains("echo-message")
+        let now = Date().timeIntervalSince1970
+        for piece in MessageSplitter.split(outgoing.text, maxBytes: maxBytes) {
+            let text = outgoing.isAction ? "\u{1}ACTION \(piece)\u{1}" : piece
+            do {
+                try connection.write(IRCMessage("PRIVMSG", outgoing.target, text))
+            } catch {
+                // The connection failed under us: hold the rest for the next one.
+                enqueue(Outgoing(target: outgoing.target, text: piece, isAction: outgoing.isAction))
+                return
+            }
+            if !echoes {
+                emit(state.addOwn(text: piece, to: outgoing.target, kind: outgoing.isAction ? .action : .message, now: now))
+            }
+        }
+    }
+
+    private func enqueue(_ outgoing: Outgoing) {
+        guard keepConnected else {
+            emit(.notSent(target: outgoing.target, text: outgoing.text, reason: "not connected"))
+            return
+        }
+        guard queue.count < config.offlineQueueLimit else {
+            emit(.notSent(target: outgoing.target, text: outgoing.text,
+                          reason: "offline queue is full (\(config.offlineQueueLimit) messages)"))
+            return
+        }
+        queue.append(outgoing)
+        emit(state.add(ChatLine(time: Date().timeIntervalSince1970, kind: .info,
+                                text: "offline: your message will be sent when the connection is back"), to: outgoing.target))
+    }
+
+    private func flushQueue(over connection: LineConnection) {
+        let pending = queue
+        queue = []
+        for outgoing in pending { deliver(outgoing, over: connection) }
+    }
+
+    private func failQueued(reason: String) {
+        for outgoing in queue { emit(.notSent(target: outgoing.target, text: outgoing.text, reason: reason)) }
+        queue = []
+    }
+
+    private func write(_ message: IRCMessage, over connection: LineConnection) {
+        do {
+            try connection.write(message)
+        } catch {
+            connection.close(reason: "write failed: \(error)")
+        }
+    }
+
+    private func emit(_ event: ClientEvent) {
+        continuation.yield(event)
+    }
+}

@@ -1,0 +1,39 @@
+/// How a `ChatClient` connects and behaves.
+public struct ClientConfig: Sendable {
+    public var host: String
+    public var port: Int = 6667
+    public var nick: String
+    public var user: String?
+    public var realName = "chat-tui user"
+    public var password: String?
+    /// Rooms to join after registering (and to rejoin after a reconnect).
+    public var rooms: [String] = []
+    /// Seconds to wait for the TCP connection.
+    public var connectTimeout: Double = 10
+    /// Seconds from connection to 001 before giving up on this attempt.
+    public var registrationTimeout: Double = 30
+    /// Seconds of silence before we send PING.
+    public var pingInterval: Double = 30
+    /// Seconds without any answer before the connection is declared dead.
+    public var pingTimeout: Double = 60
+    public var reconnect = ReconnectPolicy()
+    /// Messages held while offline; past this, new ones are reported as not sent.
+    public var offlineQueueLimit = 100
+    public var scrollbackLimit = 10_000
+    /// The capabilities we ask for when a server offers them.
+    public var wantedCapabilities: [String] = ["message-tags", "server-time", "echo-message", "multi-prefix", "away-notify"]
+
+    public init(host: String, port: Int = 6667, nick: String) {
+        self.host = host
+        self.port = port
+        self.nick = nick
+    }
+
+    /// A USER name: our nickname when it is plain ASCII, else a safe stand-in.
+    var userName: String {
+        if let user, !user.isEmpty { return user }
+        let ascii = nick.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+        let name = String(String.UnicodeScalarView(ascii.prefix(10)))
+        return name.isEmpty ? "chattui" : name.lowercased()
+    }
+}

@@ -1,0 +1,101 @@
+import IRCWire
+
+/// One line in a conversation, as a front end shows it.
+public struct ChatLine: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case message, action, notice
+        case join, part, quit, kick, nick, topic, mode
+        /// Anything the client or server says about itself: MOTD, replies, connection notices.
+        case info
+        case error
+    }
+
+    /// Seconds since 1970: the server's `time` tag when present, else when it arrived.
+    public var time: Double
+    public var kind: Kind
+    /// Who said it (a nickname), or nil for server and client notices.
+    public var sender: String?
+    public var text: String
+    /// Sent by us.
+    public var isOwn: Bool
+    /// Mentions our nickname (or is a direct message to us).
+    public var isHighlight: Bool
+
+    public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
+        self.time = time
+        self.kind = kind
+        self.sender = sender
+        self.text = text
+        self.isOwn = isOwn
+        self.isHighlight = isHighlight
+    }
+}
+
+/// Someone in a room: their nickname, their prefixes (`@`, `+`, highest first) and whether they are away.
+public struct Member: Sendable, Equatable {
+    public var nick: String
+    public var prefixes: String
+    public var isAway: Bool
+
+    public init(nick: String, prefixes: String = "", isAway: Bool = false) {
+        self.nick = nick
+        self.prefixes = prefixes
+        self.isAway = isAway
+    }
+
+    /// The highest prefix, as a sidebar shows it.
+    public var highestPrefix: String { prefixes.first.map(String.init) ?? "" }
+}
+
+/// A room, a direct conversation with one person, or the server's own messages.
+public struct Conversation: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable { case server, room, direct }
+
+    public var name: String
+    public let kind: Kind
+    public var topic = ""
+    /// Folded nickname to member; rooms only.
+    public var members: [String: Member] = [:]
+    /// We are in the room now (false after PART, KICK or a lost connection).
+    public var isJoined = false
+    public private(set) var lines: [ChatLine] = []
+    public var unread = 0
+    public var mentioned = false
+    /// Lines kept; older ones are dropped so memory stays flat.
+    public var scrollbackLimit: Int
+
+    public init(name: String, kind: Kind, scrollbackLimit: Int = 10_000) {
+        self.name = name
+        self.kind = kind
+        self.scrollbackLimit = scrollbackLimit
+    }
+
+    public mutating func append(_ line: ChatLine) {
+        lines.append(line)
+        // Drop in chunks so appending stays amortised O(1).
+        if lines.count > scrollbackLimit + max(1, scrollbackLimit / 8) {
+            lines.removeFirst(lines.count - scrollbackLimit)
+        }
+        if line.kind == .message || line.kind == .action || line.kind == .notice, !line.isOwn {
+            unread += 1
+            if line.isHighlight { mentioned = true }
+        }
+    }
+
+    public mutating func clearLines() { lines.removeAll() }
+
+    public mutating func markRead() {
+        unread = 0
+        mentioned = false
+    }
+
+    /// Members sorted as a sidebar lists them: by rank, then by name.
+    public func sortedMembers(rankOf symbols: String = "@+") -> [Member] {
+        members.values.sorted { a, b in
+            let ra = a.prefixes.first.flatMap { symbols.firstIndex(of: $0) }.map { symbols.distance(from: symbols.startIndex, to: $0) } ?? symbols.count
+            let rb = b.prefixes.first.flatMap { symbols.firstIndex(of: $0) }.map { symbols.distance(from: symbols.startIndex, to: $0) } ?? symbols.count
+            if ra != rb { return ra < rb }
+            return a.nick.lowercased() < b.nick.lowercased()
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// Received text made safe for a terminal that shows it as plain characters.
+public enum PlainText {
+    /// Removes mIRC formatting (bold, colours, …) and shows every other control character
+    /// visibly (`^[` for ESC, `^G` for BEL, `<U+009B>` for C1 controls), so nothing a peer
+    /// sends can move the cursor, change colours or retitle the terminal.
+    public static func visible(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        var scalars = text.unicodeScalars.makeIterator()
+        var pending: Unicode.Scalar? = scalars.next()
+        while let scalar = pending {
+            pending = scalars.next()
+            switch scalar.value {
+            case 0x02, 0x1D, 0x1F, 0x16, 0x0F, 0x11, 0x1E:
+                continue // bold, italic, underline, reverse, reset, monospace, strikethrough
+            case 0x03:
+                // ^C[fg[,bg]] with one or two digits each.
+                var digits = 0
+                while let next = pending, digits < 2, ("0"..."9").contains(next) { digits += 1; pending = scalars.next() }
+                if digits > 0, let comma = pending, comma == "," {
+                    var lookahead = scalars
+                    if let first = lookahead.next(), ("0"..."9").contains(first) {
+                        pending = first
+                        scalars = lookahead
+                        var bgDigits = 0
+                        while let next = pending, bgDigits < 2, ("0"..."9").contains(next) { bgDigits += 1; pending = scalars.next() }
+                    }
+                }
+            case 0x04:
+                // ^D[RRGGBB[,RRGGBB]]
+                var count = 0
+                while let next = pending, count < 6, next.properties.isASCIIHexDigit { count += 1; pending = scalars.next() }
+            case 0x00..<0x20, 0x7F:
+                out += "^" + String(Unicode.Scalar(UInt8(scalar.value ^ 0x40)))
+            case 0x80..<0xA0:
+                out += "<U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4) + ">"
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

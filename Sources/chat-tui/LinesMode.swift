@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import ChatClientKit
+import IRCWire
+
+/// `--lines`: the ChatClient without curses. Events print one per line on stdout; lines typed
+/// on stdin go to the room (or `/msg NICK text`, `/me`, `/join`, `/nick`, `/quit`).
+enum LinesMode {
+    static func run(_ config: ClientConfig) async -> Int32 {
+        let client = ChatClient(config: config)
+        await client.start()
+        let input = Task { await readInput(into: client) }
+        var exitCode: Int32 = 0
+        for await event in client.events {
+            if let text = describe(event) { writeLine(text, to: 1) }
+            if case .status(.stopped(let reason)) = event {
+                // Stopping because the user asked is success; a refusal (password, ban) is not.
+                if reason != "you quit" && reason != "disconnected by you" { exitCode = 1 }
+                break
+            }
+        }
+        input.cancel()
+        return exitCode
+    }
+
+    /// Reads stdin on its own thread (a blocking read) and hands each line to the client.
+    static func readInput(into client: ChatClient) async {
+        let lines = AsyncStream<String?> { continuation in
+            let thread = Thread {
+                while let line = readLine(strippingNewline: true) { continuation.yield(line) }
+                continuation.yield(nil)
+                continuation.finish()
+            }
+            thread.start()
+        }
+        for await line in lines {
+            guard let line else {
+                await client.quit(reason: "end of input")
+                return
+            }
+            await handle(line, client: client)
+        }
+    }
+
+    static func handle(_ line: String, client: ChatClient) async {
+        let state = await client.state
+        guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        guard line.hasPrefix("/") && !line.hasPrefix("//") else {
+            let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
+            guard let room = state.joinedRooms.first else {
+                writeLine("-!- not in a room yet: message not sent", to: 2)
+                return
+            }
+            await client.send(text, to: room)
+            return
+        }
+        let parts = line.dropFirst().split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true).map(String.init)
+        let command = parts.first?.lowercased() ?? ""
+        switch (command, parts.count) {
+        case ("msg", 3):
+            if state.isMe(parts[1]) {
+                writeLine("-!- that is you: message not sent", to: 2)
+            } else {
+                await client.send(parts[2], to: parts[1])
+            }
+        case ("me", _) where parts.count >= 2:
+            let text = line.dropFirst(4)
+            guard let room = state.joinedRooms.first else { return }
+            await client.send(String(text), to: room, isAction: true)
+        case ("join", 2):
+            await client.sendCommand(IRCMessage("JOIN", parts[1]))
+        case ("part", _) where parts.count >= 2:
+            await client.sendCommand(IRCMessage("PART", parts[1]))
+        case ("nick", 2):
+            await client.sendCommand(IRCMessage("NICK", parts[1]))
+        case ("quit", _):
+            let reason = parts.count > 1 ? parts.dropFirst().joined(separator: " ") : "Leaving"
+            await client.quit(reason: reason)
+        case ("quote", _) where parts.count >= 2:
+            if let message = try? IRCMessage(parsing: String(line.dropFirst(7))) { await client.sendCommand(message) }
+        default:
+            writeLine("-!- unknown command or wrong arguments: \(line) (try /msg NICK text, /me, /join, /part, /nick, /quit)", to: 2)
+        }
+    }
+
+    static func clock(_ time: Double) -> String {
+        let formatted = ServerTime.format(time)
+        // HH:MM:SS in UTC from the ISO form.
+        let start = formatted.index(formatted.startIndex, offsetBy: 11)
+        return String(formatted[start..<formatted.index(start, offsetBy: 8)])
+    }
+
+    static func describe(_ event: ClientEvent) -> String? {
+        let now = Date().timeIntervalSince1970
+        switch event {
+        case .status(let status):
+            let text: String
+            switch status {
+            case .connecting(let host, let port, let attempt):
+                text = "connecting to \(host) port \(port)" + (attempt > 1 ? " (attempt \(attempt))" : "")
+            case .connected: text = "connected, registering"
+            case .registered(let nick): text = "registered as \(nick)"
+            case .disconnected(let reason): text = "disconnected: \(reason)"
+            case .reconnecting(let seconds, _): text = String(format: "reconnecting in %.1f s", seconds)
+            case .stopped(let reason): text = "stopped: \(reason)"
+            }
+            return "\(clock(now)) -!- \(text)"
+        case .nickInUse(let taken, let next):
+            return "\(clock(now)) -!- nickname \(PlainText.visible(taken)) is taken, trying \(next)"
+        case .nickChanged(_, let new):
+            return "\(clock(now)) -!- you are now \(new)"
+        case .line(let conversation, let line):
+            let text = PlainText.visible(line.text)
+            let sender = PlainText.visible(line.sender ?? "")
+            let place = "[\(PlainText.visible(conversation))]"
+            switch line.kind {
+            case .message: return "\(clock(line.time)) \(place) <\(sender)> \(text)"
+            case .action: return "\(clock(line.time)) \(place) * \(sender) \(text)"
+            case .notice: return "\(clock(line.time)) \(place) -\(sender)- \(text)"
+            case .error: return "\(clock(line.time)) \(place) !!! \(text)"
+            default: return "\(clock(line.time)) \(place) -!- \(text)"
+            }
+        case .error(let text):
+            return "\(clock(now)) !!! \(PlainText.visible(text))"
+        case .notSent(let target, let text, let reason):
+            return "\(clock(now)) !!! not sent to \(target): \(PlainText.visible(text)) (\(reason))"
+        case .membersChanged, .topicChanged, .conversationOpened, .lag:
+            return nil
+        }
+    }
+}

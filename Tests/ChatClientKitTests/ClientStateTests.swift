@@ -1,0 +1,211 @@
+import Testing
+@testable import ChatClientKit
+import IRCWire
+
+/// Feeds recorded server lines into a fresh state, as `alice`.
+func fold(_ lines: [String], nick: String = "alice", now: Double = 1000) -> (ClientState, [ClientEvent]) {
+    var state = ClientState(nick: nick)
+    var events: [ClientEvent] = []
+    for line in lines {
+        events += state.apply(try! IRCMessage(parsing: line), now: now)
+    }
+    return (state, events)
+}
+
+let welcome = [
+    ":srv 001 alice :Welcome to the network, alice!al@10.0.0.1",
+    ":srv 005 alice CASEMAPPING=rfc1459 PREFIX=(ov)@+ CHANTYPES=# NICKLEN=30 :are supported",
+    ":alice!al@10.0.0.1 JOIN #lobby",
+    ":srv 353 alice = #lobby :@alice +bob",
+    ":srv 353 alice = #lobby :carol",
+    ":srv 366 alice #lobby :End of /NAMES list",
+]
+
+@Suite("client state")
+struct ClientStateTests {
+    @Test("registration, ISUPPORT and the member list from NAMES")
+    func registration() throws {
+        let (state, events) = fold(welcome)
+        #expect(state.isRegistered && state.nick == "alice")
+        #expect(state.ownSource == "alice!al@10.0.0.1")
+        let room = try #require(state.conversation("#LOBBY"))
+        #expect(room.isJoined && room.kind == .room)
+        #expect(room.sortedMembers().map { $0.highestPrefix + $0.nick } == ["@alice", "+bob", "carol"])
+        #expect(events.contains(.membersChanged(conversation: "#lobby")))
+        #expect(events.contains(.conversationOpened("#lobby")))
+    }
+
+    @Test("JOIN, PART, QUIT and KICK keep the members current, with notices")
+    func membership() throws {
+        let (state, events) = fold(welcome + [
+            ":dave!d@h JOIN #lobby",
+            ":bob!b@h PART #lobby :later",
+            ":carol!c@h QUIT :Ping timeout: 120 seconds",
+            ":alice!al@h KICK #lobby dave :behave",
+        ])
+        let room = try #require(state.conversation("#lobby"))
+        #expect(room.members.values.map(\.nick) == ["alice"])
+        let texts = room.lines.map(\.text)
+        #expect(texts.contains("dave joined #lobby"))
+        #expect(texts.contains("bob left #lobby (later)"))
+        #expect(texts.contains("carol quit (Ping timeout: 120 seconds)"))
+        #expect(texts.contains("dave was kicked from #lobby by alice (behave)"))
+        #expect(events.filter { $0 == .membersChanged(conversation: "#lobby") }.count >= 4)
+    }
+
+    @Test("direct messages open a conversation named after the sender; room messages go to the room")
+    func messages() throws {
+        let (state, _) = fold(welcome + [
+            "@time=2026-11-29T10:00:00.000Z :bob!b@h PRIVMSG alice :hi alice",
+            ":bob!b@h PRIVMSG #lobby :hello all",
+            ":carol!c@h PRIVMSG #lobby :\u{1}ACTION waves\u{1}",
+            ":carol!c@h PRIVMSG #lobby :ALICE: ping",
+            ":srv NOTICE alice :*** server notice",
+        ])
+        let direct = try #require(state.conversation("Bob"))
+        #expect(direct.kind == .direct && direct.name == "bob")
+        #expect(direct.lines.last == ChatLine(time: ServerTime.parse("2026-11-29T10:00:00.000Z")!, kind: .message,
+                                              sender: "bob", text: "hi alice", isHighlight: true))
+        #expect(direct.unread == 1 && direct.mentioned)
+        let room = try #require(state.conversation("#lobby"))
+        #expect(room.lines.suffix(3).map(\.kind) == [.message, .action, .message])
+        #expect(room.lines.last?.isHighlight == true && room.lines.suffix(3).first?.isHighlight == false)
+        #expect(room.lines.suffix(2).first?.text == "waves")
+        #expect(state.conversation("*")?.lines.last?.text == "*** server notice")
+    }
+
+    @Test("echoed own messages land in the conversation with the target, marked as ours")
+    func echo() throws {
+        let (state, _) = fold(welcome + [":alice!al@h PRIVMSG bob :my message"])
+        let direct = try #require(state.conversation("bob"))
+        #expect(direct.lines.last?.isOwn == true && direct.unread == 0)
+    }
+
+    @Test("NICK renames members everywhere and moves the direct conversation")
+    func nickChanges() throws {
+        let (state, events) = fold(welcome + [
+            ":bob!b@h PRIVMSG alice :hi",
+            ":bob!b@h NICK robert",
+            ":alice!al@h NICK alicia",
+        ])
+        #expect(state.nick == "alicia")
+        #expect(events.contains(.nickChanged(old: "alice", new: "alicia")))
+        #expect(state.conversation("bob") == nil)
+        #expect(state.conversation("robert")?.lines.last?.text == "bob is now known as robert")
+        let members = state.conversation("#lobby")!.sortedMembers().map { $0.highestPrefix + $0.nick }
+        #expect(members == ["@alicia", "carol", "+robert"].sorted { a, b in
+            // rank first, then name
+            let rank: (String) -> Int = { $0.hasPrefix("@") ? 0 : $0.hasPrefix("+") ? 1 : 2 }
+            return rank(a) != rank(b) ? rank(a) < rank(b) : a < b
+        })
+    }
+
+    @Test("MODE changes prefixes; AWAY and WHO mark members away")
+    func modesAndAway() throws {
+        let (state, _) = fold(welcome + [
+            ":alice!al@h MODE #lobby +o-v+v carol bob bob",
+            ":alice!al@h MODE #lobby +l 10",
+            ":srv 352 alice #lobby c h srv carol G@ :0 Carol",
+            ":bob!b@h AWAY :lunch",
+        ])
+        let room = try #require(state.conversation("#lobby"))
+        #expect(room.members["carol"]?.prefixes == "@")
+        #expect(room.members["bob"]?.prefixes == "+")
+        #expect(room.members["carol"]?.isAway == true && room.members["bob"]?.isAway == true)
+        #expect(room.members["alice"]?.isAway == false)
+    }
+
+    @Test("multi-prefix names keep every prefix, highest first")
+    func multiPrefix() {
+        let (state, _) = fold(Array(welcome.prefix(3)) + [":srv 353 alice = #lobby :@+alice +bob", ":srv 366 alice #lobby :End"])
+        #expect(state.conversation("#lobby")?.members["alice"]?.prefixes == "@+")
+    }
+
+    @Test("TOPIC and 332 set the topic")
+    func topic() {
+        let (state, events) = fold(welcome + [":srv 332 alice #lobby :Old topic", ":bob!b@h TOPIC #lobby :New topic"])
+        #expect(state.conversation("#lobby")?.topic == "New topic")
+        #expect(events.contains(.topicChanged(conversation: "#lobby", topic: "New topic")))
+    }
+
+    @Test("numeric errors read as sentences and go to the conversation they are about")
+    func errors() throws {
+        let (state, _) = fold(welcome + [":srv 401 alice bob :No such nick/channel", ":srv 404 alice #lobby :Cannot send to channel"])
+        #expect(state.conversation("*")?.lines.last == ChatLine(time: 1000, kind: .error, text: "bob: No such nick/channel"))
+        #expect(state.conversation("#lobby")?.lines.last?.text == "#lobby: Cannot send to channel")
+    }
+
+    @Test("a lost connection keeps rooms for rejoining but forgets their members")
+    func connectionLost() {
+        var (state, _) = fold(welcome)
+        state.connectionLost()
+        #expect(state.conversation("#lobby")?.isJoined == false)
+        #expect(state.conversation("#lobby")?.members.isEmpty == true)
+        #expect(state.rooms.map(\.name) == ["#lobby"])
+    }
+
+    @Test("scrollback is bounded")
+    func scrollback() {
+        var state = ClientState(nick: "alice", scrollbackLimit: 100)
+        for i in 0..<1000 { state.add(ChatLine(time: 0, kind: .message, sender: "bob", text: "\(i)"), to: "bob") }
+        let lines = state.conversation("bob")!.lines
+        #expect(lines.count <= 100 + 100 / 8 && lines.count >= 100)
+        #expect(lines.last?.text == "999")
+    }
+}
+
+@Suite("message splitting")
+struct SplitterTests {
+    @Test("pieces fit the byte budget and cut between characters", arguments: [
+        String(repeating: "a", count: 1000), String(repeating: "中", count: 400), String(repeating: "👨‍👩‍👧 ", count: 100),
+        String(repeating: "word ", count: 300), "e\u{301}" + String(repeating: "e\u{301}", count: 300),
+    ])
+    func split(_ text: String) {
+        let pieces = MessageSplitter.split(text, maxBytes: 400)
+        #expect(pieces.allSatisfy { $0.utf8.count <= 400 })
+        let joined = pieces.joined()
+        // Splitting at a space drops that one space; nothing else is lost.
+        #expect(joined.filter { $0 != " " } == text.filter { $0 != " " })
+        #expect(pieces.count > 1)
+    }
+
+    @Test("short text is one piece")
+    func short() { #expect(MessageSplitter.split("hello", maxBytes: 400) == ["hello"]) }
+
+    @Test("the budget leaves room for the prefix the server adds")
+    func budget() {
+        let max = MessageSplitter.maxTextBytes(target: "#lobby", source: "alice!al@127.0.0.1")
+        let line = IRCMessage(source: "alice!al@127.0.0.1", command: "PRIVMSG", params: ["#lobby", String(repeating: "x", count: max)])
+        #expect(line.serialized().count == 512)
+    }
+}
+
+@Suite("reconnect policy")
+struct ReconnectPolicyTests {
+    @Test("doubles from 1 s to 60 s, jitter within ±20 %")
+    func backoff() {
+        let policy = ReconnectPolicy()
+        #expect(policy.delay(attempt: 1, random: 0.5) == 1)
+        #expect(policy.delay(attempt: 2, random: 0.5) == 2)
+        #expect(policy.delay(attempt: 6, random: 0.5) == 32)
+        #expect(policy.delay(attempt: 7, random: 0.5) == 60)
+        #expect(policy.delay(attempt: 50, random: 0.5) == 60)
+        #expect(policy.delay(attempt: 3, random: 0) == 3.2)
+        #expect(abs(policy.delay(attempt: 3, random: 0.9999) - 4.8) < 0.001)
+    }
+}
+
+@Suite("plain text")
+struct PlainTextTests {
+    @Test("controls are shown, formatting is removed", arguments: [
+        ("\u{1B}[2J\u{1B}]0;pwned\u{7}", "^[[2J^[]0;pwned^G"),
+        ("\u{2}bold\u{2} \u{3}4,12red\u{3} \u{1F}u\u{F}", "bold red u"),
+        ("\u{3}04x\u{3}9,1y \u{3},z", "xy ,z"),
+        ("tab\there", "tab^Ihere"),
+        ("c1 \u{9B}31m", "c1 <U+009B>31m"),
+        ("中文 emoji 😀 e\u{301}", "中文 emoji 😀 e\u{301}"),
+    ])
+    func visible(_ input: String, _ expected: String) {
+        #expect(PlainText.visible(input) == expected)
+    }
+}

@@ -1,0 +1,56 @@
+import Testing
+@testable import ChatServerKit
+import IRCWire
+
+/// Drives `ServerState` directly, with no sockets: connect, send lines, read the outbox.
+struct Harness {
+    var state: ServerState
+    var now: Double = 1_000_000
+    private var nextID: UInt64 = 1
+    var out = Outbox()
+
+    init(configure: (inout ServerConfig) -> Void = { _ in }) {
+        var config = ServerConfig()
+        config.name = "test.server"
+        configure(&config)
+        state = ServerState(config: config)
+    }
+
+    mutating func connect() -> ConnectionID {
+        let id = ConnectionID(nextID)
+        nextID += 1
+        state.connected(id, host: "127.0.0.1", peer: "127.0.0.1:\(40000 + id.raw)", now: now)
+        _ = state.takeOutbox()
+        return id
+    }
+
+    /// Sends lines from `id` and returns the outbox they produced.
+    @discardableResult
+    mutating func send(_ id: ConnectionID, _ lines: String...) -> Outbox {
+        for line in lines { state.received(Array(line.utf8), from: id, now: now) }
+        out = state.takeOutbox()
+        return out
+    }
+
+    mutating func register(_ nick: String, caps: [String] = []) -> ConnectionID {
+        let id = connect()
+        if !caps.isEmpty { send(id, "CAP REQ :\(caps.joined(separator: " "))") }
+        send(id, "NICK \(nick)", "USER u 0 * :Real \(nick)", "CAP END")
+        return id
+    }
+
+    mutating func tick(advance seconds: Double) -> Outbox {
+        now += seconds
+        state.tick(now: now)
+        out = state.takeOutbox()
+        return out
+    }
+
+    func lines(to id: ConnectionID) -> [String] { out.messages(to: id).map(\.line) }
+
+    /// The names in the 353 replies to `id`, as a set: the server does not sort them.
+    func names(to id: ConnectionID) -> Set<String> {
+        Set(out.messages(to: id).filter { $0.command == "353" }.flatMap { $0.params[3].split(separator: " ").map(String.init) })
+    }
+    func commands(to id: ConnectionID) -> [String] { out.messages(to: id).map(\.command) }
+}
