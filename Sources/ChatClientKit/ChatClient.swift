@@ -287,6 +287,11 @@ public actor ChatClient {
         case "ERROR":
             serverErrorText = message.params.first ?? ""
             connection.close(reason: "closed by the server: \(message.params.first ?? "")")
+            if userStopReason != nil {
+                // The expected answer to our QUIT, not an error.
+                emit(state.add(ChatLine(time: now, kind: .info, text: serverErrorText ?? ""), to: ClientState.serverKey))
+                return
+            }
         case "421" where message.param(1) == "CAP":
             capNegotiationDone = true
             return

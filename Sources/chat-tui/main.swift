@@ -80,6 +80,12 @@ func runServer(_ arguments: Arguments) async -> Never {
     logger("listening on \(arguments.bind ?? "*") port \(handle.port), room \(config.room), open-file limit \(limit)")
 
     // Stop cleanly on Ctrl-C or a polite kill: clients get an ERROR line rather than a reset.
+    // A parent may have started us with these blocked; unblock them or they never arrive.
+    var stopSignals = sigset_t()
+    sigemptyset(&stopSignals)
+    sigaddset(&stopSignals, SIGINT)
+    sigaddset(&stopSignals, SIGTERM)
+    pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
     signal(SIGINT, SIG_IGN)
     signal(SIGTERM, SIG_IGN)
     let signals = [SIGINT, SIGTERM].map { number in

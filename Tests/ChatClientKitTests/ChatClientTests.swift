@@ -1,0 +1,117 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+@testable import ChatClientKit
+import ChatServerKit
+import ChatTransport
+import IRCTestSupport
+import IRCWire
+
+/// The same conversation against any server: register, member list, direct messages both
+/// ways, a room message, a nickname collision, a rename seen by the other side.
+func chatScenario(port: Int, rooms: [String]) async throws {
+    let room = "#lobby"
+    let alice = ChatClient(config: config(port: port, nick: "alice", rooms: rooms))
+    let bob = ChatClient(config: config(port: port, nick: "bob", rooms: rooms))
+    let aliceLog = EventLog.watching(alice)
+    let bobLog = EventLog.watching(bob)
+    await alice.start()
+    #expect(try await aliceLog.registered() == "alice")
+    try await aliceLog.line(in: room, containing: "You joined")
+    await bob.start()
+    #expect(try await bobLog.registered() == "bob")
+    try await bobLog.line(in: room, containing: "You joined")
+    try await aliceLog.line(in: room, containing: "bob joined")
+    let members = await Set(alice.state.conversation(room)!.members.values.map(\.nick))
+    #expect(members == ["alice", "bob"])
+
+    await alice.send("hello bob, 你好 😀", to: "bob")
+    let direct = try await bobLog.line(in: "alice", containing: "hello bob")
+    #expect(direct.sender == "alice" && direct.text == "hello bob, 你好 😀" && direct.kind == .message)
+    await bob.send("hi alice", to: "alice")
+    #expect(try await aliceLog.line(in: "bob", containing: "hi alice").sender == "bob")
+    await alice.send("morning, room", to: room)
+    #expect(try await bobLog.line(in: room, containing: "morning, room").sender == "alice")
+    // Our own message appears once on our side: echoed by the server or added locally.
+    try await aliceLog.line(in: room, containing: "morning, room")
+
+    let alice2 = ChatClient(config: config(port: port, nick: "ALICE", rooms: rooms))
+    let alice2Log = EventLog.watching(alice2)
+    await alice2.start()
+    try await alice2Log.next(timeout: 10, "nick in use") { $0 == .nickInUse("ALICE", trying: "ALICE_") }
+    #expect(try await alice2Log.registered() == "ALICE_")
+
+    await bob.sendCommand(IRCMessage("NICK", "robert"))
+    try await aliceLog.line(in: room, containing: "bob is now known as robert")
+    let renamed = await alice.state.conversation(room)!.members.values.map(\.nick)
+    #expect(renamed.contains("robert") && !renamed.contains("bob"))
+
+    await alice.quit(reason: "done")
+    try await aliceLog.next(timeout: 10, "stopped") { $0 == .status(.stopped(reason: "you quit")) }
+    try await bobLog.line(in: room, containing: "alice quit")
+    await bob.quit()
+    await alice2.quit()
+}
+
+@Suite("ChatClient against real servers", .serialized)
+struct ChatClientTests {
+    @Test("against our server")
+    func ourServer() async throws {
+        let server = try TestServer()
+        try await chatScenario(port: server.port, rooms: [])
+    }
+
+    @Test("against ngircd, unchanged")
+    func ngircd() async throws {
+        let server = try ServerProcess.ngircd()
+        try await chatScenario(port: server.port, rooms: ["#lobby"])
+    }
+
+    @Test("a wrong password stops the client with the reason, no reconnect")
+    func wrongPassword() async throws {
+        let server = try TestServer { $0.password = "sesame" }
+        var settings = config(port: server.port, nick: "intruder")
+        settings.password = "guess"
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        let stopped = try await log.next("stopped") { if case .status(.stopped) = $0 { return true } else { return false } }
+        #expect(stopped == .status(.stopped(reason: "wrong password: Password incorrect")))
+        try await Task.sleep(for: .seconds(1))
+        #expect(await !log.all().contains { if case .status(.connecting(_, _, 2)) = $0 { return true } else { return false } })
+    }
+
+    @Test("an invalid nickname is an error with the server's reason")
+    func invalidNick() async throws {
+        let server = try TestServer()
+        let client = ChatClient(config: config(port: server.port, nick: "9lives"))
+        let log = EventLog.watching(client)
+        await client.start()
+        let stopped = try await log.next("stopped") { if case .status(.stopped) = $0 { return true } else { return false } }
+        guard case .status(.stopped(let reason)) = stopped else { return }
+        #expect(reason.contains("9lives") && reason.contains("digit"))
+    }
+
+    @Test("long messages arrive whole, split at character boundaries")
+    func longMessage() async throws {
+        let server = try TestServer()
+        let alice = ChatClient(config: config(port: server.port, nick: "alice"))
+        let aliceLog = EventLog.watching(alice)
+        await alice.start()
+        _ = try await aliceLog.registered()
+        let bob = try server.client()
+        try bob.register("bob")
+        let text = String(repeating: "長い文章です。", count: 100)
+        await alice.send(text, to: "bob")
+        var received = ""
+        while received.count < text.count {
+            let message = try bob.expect("PRIVMSG")
+            #expect(message.serialized().count <= 512)
+            received += message.params[1]
+        }
+        #expect(received == text)
+        await alice.quit()
+    }
+}

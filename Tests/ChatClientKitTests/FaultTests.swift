@@ -1,0 +1,138 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+@testable import ChatClientKit
+import ChatTransport
+import IRCTestSupport
+import IRCWire
+
+@Suite("ChatClient under faults", .serialized)
+struct FaultTests {
+    @Test("server killed and restarted: reconnect, rejoin, and the message typed meanwhile arrives once")
+    func killAndRestart() async throws {
+        let port = try freePort()
+        var server: ServerProcess? = try ServerProcess.chatTUI(port: port)
+        var settings = config(port: port, nick: "alice", rooms: ["#extra"])
+        settings.reconnect = ReconnectPolicy(initial: 1, maximum: 2)
+        let alice = ChatClient(config: settings)
+        let log = EventLog.watching(alice)
+        await alice.start()
+        _ = try await log.registered()
+        try await log.line(in: "#extra", containing: "You joined")
+
+        server?.kill9()
+        server = nil
+        try await log.next("disconnect") { if case .status(.disconnected) = $0 { return true } else { return false } }
+        await alice.send("typed during the outage", to: "#lobby")
+        try await log.line(in: "#lobby", containing: "offline: your message will be sent")
+
+        let restartedAt = Monotonic.now()
+        server = try ServerProcess.chatTUI(port: port)
+        let watcher = try LineClient(port: port)
+        try watcher.register("watcher")
+        _ = try await log.registered(timeout: 15)
+        try await log.line(in: "#extra", timeout: 15, containing: "You joined")
+        let rejoined = Monotonic.now() - restartedAt
+        let seen = try watcher.readUntil(timeout: 10) { $0.command == "PRIVMSG" }
+        #expect(seen.last?.params == ["#lobby", "typed during the outage"])
+        #expect(!watcher.drain(timeout: 1).contains { $0.command == "PRIVMSG" }, "delivered more than once")
+        print("restart to rejoined: \(String(format: "%.2f", rejoined)) s")
+        #expect(rejoined < 5)
+        await alice.quit()
+    }
+
+    @Test("a server that accepts but never answers hits the registration timeout")
+    func silentFromTheStart() async throws {
+        let listeners = try Sockets.listen(bind: "127.0.0.1", port: 0)
+        defer { listeners.forEach { close($0) } }
+        var settings = config(port: Sockets.boundPort(listeners[0]), nick: "alice")
+        settings.registrationTimeout = 1
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        let event = try await log.next("disconnect") { if case .status(.disconnected) = $0 { return true } else { return false } }
+        guard case .status(.disconnected(let reason)) = event else { return }
+        #expect(reason.contains("registration timed out"))
+        try await log.next("reconnecting") { if case .status(.reconnecting) = $0 { return true } else { return false } }
+        await client.disconnect()
+    }
+
+    @Test("a server that goes silent mid-session is found dead by the heartbeat")
+    func silentMidSession() async throws {
+        let fake = try FakeServer()
+        var settings = config(port: fake.port, nick: "alice")
+        settings.pingInterval = 0.5
+        settings.pingTimeout = 1
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        _ = try await log.registered()
+        let started = Monotonic.now()
+        let event = try await log.next("disconnect") { if case .status(.disconnected) = $0 { return true } else { return false } }
+        guard case .status(.disconnected(let reason)) = event else { return }
+        #expect(reason.hasPrefix("ping timeout"))
+        #expect(Monotonic.now() - started < 5)
+        #expect(fake.sawPing)
+        await client.disconnect()
+    }
+
+    @Test("connection refused is reported and retried with backoff")
+    func refused() async throws {
+        let port = try freePort()
+        let client = ChatClient(config: config(port: port, nick: "alice"))
+        let log = EventLog.watching(client)
+        await client.start()
+        let event = try await log.next("disconnect") { if case .status(.disconnected) = $0 { return true } else { return false } }
+        #expect(event == .status(.disconnected(reason: "connection refused by 127.0.0.1 port \(port)")))
+        let retry = try await log.next("reconnecting") { if case .status(.reconnecting) = $0 { return true } else { return false } }
+        guard case .status(.reconnecting(let seconds, _)) = retry else { return }
+        #expect(seconds >= 0.4 && seconds <= 0.6)
+        try await log.next("second attempt") { $0 == .status(.connecting(host: "127.0.0.1", port: port, attempt: 2)) }
+        await client.disconnect()
+        await client.send("after disconnect", to: "#lobby")
+        try await log.next("not sent") { if case .notSent = $0 { return true } else { return false } }
+    }
+}
+
+/// Welcomes one client and then never says another word.
+final class FakeServer: @unchecked Sendable {
+    let port: Int
+    private let listener: Int32
+    private let seen = LogBox()
+    var sawPing: Bool { seen.lines.contains { $0.hasPrefix("PING") } }
+
+    init() throws {
+        let fds = try Sockets.listen(bind: "127.0.0.1", port: 0)
+        listener = fds[0]
+        port = Sockets.boundPort(listener)
+        let fd = listener
+        let seen = self.seen
+        Thread {
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 10_000) > 0 else { return }
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { return }
+            var framer = LineFramer()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var welcomed = false
+            while true {
+                let n = recv(client, &buffer, buffer.count, 0)
+                if n <= 0 { break }
+                for case .line(let line) in framer.feed(buffer[0..<n]) {
+                    let text = String(decoding: line, as: UTF8.self)
+                    seen.append(text)
+                    if text.hasPrefix("USER") && !welcomed {
+                        welcomed = true
+                        let welcome = ":fake 001 alice :Welcome alice!a@127.0.0.1\r\n"
+                        _ = welcome.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                    }
+                }
+            }
+            close(client)
+        }.start()
+    }
+
+    deinit { close(listener) }
+}

@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+import ChatClientKit
+import ChatTransport
+import IRCTestSupport
+
+/// Collects a client's events as they come, so a test can wait for the next one it cares about.
+actor EventLog {
+    private(set) var events: [ClientEvent] = []
+    private var cursor = 0
+
+    static func watching(_ client: ChatClient) -> EventLog {
+        let log = EventLog()
+        Task { for await event in client.events { await log.append(event) } }
+        return log
+    }
+
+    private func append(_ event: ClientEvent) { events.append(event) }
+
+    struct Timeout: Error, CustomStringConvertible { let description: String }
+
+    /// Waits for the next event (after the last one matched) that satisfies `match`.
+    @discardableResult
+    func next(timeout: Double = 10, _ what: String = "event", _ match: @Sendable (ClientEvent) -> Bool) async throws -> ClientEvent {
+        let deadline = Monotonic.now() + timeout
+        while Monotonic.now() < deadline {
+            while cursor < events.count {
+                let event = events[cursor]
+                cursor += 1
+                if match(event) { return event }
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw Timeout(description: "no \(what) within \(timeout) s; events:\n" + events.map { "\($0)" }.joined(separator: "\n"))
+    }
+
+    func registered(timeout: Double = 10) async throws -> String {
+        let event = try await next(timeout: timeout, "registration") {
+            if case .status(.registered) = $0 { return true } else { return false }
+        }
+        guard case .status(.registered(let nick)) = event else { return "" }
+        return nick
+    }
+
+    @discardableResult
+    func line(in conversation: String, timeout: Double = 10, containing text: String) async throws -> ChatLine {
+        let event = try await next(timeout: timeout, "line \"\(text)\" in \(conversation)") {
+            if case .line(let c, let line) = $0, c.lowercased() == conversation.lowercased(), line.text.contains(text) { return true }
+            return false
+        }
+        guard case .line(_, let line) = event else { fatalError() }
+        return line
+    }
+
+    func all() -> [ClientEvent] { events }
+}
+
+/// The repository root, found from this file's path, for the built binary.
+let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+func freePort() throws -> Int {
+    let fds = try Sockets.listen(bind: "127.0.0.1", port: 0)
+    defer { fds.forEach { close($0) } }
+    return Sockets.boundPort(fds[0])
+}
+
+func waitForPort(_ port: Int, timeout: Double = 10) throws {
+    let deadline = Monotonic.now() + timeout
+    while Monotonic.now() < deadline {
+        if let fd = try? Sockets.connect(host: "127.0.0.1", port: port, timeout: 0.5) {
+            close(fd)
+            return
+        }
+        usleep(50_000)
+    }
+    throw EventLog.Timeout(description: "nothing listens on port \(port)")
+}
+
+/// A server program run for a test: our binary or ngircd.
+final class ServerProcess {
+    let child: ChildProcess
+    let port: Int
+
+    init(executable: String, arguments: [String], port: Int) throws {
+        self.port = port
+        guard FileManager.default.isExecutableFile(atPath: executable) else {
+            throw EventLog.Timeout(description: "\(executable) is missing (make test builds and installs what it needs)")
+        }
+        child = try ChildProcess(executable: executable, arguments: arguments)
+        try waitForPort(port)
+    }
+
+    /// Our own server, built by `swift build`.
+    static func chatTUI(port: Int, extra: [String] = []) throws -> ServerProcess {
+        let binary = repositoryRoot.appendingPathComponent(".build/debug/chat-tui").path
+        return try ServerProcess(executable: binary, arguments: ["--serve", "--headless", "--bind", "127.0.0.1", "--port", String(port)] + extra, port: port)
+    }
+
+    /// ngircd from Debian with a configuration written for this test.
+    static func ngircd() throws -> ServerProcess {
+        let port = try freePort()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ngircd-\(port)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let config = """
+        [Global]
+        \tName = irc.ngircd.test
+        \tInfo = chat-tui interop test
+        \tListen = 127.0.0.1
+        \tPorts = \(port)
+        \tMotdPhrase = "ngircd for chat-tui tests"
+        [Limits]
+        \tMaxConnectionsIP = 0
+        [Options]
+        \tDNS = no
+        \tIdent = no
+        \tPAM = no
+        """
+        let path = directory.appendingPathComponent("ngircd.conf")
+        try config.write(to: path, atomically: true, encoding: .utf8)
+        return try ServerProcess(executable: "/usr/sbin/ngircd", arguments: ["-n", "-f", path.path], port: port)
+    }
+
+    func kill9() {
+        child.signal(SIGKILL)
+        child.wait(timeout: 5)
+    }
+}
+
+func config(port: Int, nick: String, rooms: [String] = []) -> ClientConfig {
+    var config = ClientConfig(host: "127.0.0.1", port: port, nick: nick)
+    config.rooms = rooms
+    config.reconnect = ReconnectPolicy(initial: 0.5, maximum: 2)
+    return config
+}
