@@ -77,8 +77,7 @@ struct ChatClientTests {
         let client = ChatClient(config: settings)
         let log = EventLog.watching(client)
         await client.start()
-        let stopped = try await log.next("stopped") { if case .status(.stopped) = $0 { return true } else { return false } }
-        #expect(stopped == .status(.stopped(reason: "wrong password: Password incorrect")))
+        #expect(try await log.stopReason() == "wrong password: Password incorrect")
         try await Task.sleep(for: .seconds(1))
         #expect(await !log.all().contains { if case .status(.connecting(_, _, 2)) = $0 { return true } else { return false } })
     }
@@ -89,8 +88,7 @@ struct ChatClientTests {
         let client = ChatClient(config: config(port: server.port, nick: "9lives"))
         let log = EventLog.watching(client)
         await client.start()
-        let stopped = try await log.next("stopped") { if case .status(.stopped) = $0 { return true } else { return false } }
-        guard case .status(.stopped(let reason)) = stopped else { return }
+        let reason = try await log.stopReason()
         #expect(reason.contains("9lives") && reason.contains("digit"))
     }
 

@@ -45,6 +45,13 @@ actor EventLog {
         return nick
     }
 
+    /// Waits for the client to stop for good and returns why.
+    func stopReason(timeout: Double = 10) async throws -> String {
+        let event = try await next(timeout: timeout, "stop") { if case .status(.stopped) = $0 { return true } else { return false } }
+        guard case .status(.stopped(let reason)) = event else { return "" }
+        return reason
+    }
+
     @discardableResult
     func line(in conversation: String, timeout: Double = 10, containing text: String) async throws -> ChatLine {
         let event = try await next(timeout: timeout, "line \"\(text)\" in \(conversation)") {

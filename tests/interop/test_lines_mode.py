@@ -1,0 +1,76 @@
+"""The ChatClient through the real binary: `chat-tui --host ... --lines`."""
+import subprocess
+import threading
+import time
+
+from conftest import BINARY, RawClient
+
+
+class LinesClient:
+    def __init__(self, port, nick, *extra):
+        self.process = subprocess.Popen(
+            [BINARY, "--host", "127.0.0.1", "--port", str(port), "--nick", nick, "--lines", *extra],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.output = []
+        self.reader = threading.Thread(target=self.read, daemon=True)
+        self.reader.start()
+
+    def read(self):
+        for line in self.process.stdout:
+            self.output.append(line.rstrip("\n"))
+
+    def type(self, line):
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def wait_for(self, text, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.output:
+                if text in line:
+                    return line
+            time.sleep(0.02)
+        raise AssertionError(f"no line with {text!r}; output:\n" + "\n".join(self.output))
+
+
+def test_lines_mode_chats_and_quits(server):
+    peer = RawClient(server.port)
+    peer.register("peer")
+    client = LinesClient(server.port, "typist")
+    client.wait_for("registered as typist")
+    client.wait_for("[#lobby] -!- You joined #lobby")
+
+    client.type("hello from the line mode")
+    peer.wait_for(lambda l: l.endswith("PRIVMSG #lobby :hello from the line mode"))
+    client.type("/msg peer a direct one")
+    peer.wait_for(lambda l: l.endswith("PRIVMSG peer :a direct one"))
+
+    # Escape sequences from a peer are shown, never sent to the terminal.
+    peer.send("PRIVMSG typist :\x1b[2Jcleared? \x07")
+    line = client.wait_for("cleared?")
+    assert "\x1b" not in line and "^[[2Jcleared? ^G" in line
+    assert "[peer] <peer>" in line
+
+    client.type("/msg typist me")
+    client.wait_for("that is you: message not sent")
+    client.type("/quit see you")
+    peer.wait_for(lambda l: l.startswith(":typist!") and l.endswith("QUIT :Quit: see you"))
+    assert client.process.wait(timeout=10) == 0
+    client.wait_for("stopped: you quit")
+
+
+def test_lines_mode_rejects_a_bad_nickname_before_connecting(server):
+    client = LinesClient(server.port, "9bad")
+    assert client.process.wait(timeout=10) == 2
+    client.wait_for("--nick 9bad: Nickname may not start with a digit")
+
+
+def test_lines_mode_stops_on_a_wrong_password():
+    from conftest import Server
+    server = Server("--password", "sesame")
+    try:
+        client = LinesClient(server.port, "guest", "--password", "wrong")
+        assert client.process.wait(timeout=10) == 1
+        client.wait_for("stopped: wrong password: Password incorrect")
+    finally:
+        server.stop()
