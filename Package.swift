@@ -19,12 +19,15 @@ let package = Package(
         .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem"]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport"]),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport"]),
-        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatServerKit", "ChatClientKit"]),
+        .target(name: "ChatUI", dependencies: ["ChatClientKit", "IRCWire"]),
+        .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
+        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
         // Helpers shared by the test targets: a line-level IRC client and a server on a free port.
         .target(name: "IRCTestSupport", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire"], path: "Tests/IRCTestSupport"),
         .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire", "IRCTestSupport"]),
+        .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "ChatClientKit", "IRCWire"]),
         .testTarget(name: "ChatClientKitTests", dependencies: ["ChatClientKit", "ChatServerKit", "ChatTransport", "IRCWire", "IRCTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

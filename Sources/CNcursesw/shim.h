@@ -21,5 +21,15 @@ static inline int chat_attr_dim(void) { return A_DIM; }
 static inline int chat_attr_reverse(void) { return A_REVERSE; }
 static inline int chat_attr_underline(void) { return A_UNDERLINE; }
 static inline int chat_attr_italic(void) { return A_ITALIC; }
+static inline int chat_colors(void) { return COLORS; }
+static inline int chat_color_pairs(void) { return COLOR_PAIRS; }
+/// Draws one cell: up to CCHARW_MAX wide characters (a base and what combines with it).
+static inline int chat_put_cell(int y, int x, const wchar_t *text, int attrs, int pair) {
+    cchar_t cell;
+    if (setcchar(&cell, text, (attr_t)attrs, 0, &pair) != OK) return ERR;
+    return mvwadd_wch(stdscr, y, x, &cell);
+}
+static inline int chat_ccharw_max(void) { return CCHARW_MAX; }
+static inline int chat_key_code_yes(void) { return KEY_CODE_YES; }
 
 #endif

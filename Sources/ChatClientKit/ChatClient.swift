@@ -9,7 +9,7 @@ public actor ChatClient {
     public nonisolated let events: AsyncStream<ClientEvent>
     private let continuation: AsyncStream<ClientEvent>.Continuation
     public private(set) var state: ClientState
-    public let config: ClientConfig
+    public nonisolated let config: ClientConfig
 
     private var connection: LineConnection?
     private var runTask: Task<Void, Never>?

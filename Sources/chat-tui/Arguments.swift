@@ -23,6 +23,11 @@ struct Arguments {
     var rooms: [String] = []
     var lines = false
     var connectTimeout: Double = 10
+    var bell = true
+    var timestampSeconds = false
+    var scrollback = 10_000
+    /// Where the server logs when the chat screen owns the terminal.
+    var logPath: String?
 
     struct Problem: Error, CustomStringConvertible {
         let description: String
@@ -34,8 +39,7 @@ struct Arguments {
     Usage:
       chat-tui --serve [--headless] [--port N] [--bind ADDR] [--room #NAME] [--name NAME]
                        [--motd FILE] [--password SECRET]
-      chat-tui --host HOST [--port N] [--nick NAME] [--join '#a,#b'] [--password SECRET] --lines
-      chat-tui --host HOST ...                 (the full-screen chat: not built yet, see README)
+      chat-tui --host HOST [--port N] [--nick NAME] [--join '#a,#b'] [--password SECRET] [--lines]
 
     Hosting (an IRC server; any IRC client, nc or telnet can join it):
       --serve                 host a room
@@ -68,7 +72,37 @@ struct Arguments {
     Other:
       --help                  this text
       --version               the version
+
+    Every long flag can also be set in ~/.config/chat-tui/config, one per line as
+    `name = value` (`nick = alice`, `bell = off`, `lines = true`); flags on the command line win.
+
+    Keys on the chat screen: Up/Down pick the room or person Enter sends to; PgUp/PgDn scroll;
+    Home/End jump to the ends of the list (or of the input when it has text); Tab completes
+    nicknames and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-P/N recall input; Ctrl-C quits.
     """
+
+    /// Flags from a config file: `name = value` lines (the long flag names without `--`);
+    /// `true` makes a bare flag, `false` leaves it out. `#` starts a comment.
+    static func fromConfigFile(_ path: String) throws(Problem) -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        var flags: [String] = []
+        let bare: Set<String> = ["lines", "headless", "serve"]
+        for (number, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            guard let eq = line.firstIndex(of: "=") else {
+                throw Problem(description: "\(path) line \(number + 1): expected `name = value`")
+            }
+            let name = line[..<eq].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            if bare.contains(name) {
+                if ["true", "yes", "on"].contains(value.lowercased()) { flags.append("--" + name) }
+            } else {
+                flags += ["--" + name, value]
+            }
+        }
+        return flags
+    }
 
     init(_ argv: [String]) throws(Problem) {
         var rest = argv[...]
@@ -124,6 +158,20 @@ struct Arguments {
                 }
             case "--lines": lines = true
             case "--connect-timeout": connectTimeout = try number(flag)
+            case "--bell":
+                let text = try value(flag).lowercased()
+                guard ["on", "off", "true", "false", "yes", "no"].contains(text) else {
+                    throw Problem(description: "--bell needs on or off, not \"\(text)\"")
+                }
+                bell = ["on", "true", "yes"].contains(text)
+            case "--timestamps":
+                let text = try value(flag).uppercased()
+                guard text == "HH:MM" || text == "HH:MM:SS" else {
+                    throw Problem(description: "--timestamps needs HH:MM or HH:MM:SS, not \"\(text)\"")
+                }
+                timestampSeconds = text == "HH:MM:SS"
+            case "--scrollback": scrollback = max(100, Int(try number(flag)))
+            case "--log": logPath = try value(flag)
             case "--help", "-h": mode = .help; return
             case "--version": mode = .version; return
             default: throw Problem(description: "unknown option \(flag) (try --help)")

@@ -19,12 +19,19 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
+let configPath = (ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? NSHomeDirectory() + "/.config") + "/chat-tui/config"
 let arguments: Arguments
 do {
-    arguments = try Arguments(Array(CommandLine.arguments.dropFirst()))
+    let fromFile = try Arguments.fromConfigFile(configPath)
+    let given = Array(CommandLine.arguments.dropFirst())
+    // A config file sets defaults; it never makes `chat-tui` with no arguments do something.
+    arguments = try Arguments(given.isEmpty ? [] : fromFile + given)
 } catch {
     fail(error.description)
 }
+
+/// The chat screen needs a terminal on both ends.
+let hasTerminal = isatty(0) == 1 && isatty(1) == 1
 
 switch arguments.mode {
 case .help:
@@ -32,10 +39,12 @@ case .help:
 case .version:
     writeLine(ServerConfig().version, to: 1)
 case .connect:
-    guard arguments.lines else {
-        fail("the full-screen chat is not built yet; add --lines for the line mode, or use any IRC client")
+    if arguments.lines {
+        exit(await LinesMode.run(clientConfig(arguments)))
     }
-    exit(await LinesMode.run(clientConfig(arguments)))
+    guard hasTerminal else { fail("the chat screen needs a terminal; use --lines for pipes and scripts") }
+    let app = ChatApp(client: ChatClient(config: clientConfig(arguments)), options: arguments)
+    exit(await app.run())
 case .serve:
     await runServer(arguments)
 }
@@ -48,9 +57,11 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     config.connectTimeout = arguments.connectTimeout
     config.pingInterval = arguments.pingInterval ?? 30
     config.pingTimeout = arguments.pingTimeout ?? 60
+    config.scrollbackLimit = arguments.scrollback
     return config
 }
 
+@MainActor
 func runServer(_ arguments: Arguments) async -> Never {
     var config = ServerConfig()
     config.name = arguments.serverName
@@ -67,8 +78,18 @@ func runServer(_ arguments: Arguments) async -> Never {
         if config.motd?.last == "" { config.motd?.removeLast() }
     }
     let limit = Sockets.raiseOpenFileLimit()
+    let withScreen = !arguments.headless && hasTerminal
+    var logFD: Int32 = 1
+    if withScreen {
+        // The screen belongs to curses: the server's log goes to a file.
+        let path = arguments.logPath ?? (NSHomeDirectory() + "/.local/state/chat-tui/server.log")
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        if logFD < 0 { fail("cannot write the server log \(path): \(String(cString: strerror(errno)))") }
+    }
+    let logTarget = logFD
     let logger: @Sendable (String) -> Void = { text in
-        writeLine(ServerTimeStamp.now() + " " + text, to: 1)
+        writeLine(ServerTimeStamp.now() + " " + text, to: logTarget)
     }
     let handle: ServerHandle
     do {
@@ -78,6 +99,16 @@ func runServer(_ arguments: Arguments) async -> Never {
         fail("cannot listen: \(error)")
     }
     logger("listening on \(arguments.bind ?? "*") port \(handle.port), room \(config.room), open-file limit \(limit)")
+    if withScreen {
+        // The host chats as a user of their own room.
+        var client = clientConfig(arguments)
+        client.host = arguments.bind.map { $0 == "::" || $0 == "0.0.0.0" ? "127.0.0.1" : $0 } ?? "127.0.0.1"
+        client.port = handle.port
+        let app = ChatApp(client: ChatClient(config: client), options: arguments)
+        let code = await app.run()
+        handle.stop()
+        exit(code)
+    }
 
     // Stop cleanly on Ctrl-C or a polite kill: clients get an ERROR line rather than a reset.
     // A parent may have started us with these blocked; unblock them or they never arrive.

@@ -1,0 +1,136 @@
+import ChatClientKit
+import IRCWire
+
+/// One row of the sidebar.
+public enum SidebarItem: Equatable, Sendable {
+    /// A room, a direct conversation or the server window, by display name.
+    case conversation(String)
+    /// A member of the current room; choosing them opens the direct conversation.
+    case user(String)
+}
+
+/// Something the model asks its shell to do.
+public enum UICommand: Equatable, Sendable {
+    case send(text: String, to: String)
+    case action(text: String, to: String)
+    case irc(IRCMessage)
+    /// A line for the user in a conversation (errors from the screen itself).
+    case note(String, conversation: String, isError: Bool)
+    case markRead(String)
+    case clear(String)
+    case open(String)
+    case close(String)
+    case disconnect
+    case reconnect
+    case quit(reason: String)
+    case bell
+    case title(String)
+    case redraw
+}
+
+public enum UIEvent: Equatable, Sendable {
+    case key(Key)
+    case client(ClientEvent)
+    case resize(width: Int, height: Int)
+    /// A second passed (for "reconnecting in N s").
+    case tick(now: Double)
+}
+
+/// Everything the chat screen shows and remembers, as a value.
+public struct ChatModel: Sendable {
+    /// The client's state as last fetched from the `ChatClient`.
+    public var state: ClientState
+    public var status: ConnectionStatus = .connecting(host: "", port: 0, attempt: 1)
+    public var lag: Double?
+    public var now: Double = 0
+    /// When a reconnect is due, for the countdown.
+    public var reconnectAt: Double?
+    public var everRegistered = false
+    public var selection: SidebarItem = .conversation("server")
+    /// The room whose members the sidebar lists.
+    public var currentRoom: String?
+    public var editor = LineEditor()
+    /// Rows scrolled up from the bottom, per conversation key.
+    public var scroll: [String: Int] = [:]
+    public var width: Int
+    public var height: Int
+    /// Seconds east of UTC for timestamps.
+    public var utcOffset = 0
+    public var showSeconds = false
+    public var bellEnabled = true
+    /// Lines of a paste waiting for a yes or no.
+    public var pendingPaste: [String]?
+    /// Pastes of more lines than this ask first.
+    public var pasteConfirmThreshold = 3
+    public var lastTitle = ""
+
+    public init(state: ClientState, width: Int, height: Int) {
+        self.state = state
+        self.width = width
+        self.height = height
+    }
+
+    // MARK: Derived
+
+    /// The conversation Enter sends to and the message pane shows.
+    public var target: String {
+        switch selection {
+        case .conversation(let name): return name
+        case .user(let nick): return nick
+        }
+    }
+
+    public var viewedConversation: Conversation? {
+        if case .conversation("server") = selection { return state.conversation(ClientState.serverKey) }
+        return state.conversation(target)
+    }
+
+    public var viewedKey: String {
+        if case .conversation("server") = selection { return ClientState.serverKey }
+        return state.key(for: target)
+    }
+
+    /// Sidebar rows in order: rooms, the current room's members, other direct conversations, the server window.
+    public var sidebar: [SidebarItem] {
+        var items: [SidebarItem] = state.rooms.map { .conversation($0.name) }
+        var listed = Set<String>()
+        if let room = currentRoom.flatMap({ state.conversation($0) }) {
+            for member in room.sortedMembers(rankOf: String(state.isupport.prefixes.map(\.symbol))) {
+                items.append(.user(member.nick))
+                listed.insert(state.key(for: member.nick))
+            }
+        }
+        for conversation in state.orderedConversations where conversation.kind == .direct {
+            if !listed.contains(state.key(for: conversation.name)) { items.append(.conversation(conversation.name)) }
+        }
+        items.append(.conversation("server"))
+        return items
+    }
+
+    public var totalUnread: Int {
+        state.orderedConversations.reduce(0) { $0 + (($1.kind == .direct || $1.mentioned) ? $1.unread : 0) }
+    }
+
+    /// Names for Tab completion: the current room's members and open direct conversations.
+    public var completionNames: [String] {
+        var names = currentRoom.flatMap { state.conversation($0) }.map { $0.members.values.map(\.nick) } ?? []
+        names += state.orderedConversations.filter { $0.kind == .direct }.map(\.name)
+        names += state.rooms.map(\.name)
+        return Array(Set(names)).filter { !state.isMe($0) }
+    }
+
+    /// Keeps the selection valid after the state changed (a user left, a room was parted).
+    public mutating func reconcileSelection() {
+        if currentRoom == nil || state.conversation(currentRoom!)?.kind != .room {
+            currentRoom = state.joinedRooms.first ?? state.rooms.first?.name
+        }
+        let items = sidebar
+        if items.contains(selection) { return }
+        if case .user(let nick) = selection {
+            // They left the room: keep talking to them in the direct conversation if there is one.
+            if state.conversation(nick) != nil { selection = .conversation(state.conversation(nick)!.name); return }
+        }
+        if case .conversation(let name) = selection, name == "server" { return }
+        selection = currentRoom.map { .conversation($0) } ?? .conversation("server")
+    }
+}

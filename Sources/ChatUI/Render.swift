@@ -1,0 +1,229 @@
+import ChatClientKit
+import IRCWire
+
+/// Where each part of the screen goes at a given size.
+public struct Layout: Equatable, Sendable {
+    public let width: Int
+    public let height: Int
+    public let sidebarWidth: Int
+    public var paneWidth: Int { sidebarWidth > 0 ? width - sidebarWidth - 1 : width }
+    public var paneTop: Int { height >= 4 ? 1 : 0 }
+    public var paneHeight: Int { max(0, height - 2 - paneTop) }
+    public var statusRow: Int { height - 2 }
+    public var inputRow: Int { height - 1 }
+
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+        // Narrow terminals give the messages the whole width.
+        sidebarWidth = width >= 40 ? min(24, max(12, width / 5)) : 0
+    }
+}
+
+enum Palette {
+    /// Nick colours: readable on dark and light backgrounds, no black, white or grey.
+    static let nickColors: [PaletteColor] = [1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14]
+    static let bar = Style(reverse: true)
+    static let dim = Style(dim: true)
+    static let timestamp = Style(dim: true)
+    static let error = Style(foreground: 1, bold: true)
+    static let highlight = Style(foreground: 3, bold: true)
+
+    /// The same colour for the same nick, on every screen and every run (FNV-1a of the folded name).
+    static func nickStyle(_ nick: String, own: Bool) -> Style {
+        var hash: UInt32 = 2_166_136_261
+        for byte in Casemapping.unicode.fold(nick).utf8 {
+            hash = (hash ^ UInt32(byte)) &* 16_777_619
+        }
+        return Style(foreground: nickColors[Int(hash % UInt32(nickColors.count))], bold: own)
+    }
+}
+
+extension ChatModel {
+    /// Draws the whole screen. Only the curses backend turns cells into terminal output.
+    public func render(into screen: inout Screen) {
+        screen.clear()
+        guard width > 0 && height > 0 else { return }
+        let layout = Layout(width: width, height: height)
+        if layout.paneTop == 1 { renderTitle(into: &screen, layout) }
+        if layout.paneHeight > 0 { renderMessages(into: &screen, layout) }
+        if layout.sidebarWidth > 0 && layout.paneHeight > 0 { renderSidebar(into: &screen, layout) }
+        if height >= 2 { renderStatus(into: &screen, layout) }
+        renderInput(into: &screen, layout)
+    }
+
+    func renderTitle(into screen: inout Screen, _ layout: Layout) {
+        screen.fill(x: 0, y: 0, width: width, height: 1, style: Palette.bar)
+        var title = " "
+        if let conversation = viewedConversation {
+            switch conversation.kind {
+            case .server: title += "server messages"
+            case .room: title += conversation.name + (conversation.topic.isEmpty ? "" : " — " + PlainText.visible(conversation.topic))
+            case .direct: title += conversation.name + " (direct)"
+            }
+        } else {
+            title += target + " (direct)"
+        }
+        screen.put(title, x: 0, y: 0, limit: width, style: Palette.bar)
+    }
+
+    func renderMessages(into screen: inout Screen, _ layout: Layout) {
+        let paneWidth = layout.paneWidth
+        guard paneWidth > 0, let conversation = viewedConversation else { return }
+        let skip = scroll[viewedKey] ?? 0
+        var rows: [(spans: [Span], indent: Int)] = []
+        let needed = layout.paneHeight + skip
+        // Format from the newest line back, only as far as the pane (plus scrolling) needs.
+        for line in conversation.lines.reversed() {
+            let (spans, indent) = format(line, width: paneWidth)
+            let wrapped = Wrapper.wrap(spans, width: paneWidth, indent: indent)
+            for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : indent)) }
+            if rows.count >= needed { break }
+        }
+        let visible = rows.dropFirst(min(skip, max(0, rows.count - layout.paneHeight))).prefix(layout.paneHeight)
+        var y = layout.paneTop + layout.paneHeight - 1
+        for row in visible {
+            var x = row.indent
+            for span in row.spans {
+                x += screen.put(span.text, x: x, y: y, limit: paneWidth - x, style: span.style)
+            }
+            y -= 1
+        }
+        if skip > 0 && layout.paneHeight > 0 {
+            screen.put(" more below (PgDn) ", x: max(0, paneWidth - 19), y: layout.paneTop + layout.paneHeight - 1, limit: paneWidth, style: Palette.bar)
+        }
+    }
+
+    /// A line as spans, and the hanging indent for its continuation rows.
+    func format(_ line: ChatLine, width: Int) -> ([Span], Int) {
+        var spans = [Span(clock(line.time) + " ", Palette.timestamp)]
+        let sender = PlainText.visible(line.sender ?? "")
+        var textStyle = Style.plain
+        switch line.kind {
+        case .message:
+            spans.append(Span("<", Palette.dim))
+            spans.append(Span(sender, Palette.nickStyle(sender, own: line.isOwn)))
+            spans.append(Span("> ", Palette.dim))
+        case .action:
+            spans.append(Span("* ", Palette.dim))
+            spans.append(Span(sender + " ", Palette.nickStyle(sender, own: line.isOwn)))
+        case .notice:
+            spans.append(Span("-" + sender + "- ", Palette.nickStyle(sender, own: line.isOwn)))
+        case .error:
+            spans.append(Span("!!! ", Palette.error))
+            textStyle = Palette.error
+        default:
+            spans.append(Span("-!- ", Palette.dim))
+            textStyle = Palette.dim
+        }
+        if line.isHighlight && !line.isOwn { textStyle = Palette.highlight }
+        let indent = min(spans.reduce(0) { $0 + DisplayWidth.of($1.text) }, width / 2)
+        return (spans + FormattedText.spans(line.text, base: textStyle), indent)
+    }
+
+    func clock(_ time: Double) -> String {
+        let local = Int((time + Double(utcOffset)).rounded(.down))
+        let secondOfDay = ((local % 86_400) + 86_400) % 86_400
+        let hh = secondOfDay / 3600, mm = secondOfDay / 60 % 60, ss = secondOfDay % 60
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return showSeconds ? "\(two(hh)):\(two(mm)):\(two(ss))" : "\(two(hh)):\(two(mm))"
+    }
+
+    func renderSidebar(into screen: inout Screen, _ layout: Layout) {
+        let x = layout.paneWidth + 1
+        let border = layout.paneWidth
+        for y in layout.paneTop..<(layout.paneTop + layout.paneHeight) {
+            screen.put("│", x: border, y: y, limit: 1, style: Palette.dim)
+        }
+        let items = sidebar
+        let selected = items.firstIndex(of: selection) ?? 0
+        let top = max(0, min(selected - layout.paneHeight / 2, items.count - layout.paneHeight))
+        for (row, item) in items.dropFirst(top).prefix(layout.paneHeight).enumerated() {
+            let y = layout.paneTop + row
+            let isSelected = item == selection
+            let (label, badge, baseStyle) = sidebarEntry(item)
+            var style = baseStyle
+            if isSelected { style.reverse = true; screen.fill(x: x, y: y, width: layout.sidebarWidth, height: 1, style: Style(reverse: true)) }
+            let badgeWidth = DisplayWidth.of(badge)
+            screen.put(label, x: x, y: y, limit: layout.sidebarWidth - (badgeWidth > 0 ? badgeWidth + 1 : 0), style: style)
+            if badgeWidth > 0 {
+                var badgeStyle = Palette.highlight
+                badgeStyle.reverse = isSelected
+                screen.put(badge, x: x + layout.sidebarWidth - badgeWidth, y: y, limit: badgeWidth, style: badgeStyle)
+            }
+        }
+    }
+
+    /// Label, unread badge and style of one sidebar row.
+    func sidebarEntry(_ item: SidebarItem) -> (String, String, Style) {
+        func badge(_ conversation: Conversation?) -> String {
+            guard let conversation, conversation.unread > 0 else { return "" }
+            return String(conversation.unread) + (conversation.mentioned ? "!" : "")
+        }
+        switch item {
+        case .conversation(let name):
+            if name == "server" {
+                return ("(server)", badge(state.conversation(ClientState.serverKey)).isEmpty ? "" : "•", Palette.dim)
+            }
+            let conversation = state.conversation(name)
+            let style = conversation?.kind == .room ? Style(bold: true) : Style.plain
+            let gone = conversation?.kind == .room && conversation?.isJoined == false
+            return (PlainText.visible(name) + (gone ? " (left)" : ""), badge(conversation), gone ? Palette.dim : style)
+        case .user(let nick):
+            let member = currentRoom.flatMap { state.conversation($0)?.members[state.key(for: nick)] }
+            let prefix = member?.highestPrefix ?? ""
+            let isMe = state.isMe(nick)
+            var style = Palette.nickStyle(nick, own: isMe)
+            if member?.isAway == true { style = Palette.dim }
+            let label = (prefix.isEmpty ? " " : prefix) + PlainText.visible(nick) + (isMe ? " (you)" : "")
+            return (label, isMe ? "" : badge(state.conversation(nick)), style)
+        }
+    }
+
+    func renderStatus(into screen: inout Screen, _ layout: Layout) {
+        let y = layout.statusRow
+        screen.fill(x: 0, y: y, width: width, height: 1, style: Palette.bar)
+        var parts = [" " + state.nick]
+        parts.append(statusText)
+        if case .conversation("server") = selection {
+            parts.append("pick a room or a person with Up/Down")
+        } else {
+            parts.append("Enter sends to " + PlainText.visible(target))
+        }
+        screen.put(parts.joined(separator: " │ "), x: 0, y: y, limit: width, style: Palette.bar)
+    }
+
+    var statusText: String {
+        switch status {
+        case .connecting(let host, let port, let attempt):
+            return "connecting to \(host) port \(port)" + (attempt > 1 ? " (attempt \(attempt))" : "") + "…"
+        case .connected:
+            return "connected, registering…"
+        case .registered:
+            if let lag, lag >= 0.5 { return "connected, lag \(Int((lag * 10).rounded()) / 10).\(Int((lag * 10).rounded()) % 10) s" }
+            return "connected"
+        case .disconnected(let reason):
+            return "disconnected: \(reason)"
+        case .reconnecting(_, let reason):
+            let seconds = max(0, Int(((reconnectAt ?? now) - now).rounded(.up)))
+            return "reconnecting in \(seconds) s (\(reason))"
+        case .stopped(let reason):
+            return "disconnected: \(reason) (/reconnect to connect again)"
+        }
+    }
+
+    func renderInput(into screen: inout Screen, _ layout: Layout) {
+        let y = layout.inputRow
+        if let lines = pendingPaste {
+            screen.put("Paste \(lines.count) lines to \(target)? y/n", x: 0, y: y, limit: width, style: Palette.highlight)
+            screen.cursor = nil
+            return
+        }
+        let prompt = "> "
+        screen.put(prompt, x: 0, y: y, limit: width, style: Palette.dim)
+        let available = max(0, width - prompt.count)
+        let (text, cursorColumn) = editor.visible(width: available)
+        screen.put(text, x: prompt.count, y: y, limit: available)
+        screen.cursor = (min(width - 1, prompt.count + cursorColumn), y)
+    }
+}

@@ -1,0 +1,34 @@
+/// The `/commands` of the chat screen: one table with usage, arity and a one-line description.
+public struct SlashCommand: Sendable {
+    public let name: String
+    public let usage: String
+    public let minArguments: Int
+    public let summary: String
+}
+
+public enum SlashCommands {
+    public static let all: [SlashCommand] = [
+        SlashCommand(name: "help", usage: "/help", minArguments: 0, summary: "list the commands"),
+        SlashCommand(name: "msg", usage: "/msg NICK TEXT", minArguments: 2, summary: "send a direct message"),
+        SlashCommand(name: "query", usage: "/query NICK", minArguments: 1, summary: "open a direct conversation"),
+        SlashCommand(name: "me", usage: "/me ACTION", minArguments: 1, summary: "describe what you do"),
+        SlashCommand(name: "nick", usage: "/nick NAME", minArguments: 1, summary: "change your nickname"),
+        SlashCommand(name: "join", usage: "/join #ROOM", minArguments: 1, summary: "join a room"),
+        SlashCommand(name: "part", usage: "/part [#ROOM] [REASON]", minArguments: 0, summary: "leave a room (the current one by default)"),
+        SlashCommand(name: "topic", usage: "/topic [TEXT]", minArguments: 0, summary: "show or set the room's topic"),
+        SlashCommand(name: "away", usage: "/away [MESSAGE]", minArguments: 0, summary: "mark yourself away, or back without a message"),
+        SlashCommand(name: "whois", usage: "/whois NICK", minArguments: 1, summary: "who someone is"),
+        SlashCommand(name: "names", usage: "/names", minArguments: 0, summary: "list who is in the room"),
+        SlashCommand(name: "clear", usage: "/clear", minArguments: 0, summary: "clear this conversation's lines"),
+        SlashCommand(name: "close", usage: "/close", minArguments: 0, summary: "close this direct conversation"),
+        SlashCommand(name: "disconnect", usage: "/disconnect", minArguments: 0, summary: "close the connection, stay in the program"),
+        SlashCommand(name: "reconnect", usage: "/reconnect", minArguments: 0, summary: "connect again now"),
+        SlashCommand(name: "quit", usage: "/quit [REASON]", minArguments: 0, summary: "leave and restore the terminal"),
+    ]
+
+    public static func named(_ name: String) -> SlashCommand? {
+        all.first { $0.name == name.lowercased() }
+    }
+
+    public static var completions: [String] { all.map { "/" + $0.name } }
+}

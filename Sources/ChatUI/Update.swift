@@ -1,0 +1,264 @@
+import ChatClientKit
+import IRCWire
+
+extension ChatModel {
+    /// Applies one event and returns what the shell should do. The only place keys mean anything.
+    public mutating func update(_ event: UIEvent) -> [UICommand] {
+        switch event {
+        case .resize(let width, let height):
+            self.width = width
+            self.height = height
+            return [.redraw]
+        case .tick(let now):
+            self.now = now
+            return []
+        case .client(let clientEvent):
+            return clientEventArrived(clientEvent)
+        case .key(let key):
+            if let pending = pendingPaste { return answerPaste(key, lines: pending) }
+            return press(key)
+        }
+    }
+
+    mutating func clientEventArrived(_ event: ClientEvent) -> [UICommand] {
+        switch event {
+        case .status(let status):
+            self.status = status
+            if case .registered = status { everRegistered = true }
+            if case .reconnecting(let seconds, _) = status { reconnectAt = now + seconds } else { reconnectAt = nil }
+            return []
+        case .lag(let seconds):
+            lag = seconds
+            return []
+        case .conversationOpened(let name):
+            // Joining a room takes you there, as irssi and WeeChat do.
+            if state.isChannel(name) {
+                currentRoom = name
+                selection = .conversation(name)
+            }
+            return []
+        case .line(let conversation, let line):
+            var commands: [UICommand] = []
+            let isViewed = state.key(for: conversation) == viewedKey
+                || (conversation == "server" && viewedKey == ClientState.serverKey)
+            if isViewed {
+                commands.append(.markRead(conversation))
+            } else if bellEnabled && !line.isOwn && (line.isHighlight || state.conversation(conversation)?.kind == .direct)
+                        && (line.kind == .message || line.kind == .action || line.kind == .notice) {
+                commands.append(.bell)
+            }
+            return commands
+        default:
+            return []
+        }
+    }
+
+    mutating func press(_ key: Key) -> [UICommand] {
+        switch key {
+        case .up: return moveSelection(by: -1)
+        case .down: return moveSelection(by: 1)
+        case .pageUp: scrollPane(by: max(1, paneHeight - 1)); return []
+        case .pageDown: scrollPane(by: -max(1, paneHeight - 1)); return []
+        case .home:
+            if editor.isEmpty { return selectIndex(0) }
+            editor.home()
+        case .end:
+            if editor.isEmpty { return selectIndex(sidebar.count - 1) }
+            editor.end()
+        case .left: editor.left()
+        case .right: editor.right()
+        case .backspace: editor.backspace()
+        case .delete: editor.deleteForward()
+        case .tab: editor.complete(nicks: completionNames, commands: SlashCommands.completions)
+        case .escape: break
+        case .character(let character): editor.insert(String(character))
+        case .paste(let text): return paste(text)
+        case .enter: return submit(editor.submit())
+        case .control(let letter):
+            switch letter {
+            case "a": editor.home()
+            case "e": editor.end()
+            case "b": editor.left()
+            case "f": editor.right()
+            case "d": editor.deleteForward()
+            case "h": editor.backspace()
+            case "w": editor.deleteWordBackward()
+            case "u": editor.killToStart()
+            case "k": editor.killToEnd()
+            case "y": editor.yank()
+            case "p": editor.historyPrevious()
+            case "n": editor.historyNext()
+            case "l": return [.redraw]
+            case "c": return [.quit(reason: "Leaving")]
+            default: break
+            }
+        }
+        return []
+    }
+
+    var paneHeight: Int { max(0, height - 3) }
+
+    mutating func scrollPane(by rows: Int) {
+        let key = viewedKey
+        scroll[key] = max(0, (scroll[key] ?? 0) + rows)
+    }
+
+    mutating func moveSelection(by delta: Int) -> [UICommand] {
+        let items = sidebar
+        guard !items.isEmpty else { return [] }
+        let index = items.firstIndex(of: selection) ?? 0
+        return selectIndex(min(max(0, index + delta), items.count - 1))
+    }
+
+    mutating func selectIndex(_ index: Int) -> [UICommand] {
+        let items = sidebar
+        guard items.indices.contains(index) else { return [] }
+        selection = items[index]
+        var commands: [UICommand] = []
+        switch selection {
+        case .conversation(let name):
+            if state.conversation(name)?.kind == .room { currentRoom = name }
+            commands.append(.markRead(name == "server" ? ClientState.serverKey : name))
+        case .user(let nick):
+            if !state.isMe(nick) {
+                commands.append(.open(nick))
+                commands.append(.markRead(nick))
+            }
+        }
+        return commands
+    }
+
+    // MARK: Sending
+
+    mutating func submit(_ line: String) -> [UICommand] {
+        let here = viewedConversation?.name ?? "server"
+        if line.trimmingCharacters(" ").isEmpty {
+            return [.note("Empty message: nothing sent", conversation: here, isError: true)]
+        }
+        if line.hasPrefix("/") && !line.hasPrefix("//") { return runCommand(line) }
+        let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
+        return sendText(text, to: target, isAction: false)
+    }
+
+    mutating func sendText(_ text: String, to target: String, isAction: Bool) -> [UICommand] {
+        let here = viewedConversation?.name ?? "server"
+        if !everRegistered {
+            return [.note("Not connected yet: your name is not set, so nothing was sent", conversation: here, isError: true)]
+        }
+        if case .conversation("server") = selection, target == "server" {
+            return [.note("This is the server window: pick a room or a person (Up/Down) to send a message", conversation: here, isError: true)]
+        }
+        if state.isMe(target) {
+            return [.note("That is you: pick someone else to send a message to", conversation: here, isError: true)]
+        }
+        return [isAction ? .action(text: text, to: target) : .send(text: text, to: target)]
+    }
+
+    mutating func paste(_ text: String) -> [UICommand] {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            .filter { !$0.trimmingCharacters(" ").isEmpty }
+        if lines.count <= 1 {
+            editor.insert(lines.first ?? "")
+            return []
+        }
+        if lines.count > pasteConfirmThreshold {
+            pendingPaste = lines
+            return []
+        }
+        return lines.flatMap { sendText($0, to: target, isAction: false) }
+    }
+
+    mutating func answerPaste(_ key: Key, lines: [String]) -> [UICommand] {
+        switch key {
+        case .character("y"), .character("Y"):
+            pendingPaste = nil
+            return lines.flatMap { sendText($0, to: target, isAction: false) }
+        case .character("n"), .character("N"), .escape, .control("c"), .enter:
+            pendingPaste = nil
+            return [.note("Paste of \(lines.count) lines cancelled", conversation: viewedConversation?.name ?? "server", isError: false)]
+        default:
+            return []
+        }
+    }
+
+    mutating func runCommand(_ line: String) -> [UICommand] {
+        let here = viewedConversation?.name ?? "server"
+        let body = line.dropFirst()
+        let name = String(body.prefix(while: { $0 != " " }))
+        let rest = body.dropFirst(name.count).drop(while: { $0 == " " })
+        let words = rest.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let command = SlashCommands.named(name) else {
+            return [.note("Unknown command /\(name): /help lists the commands", conversation: here, isError: true)]
+        }
+        guard words.count >= command.minArguments else {
+            return [.note("Usage: \(command.usage) — \(command.summary)", conversation: here, isError: true)]
+        }
+        let room = viewedConversation?.kind == .room ? viewedConversation?.name : currentRoom
+        switch command.name {
+        case "help":
+            let width = SlashCommands.all.map(\.usage.count).max() ?? 0
+            return SlashCommands.all.map { cmd in
+                .note(cmd.usage + String(repeating: " ", count: width - cmd.usage.count + 2) + cmd.summary, conversation: here, isError: false)
+            }
+        case "msg":
+            let text = String(rest.drop(while: { $0 != " " }).dropFirst())
+            return sendText(text, to: words[0], isAction: false)
+        case "query":
+            guard !state.isMe(words[0]) else { return [.note("That is you", conversation: here, isError: true)] }
+            selection = .conversation(words[0])
+            return [.open(words[0]), .markRead(words[0])]
+        case "me":
+            return sendText(String(rest), to: target, isAction: true)
+        case "nick":
+            if let problem = IRCNames.nickProblem(words[0], maxBytes: state.isupport.nickLength ?? 30) {
+                return [.note("\(words[0]): \(problem)", conversation: here, isError: true)]
+            }
+            return [.irc(IRCMessage("NICK", words[0]))]
+        case "join":
+            return [.irc(IRCMessage("JOIN", words[0]))]
+        case "part":
+            let named = words.first.map { state.isChannel($0) } ?? false
+            guard let which = named ? words[0] : room else {
+                return [.note("Not in a room: /part #ROOM", conversation: here, isError: true)]
+            }
+            let reason = words.dropFirst(named ? 1 : 0).joined(separator: " ")
+            return [.irc(IRCMessage(command: "PART", params: reason.isEmpty ? [which] : [which, reason]))]
+        case "topic":
+            guard let room else { return [.note("Not in a room", conversation: here, isError: true)] }
+            return [.irc(IRCMessage(command: "TOPIC", params: rest.isEmpty ? [room] : [room, String(rest)]))]
+        case "away":
+            return [.irc(IRCMessage(command: "AWAY", params: rest.isEmpty ? [] : [String(rest)]))]
+        case "whois":
+            return [.irc(IRCMessage("WHOIS", words[0]))]
+        case "names":
+            guard let room, let conversation = state.conversation(room) else {
+                return [.note("Not in a room", conversation: here, isError: true)]
+            }
+            let names = conversation.sortedMembers().map { $0.highestPrefix + $0.nick }
+            return [.note("\(room): \(names.count) people: " + names.joined(separator: " "), conversation: here, isError: false)]
+        case "clear":
+            scroll[viewedKey] = 0
+            return [.clear(here)]
+        case "close":
+            guard viewedConversation?.kind == .direct else {
+                return [.note("/close closes a direct conversation; use /part for a room", conversation: here, isError: true)]
+            }
+            selection = currentRoom.map { .conversation($0) } ?? .conversation("server")
+            return [.close(here)]
+        case "disconnect":
+            return [.disconnect]
+        case "reconnect":
+            return [.reconnect]
+        case "quit":
+            return [.quit(reason: rest.isEmpty ? "Leaving" : String(rest))]
+        default:
+            return []
+        }
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(_ character: Character) -> String {
+        String(drop(while: { $0 == character }).reversed().drop(while: { $0 == character }).reversed())
+    }
+}
