@@ -21,7 +21,12 @@ public final class CursesTerminal {
     /// Takes over the terminal. Call `shutdown()` to give it back.
     public func start() {
         CursesTerminal.ensureUTF8Locale()
+        // LINES and COLUMNS in the environment (shells and test runners export them) would
+        // override the real size; ask the terminal instead.
+        use_env(false)
         initscr()
+        let (width, height) = size
+        resize_term(Int32(height), Int32(width))
         raw()
         noecho()
         nonl()

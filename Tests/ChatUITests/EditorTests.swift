@@ -1,0 +1,122 @@
+import Testing
+@testable import ChatUI
+
+@Suite("line editor")
+struct EditorTests {
+    func editor(_ text: String) -> LineEditor {
+        var e = LineEditor()
+        e.insert(text)
+        return e
+    }
+
+    @Test("Left and Backspace move over whole graphemes", arguments: ["中", "👨‍👩‍👧", "e\u{301}", "👍🏽", "🇯🇵"])
+    func graphemes(_ cluster: String) {
+        var e = editor("a" + cluster + "b")
+        e.left()
+        e.backspace()
+        #expect(e.text == "ab")
+        e.right()
+        #expect(e.cursor == 2)
+    }
+
+    @Test("a combining mark typed after a letter joins it")
+    func combiningInput() {
+        var e = editor("cafe")
+        e.insert("\u{301}")
+        #expect(e.characters.count == 4 && e.text == "cafe\u{301}")
+    }
+
+    @Test("Ctrl-W, Ctrl-U, Ctrl-K and Ctrl-Y")
+    func killAndYank() {
+        var e = editor("hello big world")
+        e.deleteWordBackward()
+        #expect(e.text == "hello big ")
+        e.yank()
+        #expect(e.text == "hello big world")
+        e.home()
+        for _ in 0..<6 { e.right() }
+        e.killToEnd()
+        #expect(e.text == "hello ")
+        e.killToStart()
+        #expect(e.text == "")
+        e.yank()
+        #expect(e.text == "hello ")
+    }
+
+    @Test("Delete removes the grapheme under the cursor")
+    func deleteForward() {
+        var e = editor("中文")
+        e.home()
+        e.deleteForward()
+        #expect(e.text == "文")
+    }
+
+    @Test("history: Ctrl-P and Ctrl-N, with the draft kept")
+    func history() {
+        var e = LineEditor()
+        e.insert("first"); _ = e.submit()
+        e.insert("second"); _ = e.submit()
+        e.insert("draft")
+        e.historyPrevious()
+        #expect(e.text == "second")
+        e.historyPrevious()
+        #expect(e.text == "first")
+        e.historyPrevious()
+        #expect(e.text == "first")
+        e.historyNext()
+        e.historyNext()
+        #expect(e.text == "draft")
+    }
+
+    @Test("Tab completion cycles through matches; at the start of the line it adds a colon")
+    func completion() {
+        var e = editor("al")
+        e.complete(nicks: ["alice", "Alfred", "bob"], commands: [])
+        #expect(e.text == "Alfred: ")
+        e.complete(nicks: ["alice", "Alfred", "bob"], commands: [])
+        #expect(e.text == "alice: ")
+        e.complete(nicks: ["alice", "Alfred", "bob"], commands: [])
+        #expect(e.text == "Alfred: ")
+        var mid = editor("hi 小")
+        mid.complete(nicks: ["小明"], commands: [])
+        #expect(mid.text == "hi 小明 ")
+        var command = editor("/jo")
+        command.complete(nicks: [], commands: SlashCommands.completions)
+        #expect(command.text == "/join ")
+    }
+
+    @Test("long input scrolls horizontally so the cursor stays visible")
+    func horizontalScroll() {
+        let e = editor(String(repeating: "中", count: 30))
+        let (text, column) = e.visible(width: 20)
+        #expect(DisplayWidth.of(text) <= 20)
+        #expect(column <= 19)
+        #expect(text.hasSuffix("中"))
+    }
+}
+
+@Suite("key decoding")
+struct KeyDecoderTests {
+    func decode(_ text: String) -> [Key] {
+        var decoder = KeyDecoder()
+        var keys: [Key] = []
+        for scalar in text.unicodeScalars { keys += decoder.feed(scalar) }
+        return keys + decoder.flush()
+    }
+
+    @Test("bracketed paste arrives as one paste")
+    func paste() {
+        #expect(decode("a\u{1B}[200~line one\r\nline two\u{1B}[201~b") == [.character("a"), .paste("line one\nline two"), .character("b")])
+    }
+
+    @Test("control keys, Enter, Backspace, a lone Escape")
+    func controls() {
+        #expect(decode("\u{17}\u{0D}\u{7F}\u{9}") == [.control("w"), .enter, .backspace, .tab])
+        #expect(decode("\u{1B}") == [.escape])
+    }
+
+    @Test("unknown escape sequences are dropped, not typed")
+    func unknownSequences() {
+        #expect(decode("\u{1B}[1;5Cx") == [.character("x")])
+    }
+}

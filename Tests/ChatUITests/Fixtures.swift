@@ -1,0 +1,32 @@
+@testable import ChatUI
+import ChatClientKit
+import IRCWire
+
+/// A model as alice, registered, in #lobby with bob, 小明 and carol, drawn at `width`×`height`.
+func lobbyModel(width: Int = 60, height: Int = 12, extra: [String] = []) -> ChatModel {
+    var state = ClientState(nick: "alice")
+    let lines = [
+        ":srv 001 alice :Welcome alice!a@h",
+        ":srv 005 alice PREFIX=(ov)@+ CHANTYPES=# :are supported",
+        ":alice!a@h JOIN #lobby",
+        ":srv 353 alice = #lobby :@alice +bob 小明 carol",
+        ":srv 366 alice #lobby :End",
+    ] + extra
+    for line in lines { _ = state.apply(try! IRCMessage(parsing: line), now: 3600 * 10 + 60 * 5) }
+    state.markRead("#lobby") // the shell does this for the conversation in view
+    var model = ChatModel(state: state, width: width, height: height)
+    model.everRegistered = true
+    model.status = .registered(nick: "alice")
+    model.currentRoom = "#lobby"
+    model.selection = .conversation("#lobby")
+    return model
+}
+
+func draw(_ model: ChatModel) -> Screen {
+    var screen = Screen(width: model.width, height: model.height)
+    model.render(into: &screen)
+    return screen
+}
+
+/// Display columns of each row: every row of a screen must be exactly its width.
+func columns(_ text: String) -> Int { DisplayWidth.of(text) }

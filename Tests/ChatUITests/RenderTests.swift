@@ -1,0 +1,223 @@
+import Testing
+@testable import ChatUI
+import ChatClientKit
+import IRCWire
+
+@Suite("rendering the chat screen")
+struct RenderTests {
+    @Test("layout at 60×12: title, messages, sidebar with prefixes and you, status, input")
+    func layout() {
+        let screen = draw(lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :hello there"]))
+        let lines = screen.lines
+        #expect(lines[0].hasPrefix(" #lobby"))
+        #expect(lines[1].hasSuffix("│#lobby      "))
+        #expect(lines[2].hasSuffix("│@alice (you)"))
+        #expect(lines[3].hasSuffix("│+bob        "))
+        #expect(lines[4].hasSuffix("│ carol      "))
+        #expect(lines[5].hasSuffix("│ 小明       "))
+        #expect(lines[6].hasSuffix("│(server)    "))
+        #expect(lines[9].hasPrefix("10:05 <bob> hello there"))
+        #expect(lines[10].hasPrefix(" alice │ connected │ Enter sends to #lobby"))
+        #expect(lines[11].hasPrefix("> "))
+        #expect(screen.cursor! == (2, 11))
+    }
+
+    @Test("every row is exactly the screen's width and the border stays in one column", arguments: [
+        (40, 10), (60, 12), (100, 30), (61, 15), (45, 11),
+    ])
+    func alignment(width: Int, height: Int) {
+        let model = lobbyModel(width: width, height: height, extra: [
+            ":bob!b@h PRIVMSG #lobby :中文和日本語のテキスト、한국어도 있어요 with words between them",
+            ":小明!x@h PRIVMSG #lobby :emoji 👨‍👩‍👧 👍🏽 ❤️ 🇯🇵 and combining Zoe\u{308} cafe\u{301}",
+            ":carol!c@h PRIVMSG #lobby :\u{1B}[2Jnot an escape \u{7}",
+        ])
+        let screen = draw(model)
+        let layout = Layout(width: width, height: height)
+        for (y, line) in screen.lines.enumerated() {
+            #expect(columns(line) == width, "row \(y) is \(columns(line)) columns: \(line)")
+            if y >= layout.paneTop && y < layout.paneTop + layout.paneHeight {
+                #expect(screen[layout.paneWidth, y].text == "│", "border moved on row \(y)")
+            }
+        }
+        #expect(!screen.lines.joined().contains("\u{1B}"))
+        #expect(screen.lines.joined().contains("^[[2Jnot"))
+    }
+
+    @Test("long lines wrap with a hanging indent under the text")
+    func hangingIndent() {
+        let model = lobbyModel(width: 40, height: 10, extra: [":bob!b@h PRIVMSG #lobby :one two three four five six seven eight nine"])
+        let lines = draw(model).lines
+        let paneWidth = Layout(width: 40, height: 10).paneWidth
+        let rows = lines.map { String($0.prefix(paneWidth)) }
+            .filter { $0.contains("<bob>") || ($0.hasPrefix("            ") && !$0.allSatisfy { $0 == " " }) }
+        #expect(rows.first?.hasPrefix("10:05 <bob> one two") == true)
+        #expect(rows.dropFirst().first?.hasPrefix("            ") == true, "continuation rows start under the text")
+    }
+
+    @Test("tiny and zero sizes never crash", arguments: [(0, 0), (1, 1), (10, 2), (39, 3), (5, 9), (200, 1)])
+    func tiny(width: Int, height: Int) {
+        let screen = draw(lobbyModel(width: width, height: height, extra: [":bob!b@h PRIVMSG #lobby :中文 text"]))
+        #expect(screen.lines.allSatisfy { columns($0) == width })
+    }
+
+    @Test("narrow screens drop the sidebar and give messages the width")
+    func narrow() {
+        let lines = draw(lobbyModel(width: 39, height: 10)).lines
+        let layout = Layout(width: 39, height: 10)
+        #expect(!lines[layout.paneTop..<(layout.paneTop + layout.paneHeight)].joined().contains("│"))
+    }
+
+    @Test("unread counts and mention marks in the sidebar")
+    func unread() {
+        let model = lobbyModel(extra: [
+            ":bob!b@h PRIVMSG alice :psst",
+            ":bob!b@h PRIVMSG alice :are you there?",
+            ":dave!d@h PRIVMSG alice :hi from outside",
+        ])
+        let lines = draw(model).lines
+        #expect(lines.contains { $0.hasSuffix("│+bob      2!") })
+        #expect(lines.contains { $0.hasSuffix("│dave      1!") })
+    }
+
+    @Test("away members are dimmed")
+    func away() {
+        let screen = draw(lobbyModel(extra: [":carol!c@h AWAY :lunch", ":srv 352 alice #lobby c h srv carol G :0 C"]))
+        let y = screen.lines.firstIndex { $0.hasSuffix("│ carol      ") }!
+        let x = Layout(width: 60, height: 12).paneWidth + 2
+        #expect(screen[x, y].style.dim)
+    }
+
+    @Test("status line shows the connection state")
+    func status() {
+        var model = lobbyModel(width: 100)
+        model.status = .reconnecting(inSeconds: 4, reason: "connection reset by the server")
+        model.now = 100
+        model.reconnectAt = 104
+        #expect(draw(model).lines[10].contains("reconnecting in 4 s (connection reset by the server)"))
+        model.status = .registered(nick: "alice")
+        model.lag = 1.25
+        #expect(draw(model).lines[10].contains("connected, lag 1.3 s"))
+        model.status = .stopped(reason: "you quit")
+        #expect(draw(model).lines[10].contains("disconnected: you quit"))
+    }
+
+    @Test("nick colours are stable and differ between people")
+    func nickColours() {
+        let a1 = Palette.nickStyle("bob", own: false), a2 = Palette.nickStyle("BOB", own: false)
+        #expect(a1 == a2)
+        let colours = Set(["alice", "bob", "carol", "dave", "eve", "小明"].map { Palette.nickStyle($0, own: false).foreground })
+        #expect(colours.count >= 4)
+    }
+}
+
+@Suite("keys and the model")
+struct UpdateTests {
+    @Test("Down moves the selection; a user opens a direct conversation and becomes the recipient")
+    func pickUser() {
+        var model = lobbyModel()
+        #expect(model.target == "#lobby")
+        _ = model.update(.key(.down))
+        #expect(model.selection == .user("alice"))
+        let commands = model.update(.key(.down))
+        #expect(model.selection == .user("bob"))
+        #expect(commands == [.open("bob"), .markRead("bob")])
+        #expect(model.target == "bob")
+        for character in "hi 你好" { _ = model.update(.key(.character(character))) }
+        #expect(model.update(.key(.enter)) == [.send(text: "hi 你好", to: "bob")])
+        let lines = draw(model).lines
+        #expect(lines[10].contains("Enter sends to bob"))
+        #expect(lines[0].hasPrefix(" bob (direct)"))
+    }
+
+    @Test("Home and End jump to the ends of the sidebar when the input is empty")
+    func homeEnd() {
+        var model = lobbyModel()
+        _ = model.update(.key(.end))
+        #expect(model.selection == .conversation("server"))
+        _ = model.update(.key(.home))
+        #expect(model.selection == .conversation("#lobby"))
+    }
+
+    @Test("refused: empty messages, yourself, before registration, the server window")
+    func refusals() {
+        var model = lobbyModel()
+        #expect(model.update(.key(.enter)) == [.note("Empty message: nothing sent", conversation: "#lobby", isError: true)])
+        _ = model.update(.key(.down))
+        _ = model.update(.key(.character("x")))
+        guard case .note(let text, _, true) = model.update(.key(.enter)).first else { Issue.record("no refusal"); return }
+        #expect(text.hasPrefix("That is you"))
+        model.everRegistered = false
+        model.selection = .conversation("#lobby")
+        _ = model.update(.key(.character("x")))
+        guard case .note(let early, _, true) = model.update(.key(.enter)).first else { Issue.record("no refusal"); return }
+        #expect(early.hasPrefix("Not connected yet"))
+    }
+
+    @Test("commands: /msg, /me, /join, /nick, unknown and wrong arguments")
+    func commands() {
+        var model = lobbyModel()
+        func run(_ line: String) -> [UICommand] {
+            model.editor.set(line)
+            return model.update(.key(.enter))
+        }
+        #expect(run("/msg bob hello there") == [.send(text: "hello there", to: "bob")])
+        #expect(run("/me waves") == [.action(text: "waves", to: "#lobby")])
+        #expect(run("/join #dev") == [.irc(IRCMessage("JOIN", "#dev"))])
+        #expect(run("/nick 小明2") == [.irc(IRCMessage("NICK", "小明2"))])
+        #expect(run("/quit gone") == [.quit(reason: "gone")])
+        #expect(run("/frobnicate") == [.note("Unknown command /frobnicate: /help lists the commands", conversation: "#lobby", isError: true)])
+        #expect(run("/msg bob") == [.note("Usage: /msg NICK TEXT — send a direct message", conversation: "#lobby", isError: true)])
+        #expect(run("/nick 9x").first.map { if case .note(let t, _, true) = $0 { return t.contains("digit") } else { return false } } == true)
+        #expect(run("//not a command") == [.send(text: "/not a command", to: "#lobby")])
+        let help = run("/help")
+        #expect(help.count == SlashCommands.all.count)
+        for name in ["/msg", "/query", "/me", "/nick", "/join", "/part", "/topic", "/away", "/whois", "/names", "/clear", "/disconnect", "/reconnect", "/quit"] {
+            #expect(help.contains { if case .note(let t, _, _) = $0 { return t.hasPrefix(name) } else { return false } }, "\(name) missing from /help")
+        }
+    }
+
+    @Test("a paste of many lines asks first")
+    func paste() {
+        var model = lobbyModel()
+        #expect(model.update(.key(.paste("one\ntwo"))) == [.send(text: "one", to: "#lobby"), .send(text: "two", to: "#lobby")])
+        #expect(model.update(.key(.paste("1\n2\n3\n4\n5"))).isEmpty)
+        #expect(draw(model).lines[11].hasPrefix("Paste 5 lines to #lobby? y/n"))
+        #expect(model.update(.key(.character("y"))).count == 5)
+        _ = model.update(.key(.paste("1\n2\n3\n4")))
+        #expect(model.update(.key(.character("n"))).count == 1)
+        #expect(model.pendingPaste == nil)
+    }
+
+    @Test("a direct message elsewhere rings the bell; one in view is marked read")
+    func bell() {
+        var model = lobbyModel()
+        let line = ChatLine(time: 0, kind: .message, sender: "bob", text: "psst", isHighlight: true)
+        #expect(model.update(.client(.line(conversation: "bob", line))) == [.bell])
+        model.bellEnabled = false
+        #expect(model.update(.client(.line(conversation: "bob", line))) == [])
+        #expect(model.update(.client(.line(conversation: "#lobby", line))) == [.markRead("#lobby")])
+    }
+
+    @Test("PgUp scrolls back, PgDn returns")
+    func scrolling() {
+        var model = lobbyModel(extra: (0..<40).map { ":bob!b@h PRIVMSG #lobby :line \($0)" })
+        #expect(draw(model).lines[9].contains("line 39"))
+        _ = model.update(.key(.pageUp))
+        let scrolled = draw(model).lines
+        #expect(!scrolled.joined().contains("line 39"))
+        #expect(scrolled.joined().contains("more below"))
+        _ = model.update(.key(.pageDown))
+        #expect(draw(model).lines[9].contains("line 39"))
+    }
+
+    @Test("Tab completes nicknames and commands")
+    func completion() {
+        var model = lobbyModel()
+        for character in "ca" { _ = model.update(.key(.character(character))) }
+        _ = model.update(.key(.tab))
+        #expect(model.editor.text == "carol: ")
+        model.editor.set("/wh")
+        _ = model.update(.key(.tab))
+        #expect(model.editor.text == "/whois ")
+    }
+}
