@@ -22,7 +22,7 @@ release:
 	$(SWIFT) build -c release
 
 run: deps release
-	./.build/release/chat-tui --serve --headless --port $(PORT)
+	./.build/release/chat-tui --serve --port $(PORT)
 
 test: deps
 	$(SWIFT) build --build-tests
