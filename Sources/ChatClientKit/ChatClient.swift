@@ -8,10 +8,12 @@ import IRCWire
 public actor ChatClient {
     public nonisolated let events: AsyncStream<ClientEvent>
     private let continuation: AsyncStream<ClientEvent>.Continuation
-    public private(set) var state: ClientState
+    public internal(set) var state: ClientState
     public nonisolated let config: ClientConfig
+    /// File transfers, readable from any thread (the screen draws their progress).
+    public nonisolated let transfers = FileTransfers()
 
-    private var connection: LineConnection?
+    var connection: LineConnection?
     private var runTask: Task<Void, Never>?
     private var backoffTask: Task<Void, Never>?
     /// False once the user quits or disconnects, or the server refuses us for good.
@@ -292,6 +294,17 @@ public actor ChatClient {
                 emit(state.add(ChatLine(time: now, kind: .info, text: serverErrorText ?? ""), to: ClientState.serverKey))
                 return
             }
+        case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC "):
+            let sender = IRCSource(parsing: message.source ?? "").nick
+            // Our own offer echoed back (echo-message) is not an offer to us.
+            if state.isMe(sender) { return }
+            if let dcc = DCCMessage(ctcp: message.params[1]) {
+                handleDCC(dcc, from: sender, now: now)
+                return
+            }
+        case "NOTICE" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC REJECT"):
+            dccRejected(by: IRCSource(parsing: message.source ?? "").nick, text: message.params[1])
+            return
         case "421" where message.param(1) == "CAP":
             capNegotiationDone = true
             return
@@ -394,7 +407,7 @@ public actor ChatClient {
         queue = []
     }
 
-    private func write(_ message: IRCMessage, over connection: LineConnection) {
+    func write(_ message: IRCMessage, over connection: LineConnection) {
         do {
             try connection.write(message)
         } catch {
@@ -402,7 +415,7 @@ public actor ChatClient {
         }
     }
 
-    private func emit(_ event: ClientEvent) {
+    func emit(_ event: ClientEvent) {
         continuation.yield(event)
     }
 }

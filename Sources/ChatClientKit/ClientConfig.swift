@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a `ChatClient` connects and behaves.
 public struct ClientConfig: Sendable {
     public var host: String
@@ -20,6 +22,18 @@ public struct ClientConfig: Sendable {
     /// Messages held while offline; past this, new ones are reported as not sent.
     public var offlineQueueLimit = 100
     public var scrollbackLimit = 10_000
+    /// Where received files go.
+    public var downloadDirectory = (ProcessInfo.processInfo.environment["HOME"] ?? "/tmp") + "/Downloads/chat-tui"
+    /// Ports to listen on for DCC (nil: any free port).
+    public var dccPorts: ClosedRange<Int>?
+    /// The address to offer in DCC SEND (nil: our end of the server connection).
+    public var dccAddress: String?
+    /// Offers larger than this are refused.
+    public var dccMaxSize: UInt64 = 10 << 30
+    /// Offers from these nicknames are accepted without asking.
+    public var dccAutoAcceptFrom: [String] = []
+    /// Seconds an offer waits for the peer before its port is closed.
+    public var dccOfferTimeout: Double = 300
     /// The capabilities we ask for when a server offers them.
     public var wantedCapabilities: [String] = ["message-tags", "server-time", "echo-message", "multi-prefix", "away-notify"]
 

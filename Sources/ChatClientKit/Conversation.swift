@@ -8,6 +8,8 @@ public struct ChatLine: Sendable, Equatable {
         /// Anything the client or server says about itself: MOTD, replies, connection notices.
         case info
         case error
+        /// A file transfer's line: front ends draw its progress from `ChatClient.transfers`.
+        case transfer(Int)
     }
 
     /// Seconds since 1970: the server's `time` tag when present, else when it arrived.

@@ -26,6 +26,11 @@ public enum UICommand: Equatable, Sendable {
     case bell
     case title(String)
     case redraw
+    case sendFile(path: String, to: String, passive: Bool)
+    case acceptTransfer(Int?)
+    case rejectTransfer(Int?)
+    case cancelTransfer(Int)
+    case listTransfers
 }
 
 public enum UIEvent: Equatable, Sendable {
@@ -63,6 +68,8 @@ public struct ChatModel: Sendable {
     /// Pastes of more lines than this ask first.
     public var pasteConfirmThreshold = 3
     public var lastTitle = ""
+    /// File transfers as last read from the client, for their progress lines.
+    public var transfers: [Int: TransferInfo] = [:]
 
     public init(state: ClientState, width: Int, height: Int) {
         self.state = state

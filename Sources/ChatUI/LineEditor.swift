@@ -132,7 +132,14 @@ public struct LineEditor: Equatable, Sendable {
 
     /// Tab: completes the word before the cursor from `commands` (when it is the first word and
     /// starts with `/`) or `nicks`; repeated Tabs cycle through the matches.
-    public mutating func complete(nicks: [String], commands: [String]) {
+    /// The word before the cursor.
+    public var currentWord: String {
+        var start = cursor
+        while start > 0 && characters[start - 1] != " " { start -= 1 }
+        return String(characters[start..<cursor])
+    }
+
+    public mutating func complete(nicks: [String], commands: [String], atLineStart: Bool = true) {
         if var current = completion, !current.matches.isEmpty {
             current.index = (current.index + 1) % current.matches.count
             replaceWord(from: current.start, with: current.matches[current.index] + current.suffix)
@@ -151,7 +158,7 @@ public struct LineEditor: Equatable, Sendable {
         } else {
             matches = nicks.filter { $0.lowercased().hasPrefix(word.lowercased()) }
                 .sorted { $0.lowercased() < $1.lowercased() }
-            suffix = start == 0 ? ": " : " "
+            suffix = start == 0 && atLineStart ? ": " : (nicks.allSatisfy { $0.hasSuffix("/") } ? "" : " ")
         }
         guard !matches.isEmpty else { return }
         replaceWord(from: start, with: matches[0] + suffix)

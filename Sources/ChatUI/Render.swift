@@ -74,8 +74,14 @@ extension ChatModel {
         var rows: [(spans: [Span], indent: Int)] = []
         let needed = layout.paneHeight + skip
         // Format from the newest line back, only as far as the pane (plus scrolling) needs.
+        var progressShown = Set<Int>()
         for line in conversation.lines.reversed() {
-            let (spans, indent) = format(line, width: paneWidth)
+            var (spans, indent) = format(line, width: paneWidth)
+            // The newest line of a running transfer carries its live progress.
+            if case .transfer(let id) = line.kind, !progressShown.contains(id), let info = transfers[id] {
+                progressShown.insert(id)
+                if let bar = progressText(info, width: paneWidth - indent) { spans.append(Span("  " + bar, Palette.highlight)) }
+            }
             let wrapped = Wrapper.wrap(spans, width: paneWidth, indent: indent)
             for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : indent)) }
             if rows.count >= needed { break }
@@ -92,6 +98,30 @@ extension ChatModel {
         if skip > 0 && layout.paneHeight > 0 {
             screen.put(" more below (PgDn) ", x: max(0, paneWidth - 19), y: layout.paneTop + layout.paneHeight - 1, limit: paneWidth, style: Palette.bar)
         }
+    }
+
+    /// `[#####-----]  45%  12.3 MiB/s  3 s left` for a transfer in progress.
+    func progressText(_ info: TransferInfo, width: Int) -> String? {
+        guard info.state == .active || info.state == .connecting else { return nil }
+        let percent = Int(info.fraction * 100)
+        let rate = info.rate(now: now)
+        let left = rate > 0 ? Int((Double(info.size - info.transferred) / rate).rounded(.up)) : nil
+        let barWidth = max(5, min(20, width / 4))
+        let filled = Int(info.fraction * Double(barWidth))
+        let bar = "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: barWidth - filled) + "]"
+        var text = "\(bar) \(percent)%"
+        if rate > 0 { text += "  \(Self.rateText(rate))" }
+        if let left { text += "  \(left) s left" }
+        return text
+    }
+
+    static func rateText(_ bytesPerSecond: Double) -> String {
+        let mebibytes = bytesPerSecond / 1_048_576
+        if mebibytes >= 1 {
+            let tenths = Int(mebibytes * 10)
+            return "\(tenths / 10).\(tenths % 10) MiB/s"
+        }
+        return "\(Int(bytesPerSecond / 1024)) KiB/s"
     }
 
     /// A line as spans, and the hanging indent for its continuation rows.
@@ -112,6 +142,8 @@ extension ChatModel {
         case .error:
             spans.append(Span("!!! ", Palette.error))
             textStyle = Palette.error
+        case .transfer:
+            spans.append(Span("-*- ", Palette.highlight))
         default:
             spans.append(Span("-!- ", Palette.dim))
             textStyle = Palette.dim

@@ -1,3 +1,4 @@
+import Foundation
 import ChatClientKit
 import IRCWire
 
@@ -69,7 +70,12 @@ extension ChatModel {
         case .right: editor.right()
         case .backspace: editor.backspace()
         case .delete: editor.deleteForward()
-        case .tab: editor.complete(nicks: completionNames, commands: SlashCommands.completions)
+        case .tab:
+            if editor.text.hasPrefix("/send ") && editor.text.split(separator: " ", omittingEmptySubsequences: false).count >= 3 {
+                editor.complete(nicks: PathCompletion.candidates(for: editor.currentWord), commands: [], atLineStart: false)
+            } else {
+                editor.complete(nicks: completionNames, commands: SlashCommands.completions)
+            }
         case .escape: break
         case .character(let character): editor.insert(String(character))
         case .paste(let text): return paste(text)
@@ -245,6 +251,26 @@ extension ChatModel {
             }
             selection = currentRoom.map { .conversation($0) } ?? .conversation("server")
             return [.close(here)]
+        case "send":
+            let passive = words[0] == "-p"
+            let nick = passive ? words[1] : words[0]
+            let pathStart = passive ? 2 : 1
+            guard words.count > pathStart else { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
+            // The path is the rest of the line, spaces and all.
+            var remainder = Substring(rest)
+            for _ in 0..<pathStart { remainder = remainder.drop(while: { $0 != " " }).drop(while: { $0 == " " }) }
+            let path = String(remainder).expandingTilde()
+            if state.isMe(nick) { return [.note("That is you: pick someone else to send a file to", conversation: here, isError: true)] }
+            return [.sendFile(path: path, to: nick, passive: passive)]
+        case "accept", "reject":
+            let id = words.first.flatMap { Int($0.trimmingPrefix("#")) }
+            if !words.isEmpty && id == nil { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
+            return [command.name == "accept" ? .acceptTransfer(id) : .rejectTransfer(id)]
+        case "transfers":
+            return [.listTransfers]
+        case "cancel":
+            guard let id = Int(words[0].trimmingPrefix("#")) else { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
+            return [.cancelTransfer(id)]
         case "disconnect":
             return [.disconnect]
         case "reconnect":
@@ -253,6 +279,30 @@ extension ChatModel {
             return [.quit(reason: rest.isEmpty ? "Leaving" : String(rest))]
         default:
             return []
+        }
+    }
+}
+
+extension String {
+    func expandingTilde() -> String {
+        guard hasPrefix("~/") || self == "~" else { return self }
+        return (ProcessInfo.processInfo.environment["HOME"] ?? "") + dropFirst()
+    }
+}
+
+/// Tab completion of file paths for /send.
+enum PathCompletion {
+    static func candidates(for word: String) -> [String] {
+        let expanded = word.expandingTilde()
+        let directory = expanded.hasSuffix("/") ? expanded : (expanded as NSString).deletingLastPathComponent
+        let prefix = expanded.hasSuffix("/") ? "" : (expanded as NSString).lastPathComponent
+        let listed = (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
+        let base = word.hasSuffix("/") ? word : String(word.dropLast(prefix.count))
+        return listed.filter { $0.hasPrefix(prefix) && (!$0.hasPrefix(".") || prefix.hasPrefix(".")) }.map { name in
+            var isDirectory: ObjCBool = false
+            let full = (directory.isEmpty ? "" : directory + "/") + name
+            _ = FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory)
+            return base + name + (isDirectory.boolValue ? "/" : "")
         }
     }
 }

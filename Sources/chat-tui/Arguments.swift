@@ -26,6 +26,11 @@ struct Arguments {
     var bell = true
     var timestampSeconds = false
     var scrollback = 10_000
+    var downloadDirectory: String?
+    var dccPorts: ClosedRange<Int>?
+    var dccAddress: String?
+    var dccMaxSize: UInt64?
+    var dccAutoAccept: [String] = []
     /// Where the server logs when the chat screen owns the terminal.
     var logPath: String?
 
@@ -80,6 +85,14 @@ struct Arguments {
     Home/End jump to the ends of the list (or of the input when it has text); Tab completes
     nicknames and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-P/N recall input; Ctrl-C quits.
     """
+
+    /// `500`, `500K`, `20M`, `2G` as bytes.
+    static func parseSize(_ text: String) -> UInt64? {
+        let units: [Character: UInt64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        let upper = text.uppercased().replacingOccurrences(of: "IB", with: "").replacingOccurrences(of: "B", with: "")
+        if let last = upper.last, let unit = units[last], let number = UInt64(upper.dropLast()) { return number * unit }
+        return UInt64(upper)
+    }
 
     /// Flags from a config file: `name = value` lines (the long flag names without `--`);
     /// `true` makes a bare flag, `false` leaves it out. `#` starts a comment.
@@ -172,6 +185,23 @@ struct Arguments {
                 timestampSeconds = text == "HH:MM:SS"
             case "--scrollback": scrollback = max(100, Int(try number(flag)))
             case "--log": logPath = try value(flag)
+            case "--download-dir": downloadDirectory = try value(flag)
+            case "--dcc-ports":
+                let text = try value(flag)
+                let bounds = text.split(separator: "-").compactMap { Int($0) }
+                guard bounds.count == 2, bounds[0] > 0, bounds[0] <= bounds[1], bounds[1] <= 65535 else {
+                    throw Problem(description: "--dcc-ports needs a range like 50000-50100, not \"\(text)\"")
+                }
+                dccPorts = bounds[0]...bounds[1]
+            case "--dcc-address": dccAddress = try value(flag)
+            case "--dcc-max-size":
+                let text = try value(flag)
+                guard let size = Arguments.parseSize(text) else {
+                    throw Problem(description: "--dcc-max-size needs a size like 500M or 2G, not \"\(text)\"")
+                }
+                dccMaxSize = size
+            case "--dcc-auto-accept-from":
+                dccAutoAccept = try value(flag).split(separator: ",").map(String.init)
             case "--help", "-h": mode = .help; return
             case "--version": mode = .version; return
             default: throw Problem(description: "unknown option \(flag) (try --help)")

@@ -48,9 +48,19 @@ final class ChatApp {
             }
         }
         let timer = DispatchSource.makeTimerSource(queue: .main)
-        timer.schedule(deadline: .now() + 1, repeating: 1)
+        // Four ticks a second: countdowns and transfer progress stay current without flooding.
+        timer.schedule(deadline: .now() + 0.25, repeating: 0.25)
         timer.setEventHandler { [weak self] in
-            MainActor.assumeIsolated { self?.handle(.tick(now: Date().timeIntervalSince1970)) }
+            MainActor.assumeIsolated {
+                guard let self else { return }
+                let transfers = self.client.transfers.snapshot()
+                if !transfers.isEmpty || self.model.reconnectAt != nil {
+                    self.model.transfers = Dictionary(uniqueKeysWithValues: transfers.map { ($0.id, $0) })
+                    self.handle(.tick(now: Date().timeIntervalSince1970))
+                } else {
+                    self.model.now = Date().timeIntervalSince1970
+                }
+            }
         }
         timer.resume()
         sources.append(timer)
@@ -92,6 +102,11 @@ final class ChatApp {
         case .bell: terminal.bell()
         case .title(let title): terminal.setTitle(title)
         case .redraw: terminal.forceRedraw()
+        case .sendFile(let path, let nick, let passive): await client.sendFile(path, to: nick, passive: passive)
+        case .acceptTransfer(let id): await client.acceptTransfer(id)
+        case .rejectTransfer(let id): await client.rejectTransfer(id)
+        case .cancelTransfer(let id): await client.cancelTransfer(id)
+        case .listTransfers: await client.listTransfers()
         }
         scheduleRender()
     }

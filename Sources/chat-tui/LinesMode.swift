@@ -78,10 +78,26 @@ enum LinesMode {
         case ("quit", _):
             let reason = parts.count > 1 ? parts.dropFirst().joined(separator: " ") : "Leaving"
             await client.quit(reason: reason)
+        case ("send", _) where parts.count >= 3:
+            let passive = parts[1] == "-p"
+            let rest = line.dropFirst(6).drop(while: { $0 == " " })
+            let afterFlag = passive ? rest.dropFirst(2).drop(while: { $0 == " " }) : rest
+            let nick = String(afterFlag.prefix(while: { $0 != " " }))
+            let path = String(afterFlag.dropFirst(nick.count).drop(while: { $0 == " " }))
+            guard !nick.isEmpty, !path.isEmpty else { writeLine("-!- usage: /send [-p] NICK PATH", to: 2); return }
+            await client.sendFile(path, to: nick, passive: passive)
+        case ("accept", _):
+            await client.acceptTransfer(parts.count > 1 ? Int(parts[1]) : nil)
+        case ("reject", _):
+            await client.rejectTransfer(parts.count > 1 ? Int(parts[1]) : nil)
+        case ("cancel", 2):
+            if let id = Int(parts[1]) { await client.cancelTransfer(id) }
+        case ("transfers", _):
+            await client.listTransfers()
         case ("quote", _) where parts.count >= 2:
             if let message = try? IRCMessage(parsing: String(line.dropFirst(7))) { await client.sendCommand(message) }
         default:
-            writeLine("-!- unknown command or wrong arguments: \(line) (try /msg NICK text, /me, /join, /part, /nick, /quit)", to: 2)
+            writeLine("-!- unknown command or wrong arguments: \(line) (try /msg NICK text, /me, /join, /part, /nick, /send NICK PATH, /accept, /reject, /transfers, /cancel ID, /quit)", to: 2)
         }
     }
 
@@ -120,6 +136,7 @@ enum LinesMode {
             case .action: return "\(clock(line.time)) \(place) * \(sender) \(text)"
             case .notice: return "\(clock(line.time)) \(place) -\(sender)- \(text)"
             case .error: return "\(clock(line.time)) \(place) !!! \(text)"
+            case .transfer: return "\(clock(line.time)) \(place) -*- \(text)"
             default: return "\(clock(line.time)) \(place) -!- \(text)"
             }
         case .error(let text):

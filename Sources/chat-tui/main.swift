@@ -58,6 +58,11 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     config.pingInterval = arguments.pingInterval ?? 30
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.scrollbackLimit = arguments.scrollback
+    if let directory = arguments.downloadDirectory { config.downloadDirectory = directory }
+    config.dccPorts = arguments.dccPorts
+    config.dccAddress = arguments.dccAddress
+    if let size = arguments.dccMaxSize { config.dccMaxSize = size }
+    config.dccAutoAcceptFrom = arguments.dccAutoAccept
     return config
 }
 

@@ -1,0 +1,333 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import ChatTransport
+import IRCWire
+
+/// DCC SEND: offering, accepting, resuming, rejecting and cancelling file transfers.
+extension ChatClient {
+    // MARK: Sending
+
+    /// Offers `path` to `nick`. Active: we listen and they connect. Passive: they listen.
+    public func sendFile(_ path: String, to nick: String, passive: Bool = false) {
+        let now = WallClock.now()
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let size = (attributes[.size] as? NSNumber)?.uint64Value else {
+            note("Cannot send \(path): no such file", in: nick)
+            return
+        }
+        guard let connection, state.isRegistered else {
+            note("Not connected: the file was not offered", in: nick)
+            return
+        }
+        guard !state.isMe(nick) else {
+            note("That is you: pick someone else to send a file to", in: nick)
+            return
+        }
+        let name = SafeFileName.make((path as NSString).lastPathComponent)
+        let address = config.dccAddress ?? connection.localHost
+        var info = transfers.add { id in
+            TransferInfo(id: id, direction: .sending, peer: nick, offeredName: name, localPath: path, size: size,
+                         state: .offered, passive: passive, token: passive ? String(id) + String(Int.random(in: 1000...9999)) : nil,
+                         offeredAt: now)
+        }
+        var listener: Int32 = -1
+        if !passive {
+            do {
+                let (fd, port) = try DCCWorker.listen(ports: config.dccPorts, bind: nil)
+                listener = fd
+                info = transfers.update(info.id) { $0.port = port }!
+            } catch {
+                transfers.update(info.id) { $0.state = .failed("no port to listen on: \(error)") }
+                note("Cannot offer \(name): no free port to listen on (\(error))", in: nick)
+                return
+            }
+        }
+        let offer = DCCMessage.send(fileName: name, address: address, port: info.port, size: size, token: info.token)
+        write(IRCMessage("PRIVMSG", nick, offer.ctcp), over: connection)
+        emitTransferLine(info.id, "Offered \(name) (\(Self.formatSize(size))) to \(nick)" + (passive ? " (passive)" : "")
+                         + " as transfer \(info.id); waiting for them to accept", in: nick)
+        if !passive {
+            let id = info.id
+            let table = transfers
+            let deadline = Monotonic.now() + config.dccOfferTimeout
+            let listening = listener
+            runWorker(id) {
+                guard let socket = DCCWorker.acceptOne(listening, id: id, table: table, deadline: deadline) else {
+                    return table[id]?.cancelRequested == true ? (table[id]?.state == .rejected ? .rejected : .cancelled) : .expired
+                }
+                return DCCWorker.send(id: id, socket: socket, table: table)
+            }
+        } else {
+            // A passive offer waits for the receiver's SEND with our token; expire it on time.
+            let id = info.id
+            let timeout = config.dccOfferTimeout
+            Task {
+                try? await Task.sleep(for: .seconds(timeout))
+                self.expireIfWaiting(id)
+            }
+        }
+    }
+
+    func expireIfWaiting(_ id: Int) {
+        guard let info = transfers[id], info.state == .offered || info.state == .pending || info.state == .resuming else { return }
+        transfers.update(id) { $0.state = .expired; $0.finishedAt = WallClock.now() }
+        emitTransferLine(id, "Transfer \(id) (\(info.offeredName)) expired: nobody accepted it", in: info.peer)
+    }
+
+    // MARK: Receiving
+
+    func handleDCC(_ dcc: DCCMessage, from nick: String, now: Double) {
+        switch dcc {
+        case .send(let name, let address, let port, let size, let token):
+            // The answer to our passive offer: they listen, we connect and send.
+            if let token, let ours = transfers.first(where: { $0.direction == .sending && $0.passive && $0.token == token && $0.state == .offered }) {
+                transfers.update(ours.id) { $0.address = address; $0.port = port; $0.state = .connecting }
+                let id = ours.id, table = transfers
+                runWorker(id) {
+                    guard let socket = try? Sockets.connect(host: address, port: port, timeout: 10) else {
+                        return .failed("cannot connect to \(address) port \(port)")
+                    }
+                    return DCCWorker.send(id: id, socket: socket, table: table)
+                }
+                return
+            }
+            incomingOffer(name: name, address: address, port: port, size: size, token: token, from: nick, now: now)
+        case .resume(_, let port, let position, let token):
+            guard let ours = transfers.first(where: { t in
+                t.direction == .sending && t.state == .offered && t.peer.lowercased() == nick.lowercased()
+                    && (t.passive ? t.token == token : t.port == port)
+            }), position < ours.size else { return }
+            transfers.update(ours.id) { $0.startOffset = position; $0.transferred = position }
+            if let connection {
+                let accept = DCCMessage.accept(fileName: ours.offeredName, port: port, position: position, token: token)
+                write(IRCMessage("PRIVMSG", nick, accept.ctcp), over: connection)
+            }
+            emitTransferLine(ours.id, "\(nick) resumes \(ours.offeredName) from \(Self.formatSize(position))", in: nick)
+        case .accept(_, let port, let position, let token):
+            guard let ours = transfers.first(where: { t in
+                t.direction == .receiving && t.state == .resuming && t.peer.lowercased() == nick.lowercased()
+                    && (t.passive ? t.token == token : t.port == port)
+            }) else { return }
+            transfers.update(ours.id) { $0.startOffset = position; $0.transferred = position }
+            startReceiving(ours.id)
+        }
+    }
+
+    func incomingOffer(name offered: String, address: String, port: Int, size: UInt64, token: String?, from nick: String, now: Double) {
+        let name = SafeFileName.make(offered)
+        let info = transfers.add { id in
+            TransferInfo(id: id, direction: .receiving, peer: nick, offeredName: offered, localPath: config.downloadDirectory + "/" + name,
+                         size: size, state: .pending, passive: port == 0, token: token, address: address, port: port, offeredAt: now)
+        }
+        if size > config.dccMaxSize {
+            transfers.update(info.id) { $0.state = .rejected; $0.finishedAt = now }
+            sendReject(info)
+            emitTransferLine(info.id, "\(nick) offered \(name) (\(Self.formatSize(size))): refused, larger than the limit of \(Self.formatSize(config.dccMaxSize))", in: nick)
+            return
+        }
+        let shownName = name == offered ? name : "\(name) (offered as \(PlainText.visible(offered)))"
+        emitTransferLine(info.id, "\(nick) offers \(shownName), \(Self.formatSize(size)): /accept \(info.id) or /reject \(info.id)", in: nick)
+        if config.dccAutoAcceptFrom.contains(where: { state.key(for: $0) == state.key(for: nick) }) {
+            acceptTransfer(info.id)
+        } else {
+            let id = info.id
+            let timeout = config.dccOfferTimeout
+            Task {
+                try? await Task.sleep(for: .seconds(timeout))
+                self.expireIfWaiting(id)
+            }
+        }
+    }
+
+    /// Takes an offer (the newest pending one when `id` is nil), resuming a partial file when there is one.
+    public func acceptTransfer(_ id: Int? = nil) {
+        guard let info = id.flatMap({ transfers[$0] }) ?? transfers.snapshot().last(where: { $0.state == .pending }) else {
+            note(id.map { "No transfer \($0)" } ?? "No file offer is waiting", in: ClientState.serverKey)
+            return
+        }
+        guard info.direction == .receiving, info.state == .pending else {
+            note("Transfer \(info.id) is not waiting to be accepted", in: info.peer)
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: config.downloadDirectory, withIntermediateDirectories: true)
+        } catch {
+            note("Cannot create \(config.downloadDirectory): \(error.localizedDescription)", in: info.peer)
+            return
+        }
+        let name = (info.localPath as NSString).lastPathComponent
+        let directory = config.downloadDirectory
+        let exists: (String) -> Bool = { FileManager.default.fileExists(atPath: directory + "/" + $0) }
+        let part = directory + "/" + name + ".part"
+        let partSize = (try? FileManager.default.attributesOfItem(atPath: part))?[.size] as? NSNumber
+        if let partSize, partSize.uint64Value > 0, partSize.uint64Value < info.size, !exists(name) {
+            // A previous attempt left NAME.part: ask the sender to continue from there.
+            let position = partSize.uint64Value
+            transfers.update(info.id) { $0.state = .resuming; $0.startOffset = position }
+            if let connection {
+                let resume = DCCMessage.resume(fileName: info.offeredName, port: info.port, position: position, token: info.token)
+                write(IRCMessage("PRIVMSG", info.peer, resume.ctcp), over: connection)
+            }
+            emitTransferLine(info.id, "Resuming \(name) from \(Self.formatSize(position))", in: info.peer)
+            return
+        }
+        let unique = SafeFileName.unique(name, exists: exists)
+        transfers.update(info.id) { $0.localPath = directory + "/" + unique }
+        emitTransferLine(info.id, "Receiving \(unique) from \(info.peer) into \(directory)", in: info.peer)
+        startReceiving(info.id)
+    }
+
+    func startReceiving(_ id: Int) {
+        guard let info = transfers[id] else { return }
+        let table = transfers
+        transfers.update(id) { $0.state = .connecting }
+        if info.passive {
+            // They cannot reach us the usual way round: we listen and tell them where.
+            let listener: (fd: Int32, port: Int)
+            do {
+                listener = try DCCWorker.listen(ports: config.dccPorts, bind: nil)
+            } catch {
+                transfers.update(id) { $0.state = .failed("no port to listen on") }
+                note("Cannot receive: no free port to listen on (\(error))", in: info.peer)
+                return
+            }
+            guard let connection else { close(listener.fd); return }
+            let address = config.dccAddress ?? connection.localHost
+            let reply = DCCMessage.send(fileName: info.offeredName, address: address, port: listener.port, size: info.size, token: info.token)
+            write(IRCMessage("PRIVMSG", info.peer, reply.ctcp), over: connection)
+            let deadline = Monotonic.now() + config.dccOfferTimeout
+            runWorker(id) {
+                guard let socket = DCCWorker.acceptOne(listener.fd, id: id, table: table, deadline: deadline) else {
+                    return table[id]?.cancelRequested == true ? .cancelled : .expired
+                }
+                return DCCWorker.receive(id: id, socket: socket, table: table)
+            }
+        } else {
+            runWorker(id) {
+                guard let socket = try? Sockets.connect(host: info.address, port: info.port, timeout: 10) else {
+                    return .failed("cannot connect to \(info.address) port \(info.port)")
+                }
+                return DCCWorker.receive(id: id, socket: socket, table: table)
+            }
+        }
+    }
+
+    /// Refuses an offer (the newest pending one when `id` is nil) and tells the sender.
+    public func rejectTransfer(_ id: Int? = nil) {
+        guard let info = id.flatMap({ transfers[$0] }) ?? transfers.snapshot().last(where: { $0.state == .pending }),
+              info.direction == .receiving, info.state == .pending else {
+            note("No such offer waiting", in: ClientState.serverKey)
+            return
+        }
+        transfers.update(info.id) { $0.state = .rejected; $0.cancelRequested = true; $0.finishedAt = WallClock.now() }
+        sendReject(info)
+        emitTransferLine(info.id, "Rejected \(info.offeredName) from \(info.peer)", in: info.peer)
+    }
+
+    func sendReject(_ info: TransferInfo) {
+        guard let connection else { return }
+        write(IRCMessage("NOTICE", info.peer, CTCP.make("DCC", "REJECT SEND \(DCCMessage.quote(info.offeredName))")), over: connection)
+    }
+
+    func dccRejected(by nick: String, text: String) {
+        guard let ours = transfers.first(where: { $0.direction == .sending && $0.state == .offered && $0.peer.lowercased() == nick.lowercased() }) else { return }
+        transfers.update(ours.id) { $0.state = .rejected; $0.cancelRequested = true; $0.finishedAt = WallClock.now() }
+        emitTransferLine(ours.id, "\(nick) rejected \(ours.offeredName)", in: nick)
+    }
+
+    /// Stops a transfer; its port closes and a partial download stays as NAME.part.
+    public func cancelTransfer(_ id: Int) {
+        guard let info = transfers[id], !info.state.isFinished else {
+            note("No running transfer \(id)", in: ClientState.serverKey)
+            return
+        }
+        transfers.update(id) { $0.cancelRequested = true }
+        if info.state == .pending || (info.passive && info.state == .offered) || info.state == .resuming {
+            transfers.update(id) { $0.state = .cancelled; $0.finishedAt = WallClock.now() }
+            emitTransferLine(id, "Cancelled \(info.offeredName)", in: info.peer)
+        }
+    }
+
+    /// A line per transfer in the server window.
+    public func listTransfers() {
+        let all = transfers.snapshot()
+        if all.isEmpty { note("No transfers", in: ClientState.serverKey, isError: false); return }
+        for info in all {
+            let arrow = info.direction == .sending ? "to" : "from"
+            note("#\(info.id) \(info.offeredName) \(arrow) \(info.peer): \(Self.describe(info.state)), \(Self.formatSize(info.transferred))/\(Self.formatSize(info.size))",
+                 in: ClientState.serverKey, isError: false)
+        }
+    }
+
+    // MARK: Workers and reporting
+
+    /// Runs `work` on its own thread and reports the outcome here.
+    func runWorker(_ id: Int, _ work: @escaping @Sendable () -> TransferInfo.State) {
+        let table = transfers
+        let thread = Thread {
+            var outcome = work()
+            if case .done(_, let seconds) = outcome, let info = table[id] {
+                outcome = .done(sha256: DCCWorker.checksum(info.localPath), seconds: seconds)
+            }
+            let final = outcome
+            table.update(id) { info in
+                if !info.state.isFinished || info.state == .rejected { info.state = final }
+                if case .rejected = info.state, case .cancelled = final { info.state = .rejected }
+                info.finishedAt = WallClock.now()
+            }
+            Task { await self.transferEnded(id) }
+        }
+        thread.name = "chat-tui dcc \(id)"
+        thread.start()
+    }
+
+    func transferEnded(_ id: Int) {
+        guard let info = transfers[id] else { return }
+        let name = (info.localPath as NSString).lastPathComponent
+        let text: String
+        switch info.state {
+        case .done(let sha, let seconds):
+            let rate = seconds > 0 ? " at \(Self.formatSize(UInt64(Double(info.size - info.startOffset) / seconds)))/s" : ""
+            text = info.direction == .sending
+                ? "Sent \(name) (\(Self.formatSize(info.size))) to \(info.peer) in \(String(format: "%.1f", seconds)) s\(rate); SHA-256 \(sha)"
+                : "Received \(name) (\(Self.formatSize(info.size))) from \(info.peer) in \(String(format: "%.1f", seconds)) s\(rate), saved as \(info.localPath); SHA-256 \(sha)"
+        case .failed(let reason): text = "Transfer of \(info.offeredName) failed: \(reason)"
+        case .expired: text = "Offer of \(info.offeredName) expired: nobody accepted it; its port is closed"
+        case .rejected: text = "\(info.offeredName) was rejected"
+        case .cancelled: text = "Transfer of \(info.offeredName) cancelled" + (info.direction == .receiving ? "; the partial file stays as \(name).part" : "")
+        default: return
+        }
+        emitTransferLine(id, text, in: info.peer)
+    }
+
+    func emitTransferLine(_ id: Int, _ text: String, in conversation: String) {
+        emit(state.add(ChatLine(time: WallClock.now(), kind: .transfer(id), text: text), to: conversation))
+    }
+
+    static func describe(_ state: TransferInfo.State) -> String {
+        switch state {
+        case .offered: return "offered"
+        case .pending: return "waiting for /accept"
+        case .resuming: return "resuming"
+        case .connecting: return "connecting"
+        case .active: return "in progress"
+        case .done: return "done"
+        case .failed(let reason): return "failed: \(reason)"
+        case .rejected: return "rejected"
+        case .expired: return "expired"
+        case .cancelled: return "cancelled"
+        }
+    }
+
+    public static func formatSize(_ bytes: UInt64) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}
