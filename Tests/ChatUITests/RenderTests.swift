@@ -221,3 +221,23 @@ struct UpdateTests {
         #expect(model.editor.text == "/whois ")
     }
 }
+
+@Suite("transfer lines")
+struct TransferRenderTests {
+    @Test("a running transfer's newest line shows a progress bar, percent, rate and time left")
+    func progress() {
+        var model = lobbyModel(width: 100, height: 12)
+        model.state.add(ChatLine(time: 36_300, kind: .transfer(7), text: "Receiving big.iso from bob"), to: "bob")
+        var info = TransferInfo(id: 7, direction: .receiving, peer: "bob", offeredName: "big.iso", localPath: "/tmp/big.iso",
+                                size: 100 << 20, state: .active, offeredAt: 0)
+        info.transferred = 45 << 20
+        info.startedAt = 100
+        model.transfers = [7: info]
+        model.now = 103
+        model.selection = .conversation("bob")
+        let row = draw(model).lines.first { $0.contains("Receiving big.iso") }
+        #expect(row?.contains("[#######----------] 45%  15.0 MiB/s  4 s") == true, "\(row ?? "no row")")
+        model.transfers[7]!.state = .done(sha256: "x", seconds: 6)
+        #expect(draw(model).lines.first { $0.contains("Receiving big.iso") }?.contains("%") == false)
+    }
+}

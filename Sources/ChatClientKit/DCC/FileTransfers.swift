@@ -50,6 +50,22 @@ public struct TransferInfo: Sendable, Equatable {
     /// Set by /cancel or /reject; workers stop at the next chance.
     public var cancelRequested = false
 
+    public init(id: Int, direction: Direction, peer: String, offeredName: String, localPath: String, size: UInt64,
+                state: State, passive: Bool = false, token: String? = nil, address: String = "", port: Int = 0, offeredAt: Double) {
+        self.id = id
+        self.direction = direction
+        self.peer = peer
+        self.offeredName = offeredName
+        self.localPath = localPath
+        self.size = size
+        self.state = state
+        self.passive = passive
+        self.token = token
+        self.address = address
+        self.port = port
+        self.offeredAt = offeredAt
+    }
+
     /// Bytes per second since the transfer started.
     public func rate(now: Double) -> Double {
         guard let startedAt else { return 0 }
