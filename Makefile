@@ -4,7 +4,7 @@
 SWIFT        ?= swift
 PORT         ?= 6667
 # Debian packages the build, the tests and the benchmarks need.
-DEB_PACKAGES := pkg-config libncurses-dev ngircd inspircd irssi tmux procps
+DEB_PACKAGES := pkg-config libncurses-dev ngircd inspircd irssi weechat-headless tmux procps coreutils util-linux
 # Python modules the interop tests use, with the PyPI package that provides each.
 PY_MODULES   := irc:irc pytest:pytest
 
@@ -30,9 +30,8 @@ test: deps
 	$(SWIFT) build --product chat-tui
 	python3 -m pytest -q tests/interop
 
-bench: deps
-	@echo "make bench: the benchmark harness is tracked in issue 6 and not built yet" >&2
-	@exit 1
+bench: deps release
+	python3 bench/run.py
 
 clean:
 	rm -rf .build

@@ -5,6 +5,7 @@ let package = Package(
     name: "chat-tui",
     products: [
         .executable(name: "chat-tui", targets: ["chat-tui"]),
+        .executable(name: "chat-bench", targets: ["chat-bench"]),
     ],
     targets: [
         // The C declarations Swift's Glibc module leaves out (epoll, eventfd, accept4).
@@ -22,6 +23,8 @@ let package = Package(
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "IRCWire"]),
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
         .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
+        // The load generator for `make bench`: plain IRC on IRCWire and ChatTransport.
+        .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
         // Helpers shared by the test targets: a line-level IRC client and a server on a free port.

@@ -139,7 +139,7 @@ final class ServerRuntime {
         case .data(let count):
             let now = WallClock.now()
             readBuffer.withUnsafeBufferPointer { raw in
-                connection.framer.feed(raw[0..<count]) { framed in
+                connection.framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
                     guard !connection.closing else { return }
                     switch framed {
                     case .line(let line):

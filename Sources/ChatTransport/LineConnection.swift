@@ -120,10 +120,12 @@ public final class LineConnection: Sendable {
             while true {
                 let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if count > 0 {
-                    framer.feed(buffer[0..<count]) { framed in
-                        switch framed {
-                        case .line(let line): continuation.yield(.line(line))
-                        case .overlong(let discarded): continuation.yield(.overlong(discardedBytes: discarded))
+                    buffer.withUnsafeBufferPointer { raw in
+                        framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
+                            switch framed {
+                            case .line(let line): continuation.yield(.line(line))
+                            case .overlong(let discarded): continuation.yield(.overlong(discardedBytes: discarded))
+                            }
                         }
                     }
                     continue

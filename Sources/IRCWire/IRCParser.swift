@@ -27,7 +27,15 @@ extension IRCMessage {
 
     /// Parses one line (without CR LF) from raw bytes.
     public init(bytes: some Collection<UInt8>) throws(IRCParseError) {
-        let line = Array(bytes)
+        try self.init(line: Array(bytes))
+    }
+
+    /// The concrete entry point (a generic one called across modules is not specialised).
+    public init(bytes: [UInt8]) throws(IRCParseError) {
+        try self.init(line: bytes)
+    }
+
+    init(line: [UInt8]) throws(IRCParseError) {
         var index = 0
         let end = line.count
         if line.contains(0) { throw .containsNul }

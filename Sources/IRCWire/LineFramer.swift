@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What a framer hands out: a complete line (without CR LF), or notice that a line was too long.
 public enum FramedLine: Equatable, Sendable {
     case line([UInt8])
@@ -29,13 +33,22 @@ public struct LineFramer: Sendable {
 
     /// Adds bytes and calls `emit` for every line they complete, in order.
     public mutating func feed(_ bytes: some Collection<UInt8>, _ emit: (FramedLine) -> Void) {
-        var index = bytes.startIndex
-        while index != bytes.endIndex {
-            guard let newline = bytes[index...].firstIndex(of: 10) else {
-                take(bytes[index...])
+        if let done: Void = bytes.withContiguousStorageIfAvailable({ feed(buffer: $0, emit) }) { return done }
+        Array(bytes).withUnsafeBufferPointer { feed(buffer: $0, emit) }
+    }
+
+    /// The concrete path every caller ends up on: no generic dispatch per byte, memchr for LF.
+    public mutating func feed(buffer bytes: UnsafeBufferPointer<UInt8>, _ emit: (FramedLine) -> Void) {
+        guard let base = bytes.baseAddress else { return }
+        var index = 0
+        let end = bytes.count
+        while index < end {
+            guard let found = memchr(base + index, 10, end - index) else {
+                take(UnsafeBufferPointer(start: base + index, count: end - index))
                 return
             }
-            take(bytes[index..<newline])
+            let newline = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            take(UnsafeBufferPointer(start: base + index, count: newline - index))
             if discarding {
                 emit(.overlong(discardedBytes: discarded))
                 discarding = false
@@ -45,11 +58,11 @@ public struct LineFramer: Sendable {
                 emit(.line(buffer))
             }
             buffer.removeAll(keepingCapacity: buffer.capacity <= 1024)
-            index = bytes.index(after: newline)
+            index = newline + 1
         }
     }
 
-    private mutating func take(_ part: some Collection<UInt8>) {
+    private mutating func take(_ part: UnsafeBufferPointer<UInt8>) {
         if discarding {
             discarded += part.count
             return

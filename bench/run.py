@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""`make bench`: our server against ngircd and InspIRCd, and our client against irssi and
+WeeChat, on this machine, in one run. Servers are pinned to core 0 and the load generator
+(chat-bench) to core 1. Each server scenario runs REPEATS times on a fresh server; the table
+gives medians with [min–max]. The figure to compare is server CPU seconds per million
+deliveries (utime+stime from /proc/PID/stat), which stays stable on a noisy machine.
+Writes bench/results/latest.md and bench/results/raw/latest.json.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RELEASE = os.path.join(ROOT, ".build", "release")
+CHAT_TUI = os.path.join(RELEASE, "chat-tui")
+CHAT_BENCH = os.path.join(RELEASE, "chat-bench")
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+TICKS = os.sysconf("SC_CLK_TCK")
+CORES = os.cpu_count() or 1
+SERVER_CORE = "0"
+LOAD_CORE = "1" if CORES > 1 else "0"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def status_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+class Server:
+    """One fresh server process, pinned to the server core."""
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix=f"bench-{kind}-")
+        self.log = open(os.path.join(self.dir, "out.log"), "w")
+        if kind == "chat-tui":
+            command = [CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port),
+                       "--sendq", str(64 << 20), "--ping-interval", "600"]
+        elif kind == "ngircd":
+            command = ["/usr/sbin/ngircd", "-n", "-f", self.config("ngircd.conf.in", "ngircd.conf")]
+        elif kind == "inspircd":
+            command = ["/usr/sbin/inspircd", "--config=" + self.config("inspircd.conf.in", "inspircd.conf"),
+                       "--nofork", "--runasroot"]
+        else:
+            raise ValueError(kind)
+        self.process = subprocess.Popen(["taskset", "-c", SERVER_CORE] + command, stdout=self.log, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        if not wait_port(self.port):
+            self.stop()
+            raise RuntimeError(f"{kind} did not start; see {self.log.name}")
+        self.pid = self.find_pid()
+
+    def config(self, template, name):
+        with open(os.path.join(ROOT, "bench", template)) as f:
+            text = f.read().replace("@PORT@", str(self.port)).replace("@DIR@", self.dir)
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def find_pid(self):
+        # taskset execs the server, so the pid is the server's own.
+        return self.process.pid
+
+    def stop(self):
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=5)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def bench(args, port, timeout=120):
+    command = ["taskset", "-c", LOAD_CORE, CHAT_BENCH] + args + ["--port", str(port), "--time-limit", str(timeout - 10)]
+    out = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"chat-bench printed nothing: {out.stderr}")
+    return json.loads(lines[-1])
+
+
+# Registration needs bounded concurrency for ngircd (a listen backlog of 10); InspIRCd
+# completes registrations on a once-a-second timer, so it gets many at once, as does ours.
+BATCH = {"chat-tui": 500, "ngircd": 64, "inspircd": 1000}
+
+SCENARIOS = [
+    ("register 1,000", lambda k: ["register", "--count", "1000", "--batch", str(BATCH[k])]),
+    ("fanout flood: 50 in a room, 5 send 2,000 each", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "2000"]),
+    ("fanout paced: 50 in a room, 5 × 100 msg/s for 3 s", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "300", "--rate", "100"]),
+    ("dm flood: 50 pairs, 2,000 each way", lambda k: ["dm", "--clients", "100", "--messages", "2000"]),
+    ("dm paced: 50 pairs, 20 msg/s each for 3 s", lambda k: ["dm", "--clients", "100", "--messages", "60", "--rate", "20"]),
+]
+IDLE = [1000, 5000]
+SERVERS = ["chat-tui", "ngircd", "inspircd"]
+
+
+def run_scenario(kind, args):
+    server = Server(kind)
+    try:
+        before = cpu_seconds(server.pid)
+        result = bench(args(kind), server.port)
+        result["cpu_seconds"] = cpu_seconds(server.pid) - before
+        result["peak_rss_kib"] = status_kib(server.pid, "VmHWM")
+        deliveries = result.get("deliveries") or result.get("registered") or 0
+        result["cpu_per_million"] = result["cpu_seconds"] / deliveries * 1e6 if deliveries else None
+        return result
+    finally:
+        server.stop()
+
+
+def run_idle(kind, count):
+    server = Server(kind)
+    try:
+        base = status_kib(server.pid, "VmRSS")
+        command = ["taskset", "-c", LOAD_CORE, CHAT_BENCH, "idle", "--count", str(count), "--batch", str(BATCH[kind]),
+                   "--hold", "3", "--port", str(server.port), "--time-limit", "200"]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        ready = json.loads(process.stdout.readline())
+        time.sleep(1.5)  # let the server settle with everyone connected
+        rss = status_kib(server.pid, "VmRSS")
+        final = json.loads(process.stdout.readline())
+        process.wait(timeout=30)
+        return {"registered": ready.get("registered", 0), "seconds": final["seconds"],
+                "kib_per_connection": (rss - base) / count, "rss_kib": rss, "complete": final["complete"]}
+    finally:
+        server.stop()
+
+
+def median_range(values, fmt):
+    values = [v for v in values if v is not None]
+    if not values:
+        return "—"
+    m = statistics.median(values)
+    return f"{fmt(m)} [{fmt(min(values))}–{fmt(max(values))}]"
+
+
+def main():
+    for tool in (CHAT_TUI, CHAT_BENCH):
+        if not os.path.exists(tool):
+            sys.exit(f"{tool} is missing: make bench builds it")
+    started = time.monotonic()
+    raw = {"servers": {}, "idle": {}, "clients": {}}
+    for kind in SERVERS:
+        raw["servers"][kind] = {}
+        for name, args in SCENARIOS:
+            runs = []
+            for _ in range(REPEATS):
+                try:
+                    runs.append(run_scenario(kind, args))
+                except Exception as error:  # a peer that falls over is a result too
+                    runs.append({"error": str(error)})
+            raw["servers"][kind][name] = runs
+            print(f"{kind:9} {name}: " + ", ".join(
+                f"{r.get('cpu_per_million') or 0:.3f} cpu-s/M" if "error" not in r else "error" for r in runs), flush=True)
+        raw["idle"][kind] = {}
+        for count in IDLE:
+            runs = []
+            for _ in range(REPEATS):
+                try:
+                    runs.append(run_idle(kind, count))
+                except Exception as error:
+                    runs.append({"error": str(error)})
+            raw["idle"][kind][count] = runs
+            print(f"{kind:9} idle {count}: " + ", ".join(
+                f"{r.get('kib_per_connection', 0):.1f} KiB" if "error" not in r else "error" for r in runs), flush=True)
+
+    import client_bench
+    raw["clients"] = client_bench.run_all(CHAT_TUI, CHAT_BENCH, Server)
+
+    raw["elapsed_seconds"] = time.monotonic() - started
+    os.makedirs(os.path.join(ROOT, "bench", "results", "raw"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench", "results", "raw", "latest.json"), "w") as f:
+        json.dump(raw, f, indent=1, default=str)
+    report = render(raw)
+    with open(os.path.join(ROOT, "bench", "results", "latest.md"), "w") as f:
+        f.write(report)
+    print(report)
+
+
+def render(raw):
+    out = ["# chat-tui benchmark results", "",
+           f"Machine: {CORES} cores; servers pinned to core {SERVER_CORE}, load generator to core {LOAD_CORE}. "
+           f"{REPEATS} runs per figure on a fresh server each time: median [min–max]. "
+           f"Run took {raw['elapsed_seconds']:.0f} s.", ""]
+    servers = SERVERS
+    metrics = [
+        ("server CPU s per million deliveries", lambda r: r.get("cpu_per_million"), lambda v: f"{v:.3f}", True),
+        ("deliveries (or registrations) per second", lambda r: r.get("per_second"), lambda v: f"{v:,.0f}", False),
+        ("latency p50 ms", lambda r: r.get("p50_ms"), lambda v: f"{v:.2f}", True),
+        ("latency p99 ms", lambda r: r.get("p99_ms"), lambda v: f"{v:.2f}", True),
+        ("latency max ms", lambda r: r.get("max_ms"), lambda v: f"{v:.2f}", True),
+        ("server peak RSS MiB", lambda r: r.get("peak_rss_kib", 0) / 1024, lambda v: f"{v:.1f}", True),
+    ]
+    for name, _ in SCENARIOS:
+        out += [f"## {name}", "", "| figure | " + " | ".join(servers) + " | ours ÷ ngircd | ours ÷ InspIRCd |",
+                "|---|" + "---|" * (len(servers) + 2)]
+        for label, get, fmt, lower_better in metrics:
+            cells, medians = [], {}
+            for kind in servers:
+                runs = [r for r in raw["servers"][kind][name] if "error" not in r]
+                values = [get(r) for r in runs if get(r) is not None]
+                if name.startswith("register") and "latency" in label:
+                    values = []
+                cells.append(median_range(values, fmt))
+                medians[kind] = statistics.median(values) if values else None
+            ratios = []
+            for peer in ("ngircd", "inspircd"):
+                if medians.get("chat-tui") and medians.get(peer):
+                    ratios.append(f"{medians['chat-tui'] / medians[peer]:.2f}")
+                else:
+                    ratios.append("—")
+            out.append(f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        notes = []
+        for kind in servers:
+            for r in raw["servers"][kind][name]:
+                if "error" in r:
+                    notes.append(f"{kind}: {r['error']}")
+                elif not r.get("complete", True):
+                    notes.append(f"{kind}: incomplete — {r.get('deliveries', r.get('registered'))} of {r.get('expected')}, "
+                                 f"{r.get('disconnects', 0)} disconnects, {r.get('duplicates', 0)} duplicates, "
+                                 f"{r.get('out_of_order', 0)} out of order")
+        out += [""] + [f"- {n}" for n in sorted(set(notes))] + ([""] if notes else [])
+    out += ["## idle registered connections", "",
+            "| connections | figure | " + " | ".join(servers) + " | ours ÷ ngircd | ours ÷ InspIRCd |", "|---|---|" + "---|" * (len(servers) + 2)]
+    for count in IDLE:
+        for label, key, fmt in (("server KiB per connection", "kib_per_connection", lambda v: f"{v:.2f}"),
+                                ("seconds to connect all", "seconds", lambda v: f"{v:.2f}")):
+            cells, medians = [], {}
+            for kind in servers:
+                values = [r[key] for r in raw["idle"][kind][count] if "error" not in r]
+                cells.append(median_range(values, fmt))
+                medians[kind] = statistics.median(values) if values else None
+            ratios = [f"{medians['chat-tui'] / medians[p]:.2f}" if medians.get("chat-tui") and medians.get(p) else "—"
+                      for p in ("ngircd", "inspircd")]
+            out.append(f"| {count:,} | {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+    out += ["", "On our server everyone joins the room on arrival, so each arrival is announced to everyone "
+            "already there (N²/2 JOIN lines); ngircd and InspIRCd clients join nothing in this scenario.", ""]
+    out += client_section(raw["clients"])
+    return "\n".join(out) + "\n"
+
+
+def client_section(clients):
+    if not clients:
+        return []
+    out = ["## clients receiving a flood", "",
+           clients.get("description", ""), "",
+           "| client | CPU s | peak RSS MiB | seconds until the last message is shown | CPU ÷ chat-tui screen |", "|---|---|---|---|---|"]
+    base = clients.get("results", {}).get("chat-tui (screen, tmux)", {}).get("cpu_seconds")
+    for name, r in clients.get("results", {}).items():
+        if "error" in r:
+            out.append(f"| {name} | error: {r['error']} | | | |")
+            continue
+        ratio = f"{r['cpu_seconds'] / base:.2f}" if base else "—"
+        out.append(f"| {name} | {r['cpu_seconds']:.2f} | {r['peak_rss_kib'] / 1024:.1f} | {r['shown_after']:.2f} | {ratio} |")
+    for key, label in (("startup_ms", "chat-tui start-up to first drawn frame (tmux, median of 5)"),):
+        if key in clients:
+            out += ["", f"- {label}: {clients[key]:.0f} ms"]
+    return out + [""]
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()
