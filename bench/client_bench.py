@@ -82,7 +82,7 @@ def run_all(chat_tui, chat_bench, Server):
             lambda: tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
                          f"{env} taskset -c 0 {chat_tui} --host 127.0.0.1 --port {server.port} --nick benchui --join '{rooms}' --bell off"),
             lambda: "FLOOD-END-MARKER" in tmux("capture-pane", "-p", "-t", "ui"),
-            f"{chat_tui} --host 127.0.0.1 --port {server.port} --nick benchui", "benchui")
+            f"^{chat_tui} --host 127.0.0.1 --port {server.port} --nick benchui", "benchui")
     finally:
         tmux("kill-server")
         server.stop()
@@ -105,7 +105,7 @@ def run_all(chat_tui, chat_bench, Server):
                     return b"FLOOD-END-MARKER" in f.read()
 
             results["chat-tui --lines"] = run_client("lines", server, chat_bench, start_lines, lines_shown,
-                                                     f"{chat_tui} --host 127.0.0.1 --port {server.port} --nick benchlines", "benchlines")
+                                                     f"^{chat_tui} --host 127.0.0.1 --port {server.port} --nick benchlines", "benchlines")
             holder["p"].kill()
     finally:
         server.stop()
@@ -124,7 +124,7 @@ def run_all(chat_tui, chat_bench, Server):
             results["irssi (tmux)"] = run_client(
                 "irssi", server, chat_bench, start_irssi,
                 lambda: "FLOOD-END-MARKER" in tmux("capture-pane", "-p", "-t", "irssi"),
-                f"irssi --home={home}", "benchirssi")
+                f"^irssi --home={home}", "benchirssi")
         finally:
             tmux("kill-server")
             server.stop()
@@ -156,7 +156,7 @@ def run_all(chat_tui, chat_bench, Server):
                                 return True
                 return False
             results["WeeChat (headless)"] = run_client("weechat", server, chat_bench, start_weechat, weechat_shown,
-                                                       f"weechat-headless --dir {home}", "benchwee")
+                                                       f"^weechat-headless --dir {home}", "benchwee")
         finally:
             if "p" in proc:
                 proc["p"].kill()

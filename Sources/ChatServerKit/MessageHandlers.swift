@@ -28,9 +28,10 @@ extension ServerState {
     mutating func relay(_ request: Request, command: String, targets: String, params: [String]) {
         let id = request.id
         let sender = clients[id]!
-        let clientTags = request.message.tags.filter { $0.isClientOnly }
+        let clientTags = request.message.tags.isEmpty ? [] : request.message.tags.filter { $0.isClientOnly }
         let onlyTagged: Capability? = command == "TAGMSG" ? .messageTags : nil
-        let names = targets.split(separator: ",").map(String.init)
+        // Most messages have one target: skip splitting then.
+        let names = targets.contains(",") ? targets.split(separator: ",").map(String.init) : [targets]
         if names.count > config.maxTargets {
             reply(id, .tooManyTargets, targets, "Too many targets, at most \(config.maxTargets)")
             return

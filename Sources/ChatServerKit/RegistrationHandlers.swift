@@ -72,14 +72,17 @@ extension ServerState {
         }
         let client = clients[id]!
         if client.nick == wanted { return }
-        if let old = client.nick { nicks.removeValue(forKey: casemapping.fold(old)) }
+        // Taken before the change: the announcement comes from the old name.
+        let oldNick = client.nick
+        let oldPrefix = client.prefix
+        if let old = oldNick { nicks.removeValue(forKey: casemapping.fold(old)) }
         nicks[folded] = id
-        clients[id]!.nick = wanted
+        client.nick = wanted
         for key in client.channels { channels[key]?.members[id]?.nick = wanted }
         if client.registered {
-            let change = IRCMessage(source: client.prefix, command: "NICK", params: [wanted])
+            let change = IRCMessage(source: oldPrefix, command: "NICK", params: [wanted])
             deliver(change, to: [id] + neighbours(of: id), now: request.now)
-            log(id, "\(client.nick!) is now known as \(wanted)")
+            log(id, "\(oldNick!) is now known as \(wanted)")
         } else {
             completeRegistrationIfReady(id, now: request.now)
         }

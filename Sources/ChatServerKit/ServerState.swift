@@ -1,14 +1,17 @@
 import IRCWire
 
-/// One connected client as the server sees it.
-struct Client {
+/// One connected client as the server sees it. A class, not a struct: a fan-out or a direct
+/// message reads several fields of several clients, and a dictionary of structs copied the
+/// whole record (and retained all its strings) on every read — the largest cost in the profile.
+/// `ServerState` still does no I/O, but it must not be copied and the copies mutated apart.
+final class Client {
     let id: ConnectionID
     /// The peer's address, as it appears in `nick!user@host`.
     let host: String
     /// `host:port`, for logs.
     let peer: String
-    var nick: String?
-    var user: String?
+    var nick: String? { didSet { prefix = Client.makePrefix(nick, user, host) } }
+    var user: String? { didSet { prefix = Client.makePrefix(nick, user, host) } }
     var realname = ""
     var registered = false
     /// CAP LS or REQ before registration holds registration until CAP END.
@@ -24,8 +27,23 @@ struct Client {
     var lastSpoke: Double
     var pingSentAt: Double?
 
-    var prefix: String { "\(nick ?? "*")!\(user ?? "unknown")@\(host)" }
+    /// `nick!user@host`, kept ready: every relayed message carries it.
+    private(set) var prefix: String
+
+    static func makePrefix(_ nick: String?, _ user: String?, _ host: String) -> String {
+        "\(nick ?? "*")!\(user ?? "unknown")@\(host)"
+    }
     var replyName: String { nick ?? "*" }
+
+    init(id: ConnectionID, host: String, peer: String, connectedAt: Double, lastActivity: Double, lastSpoke: Double) {
+        self.id = id
+        self.host = host
+        self.peer = peer
+        self.connectedAt = connectedAt
+        self.lastActivity = lastActivity
+        self.lastSpoke = lastSpoke
+        prefix = Client.makePrefix(nil, nil, host)
+    }
 }
 
 /// One member of a room: operator and voice, and the nickname kept here too so that listing

@@ -210,7 +210,9 @@ final class Bench {
                 registered += 1
             }
         case "353":
+            // The client under test must be in the last flood room (not merely in #lobby).
             if !options.target.isEmpty, message.params.count > 3,
+               message.params[2].lowercased() == "#r\(options.rooms - 1)",
                message.params[3].split(separator: " ").contains(where: { $0.drop(while: { "@+".contains($0) }) == options.target }) {
                 targetSeen = true
             }
@@ -378,6 +380,10 @@ case "flood":
             sent += 1
         }
     }
+    // Leave politely and read until the server closes: closing with unread data would reset the
+    // connection and the server would drop what it had not read yet.
+    bench.send(sender, "QUIT :flood done\r\n")
+    bench.loop(until: { sender.phase == .closed })
     emitJSON([("scenario", "\"flood\""), ("sent", String(sent)), ("seconds", String(Monotonic.now() - started)),
               ("target_seen", bench.targetSeen ? "true" : "false")])
 default:
