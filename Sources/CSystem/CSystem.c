@@ -27,3 +27,6 @@ int csystem_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
     return accept4(fd, addr, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }
+
+#include <malloc.h>
+int csystem_malloc_trim(void) { return malloc_trim(0); }

@@ -38,6 +38,7 @@ final class ServerRuntime {
     private var flushQueue: [Connection] = []
     private var toClose: [Connection] = []
     private var listenersPausedUntil: Double?
+    private var ticks = 0
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
     private static let wakeupToken = UInt64.max
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
@@ -67,6 +68,10 @@ final class ServerRuntime {
                 state.tick(now: WallClock.now())
                 apply()
                 nextTick = now + 1
+                ticks += 1
+                // A burst (a big room's join announcements, a flood) leaves freed buffers that
+                // malloc keeps; hand them back every few seconds so idle memory stays small.
+                if ticks % 5 == 0 { Memory.returnFreedMemory() }
             }
             flushAndClose()
         }

@@ -15,6 +15,8 @@ int csystem_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
 int csystem_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int max, int timeout_ms);
 int csystem_eventfd(void);
 int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len);
+/// Returns freed heap memory to the system (glibc malloc_trim).
+int csystem_malloc_trim(void);
 
 static inline uint32_t csystem_EPOLLIN(void) { return EPOLLIN; }
 static inline uint32_t csystem_EPOLLOUT(void) { return EPOLLOUT; }
