@@ -31,7 +31,8 @@ extension ServerState {
         let clientTags = request.message.tags.isEmpty ? [] : request.message.tags.filter { $0.isClientOnly }
         let onlyTagged: Capability? = command == "TAGMSG" ? .messageTags : nil
         // Most messages have one target: skip splitting then.
-        let names = targets.contains(",") ? targets.split(separator: ",").map(String.init) : [targets]
+        // (utf8.contains: with Foundation in the module, String.contains(String) is a CFString search.)
+        let names = targets.utf8.contains(UInt8(ascii: ",")) ? targets.split(separator: ",").map(String.init) : [targets]
         if names.count > config.maxTargets {
             reply(id, .tooManyTargets, targets, "Too many targets, at most \(config.maxTargets)")
             return
@@ -52,17 +53,18 @@ extension ServerState {
                 if capabilities[id, default: CapabilitySet()].contains(.echoMessage) { recipients.append(id) }
                 deliver(message, to: recipients, now: request.now, onlyWithCapability: onlyTagged)
             } else {
-                guard let target = client(named: name) else {
+                guard let target = client(named: name), let recipient = clients[target], let targetNick = recipient.nick else {
                     reply(id, .noSuchNick, name, "No such nick/channel")
                     continue
                 }
-                let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command,
-                                         params: [clients[target]!.nick!] + params)
-                var recipients = [target]
-                if capabilities[id, default: CapabilitySet()].contains(.echoMessage) && target != id { recipients.append(id) }
-                deliver(message, to: recipients, now: request.now, onlyWithCapability: onlyTagged)
-                if command == "PRIVMSG", let away = clients[target]!.away {
-                    reply(id, .away, clients[target]!.nick!, away)
+                let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command, params: [targetNick] + params)
+                if capabilities[id, default: CapabilitySet()].contains(.echoMessage) && target != id {
+                    deliver(message, to: [target, id], now: request.now, onlyWithCapability: onlyTagged)
+                } else {
+                    deliver(message, to: CollectionOfOne(target), now: request.now, onlyWithCapability: onlyTagged)
+                }
+                if command == "PRIVMSG", let away = recipient.away {
+                    reply(id, .away, targetNick, away)
                 }
             }
         }

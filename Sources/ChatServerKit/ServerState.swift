@@ -247,6 +247,12 @@ public struct ServerState {
     /// handed to the runtime as one item per form.
     mutating func deliver(_ message: IRCMessage, to recipients: some Sequence<ConnectionID>, now: Double,
                           onlyWithCapability required: Capability? = nil) {
+        // One recipient (a direct message): no grouping, no arrays.
+        if recipients.underestimatedCount == 1, let only = recipients.first(where: { _ in true }) {
+            guard let caps = capabilities[only], required.map(caps.contains) ?? true else { return }
+            outbox.items.append(.send(only, variant(of: message, caps.relayVariant, now: now)))
+            return
+        }
         var groups: [[ConnectionID]] = [[], [], [], []]
         for id in recipients {
             guard let caps = capabilities[id] else { continue }
@@ -254,11 +260,18 @@ public struct ServerState {
             groups[caps.relayVariant].append(id)
         }
         for (variant, ids) in groups.enumerated() where !ids.isEmpty {
-            var copy = message
-            if variant & 2 == 0 { copy.tags.removeAll() }
-            if variant & 1 != 0 { copy.tags.insert(IRCTag("time", ServerTime.format(now)), at: 0) }
-            outbox.items.append(ids.count == 1 ? .send(ids[0], copy.serialized()) : .sendMany(ids, copy.serialized()))
+            let bytes = self.variant(of: message, variant, now: now)
+            outbox.items.append(ids.count == 1 ? .send(ids[0], bytes) : .sendMany(ids, bytes))
         }
+    }
+
+    /// The message as one kind of recipient gets it: with or without `time`, with or without client tags.
+    func variant(of message: IRCMessage, _ variant: Int, now: Double) -> [UInt8] {
+        if variant == 2 || (variant == 0 && message.tags.isEmpty) { return message.serialized() }
+        var copy = message
+        if variant & 2 == 0 { copy.tags.removeAll() }
+        if variant & 1 != 0 { copy.tags.insert(IRCTag("time", ServerTime.format(now)), at: 0) }
+        return copy.serialized()
     }
 
     /// Sends `ERROR`, forgets the client, tells the others it quit, and asks the runtime to close it.
