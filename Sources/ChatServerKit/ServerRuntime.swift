@@ -37,6 +37,8 @@ final class ServerRuntime {
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
     private var toClose: [Connection] = []
+    /// Connections found dead this turn, told to the state together (`processDepartures`).
+    private var departures: [(ConnectionID, String)] = []
     private var listenersPausedUntil: Double?
     private var ticks = 0
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
@@ -166,12 +168,26 @@ final class ServerRuntime {
         }
     }
 
-    /// The peer is gone: every complete line it sent has been handled already; tell the state.
+    /// The peer is gone: every complete line it sent has been handled already.
     private func lost(_ connection: Connection, reason: String) {
         guard !connection.closing else { return }
-        state.disconnected(connection.id, reason: reason, now: WallClock.now())
-        apply()
         markClosing(connection)
+        departures.append((connection.id, reason))
+    }
+
+    /// Tells the state about every connection found dead this turn, after all of them are
+    /// marked closing: when thousands drop at once (a network blip, a load test ending), each
+    /// QUIT then goes only to those still there, not into the buffers of the other dead ones.
+    private func processDepartures() {
+        while !departures.isEmpty {
+            let batch = departures
+            departures.removeAll()
+            let now = WallClock.now()
+            for (id, reason) in batch {
+                state.disconnected(id, reason: reason, now: now)
+                apply()
+            }
+        }
     }
 
     // MARK: Applying decisions
@@ -208,8 +224,9 @@ final class ServerRuntime {
 
     /// A reader this far behind is stalled; drop it rather than hold memory for it.
     private func dropSlowReader(_ connection: Connection) {
+        guard !connection.closing else { return }
         markClosing(connection, discardOutput: true)
-        state.disconnected(connection.id, reason: "SendQ exceeded", now: WallClock.now())
+        departures.append((connection.id, "SendQ exceeded"))
     }
 
     private func queueFlush(_ connection: Connection) {
@@ -226,6 +243,14 @@ final class ServerRuntime {
     }
 
     private func flushAndClose() {
+        repeat {
+            flushQueued()
+            processDepartures()
+        } while !flushQueue.isEmpty
+        closeClosing()
+    }
+
+    private func flushQueued() {
         let queue = flushQueue
         flushQueue.removeAll(keepingCapacity: true)
         for connection in queue {
@@ -240,17 +265,19 @@ final class ServerRuntime {
             case .wouldBlock:
                 if connection.output.count > sendQueueLimit {
                     dropSlowReader(connection)
-                    apply()
                 } else if !connection.waitingForWritable {
                     connection.waitingForWritable = true
                     epoll.modify(connection.fd, token: connection.id.raw, writable: true)
                 }
             case .failed(let code):
-                state.disconnected(connection.id, reason: "Write error: \(TransportError.errnoText(code))", now: WallClock.now())
-                markClosing(connection)
-                apply()
+                markClosing(connection, discardOutput: true)
+                departures.append((connection.id, code == EPIPE || code == ECONNRESET
+                    ? "Connection reset by peer" : "Write error: \(TransportError.errnoText(code))"))
             }
         }
+    }
+
+    private func closeClosing() {
         while !toClose.isEmpty {
             let closing = toClose
             toClose.removeAll()
@@ -262,8 +289,6 @@ final class ServerRuntime {
                 close(connection.fd)
                 connections.removeValue(forKey: connection.id.raw)
             }
-            // Flushing above may have queued more (QUIT to neighbours of a dropped reader).
-            if !flushQueue.isEmpty { flushAndClose() }
         }
     }
 
