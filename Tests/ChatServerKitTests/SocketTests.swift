@@ -229,6 +229,33 @@ struct SocketTests {
         #expect(Set(names.flatMap { $0.params[3].split(separator: " ").map { String($0.trimmingPrefix("@")) } }).count == 50)
     }
 
+    @Test("a hundred clients vanishing at once: each QUIT reaches the one left, once")
+    func massDeparture() throws {
+        let server = try TestServer()
+        let watcher = try server.client()
+        try watcher.register("watcher")
+        var leaving: [LineClient] = []
+        for i in 0..<100 {
+            let client = try server.client()
+            client.send("NICK gone\(i)")
+            client.send("USER u 0 * :u")
+            leaving.append(client)
+        }
+        for client in leaving { _ = try client.expect("366") }
+        _ = watcher.drain(timeout: 0.3)
+        leaving.removeAll() // closes every socket without a QUIT
+        var quits = Set<String>()
+        while quits.count < 100, let message = watcher.next(timeout: 5) {
+            if message.command == "QUIT", let nick = message.source?.split(separator: "!").first {
+                #expect(!quits.contains(String(nick)), "QUIT for \(nick) twice")
+                quits.insert(String(nick))
+            }
+        }
+        #expect(quits.count == 100)
+        watcher.send("NAMES #lobby")
+        #expect(try watcher.expect("353").params[3] == "@watcher")
+    }
+
     @Test("with no --bind the server answers on IPv4 and IPv6 loopback alike")
     func dualStack() throws {
         let server = try TestServer(bind: nil)
