@@ -121,21 +121,23 @@ extension ServerState {
         let all = capabilities[id, default: CapabilitySet()].contains(.multiPrefix)
         let target = clients[id]!.replyName
         // Unsorted on purpose: clients sort for display, and sorting 10,000 names for every
-        // arrival made joining a big room quadratic in string comparisons.
-        let entries = channel.members.values.map { $0.prefix(all: all) + $0.nick }
+        // arrival made joining a big room quadratic in string comparisons. Names are gathered as
+        // bytes: one String per 353 line, not one per member.
         let overhead = ":\(config.name) 353 \(target) = \(channel.name) :".utf8.count + 2
-        var line: [String] = []
-        var size = overhead
-        for entry in entries {
-            if !line.isEmpty && size + entry.utf8.count + 1 > IRCLimits.lineBytes {
-                reply(id, .namReply, "=", channel.name, line.joined(separator: " "))
-                line = []
-                size = overhead
+        var line: [UInt8] = []
+        line.reserveCapacity(IRCLimits.lineBytes)
+        for status in channel.members.values {
+            let prefix = status.prefix(all: all)
+            let size = prefix.utf8.count + status.nick.utf8.count
+            if !line.isEmpty && overhead + line.count + 1 + size > IRCLimits.lineBytes {
+                reply(id, .namReply, "=", channel.name, String(decoding: line, as: UTF8.self))
+                line.removeAll(keepingCapacity: true)
             }
-            line.append(entry)
-            size += entry.utf8.count + 1
+            if !line.isEmpty { line.append(UInt8(ascii: " ")) }
+            line.append(contentsOf: prefix.utf8)
+            line.append(contentsOf: status.nick.utf8)
         }
-        if !line.isEmpty { reply(id, .namReply, "=", channel.name, line.joined(separator: " ")) }
+        if !line.isEmpty { reply(id, .namReply, "=", channel.name, String(decoding: line, as: UTF8.self)) }
         if end { reply(id, .endOfNames, channel.name, "End of /NAMES list") }
     }
 
