@@ -2,26 +2,20 @@
 import Glibc
 #endif
 
-/// Bytes waiting to be written to one socket. Lines are kept as the arrays they arrived in —
-/// a line relayed to a thousand people is one array referenced a thousand times, never copied —
-/// and leave in as few `sendmsg` calls as the kernel allows (one per loop turn when the socket
-/// keeps up), gathered from up to 64 lines at a time.
+/// Bytes waiting to be written to one socket. Lines are appended as they are produced and
+/// leave in as few `send` calls as the kernel allows: one per loop turn when the socket keeps up.
 public struct OutputBuffer: Sendable {
-    private var chunks: [[UInt8]] = []
-    /// Chunks before this index are gone.
-    private var head = 0
-    /// Bytes of `chunks[head]` already written.
-    private var offset = 0
-    public private(set) var count = 0
+    private var bytes: [UInt8] = []
+    private var start = 0
 
     public init() {}
 
-    public var isEmpty: Bool { count == 0 }
+    public var count: Int { bytes.count - start }
+    public var isEmpty: Bool { start == bytes.count }
 
     public mutating func append(_ line: [UInt8]) {
-        guard !line.isEmpty else { return }
-        chunks.append(line)
-        count += line.count
+        if bytes.isEmpty { bytes = line; start = 0; return }
+        bytes.append(contentsOf: line)
     }
 
     public enum FlushResult: Equatable, Sendable {
@@ -34,24 +28,12 @@ public struct OutputBuffer: Sendable {
 
     /// Writes as much as the socket takes now.
     public mutating func flush(to fd: Int32) -> FlushResult {
-        while count > 0 {
-            let batch = min(64, chunks.count - head)
-            let written: Int = withUnsafeTemporaryAllocation(of: iovec.self, capacity: batch) { vectors in
-                // The arrays stay alive (and unmoved) for the duration of the call: `chunks` holds them.
-                for i in 0..<batch {
-                    let chunk = chunks[head + i]
-                    let skip = i == 0 ? offset : 0
-                    chunk.withUnsafeBytes { raw in
-                        vectors[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + skip), iov_len: raw.count - skip)
-                    }
-                }
-                var message = msghdr()
-                message.msg_iov = vectors.baseAddress
-                message.msg_iovlen = batch
-                return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+        while start < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                send(fd, raw.baseAddress! + start, raw.count - start, Int32(MSG_NOSIGNAL))
             }
             if written > 0 {
-                consume(written)
+                start += written
                 continue
             }
             let code = errno
@@ -62,33 +44,16 @@ public struct OutputBuffer: Sendable {
             }
             return .failed(errno: written == 0 ? EPIPE : code)
         }
-        chunks = []
-        head = 0
-        offset = 0
+        // An idle connection holds no buffer at all: the next line is adopted, not copied (`append`).
+        bytes = []
+        start = 0
         return .done
     }
 
-    private mutating func consume(_ written: Int) {
-        var left = written
-        count -= written
-        while left > 0 {
-            let available = chunks[head].count - offset
-            if left >= available {
-                left -= available
-                chunks[head] = []
-                head += 1
-                offset = 0
-            } else {
-                offset += left
-                left = 0
-            }
-        }
-    }
-
     private mutating func compact() {
-        if head > 256 || head > chunks.count / 2 {
-            chunks.removeSubrange(0..<head)
-            head = 0
+        if start > 64 * 1024 || start > bytes.count / 2 {
+            bytes.removeSubrange(0..<start)
+            start = 0
         }
     }
 }
