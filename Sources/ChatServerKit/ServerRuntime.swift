@@ -41,6 +41,8 @@ final class ServerRuntime {
     private var departures: [(ConnectionID, String)] = []
     private var listenersPausedUntil: Double?
     private var ticks = 0
+    private var lastTrim = 0
+    private var eventsThisTick = 0
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
     private static let wakeupToken = UInt64.max
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
@@ -61,7 +63,9 @@ final class ServerRuntime {
         var nextTick = Monotonic.now() + 1
         while !control.stopRequested {
             let timeout = Int32(max(0, min(1000, (nextTick - Monotonic.now()) * 1000)))
-            for event in epoll.wait(timeoutMilliseconds: timeout) {
+            let events = epoll.wait(timeoutMilliseconds: timeout)
+            eventsThisTick += events.count
+            for event in events {
                 handle(event)
             }
             let now = Monotonic.now()
@@ -72,8 +76,13 @@ final class ServerRuntime {
                 nextTick = now + 1
                 ticks += 1
                 // A burst (a big room's join announcements, a flood) leaves freed buffers that
-                // malloc keeps; hand them back every few seconds so idle memory stays small.
-                if ticks % 5 == 0 { Memory.returnFreedMemory() }
+                // malloc keeps; hand them back once things are quiet, so idle memory stays small.
+                // Not under traffic: trimming takes milliseconds, which would show as latency.
+                if eventsThisTick < 50 && ticks - lastTrim >= 5 {
+                    Memory.returnFreedMemory()
+                    lastTrim = ticks
+                }
+                eventsThisTick = 0
             }
             flushAndClose()
         }
