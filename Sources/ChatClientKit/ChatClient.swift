@@ -302,6 +302,22 @@ public actor ChatClient {
                 handleDCC(dcc, from: sender, now: now)
                 return
             }
+        case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}")
+                && !state.isChannel(message.params[0]):
+            // CTCP queries other clients answer: VERSION, PING, TIME (ACTION is a message, not a query).
+            let sender = IRCSource(parsing: message.source ?? "").nick
+            if let (verb, arguments) = CTCP.parse(message.params[1]), !state.isMe(sender) {
+                let answer: String?
+                switch verb {
+                case "VERSION": answer = "chat-tui 0.1 (Swift, terminal IRC client)"
+                case "PING": answer = arguments
+                case "TIME": answer = ServerTime.format(now)
+                default: answer = nil
+                }
+                if let answer {
+                    write(IRCMessage("NOTICE", sender, CTCP.make(verb, answer)), over: connection)
+                }
+            }
         case "NOTICE" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC REJECT"):
             dccRejected(by: IRCSource(parsing: message.source ?? "").nick, text: message.params[1])
             return

@@ -92,6 +92,23 @@ struct ChatClientTests {
         #expect(reason.contains("9lives") && reason.contains("digit"))
     }
 
+    @Test("CTCP VERSION and PING get answers, as other clients give them")
+    func ctcpReplies() async throws {
+        let server = try TestServer()
+        let alice = ChatClient(config: config(port: server.port, nick: "alice"))
+        let log = EventLog.watching(alice)
+        await alice.start()
+        _ = try await log.registered()
+        let bob = try server.client()
+        try bob.register("bob")
+        bob.send("PRIVMSG alice :\u{1}VERSION\u{1}")
+        let version = try bob.expect("NOTICE")
+        #expect(version.params[1].hasPrefix("\u{1}VERSION chat-tui"))
+        bob.send("PRIVMSG alice :\u{1}PING 12345\u{1}")
+        #expect(try bob.expect("NOTICE").params[1] == "\u{1}PING 12345\u{1}")
+        await alice.quit()
+    }
+
     @Test("long messages arrive whole, split at character boundaries")
     func longMessage() async throws {
         let server = try TestServer()
