@@ -99,8 +99,10 @@ public actor ChatClient {
         deliver(outgoing, over: connection)
     }
 
-    /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected.
-    public func sendCommand(_ message: IRCMessage) {
+    /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected; its replies are shown in
+    /// `replyIn` (the conversation it was typed in) when given.
+    public func sendCommand(_ message: IRCMessage, replyIn: String? = nil) {
+        state.replyConversation = replyIn
         if message.command == "JOIN", let rooms = message.params.first {
             for room in rooms.split(separator: ",").map(String.init) where !wantedRooms.contains(where: { state.key(for: $0) == state.key(for: room) }) {
                 wantedRooms.append(room)

@@ -16,6 +16,15 @@ public struct ClientState: Sendable {
     public var scrollbackLimit: Int
     /// `nick!user@host` as the server sees us, once known (for message splitting).
     public var ownSource: String?
+    /// Where replies to the user's last query go (the conversation it was typed in), as irssi
+    /// shows a /whois in the window where you asked. Nil: the server window.
+    public var replyConversation: String?
+    /// Numerics that answer a user's query or command.
+    static let queryReplies: Set<String> = [
+        "301", "311", "312", "313", "317", "318", "319", "330", "338", "378", "671", "352", "315",
+        "324", "329", "367", "368", "341", "401", "402", "403", "404", "406", "421", "441", "442",
+        "443", "461", "472", "479", "482", "502",
+    ]
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [String: [String: Member]] = [:]
 
@@ -370,12 +379,24 @@ public struct ClientState: Sendable {
             text = rest.last ?? ""
         case "301":
             text = rest.count >= 2 ? "\(rest[0]) is away: \(rest[1])" : rest.joined(separator: " ")
+        case "311" where rest.count >= 5:
+            text = "\(rest[0]) is \(rest[1])@\(rest[2]) (\(rest[4]))"
+        case "312" where rest.count >= 3:
+            text = "\(rest[0]) is on \(rest[1]) (\(rest[2]))"
+        case "319" where rest.count >= 2:
+            text = "\(rest[0]) is in \(rest[1])"
+        case "317" where rest.count >= 3:
+            text = "\(rest[0]) has been idle \(rest[1]) s"
         default:
             // `<subject> :<explanation>` reads best as "subject: explanation".
             text = rest.count >= 2 ? rest.dropLast().joined(separator: " ") + ": " + rest.last! : rest.joined(separator: " ")
         }
         var target = Self.serverKey
-        if let about = rest.first, conversations[key(for: about)] != nil, rest.count > 1 { target = about }
+        if let about = rest.first, conversations[key(for: about)] != nil, rest.count > 1 {
+            target = about
+        } else if let asked = replyConversation, Self.queryReplies.contains(message.command), conversations[key(for: asked)] != nil {
+            target = asked
+        }
         return add(ChatLine(time: time, kind: isError ? .error : .info, text: text), to: target)
     }
 }

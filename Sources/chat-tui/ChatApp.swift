@@ -89,7 +89,9 @@ final class ChatApp {
         switch command {
         case .send(let text, let target): await client.send(text, to: target)
         case .action(let text, let target): await client.send(text, to: target, isAction: true)
-        case .irc(let message): await client.sendCommand(message)
+        case .irc(let message):
+            let here = model.viewedConversation.map { $0.kind == .server ? ClientState.serverKey : $0.name }
+            await client.sendCommand(message, replyIn: here)
         case .note(let text, let conversation, let isError):
             await client.note(text, in: conversation == "server" ? ClientState.serverKey : conversation, isError: isError)
         case .markRead(let conversation): await client.markRead(conversation)

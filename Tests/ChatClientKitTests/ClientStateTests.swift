@@ -135,6 +135,17 @@ struct ClientStateTests {
         #expect(state.conversation("#lobby")?.lines.last?.text == "#lobby: Cannot send to channel")
     }
 
+    @Test("replies to a query go to the conversation it was typed in")
+    func replyConversation() {
+        var (state, _) = fold(welcome)
+        state.replyConversation = "#lobby"
+        _ = state.apply(try! IRCMessage(parsing: ":srv 311 alice bob b host * :Bob B"), now: 1000)
+        _ = state.apply(try! IRCMessage(parsing: ":srv 318 alice bob :End of /WHOIS list"), now: 1000)
+        _ = state.apply(try! IRCMessage(parsing: ":srv 372 alice :- motd line"), now: 1000)
+        #expect(state.conversation("#lobby")!.lines.suffix(2).map(\.text) == ["bob is b@host (Bob B)", "bob: End of /WHOIS list"])
+        #expect(state.conversation("*")?.lines.last?.text == "- motd line", "unrelated numerics stay in the server window")
+    }
+
     @Test("a lost connection keeps rooms for rejoining but forgets their members")
     func connectionLost() {
         var (state, _) = fold(welcome)
