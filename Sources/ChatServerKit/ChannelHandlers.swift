@@ -118,7 +118,7 @@ extension ServerState {
 
     /// 353 lines, as many as it takes to stay under 512 bytes each, then 366.
     mutating func sendNames(_ id: ConnectionID, _ channel: Channel, end: Bool = true) {
-        let all = capabilities[id, default: CapabilitySet()].contains(.multiPrefix)
+        let all = clients[id]!.caps.contains(.multiPrefix)
         let target = clients[id]!.replyName
         // Unsorted on purpose: clients sort for display, and sorting 10,000 names for every
         // arrival made joining a big room quadratic in string comparisons. Names are gathered as

@@ -50,7 +50,7 @@ extension ServerState {
                 }
                 let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command, params: [channel.name] + params)
                 var recipients = channel.members.keys.filter { $0 != id }
-                if capabilities[id, default: CapabilitySet()].contains(.echoMessage) { recipients.append(id) }
+                if clients[id]!.caps.contains(.echoMessage) { recipients.append(id) }
                 deliver(message, to: recipients, now: request.now, onlyWithCapability: onlyTagged)
             } else {
                 guard let target = client(named: name), let recipient = clients[target], let targetNick = recipient.nick else {
@@ -58,7 +58,7 @@ extension ServerState {
                     continue
                 }
                 let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command, params: [targetNick] + params)
-                if capabilities[id, default: CapabilitySet()].contains(.echoMessage) && target != id {
+                if clients[id]!.caps.contains(.echoMessage) && target != id {
                     deliver(message, to: [target, id], now: request.now, onlyWithCapability: onlyTagged)
                 } else {
                     deliver(message, to: CollectionOfOne(target), now: request.now, onlyWithCapability: onlyTagged)

@@ -5,7 +5,7 @@ extension ServerState {
     mutating func handleWho(_ request: Request) {
         let id = request.id
         let mask = request.params.first ?? "*"
-        let all = capabilities[id, default: CapabilitySet()].contains(.multiPrefix)
+        let all = clients[id]!.caps.contains(.multiPrefix)
         if IRCNames.isChannel(mask) {
             if let channel = channels[casemapping.fold(mask)] {
                 let members = channel.members.sorted { $0.key < $1.key }
@@ -41,7 +41,7 @@ extension ServerState {
         }
         let name = other.nick!
         reply(id, .whoisUser, name, other.user ?? "unknown", other.host, "*", other.realname)
-        let all = capabilities[id, default: CapabilitySet()].contains(.multiPrefix)
+        let all = clients[id]!.caps.contains(.multiPrefix)
         let rooms = other.channels.sorted().compactMap { key -> String? in
             guard let channel = channels[key], let status = channel.members[target] else { return nil }
             return status.prefix(all: all) + channel.name

@@ -14,11 +14,11 @@ extension ServerState {
             if !clients[id]!.registered { clients[id]!.capNegotiating = true }
             capReply("LS", Capability.allCases.map(\.rawValue).joined(separator: " "))
         case "LIST":
-            capReply("LIST", capabilities[id, default: CapabilitySet()].names.joined(separator: " "))
+            capReply("LIST", clients[id]!.caps.names.joined(separator: " "))
         case "REQ":
             if !clients[id]!.registered { clients[id]!.capNegotiating = true }
             let asked = request.params.count > 1 ? request.params[1] : ""
-            var caps = capabilities[id, default: CapabilitySet()]
+            var caps = clients[id]!.caps
             var acceptable = true
             for word in asked.split(separator: " ") {
                 let remove = word.hasPrefix("-")
@@ -30,7 +30,7 @@ extension ServerState {
             }
             // A request is granted whole or refused whole.
             if acceptable {
-                capabilities[id] = caps
+                clients[id]!.caps = caps
                 capReply("ACK", asked)
             } else {
                 capReply("NAK", asked)

@@ -19,6 +19,7 @@ final class Client {
     var password: String?
     var away: String?
     var invisible = false
+    var caps = CapabilitySet()
     /// Folded names of the rooms the client is in.
     var channels: Set<String> = []
     let connectedAt: Double
@@ -82,8 +83,6 @@ public struct ServerState {
     public let config: ServerConfig
     let casemapping = Casemapping.unicode
     var clients: [ConnectionID: Client] = [:]
-    /// Each client's capabilities, apart from `clients` so a fan-out reads one byte per recipient.
-    var capabilities: [ConnectionID: CapabilitySet] = [:]
     /// Folded nickname to its owner, registered or not.
     var nicks: [String: ConnectionID] = [:]
     /// Folded room name to room.
@@ -113,7 +112,6 @@ public struct ServerState {
 
     public mutating func connected(_ id: ConnectionID, host: String, peer: String, now: Double) {
         clients[id] = Client(id: id, host: host, peer: peer, connectedAt: now, lastActivity: now, lastSpoke: now)
-        capabilities[id] = CapabilitySet()
         log(id, "connected")
     }
 
@@ -249,13 +247,13 @@ public struct ServerState {
                           onlyWithCapability required: Capability? = nil) {
         // One recipient (a direct message): no grouping, no arrays.
         if recipients.underestimatedCount == 1, let only = recipients.first(where: { _ in true }) {
-            guard let caps = capabilities[only], required.map(caps.contains) ?? true else { return }
+            guard let caps = clients[only]?.caps, required.map(caps.contains) ?? true else { return }
             outbox.items.append(.send(only, variant(of: message, caps.relayVariant, now: now)))
             return
         }
         var groups: [[ConnectionID]] = [[], [], [], []]
         for id in recipients {
-            guard let caps = capabilities[id] else { continue }
+            guard let caps = clients[id]?.caps else { continue }
             if let required, !caps.contains(required) { continue }
             groups[caps.relayVariant].append(id)
         }
@@ -292,7 +290,6 @@ public struct ServerState {
         if let nick = client.nick, nicks[casemapping.fold(nick)] == id { nicks.removeValue(forKey: casemapping.fold(nick)) }
         log(id, client.registered ? "\(client.nick ?? "*") quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
         clients.removeValue(forKey: id)
-        capabilities.removeValue(forKey: id)
         outbox.items.append(.close(id))
     }
 

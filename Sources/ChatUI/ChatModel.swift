@@ -24,7 +24,6 @@ public enum UICommand: Equatable, Sendable {
     case reconnect
     case quit(reason: String)
     case bell
-    case title(String)
     case redraw
     case sendFile(path: String, to: String, passive: Bool)
     case acceptTransfer(Int?)

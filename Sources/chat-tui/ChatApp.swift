@@ -102,7 +102,6 @@ final class ChatApp {
         case .reconnect: await client.reconnectNow()
         case .quit(let reason): await quit(reason: reason)
         case .bell: terminal.bell()
-        case .title(let title): terminal.setTitle(title)
         case .redraw: terminal.forceRedraw()
         case .sendFile(let path, let nick, let passive): await client.sendFile(path, to: nick, passive: passive)
         case .acceptTransfer(let id): await client.acceptTransfer(id)

@@ -94,7 +94,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     }
     let logTarget = logFD
     let logger: @Sendable (String) -> Void = { text in
-        writeLine(ServerTimeStamp.now() + " " + text, to: logTarget)
+        writeLine(ServerTime.format(WallClock.now()) + " " + text, to: logTarget)
     }
     let handle: ServerHandle
     do {
@@ -137,11 +137,5 @@ func runServer(_ arguments: Arguments) async -> Never {
     while true {
         try? await Task.sleep(for: .seconds(3600))
         withExtendedLifetime(signals) {}
-    }
-}
-
-enum ServerTimeStamp {
-    static func now() -> String {
-        IRCWire.ServerTime.format(WallClock.now())
     }
 }

@@ -63,12 +63,16 @@ extension ChatClient {
             }
         } else {
             // A passive offer waits for the receiver's SEND with our token; expire it on time.
-            let id = info.id
-            let timeout = config.dccOfferTimeout
-            Task {
-                try? await Task.sleep(for: .seconds(timeout))
-                self.expireIfWaiting(id)
-            }
+            scheduleExpiry(info.id)
+        }
+    }
+
+    /// After the offer timeout, an offer still waiting is expired.
+    func scheduleExpiry(_ id: Int) {
+        let timeout = config.dccOfferTimeout
+        Task {
+            try? await Task.sleep(for: .seconds(timeout))
+            self.expireIfWaiting(id)
         }
     }
 
@@ -134,12 +138,7 @@ extension ChatClient {
         if config.dccAutoAcceptFrom.contains(where: { state.key(for: $0) == state.key(for: nick) }) {
             acceptTransfer(info.id)
         } else {
-            let id = info.id
-            let timeout = config.dccOfferTimeout
-            Task {
-                try? await Task.sleep(for: .seconds(timeout))
-                self.expireIfWaiting(id)
-            }
+            scheduleExpiry(info.id)
         }
     }
 
