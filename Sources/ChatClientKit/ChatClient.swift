@@ -264,6 +264,9 @@ public actor ChatClient {
             if !capNegotiationDone { capNegotiationDone = true }
             for event in state.apply(message, now: now) { emit(event) }
             emit(.status(.registered(nick: state.nick)))
+            if let oper = config.operLogin {
+                write(IRCMessage("OPER", oper.name, oper.password), over: connection)
+            }
             if !wantedRooms.isEmpty {
                 write(IRCMessage("JOIN", wantedRooms.joined(separator: ",")), over: connection)
             }

@@ -8,6 +8,8 @@ public struct ClientConfig: Sendable {
     public var user: String?
     public var realName = "chat-tui user"
     public var password: String?
+    /// Sent as `OPER NAME PASSWORD` after every registration (the host's own user on `--serve`).
+    public var operLogin: (name: String, password: String)?
     /// Rooms to join after registering (and to rejoin after a reconnect).
     public var rooms: [String] = []
     /// Seconds to wait for the TCP connection.

@@ -36,12 +36,8 @@ public struct ClientState: Sendable {
         open(name: "server", kind: .server, key: Self.serverKey)
     }
 
-    public var casemapping: Casemapping {
-        // Our own server folds non-ASCII letters too; treating every server that way only
-        // merges conversations a server would keep apart if two nicks differ only in the
-        // case of a non-ASCII letter.
-        isupport.casemapping == .ascii ? .ascii : .unicode
-    }
+    /// The server's CASEMAPPING, folded as our server folds it (non-ASCII letters by Unicode).
+    public var casemapping: Casemapping { isupport.casemapping }
 
     public func key(for name: String) -> String { casemapping.fold(name) }
 
@@ -236,6 +232,13 @@ public struct ClientState: Sendable {
             conversations[key(for: p[1])]!.topic = p[2]
             return [add(ChatLine(time: time, kind: .topic, text: "Topic: \(p[2])"), to: p[1]),
                     .topicChanged(conversation: p[1], topic: p[2])]
+        case "324":
+            // <me> <room> <modestring> <arguments>...: the room's modes, replaced whole.
+            if p.count >= 3, conversations[key(for: p[1])] != nil {
+                conversations[key(for: p[1])]!.modes = [:]
+                applyChannelModes(room: p[1], modes: p[2], arguments: Array(p.dropFirst(3)))
+            }
+            return [numericOrUnknown(message, time: time)]
         case "353":
             guard p.count >= 4 else { return [] }
             let roomKey = key(for: p[2])
@@ -243,7 +246,8 @@ public struct ClientState: Sendable {
             let symbols = Set(isupport.prefixes.map(\.symbol))
             for entry in p[3].split(separator: " ") {
                 let prefixes = String(entry.prefix(while: { symbols.contains($0) }))
-                let name = String(entry.dropFirst(prefixes.count))
+                // userhost-in-names writes nick!user@host.
+                let name = String(entry.dropFirst(prefixes.count).prefix(while: { $0 != "!" }))
                 guard !name.isEmpty else { continue }
                 names[key(for: name)] = Member(nick: name, prefixes: prefixes)
             }
@@ -336,31 +340,27 @@ public struct ClientState: Sendable {
         return events
     }
 
+    /// Applies a room's MODE (or 324) with the server's own mode syntax (IRCWire's `ModeSyntax`
+    /// from CHANMODES and PREFIX): member statuses change prefixes, `k`/`l` and flags are kept,
+    /// list changes (`+b`) are only shown.
     mutating func applyChannelModes(room: String, modes: String, arguments: [String]) {
         let roomKey = key(for: room)
+        guard conversations[roomKey] != nil else { return }
+        let syntax = ModeSyntax(isupport: isupport)
         let prefixModes = isupport.prefixes
-        let chanmodes = (isupport["CHANMODES"] ?? "b,k,l,imnpst").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        let alwaysArgument = (chanmodes.first ?? "") + (chanmodes.count > 1 ? chanmodes[1] : "")
-        let argumentWhenSet = chanmodes.count > 2 ? chanmodes[2] : ""
-        var adding = true
-        var remaining = arguments[...]
-        for flag in modes {
-            switch flag {
-            case "+": adding = true
-            case "-": adding = false
+        for change in syntax.parse(modes, arguments: arguments).changes {
+            switch syntax.kinds[change.letter] {
+            case .membership?:
+                guard let target = change.argument, let rank = prefixModes.firstIndex(where: { $0.mode == change.letter }),
+                      var member = conversations[roomKey]!.members[key(for: target)] else { continue }
+                var set = Set(member.prefixes)
+                if change.adding { set.insert(prefixModes[rank].symbol) } else { set.remove(prefixModes[rank].symbol) }
+                member.prefixes = String(prefixModes.map(\.symbol).filter { set.contains($0) })
+                conversations[roomKey]!.members[key(for: target)] = member
+            case .list?:
+                continue
             default:
-                if let rank = prefixModes.firstIndex(where: { $0.mode == flag }) {
-                    guard let target = remaining.popFirst() else { continue }
-                    let memberKey = key(for: target)
-                    guard var member = conversations[roomKey]!.members[memberKey] else { continue }
-                    let symbol = prefixModes[rank].symbol
-                    var set = Set(member.prefixes)
-                    if adding { set.insert(symbol) } else { set.remove(symbol) }
-                    member.prefixes = String(prefixModes.map(\.symbol).filter { set.contains($0) })
-                    conversations[roomKey]!.members[memberKey] = member
-                } else if alwaysArgument.contains(flag) || (adding && argumentWhenSet.contains(flag)) {
-                    _ = remaining.popFirst()
-                }
+                conversations[roomKey]!.modes[change.letter] = change.adding ? (change.argument ?? "") : nil
             }
         }
     }

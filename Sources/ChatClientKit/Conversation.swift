@@ -58,6 +58,9 @@ public struct Conversation: Sendable, Equatable {
     public var topic = ""
     /// Folded nickname to member; rooms only.
     public var members: [String: Member] = [:]
+    /// The room's modes that are not lists or member statuses: a flag maps to "", `k` to the
+    /// key, `l` to the limit. From 324 and MODE, read with the server's own CHANMODES.
+    public var modes: [Character: String] = [:]
     /// We are in the room now (false after PART, KICK or a lost connection).
     public var isJoined = false
     public private(set) var lines: [ChatLine] = []

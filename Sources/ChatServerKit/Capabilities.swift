@@ -1,25 +1,37 @@
 /// The IRCv3 capabilities this server implements; only these are advertised.
 public enum Capability: String, CaseIterable, Sendable {
+    case accountNotify = "account-notify"
+    case accountTag = "account-tag"
     case awayNotify = "away-notify"
+    case batch
+    case capNotify = "cap-notify"
+    case chghost
     case echoMessage = "echo-message"
+    case extendedJoin = "extended-join"
+    case extendedMonitor = "extended-monitor"
+    case inviteNotify = "invite-notify"
+    case labeledResponse = "labeled-response"
     case messageTags = "message-tags"
     case multiPrefix = "multi-prefix"
+    case noImplicitNames = "no-implicit-names"
     case serverTime = "server-time"
+    case setname
+    case standardReplies = "standard-replies"
+    case userhostInNames = "userhost-in-names"
 
-    var bit: UInt8 {
+    var bit: UInt32 { 1 << UInt32(Capability.allCases.firstIndex(of: self)!) }
+
+    /// The value shown after `=` in `CAP LS 302`, if any.
+    func value(_ config: ServerConfig) -> String? {
         switch self {
-        case .awayNotify: return 1
-        case .echoMessage: return 2
-        case .messageTags: return 4
-        case .multiPrefix: return 8
-        case .serverTime: return 16
+        default: return nil
         }
     }
 }
 
-/// A set of capabilities in one byte, cheap to copy for every recipient of a fan-out.
+/// A set of capabilities in one word, cheap to copy for every recipient of a fan-out.
 public struct CapabilitySet: Sendable, Equatable {
-    var bits: UInt8 = 0
+    var bits: UInt32 = 0
 
     public init() {}
 
@@ -33,9 +45,13 @@ public struct CapabilitySet: Sendable, Equatable {
 
     public var names: [String] { Capability.allCases.filter(contains).map(\.rawValue) }
 
-    /// Which of the four forms of a relayed message this client gets: with or without the
-    /// `time` tag, with or without client tags.
-    var relayVariant: Int {
-        (contains(.serverTime) ? 1 : 0) | (contains(.messageTags) ? 2 : 0)
+    /// Which form of a relayed message this client gets (see `Rendering`).
+    var variant: RenderVariant {
+        var v = RenderVariant()
+        if contains(.serverTime) { v.insert(.time) }
+        if contains(.messageTags) { v.insert(.tags) }
+        if contains(.accountTag) { v.insert(.account) }
+        if contains(.extendedJoin) { v.insert(.extendedJoin) }
+        return v
     }
 }

@@ -3,293 +3,376 @@ import IRCWire
 extension ServerState {
     // JOIN <channel>{,<channel>} [<key>{,<key>}] | JOIN 0
     mutating func handleJoin(_ request: Request) {
-        let id = request.id
+        let session = request.session
         if request.params[0] == "0" {
-            for key in clients[id]!.channels.sorted() {
-                part(id, key: key, reason: "Left all rooms", now: request.now)
+            for key in membership.rooms(of: request.user.id).sorted() {
+                part(request.user, key: key, reason: "Left all rooms", now: request.now)
             }
             return
         }
-        for name in request.params[0].split(separator: ",").map(String.init) {
-            join(id, channelName: name, now: request.now)
+        let names = request.params[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard let names = withinTargetLimit(request, "JOIN", names) else { return }
+        let keys = request.params.count > 1 ? request.params[1].split(separator: ",", omittingEmptySubsequences: false).map(String.init) : []
+        for (index, name) in names.enumerated() {
+            join(session, channelName: name, key: index < keys.count ? keys[index] : nil, now: request.now)
         }
     }
 
-    mutating func join(_ id: ConnectionID, channelName name: String, now: Double) {
-        if let problem = IRCNames.channelProblem(name, maxBytes: config.channelLength) {
-            reply(id, .badChanName, name, problem)
+    /// Joins one room after the one admission check (ban, key, limit, invitation).
+    mutating func join(_ session: Session, channelName name: String, key given: String?, now: Double) {
+        let user = session.user
+        if let problem = IRCNames.channelProblem(name, maxBytes: config.channelLength) ?? NameSafety.channelProblem(name) {
+            reply(session, .badChanName, name, problem)
             return
         }
         let key = casemapping.fold(name)
-        if clients[id]!.channels.contains(key) { return }
-        if channels[key] == nil {
+        if membership.isMember(user.id, of: key) { return }
+        if membership.rooms(of: user.id).count >= config.channelLimit {
+            reply(session, .tooManyChannels, name, "You have joined too many channels")
+            return
+        }
+        let isNew = channels[key] == nil
+        if isNew {
+            let skeleton = Confusables.skeleton(key)
+            if let existing = channelSkeletons[skeleton], existing != key, let other = channels[existing] {
+                reply(session, .badChanName, name, "Room name looks too much like \(other.name)")
+                return
+            }
             channels[key] = Channel(name: name, createdAt: now)
+            channelSkeletons[skeleton] = key
+        } else if let refusal = admissionProblem(user, channels[key]!, key: given) {
+            reply(session, refusal.numeric, channels[key]!.name, refusal.reason)
+            return
         }
         // The first member of a new room runs it.
-        let isFirst = channels[key]!.members.isEmpty
-        channels[key]!.members[id] = MemberStatus(nick: clients[id]!.nick!, op: isFirst)
-        clients[id]!.channels.insert(key)
+        let status = MemberStatus(op: isNew)
+        membership.add(user.id, to: key, status)
+        channels[key]!.invited.remove(user.id)
         let channel = channels[key]!
-        let joinMessage = IRCMessage(source: clients[id]!.prefix, command: "JOIN", params: [channel.name])
-        deliver(joinMessage, to: channel.members.keys, now: now)
-        if !channel.topic.isEmpty { sendTopic(id, channel) }
-        sendNames(id, channel)
+        let members = membership.members[key]!.keys
+        let joinMessage = IRCMessage(tags: accountTags(user), source: user.prefix, command: "JOIN",
+                                     params: [channel.name, user.account ?? "*", user.realname])
+        deliver(joinMessage, to: members, now: now)
+        if let away = user.away {
+            deliver(IRCMessage(source: user.prefix, command: "AWAY", params: [away]), to: members.filter { $0 != user.id },
+                    now: now, onlyWith: .awayNotify)
+        }
+        if !channel.topic.isEmpty { sendTopic(session, channel) }
+        if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }
+    }
+
+    struct Refusal {
+        let numeric: Numeric
+        let reason: String
+    }
+
+    /// The one admission check for JOIN: banned (474), wrong key (475), full (471), invite only (473).
+    /// An invitation passes all four, as in ergo (an operator who invites someone means it); an
+    /// exception (+e) passes a ban; an invite exception (+I) passes +i.
+    func admissionProblem(_ user: User, _ channel: Channel, key: String?) -> Refusal? {
+        let invited = channel.invited.contains(user.id)
+        if isBanned(user, in: channel) && !invited {
+            return Refusal(numeric: .bannedFromChan, reason: "Cannot join channel (+b)")
+        }
+        if invited { return nil }
+        if let required = channel.key, key != required {
+            return Refusal(numeric: .badChannelKey, reason: "Cannot join channel (+k)")
+        }
+        if let limit = channel.limit, membership.count(of: casemapping.fold(channel.name)) >= limit {
+            return Refusal(numeric: .channelIsFull, reason: "Cannot join channel (+l)")
+        }
+        if channel.has("i") && !matchesList(user, channel, "I") {
+            return Refusal(numeric: .inviteOnlyChan, reason: "Cannot join channel (+i)")
+        }
+        return nil
+    }
+
+    func matchesList(_ user: User, _ channel: Channel, _ letter: Character) -> Bool {
+        guard let list = channel.lists[letter], !list.isEmpty else { return false }
+        let hostmask = user.prefix
+        return list.contains { IRCMask.matches($0.mask, hostmask, casemapping: casemapping) }
+    }
+
+    func isBanned(_ user: User, in channel: Channel) -> Bool {
+        matchesList(user, channel, "b") && !matchesList(user, channel, "e")
+    }
+
+    /// The one speak check: +n keeps outsiders out, +m keeps all but voiced and operators quiet,
+    /// a ban keeps a member quiet unless voiced or operator. Nil when `user` may speak.
+    func speakProblem(_ user: User, key: String, _ channel: Channel) -> String? {
+        let status = membership.status(of: user.id, in: key)
+        if status == nil && channel.has("n") { return "Cannot send to channel (you are not in it)" }
+        let privileged = status.map { $0.op || $0.voice } ?? false
+        if channel.has("m") && !privileged { return "Cannot send to channel (+m)" }
+        if !privileged && isBanned(user, in: channel) { return "Cannot send to channel (you are banned)" }
+        return nil
+    }
+
+    /// The names of a comma list, cut to TARGMAX, with 407 when there were more.
+    func withinTargetLimitCount(_ command: String) -> Int { config.targetLimits[command] ?? Int.max }
+
+    mutating func withinTargetLimit(_ request: Request, _ command: String, _ names: [String]) -> [String]? {
+        let limit = withinTargetLimitCount(command)
+        if names.count > limit {
+            reply(request.session, .tooManyTargets, request.params[0], "Too many targets, at most \(limit)")
+            return nil
+        }
+        return names
     }
 
     // PART <channel>{,<channel>} [<reason>]
     mutating func handlePart(_ request: Request) {
         let reason = request.params.count > 1 ? UTF8Boundary.prefix(request.params[1], maxBytes: config.kickLength) : nil
-        for name in request.params[0].split(separator: ",").map(String.init) {
-            let key = casemapping.fold(name)
-            guard channels[key] != nil else {
-                reply(request.id, .noSuchChannel, name, "No such channel")
+        let names = request.params[0].split(separator: ",").map(String.init)
+        guard let names = withinTargetLimit(request, "PART", names) else { return }
+        for name in names {
+            guard let (key, _) = channel(named: name) else {
+                reply(request.session, .noSuchChannel, name, "No such channel")
                 continue
             }
-            guard clients[request.id]!.channels.contains(key) else {
-                reply(request.id, .notOnChannel, name, "You're not on that channel")
+            guard membership.isMember(request.user.id, of: key) else {
+                reply(request.session, .notOnChannel, name, "You're not on that channel")
                 continue
             }
-            part(request.id, key: key, reason: reason, now: request.now)
+            part(request.user, key: key, reason: reason, now: request.now)
         }
     }
 
-    mutating func part(_ id: ConnectionID, key: String, reason: String?, now: Double) {
-        guard let channel = channels[key] else { return }
+    mutating func part(_ user: User, key: String, reason: String?, now: Double) {
+        guard let channel = channels[key], let members = membership.members[key] else { return }
         var params = [channel.name]
         if let reason, !reason.isEmpty { params.append(reason) }
-        let message = IRCMessage(source: clients[id]!.prefix, command: "PART", params: params)
-        deliver(message, to: channel.members.keys, now: now)
-        removeMember(id, from: key)
+        deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "PART", params: params), to: members.keys, now: now)
+        removeMember(user.id, from: key)
     }
 
     // TOPIC <channel> [<topic>]
     mutating func handleTopic(_ request: Request) {
-        let id = request.id
+        let session = request.session
         let name = request.params[0]
-        let key = casemapping.fold(name)
-        guard let channel = channels[key] else {
-            reply(id, .noSuchChannel, name, "No such channel")
+        guard let (key, channel) = channel(named: name) else {
+            reply(session, .noSuchChannel, name, "No such channel")
             return
         }
+        let status = membership.status(of: request.user.id, in: key)
         guard request.params.count > 1 else {
-            if channel.topic.isEmpty {
-                reply(id, .noTopic, channel.name, "No topic is set")
+            if channel.isSecret && status == nil && !request.user.isOperator {
+                reply(session, .notOnChannel, channel.name, "You're not on that channel")
+            } else if channel.topic.isEmpty {
+                reply(session, .noTopic, channel.name, "No topic is set")
             } else {
-                sendTopic(id, channel)
+                sendTopic(session, channel)
             }
             return
         }
-        guard let status = channel.members[id] else {
-            reply(id, .notOnChannel, channel.name, "You're not on that channel")
+        guard let status else {
+            reply(session, .notOnChannel, channel.name, "You're not on that channel")
             return
         }
-        if channel.topicLocked && !status.op {
-            reply(id, .chanOPrivsNeeded, channel.name, "You're not channel operator")
+        if channel.has("t") && !status.op {
+            reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
             return
         }
         let topic = UTF8Boundary.prefix(request.params[1], maxBytes: config.topicLength)
         channels[key]!.topic = topic
-        channels[key]!.topicSetBy = clients[id]!.nick!
+        channels[key]!.topicSetBy = request.user.nick ?? "*"
         channels[key]!.topicSetAt = request.now
-        let message = IRCMessage(source: clients[id]!.prefix, command: "TOPIC", params: [channel.name, topic])
-        deliver(message, to: channel.members.keys, now: request.now)
+        let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "TOPIC", params: [channel.name, topic])
+        deliver(message, to: membership.members[key]!.keys, now: request.now)
     }
 
-    mutating func sendTopic(_ id: ConnectionID, _ channel: Channel) {
-        reply(id, .topic, channel.name, channel.topic)
-        reply(id, .topicWhoTime, channel.name, channel.topicSetBy, String(Int(channel.topicSetAt)))
+    mutating func sendTopic(_ session: Session, _ channel: Channel) {
+        reply(session, .topic, channel.name, channel.topic)
+        reply(session, .topicWhoTime, channel.name, channel.topicSetBy, String(Int(channel.topicSetAt)))
     }
 
     // NAMES [<channel>{,<channel>}]
     mutating func handleNames(_ request: Request) {
-        guard let list = request.params.first else {
-            for key in channels.keys.sorted() { sendNames(request.id, channels[key]!, end: false) }
-            reply(request.id, .endOfNames, "*", "End of /NAMES list")
+        let session = request.session
+        guard let list = request.params.first, !list.isEmpty else {
+            // Without a room: every room the asker may see, then those in none (`*`).
+            for key in channels.keys.sorted() where canSee(request.user, key: key) {
+                sendNames(session, key: key, channels[key]!, end: false)
+            }
+            reply(session, .endOfNames, "*", "End of /NAMES list")
             return
         }
-        for name in list.split(separator: ",").map(String.init) {
-            if let channel = channels[casemapping.fold(name)] {
-                sendNames(request.id, channel)
+        let names = list.split(separator: ",").map(String.init)
+        guard let names = withinTargetLimit(request, "NAMES", names) else { return }
+        for name in names {
+            if let (key, channel) = channel(named: name), canSee(request.user, key: key) {
+                sendNames(session, key: key, channel)
             } else {
-                reply(request.id, .endOfNames, name, "End of /NAMES list")
+                reply(session, .endOfNames, name, "End of /NAMES list")
             }
         }
     }
 
-    /// 353 lines, as many as it takes to stay under 512 bytes each, then 366.
-    mutating func sendNames(_ id: ConnectionID, _ channel: Channel, end: Bool = true) {
-        let all = clients[id]!.caps.contains(.multiPrefix)
-        let target = clients[id]!.replyName
+    /// A `+s` room is visible to its members and operators only.
+    func canSee(_ user: User, key: String) -> Bool {
+        guard let channel = channels[key] else { return false }
+        return !channel.isSecret || user.isOperator || membership.isMember(user.id, of: key)
+    }
+
+    /// 353 lines, as many as it takes to stay under 512 bytes each, then 366. Non-members
+    /// do not see `+i` users; `@` marks a secret room.
+    mutating func sendNames(_ session: Session, key: String, _ channel: Channel, end: Bool = true) {
+        let asker = session.user
+        let all = session.caps.contains(.multiPrefix)
+        let full = session.caps.contains(.userhostInNames)
+        let isMember = membership.isMember(asker.id, of: key)
+        let symbol = channel.isSecret ? "@" : "="
+        let target = asker.replyName
         // Unsorted on purpose: clients sort for display, and sorting 10,000 names for every
         // arrival made joining a big room quadratic in string comparisons. Names are gathered as
         // bytes: one String per 353 line, not one per member.
-        let overhead = ":\(config.name) 353 \(target) = \(channel.name) :".utf8.count + 2
+        let overhead = ":\(config.name) 353 \(target) \(symbol) \(channel.name) :".utf8.count + 2
         var line: [UInt8] = []
         line.reserveCapacity(IRCLimits.lineBytes)
-        for status in channel.members.values {
+        for (id, status) in membership.members[key] ?? [:] {
+            guard let member = users[id], let nick = member.nick else { continue }
+            if !isMember && member.isInvisible && !asker.isOperator { continue }
             let prefix = status.prefix(all: all)
-            let size = prefix.utf8.count + status.nick.utf8.count
+            let name = full ? member.prefix : nick
+            let size = prefix.utf8.count + name.utf8.count
             if !line.isEmpty && overhead + line.count + 1 + size > IRCLimits.lineBytes {
-                reply(id, .namReply, "=", channel.name, String(decoding: line, as: UTF8.self))
+                reply(session, .namReply, symbol, channel.name, String(decoding: line, as: UTF8.self))
                 line.removeAll(keepingCapacity: true)
             }
             if !line.isEmpty { line.append(UInt8(ascii: " ")) }
             line.append(contentsOf: prefix.utf8)
-            line.append(contentsOf: status.nick.utf8)
+            line.append(contentsOf: name.utf8)
         }
-        if !line.isEmpty { reply(id, .namReply, "=", channel.name, String(decoding: line, as: UTF8.self)) }
-        if end { reply(id, .endOfNames, channel.name, "End of /NAMES list") }
+        if !line.isEmpty { reply(session, .namReply, symbol, channel.name, String(decoding: line, as: UTF8.self)) }
+        if end { reply(session, .endOfNames, channel.name, "End of /NAMES list") }
     }
 
-    // LIST [<channel>{,<channel>}]
+    // LIST [<channel>{,<channel>}] [<elistcond>{,<elistcond>}]
+    // ELIST=CMNTU: >n <n member counts, C>m C<m creation, T>m T<m topic age (minutes), mask and !mask.
     mutating func handleList(_ request: Request) {
-        let wanted = request.params.first.map { Set($0.split(separator: ",").map { casemapping.fold(String($0)) }) }
-        reply(request.id, .listStart, "Channel", "Users  Name")
-        for key in channels.keys.sorted() where wanted?.contains(key) ?? true {
-            let channel = channels[key]!
-            reply(request.id, .list, channel.name, String(channel.members.count), "[\(channel.modeString)] \(channel.topic)")
+        let session = request.session
+        var wanted: Set<String>?
+        var masks: [(String, Bool)] = []
+        var conditions: [(Character, Character, Double)] = []
+        for param in request.params.prefix(2) {
+            for word in param.split(separator: ",").map(String.init) {
+                if let first = word.first, first == ">" || first == "<", let n = Double(word.dropFirst()) {
+                    conditions.append(("U", first, n))
+                } else if word.count > 2, let first = word.first, "CT".contains(first), let op = word.dropFirst().first,
+                          op == ">" || op == "<", let n = Double(word.dropFirst(2)) {
+                    conditions.append((first, op, n))
+                } else if word.contains("*") || word.contains("?") {
+                    masks.append(word.hasPrefix("!") ? (casemapping.fold(String(word.dropFirst())), false) : (casemapping.fold(word), true))
+                } else if IRCNames.isChannel(word) {
+                    wanted = (wanted ?? []).union([casemapping.fold(word)])
+                }
+            }
         }
-        reply(request.id, .listEnd, "End of /LIST")
+        reply(session, .listStart, "Channel", "Users  Name")
+        for key in channels.keys.sorted() where wanted?.contains(key) ?? true {
+            guard let channel = channels[key] else { continue }
+            // A secret room is listed only to its members, even when asked for by name (InspIRCd does the same).
+            guard canSee(request.user, key: key) else { continue }
+            let count = membership.count(of: key)
+            var ok = true
+            for (mask, include) in masks where IRCNames.globMatch(mask, key) != include { ok = false }
+            for (field, op, n) in conditions {
+                let value: Double
+                switch field {
+                case "U": value = Double(count)
+                case "C": value = (request.now - channel.createdAt) / 60
+                default: value = channel.topicSetAt == 0 ? .infinity : (request.now - channel.topicSetAt) / 60
+                }
+                // C<n: created less than n minutes ago; C>n: more than n minutes ago (the modern docs).
+                if op == ">" ? !(value > n) : !(value < n) { ok = false }
+            }
+            guard ok else { continue }
+            let modes = channel.modeParameters(showKey: membership.isMember(request.user.id, of: key)).joined(separator: " ")
+            reply(session, .list, channel.name, String(count), "[\(modes)] \(channel.topic)")
+        }
+        reply(session, .listEnd, "End of /LIST")
     }
 
     // KICK <channel> <user>{,<user>} [<comment>]
     mutating func handleKick(_ request: Request) {
-        let id = request.id
+        let session = request.session
         let name = request.params[0]
-        let key = casemapping.fold(name)
-        guard let channel = channels[key] else {
-            reply(id, .noSuchChannel, name, "No such channel")
+        guard let (key, channel) = channel(named: name) else {
+            reply(session, .noSuchChannel, name, "No such channel")
             return
         }
-        guard let status = channel.members[id] else {
-            reply(id, .notOnChannel, channel.name, "You're not on that channel")
+        guard let status = membership.status(of: request.user.id, in: key) else {
+            reply(session, .notOnChannel, channel.name, "You're not on that channel")
             return
         }
         guard status.op else {
-            reply(id, .chanOPrivsNeeded, channel.name, "You're not channel operator")
+            reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
             return
         }
-        let comment = request.params.count > 2 ? UTF8Boundary.prefix(request.params[2], maxBytes: config.kickLength) : clients[id]!.nick!
-        for nick in request.params[1].split(separator: ",").map(String.init) {
-            guard let target = client(named: nick), channels[key]?.members[target] != nil else {
-                reply(id, .userNotInChannel, nick, channel.name, "They aren't on that channel")
+        let comment = request.params.count > 2 ? UTF8Boundary.prefix(request.params[2], maxBytes: config.kickLength) : (request.user.nick ?? "")
+        let targets = request.params[1].split(separator: ",").map(String.init)
+        guard let targets = withinTargetLimit(request, "KICK", targets) else { return }
+        for nick in targets {
+            guard let target = user(named: nick), membership.isMember(target.id, of: key), let targetNick = target.nick else {
+                reply(session, .userNotInChannel, nick, channel.name, "They aren't on that channel")
                 continue
             }
-            let message = IRCMessage(source: clients[id]!.prefix, command: "KICK",
-                                     params: [channel.name, clients[target]!.nick!, comment])
-            deliver(message, to: channels[key]!.members.keys, now: request.now)
-            removeMember(target, from: key)
-            log(id, "\(clients[id]!.nick!) kicked \(clients[target]!.nick!) from \(channel.name): \(comment)")
+            let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "KICK",
+                                     params: [channel.name, targetNick, comment])
+            deliver(message, to: membership.members[key]!.keys, now: request.now)
+            removeMember(target.id, from: key)
+            log(session, "\(request.user.replyName) kicked \(targetNick) from \(channel.name): \(comment)")
         }
     }
 
-    // MODE <target> [<modestring> [<mode arguments>...]]
-    mutating func handleMode(_ request: Request) {
-        let target = request.params[0]
-        if IRCNames.isChannel(target) {
-            channelMode(request, name: target)
-        } else {
-            userMode(request, nick: target)
-        }
-    }
-
-    mutating func userMode(_ request: Request, nick: String) {
-        let id = request.id
-        guard casemapping.equal(nick, clients[id]!.nick!) else {
-            if client(named: nick) == nil {
-                reply(id, .noSuchNick, nick, "No such nick/channel")
+    // INVITE <nickname> <channel> | INVITE (the rooms you are invited to)
+    mutating func handleInvite(_ request: Request) {
+        let session = request.session
+        guard request.params.count >= 2 else {
+            if request.params.isEmpty {
+                for key in channels.keys.sorted() where channels[key]!.invited.contains(request.user.id) {
+                    reply(session, .inviteList, channels[key]!.name)
+                }
+                reply(session, .endOfInviteList, "End of /INVITE list")
             } else {
-                reply(id, .usersDontMatch, "Can't change mode for other users")
+                reply(session, .needMoreParams, "INVITE", "Not enough parameters")
             }
             return
         }
-        guard request.params.count > 1 else {
-            reply(id, .umodeIs, clients[id]!.invisible ? "+i" : "+")
+        let nick = request.params[0], name = request.params[1]
+        // The modern docs' order: the room exists (403), the inviter is in it (442), may invite
+        // (482), the invitee exists (401), is not already in (443).
+        guard let (key, channel) = channel(named: name) else {
+            reply(session, .noSuchChannel, name, "No such channel")
             return
         }
-        var adding = true
-        var applied = ""
-        var appliedSign: Character?
-        for flag in request.params[1] {
-            switch flag {
-            case "+": adding = true
-            case "-": adding = false
-            case "i":
-                if clients[id]!.invisible != adding {
-                    clients[id]!.invisible = adding
-                    let sign: Character = adding ? "+" : "-"
-                    if appliedSign != sign { applied.append(sign); appliedSign = sign }
-                    applied.append("i")
-                }
-            default:
-                reply(id, .uModeUnknownFlag, "Unknown MODE flag")
-            }
-        }
-        if !applied.isEmpty {
-            outbox.send(id, IRCMessage(source: clients[id]!.prefix, command: "MODE", params: [clients[id]!.nick!, applied]))
-        }
-    }
-
-    mutating func channelMode(_ request: Request, name: String) {
-        let id = request.id
-        let key = casemapping.fold(name)
-        guard let channel = channels[key] else {
-            reply(id, .noSuchChannel, name, "No such channel")
+        guard let status = membership.status(of: request.user.id, in: key) else {
+            reply(session, .notOnChannel, channel.name, "You're not on that channel")
             return
         }
-        guard request.params.count > 1 else {
-            reply(id, .channelModeIs, channel.name, channel.modeString)
-            reply(id, .creationTime, channel.name, String(Int(channel.createdAt)))
+        if channel.has("i") && !status.op {
+            reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
             return
         }
-        let modes = request.params[1]
-        var arguments = Array(request.params.dropFirst(2))
-        // A ban-list query (`MODE #room b`, as irssi sends on join) gets an empty list.
-        if modes.trimmingPrefix("+") == "b" && arguments.isEmpty {
-            reply(id, .endOfBanList, channel.name, "End of channel ban list")
+        guard let target = user(named: nick), let targetNick = target.nick else {
+            reply(session, .noSuchNick, nick, "No such nick/channel")
             return
         }
-        guard let status = channel.members[id], status.op else {
-            reply(id, channel.members[id] == nil ? .notOnChannel : .chanOPrivsNeeded, channel.name,
-                  channel.members[id] == nil ? "You're not on that channel" : "You're not channel operator")
+        if membership.isMember(target.id, of: key) {
+            reply(session, .userOnChannel, targetNick, channel.name, "is already on channel")
             return
         }
-        var adding = true
-        var changes: [(sign: Character, mode: Character, argument: String?)] = []
-        for flag in modes {
-            switch flag {
-            case "+": adding = true
-            case "-": adding = false
-            case "n", "t":
-                let before = flag == "n" ? channels[key]!.noExternalMessages : channels[key]!.topicLocked
-                guard before != adding else { continue }
-                if flag == "n" { channels[key]!.noExternalMessages = adding } else { channels[key]!.topicLocked = adding }
-                changes.append((adding ? "+" : "-", flag, nil))
-            case "o", "v":
-                guard !arguments.isEmpty else {
-                    reply(id, .needMoreParams, "MODE", "Not enough parameters")
-                    continue
-                }
-                let nick = arguments.removeFirst()
-                guard let target = client(named: nick), channels[key]!.members[target] != nil else {
-                    reply(id, .userNotInChannel, nick, channel.name, "They aren't on that channel")
-                    continue
-                }
-                if flag == "o" { channels[key]!.members[target]!.op = adding } else { channels[key]!.members[target]!.voice = adding }
-                changes.append((adding ? "+" : "-", flag, clients[target]!.nick!))
-            default:
-                reply(id, .unknownMode, String(flag), "is unknown mode char to me")
-            }
+        if channels[key]!.invited.count >= config.inviteListLimit, !channels[key]!.invited.contains(target.id) {
+            standardReply(session, "FAIL", command: "INVITE", code: "LIMIT_EXCEEDED", context: [channel.name], "Too many people are invited to this room already")
+            return
         }
-        guard !changes.isEmpty else { return }
-        var modeText = ""
-        var lastSign: Character?
-        for change in changes {
-            if change.sign != lastSign { modeText.append(change.sign); lastSign = change.sign }
-            modeText.append(change.mode)
-        }
-        let message = IRCMessage(source: clients[id]!.prefix, command: "MODE",
-                                 params: [channel.name, modeText] + changes.compactMap(\.argument))
-        deliver(message, to: channels[key]!.members.keys, now: request.now)
+        channels[key]!.invited.insert(target.id)
+        reply(session, .inviting, targetNick, channel.name)
+        if let away = target.away { reply(session, .away, targetNick, away) }
+        let invite = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "INVITE", params: [targetNick, channel.name])
+        deliver(invite, to: CollectionOfOne(target.id), now: request.now)
+        // invite-notify: the room's operators who asked hear of it (ergo and InspIRCd tell operators only).
+        let operators = (membership.members[key] ?? [:]).filter { $0.value.op && $0.key != request.user.id }.map(\.key)
+        deliver(invite, to: operators, now: request.now, onlyWith: .inviteNotify)
     }
 }

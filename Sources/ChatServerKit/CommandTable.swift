@@ -1,14 +1,17 @@
 /// One IRC verb: how many parameters it needs, whether it may come before registration,
-/// and its handler. Arity and "not registered" are checked once, in `dispatch`.
+/// whether only IRC operators may use it, and its handler. Arity, "not registered" and
+/// "not an operator" are checked once, in `dispatch`.
 struct ServerCommand: Sendable {
     let minParams: Int
     let beforeRegistration: Bool
+    let operatorOnly: Bool
     let run: @Sendable (inout ServerState, ServerState.Request) -> Void
 
-    init(_ minParams: Int, beforeRegistration: Bool = false,
+    init(_ minParams: Int, beforeRegistration: Bool = false, operatorOnly: Bool = false,
          _ run: @escaping @Sendable (inout ServerState, ServerState.Request) -> Void) {
         self.minParams = minParams
         self.beforeRegistration = beforeRegistration
+        self.operatorOnly = operatorOnly
         self.run = run
     }
 }
@@ -30,6 +33,7 @@ extension ServerState {
         "NAMES": ServerCommand(0) { $0.handleNames($1) },
         "LIST": ServerCommand(0) { $0.handleList($1) },
         "KICK": ServerCommand(2) { $0.handleKick($1) },
+        "INVITE": ServerCommand(0) { $0.handleInvite($1) },
         "MODE": ServerCommand(1) { $0.handleMode($1) },
         // Messages
         "PRIVMSG": ServerCommand(0) { $0.handleMessage($1) },
@@ -41,6 +45,20 @@ extension ServerState {
         "WHOIS": ServerCommand(1) { $0.handleWhois($1) },
         "ISON": ServerCommand(1) { $0.handleIson($1) },
         "USERHOST": ServerCommand(1) { $0.handleUserhost($1) },
-        "MOTD": ServerCommand(0) { $0.sendMotd($1.id) },
+        "MOTD": ServerCommand(0) { $0.sendMotd($1.session) },
+        "WHOWAS": ServerCommand(1) { $0.handleWhowas($1) },
+        "TIME": ServerCommand(0) { $0.handleTime($1) },
+        "VERSION": ServerCommand(0) { $0.handleVersion($1) },
+        "LUSERS": ServerCommand(0) { $0.handleLusers($1) },
+        "ADMIN": ServerCommand(0) { $0.handleAdmin($1) },
+        "INFO": ServerCommand(0) { $0.handleInfo($1) },
+        "HELP": ServerCommand(0) { $0.handleHelp($1) },
+        "MONITOR": ServerCommand(1) { $0.handleMonitor($1) },
+        "SETNAME": ServerCommand(1) { $0.handleSetname($1) },
+        // Operators
+        "OPER": ServerCommand(2) { $0.handleOper($1) },
+        "KILL": ServerCommand(2, operatorOnly: true) { $0.handleKill($1) },
+        "WALLOPS": ServerCommand(1, operatorOnly: true) { $0.handleWallops($1) },
+        "CHGHOST": ServerCommand(2, operatorOnly: true) { $0.handleChghost($1) },
     ]
 }

@@ -4,67 +4,70 @@ extension ServerState {
     // PRIVMSG <target>{,<target>} <text>
     // NOTICE <target>{,<target>} <text>
     mutating func handleMessage(_ request: Request) {
-        let id = request.id
+        let session = request.session
         let command = request.message.command
+        // A NOTICE never causes an automatic reply, errors included (the modern docs).
+        let quiet = command == "NOTICE"
         guard let targetList = request.params.first, !targetList.isEmpty else {
-            reply(id, .noRecipient, "No recipient given (\(command))")
+            if !quiet { reply(session, .noRecipient, "No recipient given (\(command))") }
             return
         }
         guard request.params.count > 1, !request.params[1].isEmpty else {
-            reply(id, .noTextToSend, "No text to send")
+            if !quiet { reply(session, .noTextToSend, "No text to send") }
             return
         }
-        let text = request.params[1]
-        clients[id]!.lastSpoke = request.now
-        relay(request, command: command, targets: targetList, params: [text])
+        request.user.lastSpoke = request.now
+        relay(request, command: command, targets: targetList, params: [request.params[1]], quiet: quiet)
     }
 
     // TAGMSG <target>{,<target>}
     mutating func handleTagMessage(_ request: Request) {
-        relay(request, command: "TAGMSG", targets: request.params[0], params: [])
+        relay(request, command: "TAGMSG", targets: request.params[0], params: [], quiet: false)
     }
 
-    /// Delivers a PRIVMSG, NOTICE or TAGMSG to rooms and people, with errors for targets that do not exist.
-    mutating func relay(_ request: Request, command: String, targets: String, params: [String]) {
-        let id = request.id
-        let sender = clients[id]!
-        let clientTags = request.message.tags.isEmpty ? [] : request.message.tags.filter { $0.isClientOnly }
+    /// Delivers a PRIVMSG, NOTICE or TAGMSG to rooms and people, each target once, with errors
+    /// for targets that do not exist or may not be spoken to (none for NOTICE).
+    mutating func relay(_ request: Request, command: String, targets: String, params: [String], quiet: Bool) {
+        let session = request.session
+        let sender = request.user
+        var tags = accountTags(sender)
+        for tag in request.message.tags where tag.isClientOnly { tags.append(tag) }
         let onlyTagged: Capability? = command == "TAGMSG" ? .messageTags : nil
+        let echo = session.caps.contains(.echoMessage)
         // Most messages have one target: skip splitting then.
         // (utf8.contains: with Foundation in the module, String.contains(String) is a CFString search.)
         let names = targets.utf8.contains(UInt8(ascii: ",")) ? targets.split(separator: ",").map(String.init) : [targets]
-        if names.count > config.maxTargets {
-            reply(id, .tooManyTargets, targets, "Too many targets, at most \(config.maxTargets)")
+        let limit = withinTargetLimitCount(command)
+        if names.count > limit {
+            if !quiet { reply(session, .tooManyTargets, targets, "Too many targets, at most \(limit)") }
             return
         }
+        var seen: Set<String> = []
         for name in names {
+            // `alice,alice` or `#a,#A`: one delivery per target.
+            guard seen.insert(casemapping.fold(name)).inserted else { continue }
             if IRCNames.isChannel(name) {
-                let key = casemapping.fold(name)
-                guard let channel = channels[key] else {
-                    reply(id, .noSuchChannel, name, "No such channel")
+                guard let (key, channel) = channel(named: name), canSee(sender, key: key) || !channel.has("n") else {
+                    if !quiet { reply(session, .noSuchChannel, name, "No such channel") }
                     continue
                 }
-                if channel.noExternalMessages && channel.members[id] == nil {
-                    reply(id, .cannotSendToChan, channel.name, "Cannot send to channel (you are not in it)")
+                if let problem = speakProblem(sender, key: key, channel) {
+                    if !quiet { reply(session, .cannotSendToChan, channel.name, problem) }
                     continue
                 }
-                let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command, params: [channel.name] + params)
-                var recipients = channel.members.keys.filter { $0 != id }
-                if clients[id]!.caps.contains(.echoMessage) { recipients.append(id) }
-                deliver(message, to: recipients, now: request.now, onlyWithCapability: onlyTagged)
+                let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [channel.name] + params)
+                let members = (membership.members[key] ?? [:]).keys.filter { $0 != sender.id }
+                deliver(message, to: echo ? members + [sender.id] : members, now: request.now, onlyWith: onlyTagged)
             } else {
-                guard let target = client(named: name), let recipient = clients[target], let targetNick = recipient.nick else {
-                    reply(id, .noSuchNick, name, "No such nick/channel")
+                guard let target = user(named: name), let targetNick = target.nick else {
+                    if !quiet { reply(session, .noSuchNick, name, "No such nick/channel") }
                     continue
                 }
-                let message = IRCMessage(tags: clientTags, source: sender.prefix, command: command, params: [targetNick] + params)
-                if clients[id]!.caps.contains(.echoMessage) && target != id {
-                    deliver(message, to: [target, id], now: request.now, onlyWithCapability: onlyTagged)
-                } else {
-                    deliver(message, to: CollectionOfOne(target), now: request.now, onlyWithCapability: onlyTagged)
-                }
-                if command == "PRIVMSG", let away = recipient.away {
-                    reply(id, .away, targetNick, away)
+                let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetNick] + params)
+                let recipients = echo && target.id != sender.id ? [target.id, sender.id] : [target.id]
+                deliver(message, to: recipients, now: request.now, onlyWith: onlyTagged)
+                if command == "PRIVMSG", let away = target.away {
+                    reply(session, .away, targetNick, away)
                 }
             }
         }
@@ -72,15 +75,38 @@ extension ServerState {
 
     // AWAY [<text>]
     mutating func handleAway(_ request: Request) {
-        let id = request.id
+        let session = request.session, user = request.user
         let text = request.params.first.map { UTF8Boundary.prefix($0, maxBytes: config.awayLength) } ?? ""
-        clients[id]!.away = text.isEmpty ? nil : text
+        user.away = text.isEmpty ? nil : text
         if text.isEmpty {
-            reply(id, .unaway, "You are no longer marked as being away")
+            reply(session, .unaway, "You are no longer marked as being away")
         } else {
-            reply(id, .nowAway, "You have been marked as being away")
+            reply(session, .nowAway, "You have been marked as being away")
         }
-        let message = IRCMessage(source: clients[id]!.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
-        deliver(message, to: neighbours(of: id), now: request.now, onlyWithCapability: .awayNotify)
+        let message = IRCMessage(source: user.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
+        deliver(message, to: membership.neighbours(of: user.id), now: request.now, onlyWith: .awayNotify)
+        notifyMonitors(online: user, now: request.now, extendedOnly: .awayNotify, message: message)
+    }
+
+    // SETNAME :<realname>
+    mutating func handleSetname(_ request: Request) {
+        let session = request.session, user = request.user
+        let name = request.params[0]
+        guard !name.isEmpty, name.utf8.count <= config.realnameLength else {
+            standardReply(session, "FAIL", command: "SETNAME", code: "INVALID_REALNAME",
+                          "Real name must be 1 to \(config.realnameLength) bytes")
+            return
+        }
+        user.realname = name
+        let message = IRCMessage(source: user.prefix, command: "SETNAME", params: [name])
+        deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: request.now, onlyWith: .setname)
+        notifyMonitors(online: user, now: request.now, extendedOnly: .setname, message: message)
+    }
+
+    // WALLOPS <text> (operators only): to everyone with user mode +w.
+    mutating func handleWallops(_ request: Request) {
+        let message = IRCMessage(source: request.user.prefix, command: "WALLOPS", params: [request.params[0]])
+        let recipients = users.values.filter { $0.modes.contains("w") }.map(\.id)
+        deliver(message, to: recipients, now: request.now)
     }
 }

@@ -8,13 +8,44 @@ public struct ConnectionID: Hashable, Sendable, Comparable, CustomStringConverti
     public var description: String { "#\(raw)" }
 }
 
+/// One person on the server, whatever connections they use. Today every user has exactly one
+/// connection; the tables (nicknames, memberships, invitations, monitors) are keyed by this,
+/// so a second connection of the same account later changes only `User.sessions`.
+public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let raw: UInt64
+    public init(_ raw: UInt64) { self.raw = raw }
+    public static func < (a: UserID, b: UserID) -> Bool { a.raw < b.raw }
+    public var description: String { "u\(raw)" }
+}
+
+/// One message going to many connections, with each connection's form of it.
+public struct Delivery: Sendable, Equatable {
+    /// The message with every tag the server gives it (`time`, `msgid`, `account`, client tags).
+    public let message: IRCMessage
+    /// Recipients grouped by the form they get.
+    public let groups: [(variant: RenderVariant, connections: [ConnectionID])]
+    /// PRIVMSG, NOTICE, TAGMSG, JOIN, PART, QUIT, KICK, NICK, TOPIC or MODE: what history keeps.
+    public let storable: Bool
+
+    public static func == (a: Delivery, b: Delivery) -> Bool {
+        a.message == b.message && a.storable == b.storable
+            && a.groups.elementsEqual(b.groups) { $0.variant == $1.variant && $0.connections == $1.connections }
+    }
+
+    public var recipients: [ConnectionID] { groups.flatMap(\.connections) }
+
+    /// The commands history keeps (`draft/event-playback` covers the membership ones).
+    static let storableCommands: Set<String> = ["PRIVMSG", "NOTICE", "TAGMSG", "JOIN", "PART", "QUIT", "KICK", "NICK", "TOPIC", "MODE"]
+}
+
 /// What the server state decided: lines to send, connections to close, lines to log.
 /// The runtime applies these in order.
 public struct Outbox: Sendable {
     public enum Item: Sendable, Equatable {
+        /// Bytes already written for one connection (replies to a command).
         case send(ConnectionID, [UInt8])
-        /// The same bytes to many connections: a relayed message, serialised once.
-        case sendMany([ConnectionID], [UInt8])
+        /// A relayed message; the runtime writes it once per variant.
+        case deliver(Delivery)
         /// Write what is queued for the connection, then close it; the state has already forgotten it.
         case close(ConnectionID)
         case log(String)
@@ -30,22 +61,40 @@ public struct Outbox: Sendable {
         items.append(.send(id, message.serialized()))
     }
 
-    mutating func send(_ id: ConnectionID, bytes: [UInt8]) {
-        items.append(.send(id, bytes))
-    }
-
     /// The lines sent to `id`, parsed back, for tests and logs.
     public func messages(to id: ConnectionID) -> [IRCMessage] {
-        items.compactMap { item in
+        items.flatMap { item -> [IRCMessage] in
             switch item {
             case .send(let target, let bytes) where target == id:
-                return try? IRCMessage(bytes: bytes.dropLast(2))
-            case .sendMany(let targets, let bytes) where targets.contains(id):
-                return try? IRCMessage(bytes: bytes.dropLast(2))
+                return Outbox.parse(bytes)
+            case .deliver(let delivery):
+                guard let group = delivery.groups.first(where: { $0.connections.contains(id) }) else { return [] }
+                return Outbox.parse(Rendering.render(delivery.message, group.variant))
             default:
-                return nil
+                return []
             }
         }
+    }
+
+    /// One or more CR LF terminated lines.
+    static func parse(_ bytes: [UInt8]) -> [IRCMessage] {
+        var result: [IRCMessage] = []
+        var start = 0
+        var i = 0
+        while i + 1 < bytes.count {
+            if bytes[i] == 13 && bytes[i + 1] == 10 {
+                if let message = try? IRCMessage(bytes: Array(bytes[start..<i])) { result.append(message) }
+                start = i + 2
+                i += 2
+            } else {
+                i += 1
+            }
+        }
+        return result
+    }
+
+    public var deliveries: [Delivery] {
+        items.compactMap { if case .deliver(let d) = $0 { return d } else { return nil } }
     }
 
     public var logs: [String] {

@@ -1,73 +1,302 @@
 import IRCWire
 
 extension ServerState {
-    // WHO [<mask>]
+    /// Whether `asker` may see `other` in a WHO or NAMES that is not about a shared room:
+    /// `+i` users are visible only to those who share a room with them, to operators and to themselves.
+    func isVisible(_ other: User, to asker: User) -> Bool {
+        !other.isInvisible || other === asker || asker.isOperator || membership.sharesRoom(asker.id, other.id)
+    }
+
+    // WHO <mask> [%<fields>[,<token>]]  (WHOX)
     mutating func handleWho(_ request: Request) {
-        let id = request.id
+        let session = request.session, asker = request.user
         let mask = request.params.first ?? "*"
-        let all = clients[id]!.caps.contains(.multiPrefix)
+        let whox = request.params.count > 1 && request.params[1].hasPrefix("%") ? WhoxRequest(request.params[1]) : nil
         if IRCNames.isChannel(mask) {
-            if let channel = channels[casemapping.fold(mask)] {
-                let members = channel.members.sorted { $0.key < $1.key }
-                for (member, status) in members {
-                    whoReply(to: id, about: member, channel: channel.name, status: status.prefix(all: all))
+            if let (key, channel) = channel(named: mask) {
+                let isMember = membership.isMember(asker.id, of: key)
+                if isMember || !channel.isSecret || asker.isOperator {
+                    let members = (membership.members[key] ?? [:]).sorted { $0.key < $1.key }
+                    for (id, status) in members {
+                        guard let other = users[id], isMember || asker.isOperator || !other.isInvisible else { continue }
+                        whoReply(session, other, channel: channel.name, status: status, whox: whox, now: request.now)
+                    }
                 }
             }
         } else {
             let folded = casemapping.fold(mask)
-            let matches = clients.values.filter { client in
-                guard client.registered, let nick = client.nick else { return false }
-                return mask == "*" || mask == "0" || IRCNames.globMatch(folded, casemapping.fold(nick))
+            let all = mask == "*" || mask == "0"
+            let matches = users.values.filter { other in
+                guard other.sessions.contains(where: \.registered), isVisible(other, to: asker) else { return false }
+                if all { return true }
+                return [other.replyName, other.username ?? "", other.host, other.realname].contains {
+                    IRCNames.globMatch(folded, casemapping.fold($0))
+                }
             }.sorted { $0.id < $1.id }
-            for client in matches { whoReply(to: id, about: client.id, channel: "*", status: "") }
+            for other in matches {
+                // The first room they share, as the modern docs suggest for `<channel>`.
+                let shared = membership.rooms(of: other.id).sorted().first { membership.isMember(asker.id, of: $0) }
+                whoReply(session, other, channel: shared.flatMap { channels[$0]?.name } ?? "*",
+                         status: shared.flatMap { membership.status(of: other.id, in: $0) }, whox: whox, now: request.now)
+            }
         }
-        reply(id, .endOfWho, mask, "End of /WHO list")
+        reply(session, .endOfWho, mask, "End of /WHO list")
     }
 
-    mutating func whoReply(to id: ConnectionID, about member: ConnectionID, channel: String, status: String) {
-        guard let other = clients[member], let nick = other.nick else { return }
-        let flags = (other.away == nil ? "H" : "G") + status
-        reply(id, .whoReply, channel, other.user ?? "unknown", other.host, config.name, nick, flags, "0 \(other.realname)")
+    mutating func whoReply(_ session: Session, _ other: User, channel: String, status: MemberStatus?, whox: WhoxRequest?, now: Double) {
+        let multi = session.caps.contains(.multiPrefix)
+        let flags = (other.away == nil ? "H" : "G") + (other.isOperator ? "*" : "") + (other.isBot ? "B" : "")
+            + (status?.prefix(all: multi) ?? "")
+        guard let whox else {
+            reply(session, .whoReply, channel, other.username ?? "unknown", other.host, config.name, other.replyName, flags, "0 \(other.realname)")
+            return
+        }
+        var fields: [String] = []
+        for field in WhoxRequest.order where whox.fields.contains(field) {
+            switch field {
+            case "t": fields.append(whox.token)
+            case "c": fields.append(channel)
+            case "u": fields.append(other.username ?? "unknown")
+            case "i": fields.append(other.host)
+            case "h": fields.append(other.host)
+            case "s": fields.append(config.name)
+            case "n": fields.append(other.replyName)
+            case "f": fields.append(flags)
+            case "d": fields.append("0")
+            case "l": fields.append(String(max(0, Int(now - other.lastSpoke))))
+            case "a": fields.append(other.account ?? "0")
+            case "o": fields.append("n/a")
+            case "r": fields.append(other.realname)
+            default: break
+            }
+        }
+        // The real name may hold spaces: it is last, so it goes as the trailing parameter.
+        reply(session, .whoSpcRpl, params: fields)
     }
 
     // WHOIS [<server>] <nick>
     mutating func handleWhois(_ request: Request) {
-        let id = request.id
+        let session = request.session, asker = request.user
         let nick = request.params.last!
-        guard let target = client(named: nick), let other = clients[target] else {
-            reply(id, .noSuchNick, nick, "No such nick/channel")
-            reply(id, .endOfWhois, nick, "End of /WHOIS list")
+        guard let other = user(named: nick), let name = other.nick else {
+            reply(session, .noSuchNick, nick, "No such nick/channel")
+            reply(session, .endOfWhois, nick, "End of /WHOIS list")
             return
         }
-        let name = other.nick!
-        reply(id, .whoisUser, name, other.user ?? "unknown", other.host, "*", other.realname)
-        let all = clients[id]!.caps.contains(.multiPrefix)
-        let rooms = other.channels.sorted().compactMap { key -> String? in
-            guard let channel = channels[key], let status = channel.members[target] else { return nil }
-            return status.prefix(all: all) + channel.name
+        reply(session, .whoisUser, name, other.username ?? "unknown", other.host, "*", other.realname)
+        let multi = session.caps.contains(.multiPrefix)
+        // Secret rooms only to those who share them (and operators).
+        let rooms = membership.rooms(of: other.id).sorted().compactMap { key -> String? in
+            guard let channel = channels[key], let status = membership.status(of: other.id, in: key) else { return nil }
+            if channel.isSecret && !membership.isMember(asker.id, of: key) && !asker.isOperator && asker !== other { return nil }
+            return status.prefix(all: multi) + channel.name
         }
-        if !rooms.isEmpty { reply(id, .whoisChannels, name, rooms.joined(separator: " ")) }
-        reply(id, .whoisServer, name, config.name, config.network)
-        if let away = other.away { reply(id, .away, name, away) }
-        reply(id, .whoisIdle, name, String(Int(request.now - other.lastSpoke)), String(Int(other.connectedAt)),
+        if !rooms.isEmpty { reply(session, .whoisChannels, name, rooms.joined(separator: " ")) }
+        reply(session, .whoisServer, name, config.name, config.network)
+        if other.isOperator { reply(session, .whoisOperator, name, "is an IRC operator") }
+        if other.isBot { reply(session, .whoisBot, name, "is a bot") }
+        if let account = other.account { reply(session, .whoisAccount, name, account, "is logged in as") }
+        if let away = other.away { reply(session, .away, name, away) }
+        reply(session, .whoisIdle, name, String(max(0, Int(request.now - other.lastSpoke))), String(Int(other.signedOnAt)),
               "seconds idle, signon time")
-        reply(id, .endOfWhois, name, "End of /WHOIS list")
+        reply(session, .endOfWhois, name, "End of /WHOIS list")
+    }
+
+    // WHOWAS <nick> [<count>]
+    mutating func handleWhowas(_ request: Request) {
+        let session = request.session
+        let nick = request.params[0]
+        let count = request.params.count > 1 ? Int(request.params[1]) ?? 0 : 0
+        let folded = casemapping.fold(nick)
+        var entries = whowas.reversed().filter { casemapping.fold($0.nick) == folded }
+        if count > 0 { entries = Array(entries.prefix(count)) }
+        if entries.isEmpty {
+            reply(session, .wasNoSuchNick, nick, "There was no such nickname")
+        }
+        for entry in entries {
+            reply(session, .whoWasUser, entry.nick, entry.username, entry.host, "*", entry.realname)
+            reply(session, .whoisServer, entry.nick, config.name, ServerTime.format(entry.leftAt))
+        }
+        reply(session, .endOfWhoWas, nick, "End of WHOWAS")
     }
 
     // ISON <nick>{ <nick>}
     mutating func handleIson(_ request: Request) {
-        let online = request.params.flatMap { $0.split(separator: " ") }.compactMap { nick in
-            client(named: String(nick)).flatMap { clients[$0]?.nick }
-        }
-        reply(request.id, .ison, online.joined(separator: " "))
+        let online = request.params.flatMap { $0.split(separator: " ") }.compactMap { user(named: String($0))?.nick }
+        reply(request.session, .ison, online.joined(separator: " "))
     }
 
     // USERHOST <nick>{ <nick>}
     mutating func handleUserhost(_ request: Request) {
         let entries = request.params.flatMap { $0.split(separator: " ") }.prefix(5).compactMap { nick -> String? in
-            guard let id = client(named: String(nick)), let other = clients[id] else { return nil }
-            return "\(other.nick!)=\(other.away == nil ? "+" : "-")\(other.user ?? "unknown")@\(other.host)"
+            guard let other = user(named: String(nick)), let name = other.nick else { return nil }
+            return "\(name)\(other.isOperator ? "*" : "")=\(other.away == nil ? "+" : "-")\(other.username ?? "unknown")@\(other.host)"
         }
-        reply(request.id, .userhost, entries.joined(separator: " "))
+        reply(request.session, .userhost, entries.joined(separator: " "))
+    }
+
+    /// 402 when a command names a server that is not this one.
+    mutating func isOtherServer(_ request: Request, _ index: Int) -> Bool {
+        guard index < request.params.count, !request.params[index].isEmpty else { return false }
+        let name = request.params[index]
+        if casemapping.equal(name, config.name) || user(named: name) != nil { return false }
+        reply(request.session, .noSuchServer, name, "No such server")
+        return true
+    }
+
+    // TIME [<server>]
+    mutating func handleTime(_ request: Request) {
+        guard !isOtherServer(request, 0) else { return }
+        reply(request.session, .time, config.name, String(Int(request.now)), "0", ServerTime.format(request.now))
+    }
+
+    // VERSION [<server>]
+    mutating func handleVersion(_ request: Request) {
+        guard !isOtherServer(request, 0) else { return }
+        reply(request.session, .version, config.version, config.name, "chat-tui IRC server")
+        sendISupport(request.session)
+    }
+
+    // LUSERS
+    mutating func handleLusers(_ request: Request) { sendLusers(request.session) }
+
+    // ADMIN [<server>]
+    mutating func handleAdmin(_ request: Request) {
+        guard !isOtherServer(request, 0) else { return }
+        let session = request.session
+        reply(session, .adminMe, config.name, "Administrative info")
+        reply(session, .adminLoc1, config.adminInfo.first ?? "")
+        reply(session, .adminLoc2, config.adminInfo.count > 1 ? config.adminInfo[1] : "")
+        reply(session, .adminEmail, config.adminInfo.count > 2 ? config.adminInfo[2] : "")
+    }
+
+    // INFO [<server>]
+    mutating func handleInfo(_ request: Request) {
+        guard !isOtherServer(request, 0) else { return }
+        for line in ["\(config.version): an IRC server and terminal client in one Swift package.",
+                     "Started \(ServerTime.format(config.createdAt)).",
+                     "Nicknames that look like others (Unicode TR39) are refused."] {
+            reply(request.session, .info, line)
+        }
+        reply(request.session, .endOfInfo, "End of INFO list")
+    }
+
+    // HELP [<subject>]
+    mutating func handleHelp(_ request: Request) {
+        let session = request.session
+        let subject = request.params.first.map { $0.uppercased() } ?? "*"
+        guard let lines = ServerHelp.text(subject) else {
+            reply(session, .helpNotFound, subject, "No help available on this topic")
+            return
+        }
+        reply(session, .helpStart, subject, lines[0])
+        for line in lines.dropFirst() { reply(session, .helpText, subject, line) }
+        reply(session, .endOfHelp, subject, "End of /HELP")
+    }
+
+    // MONITOR + <targets> | - <targets> | C | L | S
+    mutating func handleMonitor(_ request: Request) {
+        let session = request.session, user = request.user
+        let targets = request.params.count > 1 ? request.params[1].split(separator: ",").map(String.init) : []
+        switch request.params[0].uppercased() {
+        case "+":
+            var online: [String] = [], offline: [String] = []
+            for (index, name) in targets.enumerated() {
+                let folded = casemapping.fold(name)
+                if user.monitoring[folded] != nil { continue }
+                if user.monitoring.count >= config.monitorLimit {
+                    reply(session, .monListFull, String(config.monitorLimit), targets[index...].joined(separator: ","), "Monitor list is full")
+                    break
+                }
+                guard IRCNames.nickProblem(name, maxBytes: config.nickLength) == nil else { continue }
+                user.monitoring[folded] = name
+                monitors[folded, default: []].insert(user.id)
+                if let other = self.user(named: name) { online.append(other.prefix) } else { offline.append(name) }
+            }
+            sendMonitorList(session, .monOnline, online)
+            sendMonitorList(session, .monOffline, offline)
+        case "-":
+            for name in targets {
+                let folded = casemapping.fold(name)
+                user.monitoring.removeValue(forKey: folded)
+                monitors[folded]?.remove(user.id)
+                if monitors[folded]?.isEmpty == true { monitors.removeValue(forKey: folded) }
+            }
+        case "C":
+            for folded in user.monitoring.keys {
+                monitors[folded]?.remove(user.id)
+                if monitors[folded]?.isEmpty == true { monitors.removeValue(forKey: folded) }
+            }
+            user.monitoring.removeAll()
+        case "L":
+            sendMonitorList(session, .monList, user.monitoring.values.sorted())
+            reply(session, .endOfMonList, "End of MONITOR list")
+        case "S":
+            var online: [String] = [], offline: [String] = []
+            for name in user.monitoring.values.sorted() {
+                if let other = self.user(named: name) { online.append(other.prefix) } else { offline.append(name) }
+            }
+            sendMonitorList(session, .monOnline, online)
+            sendMonitorList(session, .monOffline, offline)
+        default:
+            standardReply(session, "FAIL", command: "MONITOR", code: "INVALID_PARAMS", context: [request.params[0]], "MONITOR takes +, -, C, L or S")
+        }
+    }
+
+    /// Comma-joined names, as many lines as needed to stay within a line.
+    mutating func sendMonitorList(_ session: Session, _ numeric: Numeric, _ names: [String]) {
+        var line: [String] = []
+        var length = 0
+        for name in names {
+            if length + name.utf8.count + 1 > 400 {
+                reply(session, numeric, line.joined(separator: ","))
+                line.removeAll()
+                length = 0
+            }
+            line.append(name)
+            length += name.utf8.count + 1
+        }
+        if !line.isEmpty { reply(session, numeric, line.joined(separator: ",")) }
+    }
+
+    /// Tells MONITOR watchers of `user`'s nickname that it is online (730); with `message`,
+    /// relays an AWAY, SETNAME or CHGHOST instead to extended-monitor watchers who asked for
+    /// `extendedOnly` and do not already hear it through a shared room.
+    mutating func notifyMonitors(online user: User, now: Double, extendedOnly cap: Capability? = nil, message: IRCMessage? = nil) {
+        guard let nick = user.nick, let watchers = monitors[casemapping.fold(nick)], !watchers.isEmpty else { return }
+        if let message, let cap {
+            let outside = watchers.filter { $0 != user.id && !membership.sharesRoom($0, user.id) }
+            var recipients: [UserID] = []
+            for watcher in outside where users[watcher]?.sessions.contains(where: { $0.caps.contains(.extendedMonitor) }) == true {
+                recipients.append(watcher)
+            }
+            deliver(message, to: recipients, now: now, onlyWith: cap)
+            return
+        }
+        for watcher in watchers {
+            for session in users[watcher]?.sessions ?? [] { reply(session, .monOnline, user.prefix) }
+        }
+    }
+
+    /// account-notify: the user logged in or out (the trust issue's SASL calls this).
+    mutating func accountChanged(_ user: User, now: Double) {
+        let message = IRCMessage(source: user.prefix, command: "ACCOUNT", params: [user.account ?? "*"])
+        deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: now, onlyWith: .accountNotify)
+        notifyMonitors(online: user, now: now, extendedOnly: .accountNotify, message: message)
+    }
+}
+
+/// The fields of a WHOX request (`%tcuihsnfdlaor,token`).
+struct WhoxRequest {
+    static let order: [Character] = ["t", "c", "u", "i", "h", "s", "n", "f", "d", "l", "a", "o", "r"]
+    let fields: Set<Character>
+    let token: String
+
+    init(_ raw: String) {
+        let body = raw.dropFirst()
+        let parts = body.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)
+        fields = Set(parts.first ?? "")
+        // The token is at most three digits (the WHOX spec); anything else is cut to that.
+        token = parts.count > 1 ? String(parts[1].prefix(3)) : "0"
     }
 }

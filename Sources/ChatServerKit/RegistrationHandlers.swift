@@ -3,162 +3,242 @@ import IRCWire
 extension ServerState {
     // CAP LS [302] | CAP LIST | CAP REQ :<caps> | CAP END
     mutating func handleCap(_ request: Request) {
-        let id = request.id
-        let name = clients[id]!.replyName
+        let session = request.session
+        let name = session.user.replyName
         let subcommand = request.params[0].uppercased()
         func capReply(_ params: String...) {
-            outbox.send(id, IRCMessage(source: config.name, command: "CAP", params: [name] + params))
+            send(session, IRCMessage(source: config.name, command: "CAP", params: [name] + params))
         }
         switch subcommand {
         case "LS":
-            if !clients[id]!.registered { clients[id]!.capNegotiating = true }
-            capReply("LS", Capability.allCases.map(\.rawValue).joined(separator: " "))
+            if !session.registered { session.capNegotiating = true }
+            if request.params.count > 1, let version = Int(request.params[1]) { session.capVersion = max(session.capVersion, version) }
+            // 302 clients get values, and cap-notify without asking for it.
+            if session.capVersion >= 302 { session.caps.insert(.capNotify) }
+            let words = Capability.allCases.map { cap -> String in
+                if session.capVersion >= 302, let value = cap.value(config) { return "\(cap.rawValue)=\(value)" }
+                return cap.rawValue
+            }
+            // Lines stay under 512 bytes: `CAP * LS * :…` continues, the last has no `*`.
+            var lines: [[String]] = [[]]
+            var length = 0
+            for word in words {
+                if length + word.utf8.count + 1 > 400 { lines.append([]); length = 0 }
+                lines[lines.count - 1].append(word)
+                length += word.utf8.count + 1
+            }
+            for (index, line) in lines.enumerated() {
+                let text = line.joined(separator: " ")
+                if index < lines.count - 1 && session.capVersion >= 302 { capReply("LS", "*", text) } else { capReply("LS", text) }
+            }
         case "LIST":
-            capReply("LIST", clients[id]!.caps.names.joined(separator: " "))
+            capReply("LIST", session.caps.names.joined(separator: " "))
         case "REQ":
-            if !clients[id]!.registered { clients[id]!.capNegotiating = true }
+            if !session.registered { session.capNegotiating = true }
             let asked = request.params.count > 1 ? request.params[1] : ""
-            var caps = clients[id]!.caps
-            var acceptable = true
+            var caps = session.caps
+            var acceptable = !asked.trimmingPrefix(" ").isEmpty
             for word in asked.split(separator: " ") {
                 let remove = word.hasPrefix("-")
                 guard let cap = Capability(rawValue: String(remove ? word.dropFirst() : word)) else {
                     acceptable = false
                     break
                 }
+                // cap-notify cannot be turned off by a 302 client (the spec says it is implied).
+                if remove && cap == .capNotify && session.capVersion >= 302 { acceptable = false; break }
                 if remove { caps.remove(cap) } else { caps.insert(cap) }
             }
             // A request is granted whole or refused whole.
             if acceptable {
-                clients[id]!.caps = caps
+                session.caps = caps
                 capReply("ACK", asked)
             } else {
                 capReply("NAK", asked)
             }
         case "END":
-            guard !clients[id]!.registered else { return }
-            clients[id]!.capNegotiating = false
-            completeRegistrationIfReady(id, now: request.now)
+            guard !session.registered else { return }
+            session.capNegotiating = false
+            completeRegistrationIfReady(session, now: request.now)
         default:
-            reply(id, .invalidCapCommand, request.params[0], "Invalid CAP command")
+            reply(session, .invalidCapCommand, request.params[0], "Invalid CAP command")
         }
     }
 
     // PASS <password>
     mutating func handlePass(_ request: Request) {
-        guard !clients[request.id]!.registered else {
-            reply(request.id, .alreadyRegistered, "You may not reregister")
+        guard !request.session.registered else {
+            reply(request.session, .alreadyRegistered, "You may not reregister")
             return
         }
-        clients[request.id]!.password = request.params[0]
+        request.session.password = request.params[0]
     }
 
     // NICK <nickname>
     mutating func handleNick(_ request: Request) {
-        let id = request.id
+        let session = request.session
+        let user = session.user
         guard let wanted = request.params.first, !wanted.isEmpty else {
-            reply(id, .noNicknameGiven, "No nickname given")
+            reply(session, .noNicknameGiven, "No nickname given")
             return
         }
-        if let problem = IRCNames.nickProblem(wanted, maxBytes: config.nickLength) {
-            reply(id, .erroneousNickname, wanted, problem)
-            log(id, "error: erroneous nickname \"\(wanted)\" (432)")
+        if let problem = nickProblem(wanted, for: user) {
+            reply(session, problem.numeric, wanted, problem.reason)
+            log(session, "error: nickname \"\(PlainText.visible(wanted))\" refused (\(problem.numeric.rawValue)): \(problem.reason)")
             return
+        }
+        if user.nick == wanted { return }
+        // Taken before the change: the announcement comes from the old name.
+        let oldNick = user.nick
+        let oldPrefix = user.prefix
+        if let old = oldNick { releaseNick(old, of: user, wasOnline: session.registered) }
+        claimNick(wanted, for: user)
+        if session.registered {
+            let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
+            deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: request.now)
+            log(session, "\(oldNick ?? "*") is now known as \(wanted)")
+            notifyMonitors(online: user, now: request.now)
+        } else {
+            completeRegistrationIfReady(session, now: request.now)
+        }
+    }
+
+    struct NickRefusal {
+        let numeric: Numeric
+        let reason: String
+    }
+
+    /// Why `user` cannot take `wanted`: the syntax, invisible or mixed-script characters (432),
+    /// a name in use (433), or one that looks like a name in use or reserved (432).
+    func nickProblem(_ wanted: String, for user: User) -> NickRefusal? {
+        if let problem = IRCNames.nickProblem(wanted, maxBytes: config.nickLength) ?? NameSafety.nickProblem(wanted) {
+            return NickRefusal(numeric: .erroneousNickname, reason: problem)
         }
         let folded = casemapping.fold(wanted)
-        if let owner = nicks[folded], owner != id {
-            reply(id, .nicknameInUse, wanted, "Nickname is already in use")
-            return
+        if let owner = nicks[folded], owner != user.id {
+            return NickRefusal(numeric: .nicknameInUse, reason: "Nickname is already in use")
         }
-        let client = clients[id]!
-        if client.nick == wanted { return }
-        // Taken before the change: the announcement comes from the old name.
-        let oldNick = client.nick
-        let oldPrefix = client.prefix
-        if let old = oldNick { nicks.removeValue(forKey: casemapping.fold(old)) }
-        nicks[folded] = id
-        client.nick = wanted
-        for key in client.channels { channels[key]?.members[id]?.nick = wanted }
-        if client.registered {
-            let change = IRCMessage(source: oldPrefix, command: "NICK", params: [wanted])
-            deliver(change, to: [id] + neighbours(of: id), now: request.now)
-            log(id, "\(oldNick!) is now known as \(wanted)")
-        } else {
-            completeRegistrationIfReady(id, now: request.now)
+        let skeleton = Confusables.skeleton(folded)
+        if let owner = nickSkeletons[skeleton], owner != user.id, let other = users[owner]?.nick {
+            return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like \(other), who is online")
+        }
+        for reserved in config.reservedNicks where Confusables.skeleton(casemapping.fold(reserved)) == skeleton {
+            return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks like \(reserved), which is reserved")
+        }
+        return nil
+    }
+
+    mutating func claimNick(_ nick: String, for user: User) {
+        let folded = casemapping.fold(nick)
+        nicks[folded] = user.id
+        nickSkeletons[Confusables.skeleton(folded)] = user.id
+        user.nick = nick
+    }
+
+    /// Frees a nickname. When its owner was online, MONITOR watchers of it hear it is offline.
+    mutating func releaseNick(_ nick: String, of user: User, wasOnline: Bool) {
+        let folded = casemapping.fold(nick)
+        if nicks[folded] == user.id { nicks.removeValue(forKey: folded) }
+        let skeleton = Confusables.skeleton(folded)
+        if nickSkeletons[skeleton] == user.id { nickSkeletons.removeValue(forKey: skeleton) }
+        guard wasOnline else { return }
+        for watcher in monitors[folded] ?? [] {
+            for session in users[watcher]?.sessions ?? [] { reply(session, .monOffline, nick) }
         }
     }
 
     // USER <username> <mode> <unused> :<realname>
     mutating func handleUser(_ request: Request) {
-        let id = request.id
-        guard !clients[id]!.registered else {
-            reply(id, .alreadyRegistered, "You may not reregister")
+        let session = request.session
+        guard !session.registered else {
+            reply(session, .alreadyRegistered, "You may not reregister")
+            return
+        }
+        // The modern docs: an empty username or real name is an error (461).
+        guard !request.params[0].isEmpty, !request.params[3].isEmpty else {
+            reply(session, .needMoreParams, "USER", "Not enough parameters")
             return
         }
         let safe = request.params[0].unicodeScalars.filter {
             $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "._-".unicodeScalars.contains($0))
         }
-        let user = String(String.UnicodeScalarView(safe.prefix(10)))
-        clients[id]!.user = user.isEmpty ? "user" : user
-        clients[id]!.realname = UTF8Boundary.prefix(request.params[3], maxBytes: 100)
-        completeRegistrationIfReady(id, now: request.now)
+        let username = String(String.UnicodeScalarView(safe.prefix(config.userLength)))
+        session.user.username = username.isEmpty ? "user" : username
+        session.user.realname = UTF8Boundary.prefix(request.params[3], maxBytes: config.realnameLength)
+        completeRegistrationIfReady(session, now: request.now)
     }
 
     // PING <token>
     mutating func handlePing(_ request: Request) {
-        guard let token = request.params.first else {
-            reply(request.id, .noOrigin, "No origin specified")
+        guard let token = request.params.first, !token.isEmpty else {
+            reply(request.session, .noOrigin, "No origin specified")
             return
         }
-        outbox.send(request.id, IRCMessage(source: config.name, command: "PONG", params: [config.name, token]))
+        send(request.session, IRCMessage(source: config.name, command: "PONG", params: [config.name, token]))
     }
 
     // QUIT [<reason>]
     mutating func handleQuit(_ request: Request) {
         let reason = request.params.first.map { "Quit: " + UTF8Boundary.prefix($0, maxBytes: config.kickLength) } ?? "Quit"
-        closeLink(request.id, reason: reason, now: request.now)
+        closeLink(request.session, reason: reason, now: request.now)
     }
 
-    mutating func completeRegistrationIfReady(_ id: ConnectionID, now: Double) {
-        let client = clients[id]!
-        guard !client.registered, !client.capNegotiating, let nick = client.nick, client.user != nil else { return }
-        if let password = config.password, client.password != password {
-            reply(id, .passwdMismatch, "Password incorrect")
-            log(id, "error: wrong or missing password from \(nick)")
-            closeLink(id, reason: "Bad password", now: now)
+    mutating func completeRegistrationIfReady(_ session: Session, now: Double) {
+        let user = session.user
+        guard !session.registered, !session.capNegotiating, let nick = user.nick, user.username != nil else { return }
+        if let password = config.password, session.password != password {
+            reply(session, .passwdMismatch, "Password incorrect")
+            log(session, "error: wrong or missing password from \(nick)")
+            closeLink(session, reason: "Bad password", now: now)
             return
         }
-        clients[id]!.registered = true
-        log(id, "registered as \(nick) (\(clients[id]!.prefix))")
+        session.registered = true
+        registeredCount += 1
+        log(session, "registered as \(nick) (\(user.prefix))")
         let server = config.name
-        reply(id, .welcome, "Welcome to the \(config.network) IRC network, \(clients[id]!.prefix)")
-        reply(id, .yourHost, "Your host is \(server), running version \(config.version)")
-        reply(id, .created, "This server was created \(ServerTime.format(config.createdAt))")
-        outbox.send(id, IRCMessage(source: server, command: Numeric.myInfo.rawValue,
-                                   params: [nick, server, config.version, "i", "ntov", "ov"]))
+        reply(session, .welcome, "Welcome to the \(config.network) IRC network, \(user.prefix)")
+        reply(session, .yourHost, "Your host is \(server), running version \(config.version)")
+        reply(session, .created, "This server was created \(ServerTime.format(config.createdAt))")
+        reply(session, .myInfo, server, config.version, UserModes.letters, ChannelModes.letters, ChannelModes.lettersWithParameter)
+        sendISupport(session)
+        sendLusers(session)
+        sendMotd(session)
+        notifyMonitors(online: user, now: now)
+        if let room = config.room { join(session, channelName: room, key: nil, now: now) }
+    }
+
+    mutating func sendISupport(_ session: Session) {
         let tokens = config.isupport.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
         var start = 0
         while start < tokens.count {
             let chunk = Array(tokens[start..<min(start + 12, tokens.count)])
-            outbox.send(id, IRCMessage(source: server, command: Numeric.isupport.rawValue,
-                                       params: [nick] + chunk + ["are supported by this server"]))
+            reply(session, .isupport, params: chunk + ["are supported by this server"])
             start += 12
         }
-        registeredCount += 1
-        let users = registeredCount
-        reply(id, .lUserClient, "There are \(users) users and 0 invisible on 1 server")
-        reply(id, .lUserMe, "I have \(users) clients and 0 servers")
-        sendMotd(id)
-        join(id, channelName: config.room, now: now)
     }
 
-    mutating func sendMotd(_ id: ConnectionID) {
+    mutating func sendMotd(_ session: Session) {
         guard let lines = config.motd else {
-            reply(id, .noMotd, "MOTD File is missing")
+            reply(session, .noMotd, "MOTD File is missing")
             return
         }
-        reply(id, .motdStart, "- \(config.name) Message of the day - ")
-        for line in lines { reply(id, .motd, "- " + UTF8Boundary.prefix(line, maxBytes: 400)) }
-        reply(id, .endOfMotd, "End of /MOTD command.")
+        reply(session, .motdStart, "- \(config.name) Message of the day - ")
+        for line in lines { reply(session, .motd, "- " + UTF8Boundary.prefix(line, maxBytes: 400)) }
+        reply(session, .endOfMotd, "End of /MOTD command.")
+    }
+
+    /// 251–255, 265, 266, as the modern docs list them.
+    mutating func sendLusers(_ session: Session) {
+        let registered = users.values.filter { $0.sessions.contains(where: \.registered) }
+        let invisible = registered.filter(\.isInvisible).count
+        let operators = registered.filter(\.isOperator).count
+        let unknown = sessions.count - sessions.values.filter(\.registered).count
+        let total = registered.count
+        reply(session, .lUserClient, "There are \(total - invisible) users and \(invisible) invisible on 1 servers")
+        if operators > 0 { reply(session, .lUserOp, String(operators), "operator(s) online") }
+        if unknown > 0 { reply(session, .lUserUnknown, String(unknown), "unknown connection(s)") }
+        if !channels.isEmpty { reply(session, .lUserChannels, String(channels.count), "channels formed") }
+        reply(session, .lUserMe, "I have \(total) clients and 0 servers")
+        reply(session, .localUsers, String(total), String(total), "Current local users \(total), max \(total)")
+        reply(session, .globalUsers, String(total), String(total), "Current global users \(total), max \(total)")
     }
 }

@@ -1,14 +1,48 @@
+import IRCWire
+
+/// An IRC operator: OPER NAME PASSWORD gives user mode +o when the password matches the hash.
+public struct OperatorBlock: Sendable, Equatable {
+    public var name: String
+    /// `sha256:SALT:HEX`, HEX being SHA-256 of SALT followed by the password (`chat-tui
+    /// --hash-password` makes one). The trust issue replaces this with OpenSSL's PBKDF2.
+    public var passwordHash: String
+
+    public init(name: String, passwordHash: String) {
+        self.name = name
+        self.passwordHash = passwordHash
+    }
+
+    public static func hash(_ password: String, salt: String) -> String {
+        "sha256:\(salt):" + SHA256.hash(Array((salt + password).utf8))
+    }
+
+    public func accepts(_ password: String) -> Bool {
+        let parts = passwordHash.split(separator: ":", maxSplits: 2).map(String.init)
+        guard parts.count == 3, parts[0] == "sha256" else { return false }
+        let candidate = OperatorBlock.hash(password, salt: parts[1])
+        // Compare without an early exit, so timing says nothing about how much matched.
+        var difference = UInt8(candidate.utf8.count == passwordHash.utf8.count ? 0 : 1)
+        for (a, b) in zip(candidate.utf8, passwordHash.utf8) { difference |= a ^ b }
+        return difference == 0
+    }
+}
+
 /// Everything `chat-tui --serve` can be told.
 public struct ServerConfig: Sendable {
     /// The server's name, the source of its numerics.
     public var name = "chat-tui.local"
     public var network = "chat-tui"
-    /// The room every registered user joins.
-    public var room = "#lobby"
+    /// The room every registered user joins, or nil (`--room none`) for explicit JOINs only.
+    public var room: String? = "#lobby"
     /// Lines of the message of the day; nil sends 422.
     public var motd: [String]?
     /// When set, a client must send this with PASS before registering.
     public var password: String?
+    public var operators: [OperatorBlock] = []
+    /// Nicknames nobody may take, nor anything that looks like them.
+    public var reservedNicks = ["NickServ", "ChanServ", "OperServ", "MemoServ", "HostServ", "BotServ", "Global", "root", "admin", "services"]
+    /// Lines of ADMIN: location, second location, e-mail.
+    public var adminInfo = ["chat-tui host", "", ""]
     /// Seconds a connection may take to register.
     public var registrationTimeout: Double = 60
     /// Seconds of silence before the server sends PING.
@@ -20,31 +54,60 @@ public struct ServerConfig: Sendable {
     public var topicLength = 390
     public var awayLength = 200
     public var kickLength = 390
-    /// Targets one PRIVMSG or NOTICE may name.
+    public var userLength = 10
+    public var realnameLength = 100
+    /// Targets one PRIVMSG, NOTICE or TAGMSG may name.
     public var maxTargets = 4
-    public var version = "chat-tui-0.1"
+    /// Mode changes with a parameter in one MODE command.
+    public var maxModes = 6
+    /// Rooms one user may be in.
+    public var channelLimit = 100
+    /// Names one user may MONITOR.
+    public var monitorLimit = 100
+    /// Departed users WHOWAS remembers.
+    public var whowasLimit = 1000
+    /// Rooms invited to at once, per room kept (cleared when the invitee joins or the room ends).
+    public var inviteListLimit = 100
+    public var version = "chat-tui-0.2"
     /// When the server started, seconds since 1970, for 003.
     public var createdAt: Double = 0
 
     public init() {}
 
+    /// TARGMAX: how many targets each command takes.
+    public var targetLimits: [String: Int] {
+        ["PRIVMSG": maxTargets, "NOTICE": maxTargets, "TAGMSG": maxTargets, "NAMES": 1, "WHOIS": 1,
+         "KICK": 1, "JOIN": 10, "PART": 10, "LIST": 10, "MONITOR": monitorLimit, "WHO": 1, "INVITE": 1]
+    }
+
     /// The ISUPPORT tokens this server advertises in 005.
     public var isupport: ISupportTokens {
         [
             ("AWAYLEN", String(awayLength)),
-            ("CASEMAPPING", "rfc1459"),
-            ("CHANLIMIT", "#:"),
-            ("CHANMODES", ",,,nt"),
+            ("BOT", "B"),
+            ("CASEMAPPING", Casemapping.rfc1459.rawValue),
+            ("CHANLIMIT", "#:\(channelLimit)"),
+            ("CHANMODES", ChannelModes.chanmodesToken),
             ("CHANNELLEN", String(channelLength)),
             ("CHANTYPES", "#"),
+            ("ELIST", "CMNTU"),
+            ("EXCEPTS", "e"),
+            ("HOSTLEN", "64"),
+            ("INVEX", "I"),
+            ("KEYLEN", String(ChannelModes.keyLength)),
             ("KICKLEN", String(kickLength)),
-            ("MODES", "4"),
+            ("MAXLIST", ChannelModes.maxListToken),
+            ("MAXTARGETS", String(maxTargets)),
+            ("MODES", String(maxModes)),
+            ("MONITOR", String(monitorLimit)),
             ("NETWORK", network),
             ("NICKLEN", String(nickLength)),
-            ("PREFIX", "(ov)@+"),
-            ("TARGMAX", "PRIVMSG:\(maxTargets),NOTICE:\(maxTargets),TAGMSG:\(maxTargets),NAMES:1,WHOIS:1,KICK:1"),
+            ("PREFIX", ChannelModes.prefixToken),
+            ("TARGMAX", targetLimits.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")),
             ("TOPICLEN", String(topicLength)),
+            ("USERLEN", String(userLength)),
             ("UTF8ONLY", ""),
+            ("WHOX", ""),
         ]
     }
 }

@@ -208,8 +208,12 @@ final class ServerRuntime {
                 switch item {
                 case .send(let id, let bytes):
                     enqueue(bytes, for: id)
-                case .sendMany(let ids, let bytes):
-                    for id in ids { enqueue(bytes, for: id) }
+                case .deliver(let delivery):
+                    // Serialised once per form, appended to each recipient of that form.
+                    for group in delivery.groups {
+                        let bytes = Rendering.render(delivery.message, group.variant)
+                        for id in group.connections { enqueue(bytes, for: id) }
+                    }
                 case .close(let id):
                     if let connection = connections[id.raw] { markClosing(connection) }
                 case .log(let text):

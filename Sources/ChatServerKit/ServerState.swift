@@ -1,93 +1,32 @@
 import IRCWire
 
-/// One connected client as the server sees it. A class, not a struct: a fan-out or a direct
-/// message reads several fields of several clients, and a dictionary of structs copied the
-/// whole record (and retained all its strings) on every read — the largest cost in the profile.
-/// `ServerState` still does no I/O, but it must not be copied and the copies mutated apart.
-final class Client {
-    let id: ConnectionID
-    /// The peer's address, as it appears in `nick!user@host`.
-    let host: String
-    /// `host:port`, for logs.
-    let peer: String
-    var nick: String? { didSet { prefix = Client.makePrefix(nick, user, host) } }
-    var user: String? { didSet { prefix = Client.makePrefix(nick, user, host) } }
-    var realname = ""
-    var registered = false
-    /// CAP LS or REQ before registration holds registration until CAP END.
-    var capNegotiating = false
-    var password: String?
-    var away: String?
-    var invisible = false
-    var caps = CapabilitySet()
-    /// Folded names of the rooms the client is in.
-    var channels: Set<String> = []
-    let connectedAt: Double
-    var lastActivity: Double
-    /// When the client last sent PRIVMSG or NOTICE, for WHOIS idle time.
-    var lastSpoke: Double
-    var pingSentAt: Double?
-
-    /// `nick!user@host`, kept ready: every relayed message carries it.
-    private(set) var prefix: String
-
-    static func makePrefix(_ nick: String?, _ user: String?, _ host: String) -> String {
-        "\(nick ?? "*")!\(user ?? "unknown")@\(host)"
-    }
-    var replyName: String { nick ?? "*" }
-
-    init(id: ConnectionID, host: String, peer: String, connectedAt: Double, lastActivity: Double, lastSpoke: Double) {
-        self.id = id
-        self.host = host
-        self.peer = peer
-        self.connectedAt = connectedAt
-        self.lastActivity = lastActivity
-        self.lastSpoke = lastSpoke
-        prefix = Client.makePrefix(nil, nil, host)
-    }
-}
-
-/// One member of a room: operator and voice, and the nickname kept here too so that listing
-/// a big room reads the room alone.
-struct MemberStatus: Equatable {
-    var nick: String
-    var op = false
-    var voice = false
-
-    /// `@+` with multi-prefix, else only the highest.
-    func prefix(all: Bool) -> String {
-        if all { return (op ? "@" : "") + (voice ? "+" : "") }
-        return op ? "@" : (voice ? "+" : "")
-    }
-}
-
-struct Channel {
-    /// As first created, for display.
-    let name: String
-    let createdAt: Double
-    var topic = ""
-    var topicSetBy = ""
-    var topicSetAt: Double = 0
-    /// +n: only members may send.
-    var noExternalMessages = true
-    /// +t: only operators may set the topic.
-    var topicLocked = true
-    var members: [ConnectionID: MemberStatus] = [:]
-
-    var modeString: String { "+" + (noExternalMessages ? "n" : "") + (topicLocked ? "t" : "") }
-}
-
 /// The whole server as a value: it takes events (a connection opened, a line arrived, a
 /// connection closed, time passed) and records what to send to whom in `outbox`. It does no I/O.
 public struct ServerState {
     public let config: ServerConfig
-    let casemapping = Casemapping.unicode
-    var clients: [ConnectionID: Client] = [:]
-    /// Folded nickname to its owner, registered or not.
-    var nicks: [String: ConnectionID] = [:]
-    /// Folded room name to room.
+    let casemapping = Casemapping.rfc1459
+    var sessions: [ConnectionID: Session] = [:]
+    var users: [UserID: User] = [:]
+    /// Folded nickname to its owner, registered or not. The nickname itself is on `User`.
+    var nicks: [String: UserID] = [:]
+    /// Skeletons (TR39) of the folded nicknames in use, to their owners, so look-alikes are refused.
+    var nickSkeletons: [String: UserID] = [:]
+    /// Folded room name to room. A room exists while it has members.
     var channels: [String: Channel] = [:]
+    /// Skeletons of the folded room names, to the folded name.
+    var channelSkeletons: [String: String] = [:]
+    var membership = Membership()
+    /// Folded nickname to the users who MONITOR it.
+    var monitors: [String: Set<UserID>] = [:]
+    /// Departed users, newest last, at most `config.whowasLimit`.
+    var whowas: [WhowasEntry] = []
     public internal(set) var outbox = Outbox()
+    /// The replies of the command being handled, flushed by `dispatch` (labeled-response wraps them here).
+    var response: ResponseBuffer?
+    var nextUserID: UInt64 = 1
+    var messageIDs = MessageIDs()
+    var nextBatch: UInt64 = 1
+    public internal(set) var registeredCount = 0
 
     public init(config: ServerConfig) {
         self.config = config
@@ -99,203 +38,344 @@ public struct ServerState {
         return outbox
     }
 
-    public var connectionCount: Int { clients.count }
-    public internal(set) var registeredCount = 0
+    public var connectionCount: Int { sessions.count }
 
     /// The nicknames in a room, for tests and logs.
     public func members(of room: String) -> [String] {
-        guard let channel = channels[casemapping.fold(room)] else { return [] }
-        return channel.members.keys.compactMap { clients[$0]?.nick }.sorted()
+        (membership.members[casemapping.fold(room)] ?? [:]).keys.compactMap { users[$0]?.nick }.sorted()
     }
 
     // MARK: Events from the runtime
 
     public mutating func connected(_ id: ConnectionID, host: String, peer: String, now: Double) {
-        clients[id] = Client(id: id, host: host, peer: peer, connectedAt: now, lastActivity: now, lastSpoke: now)
-        log(id, "connected")
+        let user = User(id: UserID(nextUserID), host: host, now: now)
+        nextUserID += 1
+        let session = Session(connection: id, user: user, peer: peer, now: now)
+        user.sessions = [session]
+        users[user.id] = user
+        sessions[id] = session
+        log(session, "connected")
     }
 
     /// The connection is gone (closed by the peer, reset, unwritable); tell everyone who shared a room.
     public mutating func disconnected(_ id: ConnectionID, reason: String, now: Double) {
-        guard clients[id] != nil else { return }
-        removeClient(id, quitMessage: reason, now: now)
+        guard let session = sessions[id] else { return }
+        removeSession(session, quitMessage: reason, now: now)
     }
 
     /// One complete line from the connection.
     public mutating func received(_ line: [UInt8], from id: ConnectionID, now: Double) {
-        guard clients[id] != nil else { return }
-        clients[id]!.lastActivity = now
-        clients[id]!.pingSentAt = nil
+        guard let session = sessions[id] else { return }
+        session.lastActivity = now
+        session.pingSentAt = nil
+        // message-tags: a client's tag data is at most 4094 bytes (plus `@` and the space).
+        if line.first == UInt8(ascii: "@"), let space = line.firstIndex(of: UInt8(ascii: " ")), space > 4095 {
+            sendNow(session, numeric(session, .inputTooLong, "Input line was too long"))
+            log(session, "error: \(space) bytes of tags (417) from \(session.user.replyName)")
+            return
+        }
         let message: IRCMessage
         do {
             message = try IRCMessage(bytes: line)
         } catch {
-            rejected(error, from: id)
+            rejected(error, from: session)
             return
         }
-        dispatch(message, from: id, now: now)
+        dispatch(message, from: session, now: now)
     }
 
     /// A line longer than the framer holds arrived and was discarded.
     public mutating func receivedOverlongLine(from id: ConnectionID, discardedBytes: Int) {
-        guard let client = clients[id] else { return }
-        reply(id, .inputTooLong, "Input line was too long")
-        log(id, "error: line of \(discardedBytes) bytes discarded (417) from \(client.replyName)")
+        guard let session = sessions[id] else { return }
+        sendNow(session, numeric(session, .inputTooLong, "Input line was too long"))
+        log(session, "error: line of \(discardedBytes) bytes discarded (417) from \(session.user.replyName)")
     }
 
     /// Called about once a second: closes connections that never registered, pings quiet ones,
     /// and declares dead those that did not answer.
     public mutating func tick(now: Double) {
-        var timedOut: [(ConnectionID, String)] = []
-        var toPing: [ConnectionID] = []
-        for (id, client) in clients {
-            if !client.registered {
-                if now - client.connectedAt >= config.registrationTimeout {
-                    timedOut.append((id, "Registration timed out"))
+        var timedOut: [(Session, String)] = []
+        for session in sessions.values {
+            if !session.registered {
+                if now - session.connectedAt >= config.registrationTimeout {
+                    timedOut.append((session, "Registration timed out"))
                 }
-            } else if let sent = client.pingSentAt {
+            } else if let sent = session.pingSentAt {
                 if now - sent >= config.pingTimeout {
-                    timedOut.append((id, "Ping timeout: \(Int((now - client.lastActivity).rounded())) seconds"))
+                    timedOut.append((session, "Ping timeout: \(Int((now - session.lastActivity).rounded())) seconds"))
                 }
-            } else if now - client.lastActivity >= config.pingInterval {
-                toPing.append(id)
+            } else if now - session.lastActivity >= config.pingInterval {
+                session.pingSentAt = now
+                outbox.send(session.connection, IRCMessage(command: "PING", params: [config.name]))
             }
         }
-        for id in toPing {
-            clients[id]!.pingSentAt = now
-            outbox.send(id, IRCMessage(command: "PING", params: [config.name]))
-        }
-        for (id, reason) in timedOut.sorted(by: { $0.0 < $1.0 }) {
-            closeLink(id, reason: reason, now: now)
+        for (session, reason) in timedOut.sorted(by: { $0.0.connection < $1.0.connection }) {
+            closeLink(session, reason: reason, now: now)
         }
     }
 
     // MARK: Dispatch
 
     struct Request {
-        let id: ConnectionID
+        let session: Session
         let message: IRCMessage
         let now: Double
         var params: [String] { message.params }
+        var user: User { session.user }
     }
 
-    mutating func dispatch(_ message: IRCMessage, from id: ConnectionID, now: Double) {
+    mutating func dispatch(_ message: IRCMessage, from session: Session, now: Double) {
+        let label = session.caps.contains(.labeledResponse) ? message.tag("label").map { UTF8Boundary.prefix($0, maxBytes: 64) } : nil
+        response = ResponseBuffer(session: session, label: label)
+        defer { flushResponse() }
         guard let command = ServerState.commands[message.command] else {
-            reply(id, .unknownCommand, message.command, "Unknown command")
+            reply(session, .unknownCommand, UTF8Boundary.prefix(message.command, maxBytes: 32), "Unknown command")
             return
         }
-        let client = clients[id]!
-        if !client.registered && !command.beforeRegistration {
-            reply(id, .notRegistered, "You have not registered")
+        if !session.registered && !command.beforeRegistration {
+            reply(session, .notRegistered, "You have not registered")
+            return
+        }
+        if command.operatorOnly && !session.user.isOperator {
+            reply(session, .noPrivileges, "Permission Denied- You're not an IRC operator")
             return
         }
         if message.params.count < command.minParams {
-            reply(id, .needMoreParams, message.command, "Not enough parameters")
+            reply(session, .needMoreParams, message.command, "Not enough parameters")
             return
         }
-        command.run(&self, Request(id: id, message: message, now: now))
+        command.run(&self, Request(session: session, message: message, now: now))
     }
 
-    mutating func rejected(_ error: IRCParseError, from id: ConnectionID) {
-        let name = clients[id]?.replyName ?? "*"
+    mutating func rejected(_ error: IRCParseError, from session: Session) {
+        let name = session.user.replyName
         switch error {
         case .empty:
             return // RFC 1459: empty lines are silently ignored.
         case .lineTooLong, .tagsTooLong:
-            reply(id, .inputTooLong, "Input line was too long")
+            sendNow(session, numeric(session, .inputTooLong, "Input line was too long"))
         case .invalidCommand(let command):
-            reply(id, .unknownCommand, UTF8Boundary.prefix(command, maxBytes: 32), "Unknown command")
+            sendNow(session, numeric(session, .unknownCommand, UTF8Boundary.prefix(command, maxBytes: 32), "Unknown command"))
         case .missingCommand:
-            outbox.send(id, IRCMessage(source: config.name, command: "NOTICE", params: [name, "Line ignored: it has no command"]))
+            sendNow(session, IRCMessage(source: config.name, command: "NOTICE", params: [name, "Line ignored: it has no command"]))
         case .containsNul:
-            outbox.send(id, IRCMessage(source: config.name, command: "NOTICE", params: [name, "Line ignored: it contains a NUL byte"]))
+            sendNow(session, IRCMessage(source: config.name, command: "NOTICE", params: [name, "Line ignored: it contains a NUL byte"]))
         }
-        log(id, "error: \(error) from \(name)")
+        log(session, "error: \(error) from \(name)")
     }
 
-    // MARK: Helpers shared by the handlers
+    // MARK: Replies
 
-    mutating func reply(_ id: ConnectionID, _ numeric: Numeric, _ params: String...) {
-        let target = clients[id]?.replyName ?? "*"
-        outbox.send(id, IRCMessage(source: config.name, command: numeric.rawValue, params: [target] + params))
+    func numeric(_ session: Session, _ numeric: Numeric, _ params: String...) -> IRCMessage {
+        IRCMessage(source: config.name, command: numeric.rawValue, params: [session.user.replyName] + params)
     }
 
-    mutating func log(_ id: ConnectionID, _ text: String) {
-        let peer = clients[id]?.peer ?? "?"
-        outbox.items.append(.log("[\(peer)] \(text)"))
+    func numeric(_ session: Session, _ numeric: Numeric, params: [String]) -> IRCMessage {
+        IRCMessage(source: config.name, command: numeric.rawValue, params: [session.user.replyName] + params)
     }
 
-    func client(named nick: String) -> ConnectionID? {
-        guard let id = nicks[casemapping.fold(nick)], clients[id]?.registered == true else { return nil }
-        return id
+    /// A numeric to `session`: into the command's response when it is the one asking, else at once.
+    mutating func reply(_ session: Session, _ numeric: Numeric, _ params: String...) {
+        send(session, self.numeric(session, numeric, params: params))
     }
 
-    /// Everyone who shares a room with `id`, without `id` itself, each once.
-    func neighbours(of id: ConnectionID) -> Set<ConnectionID> {
-        var result: Set<ConnectionID> = []
-        for key in clients[id]?.channels ?? [] {
-            for member in channels[key]?.members.keys ?? [:].keys { result.insert(member) }
+    mutating func reply(_ session: Session, _ numeric: Numeric, params: [String]) {
+        send(session, self.numeric(session, numeric, params: params))
+    }
+
+    /// Any message to one connection, through the response buffer when it is the requester's.
+    mutating func send(_ session: Session, _ message: IRCMessage) {
+        if let response, response.session === session {
+            self.response!.messages.append(message)
+        } else {
+            sendNow(session, message)
         }
-        result.remove(id)
-        return result
     }
 
-    /// Sends one relayed message to many clients. It is serialised at most four times
-    /// (with or without `time`, with or without client tags), not once per recipient, and
-    /// handed to the runtime as one item per form.
-    mutating func deliver(_ message: IRCMessage, to recipients: some Sequence<ConnectionID>, now: Double,
-                          onlyWithCapability required: Capability? = nil) {
-        // One recipient (a direct message): no grouping, no arrays.
-        if recipients.underestimatedCount == 1, let only = recipients.first(where: { _ in true }) {
-            guard let caps = clients[only]?.caps, required.map(caps.contains) ?? true else { return }
-            outbox.items.append(.send(only, variant(of: message, caps.relayVariant, now: now)))
+    mutating func sendNow(_ session: Session, _ message: IRCMessage) {
+        outbox.items.append(.send(session.connection, Rendering.render(message, session.variant)))
+    }
+
+    /// A FAIL/WARN/NOTE (standard-replies), or a NOTICE saying the same to clients without it.
+    mutating func standardReply(_ session: Session, _ kind: String, command: String, code: String, context: [String] = [], _ text: String) {
+        if session.caps.contains(.standardReplies) {
+            send(session, IRCMessage(source: config.name, command: kind, params: [command, code] + context + [text]))
+        } else {
+            send(session, IRCMessage(source: config.name, command: "NOTICE", params: [session.user.replyName, "\(command): \(text)"]))
+        }
+    }
+
+    /// Writes the response of the command being handled: as it is, with its label, or in a
+    /// `labeled-response` batch when there is more than one line (an ACK when there is none).
+    mutating func flushResponse() {
+        guard let buffer = response else { return }
+        response = nil
+        let session = buffer.session
+        guard sessions[session.connection] != nil || !buffer.messages.isEmpty else { return }
+        var variant = session.variant
+        if session.caps.contains(.batch) { variant.insert(.batch) }
+        guard let label = buffer.label else {
+            if buffer.messages.isEmpty { return }
+            var bytes: [UInt8] = []
+            for message in buffer.messages { bytes += Rendering.render(message, variant) }
+            outbox.items.append(.send(session.connection, bytes))
             return
         }
-        var groups: [[ConnectionID]] = [[], [], [], []]
+        variant.insert(.label)
+        variant.insert(.batch)
+        var bytes: [UInt8] = []
+        switch buffer.messages.count {
+        case 0:
+            bytes = Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "ACK"), variant)
+        case 1:
+            var only = buffer.messages[0]
+            only.tags.insert(IRCTag("label", label), at: 0)
+            bytes = Rendering.render(only, variant)
+        default:
+            let reference = newBatchReference()
+            bytes += Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "BATCH",
+                                                 params: ["+" + reference, "labeled-response"]), variant)
+            for var message in buffer.messages {
+                message.tags.insert(IRCTag("batch", reference), at: 0)
+                bytes += Rendering.render(message, variant)
+            }
+            bytes += Rendering.render(IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]), variant)
+        }
+        outbox.items.append(.send(session.connection, bytes))
+    }
+
+    mutating func newBatchReference() -> String {
+        defer { nextBatch += 1 }
+        return "b" + String(nextBatch, radix: 36)
+    }
+
+    mutating func log(_ session: Session, _ text: String) {
+        outbox.items.append(.log("[\(session.peer)] \(text)"))
+    }
+
+    // MARK: Lookups
+
+    func user(named nick: String) -> User? {
+        guard let id = nicks[casemapping.fold(nick)], let user = users[id], user.sessions.contains(where: \.registered) else { return nil }
+        return user
+    }
+
+    func channel(named name: String) -> (key: String, channel: Channel)? {
+        let key = casemapping.fold(name)
+        guard let channel = channels[key] else { return nil }
+        return (key, channel)
+    }
+
+    // MARK: Delivery
+
+    /// Sends one relayed message to users. Each recipient's connections get the form their
+    /// capabilities ask for; the message is serialised once per form, by the runtime. The
+    /// requester's own copy (echo-message, its JOIN, its NICK) joins the command's response,
+    /// so a labelled command's echo carries the label.
+    mutating func deliver(_ message: IRCMessage, to recipients: some Sequence<UserID>, now: Double,
+                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil) {
+        var message = message
+        if message.tag("time") == nil { message.tags.insert(IRCTag("time", ServerTime.format(now)), at: 0) }
+        let storable = Delivery.storableCommands.contains(message.command)
+        if storable && message.tag("msgid") == nil { message.tags.insert(IRCTag("msgid", messageIDs.next(now: now)), at: 1) }
+        var groups = [[ConnectionID]](repeating: [], count: RenderVariant.relayCount)
         for id in recipients {
-            guard let caps = clients[id]?.caps else { continue }
-            if let required, !caps.contains(required) { continue }
-            groups[caps.relayVariant].append(id)
+            guard let user = users[id] else { continue }
+            for session in user.sessions where session.registered {
+                if let required, !session.caps.contains(required) { continue }
+                if let excluded, session.caps.contains(excluded) { continue }
+                if let response, response.session === session {
+                    self.response!.messages.append(message)
+                    continue
+                }
+                groups[Int(session.variant.rawValue)].append(session.connection)
+            }
         }
-        for (variant, ids) in groups.enumerated() where !ids.isEmpty {
-            let bytes = self.variant(of: message, variant, now: now)
-            outbox.items.append(ids.count == 1 ? .send(ids[0], bytes) : .sendMany(ids, bytes))
+        var result: [(variant: RenderVariant, connections: [ConnectionID])] = []
+        for (index, ids) in groups.enumerated() where !ids.isEmpty {
+            result.append((RenderVariant(rawValue: UInt8(index)), ids))
+        }
+        if !result.isEmpty || storable {
+            outbox.items.append(.deliver(Delivery(message: message, groups: result, storable: storable)))
         }
     }
 
-    /// The message as one kind of recipient gets it: with or without `time`, with or without client tags.
-    func variant(of message: IRCMessage, _ variant: Int, now: Double) -> [UInt8] {
-        if variant == 2 || (variant == 0 && message.tags.isEmpty) { return message.serialized() }
-        var copy = message
-        if variant & 2 == 0 { copy.tags.removeAll() }
-        if variant & 1 != 0 { copy.tags.insert(IRCTag("time", ServerTime.format(now)), at: 0) }
-        return copy.serialized()
+    /// The `account` tag for messages from `user`, when it is logged in.
+    func accountTags(_ user: User) -> [IRCTag] {
+        var tags: [IRCTag] = []
+        if let account = user.account { tags.append(IRCTag("account", account)) }
+        if user.isBot { tags.append(IRCTag("bot")) }
+        return tags
     }
 
-    /// Sends `ERROR`, forgets the client, tells the others it quit, and asks the runtime to close it.
-    mutating func closeLink(_ id: ConnectionID, reason: String, now: Double) {
-        guard let client = clients[id] else { return }
-        outbox.send(id, IRCMessage(command: "ERROR", params: ["Closing Link: \(client.host) (\(reason))"]))
-        removeClient(id, quitMessage: reason, now: now)
+    // MARK: Leaving
+
+    /// Sends `ERROR`, forgets the user, tells the others it quit, and asks the runtime to close it.
+    mutating func closeLink(_ session: Session, reason: String, now: Double) {
+        guard sessions[session.connection] != nil else { return }
+        send(session, IRCMessage(command: "ERROR", params: ["Closing Link: \(session.user.host) (\(reason))"]))
+        // The ERROR must be written before the close.
+        if response?.session === session { flushResponse() }
+        removeSession(session, quitMessage: reason, now: now)
     }
 
-    mutating func removeClient(_ id: ConnectionID, quitMessage: String, now: Double) {
-        guard let client = clients[id] else { return }
-        if client.registered {
-            let quit = IRCMessage(source: client.prefix, command: "QUIT", params: [quitMessage])
-            deliver(quit, to: neighbours(of: id), now: now)
+    mutating func removeSession(_ session: Session, quitMessage: String, now: Double) {
+        guard sessions.removeValue(forKey: session.connection) != nil else { return }
+        let user = session.user
+        user.sessions.removeAll { $0 === session }
+        if response?.session === session { response = nil }
+        if user.sessions.isEmpty {
+            if session.registered {
+                let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [quitMessage])
+                deliver(quit, to: membership.neighbours(of: user.id), now: now)
+                registeredCount -= 1
+                rememberDeparture(user, now: now)
+            }
+            for key in membership.rooms(of: user.id) { removeMember(user.id, from: key) }
+            if let nick = user.nick { releaseNick(nick, of: user, wasOnline: session.registered) }
+            for name in user.monitoring.keys { monitors[name]?.remove(user.id) }
+            users.removeValue(forKey: user.id)
         }
-        for key in client.channels { removeMember(id, from: key) }
-        if client.registered { registeredCount -= 1 }
-        if let nick = client.nick, nicks[casemapping.fold(nick)] == id { nicks.removeValue(forKey: casemapping.fold(nick)) }
-        log(id, client.registered ? "\(client.nick ?? "*") quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
-        clients.removeValue(forKey: id)
-        outbox.items.append(.close(id))
+        log(session, session.registered ? "\(user.replyName) quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
+        outbox.items.append(.close(session.connection))
     }
 
-    mutating func removeMember(_ id: ConnectionID, from key: String) {
-        channels[key]?.members.removeValue(forKey: id)
-        clients[id]?.channels.remove(key)
-        if channels[key]?.members.isEmpty == true { channels.removeValue(forKey: key) }
+    mutating func removeMember(_ id: UserID, from key: String) {
+        if membership.remove(id, from: key), let channel = channels.removeValue(forKey: key) {
+            channelSkeletons.removeValue(forKey: Confusables.skeleton(key))
+            _ = channel
+        }
+    }
+
+    mutating func rememberDeparture(_ user: User, now: Double) {
+        guard let nick = user.nick, config.whowasLimit > 0 else { return }
+        if whowas.count >= config.whowasLimit { whowas.removeFirst(whowas.count - config.whowasLimit + 1) }
+        whowas.append(WhowasEntry(nick: nick, username: user.username ?? "unknown", host: user.host, realname: user.realname, leftAt: now))
+    }
+}
+
+/// The replies to one command, held until it is done.
+struct ResponseBuffer {
+    let session: Session
+    let label: String?
+    var messages: [IRCMessage] = []
+}
+
+/// `msgid` values: unique, opaque, and sortable by time (milliseconds since 1970 in the high
+/// bits, a counter below), written in base 32 so they stay short.
+struct MessageIDs {
+    private var last: UInt64 = 0
+
+    mutating func next(now: Double) -> String {
+        let candidate = UInt64(max(0, now * 1000)) << 16
+        last = max(last + 1, candidate)
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+        var value = last
+        var digits = [UInt8](repeating: 0, count: 13)
+        for i in stride(from: 12, through: 0, by: -1) {
+            digits[i] = alphabet[Int(value & 31)]
+            value >>= 5
+        }
+        return String(decoding: digits, as: UTF8.self)
     }
 }

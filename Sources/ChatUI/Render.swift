@@ -32,7 +32,7 @@ enum Palette {
     /// The same colour for the same nick, on every screen and every run (FNV-1a of the folded name).
     static func nickStyle(_ nick: String, own: Bool) -> Style {
         var hash: UInt32 = 2_166_136_261
-        for byte in Casemapping.unicode.fold(nick).utf8 {
+        for byte in Casemapping.rfc1459.fold(nick).utf8 {
             hash = (hash ^ UInt32(byte)) &* 16_777_619
         }
         return Style(foreground: nickColors[Int(hash % UInt32(nickColors.count))], bold: own)

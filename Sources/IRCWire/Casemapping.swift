@@ -1,13 +1,17 @@
 /// How nicknames and room names compare, as the `CASEMAPPING` ISUPPORT token names it.
+///
+/// The tokens define only the ASCII range. Letters beyond it fold by their Unicode lowercase
+/// mapping under every mapping, as servers that allow them (ours, ergo with PRECIS) fold them:
+/// `Zoë` and `ZOË`, composed or decomposed, are one name. Our server advertises `rfc1459`
+/// and folds exactly as `Casemapping.rfc1459.fold` does; our client reads the token and
+/// folds the same way, so both sides agree on every name.
 public enum Casemapping: String, Sendable, CaseIterable {
     /// Only A–Z fold to a–z.
     case ascii
-    /// A–Z and also `[]\^` fold to `{}|~`, as in RFC 1459.
+    /// A–Z and also `[]\^` fold to `{}|~`, as in RFC 1459 (the default of most servers).
     case rfc1459
-    /// As `rfc1459` for ASCII, and Unicode lower-casing for every other letter, so that
-    /// `Zoë` and `ZOË` (in any Unicode normalisation) are one name. This is what our server uses;
-    /// it advertises `rfc1459`, which agrees with it on every ASCII name.
-    case unicode
+    /// A–Z and `[]\` fold to `{}|`, but `^` and `~` stay apart.
+    case strictRFC1459 = "strict-rfc1459"
 
     public init(token: String) {
         self = Casemapping(rawValue: token.lowercased()) ?? .rfc1459
@@ -25,22 +29,15 @@ public enum Casemapping: String, Sendable, CaseIterable {
         if isASCII { return String(decoding: bytes, as: UTF8.self) }
         // Swift strings compare and hash by canonical equivalence, so a composed and a
         // decomposed `ë` are already one key; only case is left to fold.
-        switch self {
-        case .ascii, .rfc1459:
-            return String(String.UnicodeScalarView(name.unicodeScalars.map { scalar in
-                scalar.isASCII ? Unicode.Scalar(foldASCII(UInt8(scalar.value))) : scalar
-            }))
-        case .unicode:
-            var folded = ""
-            for scalar in name.unicodeScalars {
-                if scalar.isASCII {
-                    folded.unicodeScalars.append(Unicode.Scalar(foldASCII(UInt8(scalar.value))))
-                } else {
-                    folded += scalar.properties.lowercaseMapping
-                }
+        var folded = ""
+        for scalar in name.unicodeScalars {
+            if scalar.isASCII {
+                folded.unicodeScalars.append(Unicode.Scalar(foldASCII(UInt8(scalar.value))))
+            } else {
+                folded += scalar.properties.lowercaseMapping
             }
-            return folded
         }
+        return folded
     }
 
     public func equal(_ a: String, _ b: String) -> Bool { fold(a) == fold(b) }
@@ -49,7 +46,8 @@ public enum Casemapping: String, Sendable, CaseIterable {
     private func foldASCII(_ byte: UInt8) -> UInt8 {
         switch byte {
         case 65...90: return byte + 32
-        case 91...94 where self != .ascii: return byte + 32 // [ \ ] ^ -> { | } ~
+        case 91...93 where self != .ascii: return byte + 32 // [ \ ] -> { | }
+        case 94 where self == .rfc1459: return byte + 32 // ^ -> ~
         default: return byte
         }
     }

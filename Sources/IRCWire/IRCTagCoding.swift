@@ -5,14 +5,36 @@ public enum IRCTagCoding {
         var tags: [IRCTag] = []
         for item in raw.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: true) {
             if let eq = item.firstIndex(of: UInt8(ascii: "=")) {
+                guard isValidKey(item[item.startIndex..<eq]) else { continue }
                 let key = String(decoding: item[item.startIndex..<eq], as: UTF8.self)
-                let value = unescape(item[item.index(after: eq)...])
-                if !key.isEmpty { tags.append(IRCTag(key, value)) }
-            } else {
+                tags.append(IRCTag(key, unescape(item[item.index(after: eq)...])))
+            } else if isValidKey(item) {
                 tags.append(IRCTag(String(decoding: item, as: UTF8.self)))
             }
         }
         return tags
+    }
+
+    /// A key is `[+][vendor/]name`: the name letters, digits and hyphens, the vendor a host
+    /// name. Anything else (a CR, an ESC, a space's escape) is dropped with its value.
+    public static func isValidKey(_ key: some Collection<UInt8>) -> Bool {
+        var bytes = Array(key)[...]
+        if bytes.first == UInt8(ascii: "+") { bytes = bytes.dropFirst() }
+        guard !bytes.isEmpty else { return false }
+        var slashes = 0
+        for byte in bytes {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"): continue
+            case UInt8(ascii: "."): continue
+            case UInt8(ascii: "/"): slashes += 1
+            default: return false
+            }
+        }
+        // A dot belongs to the vendor only; the name after the last slash has none.
+        guard slashes <= 1, bytes.last != UInt8(ascii: "/") else { return false }
+        let name = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).last ?? bytes
+        return !name.isEmpty && !name.contains(UInt8(ascii: "."))
     }
 
     /// `\:` is `;`, `\s` a space, `\\` a backslash, `\r` and `\n` CR and LF; any other escaped

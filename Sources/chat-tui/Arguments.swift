@@ -3,13 +3,16 @@ import IRCWire
 
 /// The command line, parsed. Every flag is documented in `usage`.
 struct Arguments {
-    enum Mode { case serve, connect, help, version }
+    enum Mode { case serve, connect, help, version, hashPassword }
 
     var mode: Mode = .help
     var headless = false
     var port = 6667
     var bind: String?
-    var room = "#lobby"
+    /// nil: `--room none`, no automatic join.
+    var room: String? = "#lobby"
+    /// `--oper NAME:HASH`, each an operator block.
+    var operators: [(name: String, hash: String)] = []
     var serverName = "chat-tui.local"
     var motdPath: String?
     var password: String?
@@ -42,8 +45,9 @@ struct Arguments {
     chat-tui — host a chat room, or join one, from the terminal.
 
     Usage:
-      chat-tui --serve [--headless] [--port N] [--bind ADDR] [--room #NAME] [--name NAME]
-                       [--motd FILE] [--password SECRET]
+      chat-tui --serve [--headless] [--port N] [--bind ADDR] [--room #NAME|none] [--name NAME]
+                       [--motd FILE] [--password SECRET] [--oper NAME:HASH]
+      chat-tui --hash-password  (reads a password on stdin, prints the HASH for --oper)
       chat-tui --host HOST [--port N] [--nick NAME] [--join '#a,#b'] [--password SECRET] [--lines]
 
     Hosting (an IRC server; any IRC client, nc or telnet can join it):
@@ -52,12 +56,14 @@ struct Arguments {
                               (until the chat screen exists, --serve always runs this way)
       --port N                TCP port to listen on (default 6667)
       --bind ADDR             listen on this address only (default: every IPv4 and IPv6 address)
-      --room #NAME            the room everyone joins on arrival (default #lobby)
+      --room #NAME            the room everyone joins on arrival (default #lobby; none: no such room)
       --name NAME             the server's name in replies (default chat-tui.local)
       --motd FILE             message of the day, one line per line of FILE
       --ping-interval SECS    silence before the server sends PING (default 90)
       --ping-timeout SECS     wait for an answer to that PING before dropping (default 60)
       --password SECRET       clients must send PASS SECRET to get in
+      --oper NAME:HASH        an IRC operator (OPER NAME PASSWORD); repeat for more. The host's
+                              own user on the chat screen is always an operator
       --register-timeout SECS time a new connection has to register (default 60)
       --sendq BYTES           bytes queued for a slow reader before it is dropped (default 1048576)
 
@@ -144,10 +150,22 @@ struct Arguments {
                 self.port = port
             case "--bind": bind = try value(flag)
             case "--room":
-                room = try value(flag)
-                guard room.hasPrefix("#"), room.count > 1, !room.contains(" "), !room.contains(",") else {
-                    throw Problem(description: "--room needs a name like #lobby (a # and no spaces or commas)")
+                let name = try value(flag)
+                if name.lowercased() == "none" {
+                    room = nil
+                } else if let problem = IRCNames.channelProblem(name, maxBytes: 50) ?? NameSafety.channelProblem(name) {
+                    throw Problem(description: "--room needs a name like #lobby, or none: \(problem)")
+                } else {
+                    room = name
                 }
+            case "--oper":
+                let text = try value(flag)
+                let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
+                guard parts.count == 2, parts[1].hasPrefix("sha256:"), parts[1].split(separator: ":").count == 3 else {
+                    throw Problem(description: "--oper needs NAME:HASH, the hash from chat-tui --hash-password")
+                }
+                operators.append((parts[0], parts[1]))
+            case "--hash-password": mode = .hashPassword; sawMode = true
             case "--name":
                 serverName = try value(flag)
                 guard !serverName.isEmpty, !serverName.contains(" ") else {

@@ -47,6 +47,16 @@ case .connect:
     exit(await app.run())
 case .serve:
     await runServer(arguments)
+case .hashPassword:
+    // One line from stdin (without its newline), hashed with a fresh random salt.
+    guard let password = readLine(strippingNewline: true), !password.isEmpty else { fail("--hash-password reads a password on stdin") }
+    writeLine(OperatorBlock.hash(password, salt: randomToken(bytes: 8)), to: 1)
+}
+
+/// Random bytes from the kernel, as hex.
+func randomToken(bytes: Int) -> String {
+    var generator = SystemRandomNumberGenerator()
+    return (0..<bytes).map { _ in String(UInt8.random(in: 0...255, using: &generator), radix: 16).leftPadded(to: 2) }.joined()
 }
 
 func clientConfig(_ arguments: Arguments) -> ClientConfig {
@@ -72,6 +82,12 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.name = arguments.serverName
     config.room = arguments.room
     config.password = arguments.password
+    config.operators = arguments.operators.map { OperatorBlock(name: $0.name, passwordHash: $0.hash) }
+    // The host's own user on the chat screen is an operator: a block with a secret made now,
+    // known only to this process, which its client sends with OPER after registering.
+    let hostSecret = randomToken(bytes: 16)
+    let withScreenPlanned = !arguments.headless && hasTerminal
+    if withScreenPlanned { config.operators.append(OperatorBlock(name: "host", passwordHash: OperatorBlock.hash(hostSecret, salt: randomToken(bytes: 8)))) }
     config.pingInterval = arguments.pingInterval ?? 90
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.registrationTimeout = arguments.registrationTimeout
@@ -103,12 +119,13 @@ func runServer(_ arguments: Arguments) async -> Never {
     } catch {
         fail("cannot listen: \(error)")
     }
-    logger("listening on \(arguments.bind ?? "*") port \(handle.port), room \(config.room), open-file limit \(limit)")
+    logger("listening on \(arguments.bind ?? "*") port \(handle.port), room \(config.room ?? "none"), open-file limit \(limit)")
     if withScreen {
         // The host chats as a user of their own room.
         var client = clientConfig(arguments)
         client.host = arguments.bind.map { $0 == "::" || $0 == "0.0.0.0" ? "127.0.0.1" : $0 } ?? "127.0.0.1"
         client.port = handle.port
+        client.operLogin = ("host", hostSecret)
         let app = ChatApp(client: ChatClient(config: client), options: arguments)
         let code = await app.run()
         handle.stop()

@@ -115,6 +115,39 @@ struct ClientStateTests {
         #expect(room.members["alice"]?.isAway == false)
     }
 
+    @Test("room modes are read with the server's CHANMODES: keys, limits and flags kept, list changes skip their mask")
+    func roomModesFromTable() throws {
+        let (state, _) = fold(welcome + [
+            ":srv 005 alice CHANMODES=beI,k,l,imnst :are supported",
+            ":srv 324 alice #lobby +klnt sesame 25",
+            ":alice!al@h MODE #lobby +b-l+mo *!*@evil carol",
+            ":alice!al@h MODE #lobby -k+v * bob",
+        ])
+        let room = try #require(state.conversation("#lobby"))
+        #expect(room.modes == ["n": "", "t": "", "m": ""])
+        #expect(room.members["carol"]?.prefixes == "@", "the ban mask was consumed as +b's parameter, not taken for +o's")
+        #expect(room.members["bob"]?.prefixes == "+")
+    }
+
+    @Test("a server's own CHANMODES decide which letters take parameters (InspIRCd's +j is type C there)")
+    func foreignChanmodes() throws {
+        let (state, _) = fold(welcome + [
+            ":srv 005 alice CHANMODES=IXbegw,k,FHJLfjl,ACKMNOPQRSTUcimnprstz :are supported",
+            ":alice!al@h MODE #lobby +jo 5:10 carol",
+        ])
+        #expect(state.conversation("#lobby")?.members["carol"]?.prefixes == "@")
+        #expect(state.conversation("#lobby")?.modes["j"] == "5:10")
+    }
+
+    @Test("nicknames fold as the server's CASEMAPPING says")
+    func casemappingFromServer() {
+        let (rfc, _) = fold(welcome + [":srv 353 alice = #lobby :dan[1]", ":srv 366 alice #lobby :End"])
+        #expect(rfc.casemapping == .rfc1459 && rfc.key(for: "DAN{1}") == rfc.key(for: "dan[1]"))
+        let (ascii, _) = fold([":srv 005 alice CASEMAPPING=ascii :are supported"])
+        #expect(ascii.casemapping == .ascii && ascii.key(for: "DAN{1}") != ascii.key(for: "dan[1]"))
+        #expect(ascii.key(for: "ZOË") == ascii.key(for: "zoë"), "non-ASCII letters fold under every mapping, as our server folds them")
+    }
+
     @Test("multi-prefix names keep every prefix, highest first")
     func multiPrefix() {
         let (state, _) = fold(Array(welcome.prefix(3)) + [":srv 353 alice = #lobby :@+alice +bob", ":srv 366 alice #lobby :End"])

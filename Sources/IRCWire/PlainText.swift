@@ -43,7 +43,8 @@ public enum PlainText {
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
+    /// Zero-padded on the left to `width` characters.
+    public func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -1,0 +1,190 @@
+import IRCWire
+
+extension ServerState {
+    // MODE <target> [<modestring> [<mode arguments>...]]
+    mutating func handleMode(_ request: Request) {
+        let target = request.params[0]
+        if IRCNames.isChannel(target) {
+            channelMode(request, name: target)
+        } else {
+            userMode(request, nick: target)
+        }
+    }
+
+    mutating func userMode(_ request: Request, nick: String) {
+        let session = request.session, user = request.user
+        guard casemapping.equal(nick, user.replyName) else {
+            if self.user(named: nick) == nil {
+                reply(session, .noSuchNick, nick, "No such nick/channel")
+            } else {
+                reply(session, .usersDontMatch, "Can't change mode for other users")
+            }
+            return
+        }
+        guard request.params.count > 1 else {
+            reply(session, .umodeIs, "+" + String(user.modes.sorted()))
+            return
+        }
+        let parsed = ModeSyntax.user.parse(request.params[1], arguments: [], unknownAreFlags: true)
+        var applied: [ModeChange] = []
+        var reportedUnknown = false
+        for change in parsed.changes {
+            guard let mode = UserModes.mode(change.letter) else {
+                if !reportedUnknown { reply(session, .uModeUnknownFlag, "Unknown MODE flag") }
+                reportedUnknown = true
+                continue
+            }
+            // +o comes only from OPER; anyone may drop it.
+            if mode.setter == .server && change.adding { continue }
+            guard user.modes.contains(change.letter) != change.adding else { continue }
+            if change.adding { user.modes.insert(change.letter) } else { user.modes.remove(change.letter) }
+            applied.append(change)
+        }
+        if !applied.isEmpty {
+            send(session, IRCMessage(source: user.prefix, command: "MODE", params: [user.replyName] + ModeSyntax.format(applied)))
+        }
+    }
+
+    mutating func channelMode(_ request: Request, name: String) {
+        let session = request.session, user = request.user
+        guard let (key, channel) = channel(named: name) else {
+            reply(session, .noSuchChannel, name, "No such channel")
+            return
+        }
+        let status = membership.status(of: user.id, in: key)
+        guard request.params.count > 1 else {
+            if channel.isSecret && status == nil && !user.isOperator {
+                reply(session, .notOnChannel, channel.name, "You're not on that channel")
+                return
+            }
+            reply(session, .channelModeIs, params: [channel.name] + channel.modeParameters(showKey: status != nil))
+            reply(session, .creationTime, channel.name, String(Int(channel.createdAt)))
+            return
+        }
+        let parsed = ModeSyntax.server.parse(request.params[1], arguments: Array(request.params.dropFirst(2)))
+        for letter in parsed.unknown {
+            reply(session, .unknownMode, String(letter), "is unknown mode char to me")
+        }
+        var applied: [ModeChange] = []
+        var withParameter = 0
+        var privilegeReported = false
+        for change in parsed.changes {
+            guard let mode = ChannelModes.mode(change.letter) else { continue }
+            // A list letter without a mask lists it, which needs no privilege.
+            if mode.kind == .list && change.argument == nil {
+                if channel.isSecret && status == nil && !user.isOperator { continue }
+                sendList(session, channels[key]!, letter: mode.letter)
+                continue
+            }
+            if mode.kind != .flag && !(mode.kind == .parameterWhenSet && !change.adding) {
+                withParameter += 1
+                // MODES: changes with a parameter past the advertised number are ignored, as InspIRCd does.
+                if withParameter > config.maxModes { continue }
+            }
+            guard status?.op == true else {
+                if !privilegeReported {
+                    if status == nil {
+                        reply(session, .notOnChannel, channel.name, "You're not on that channel")
+                    } else {
+                        reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
+                    }
+                }
+                privilegeReported = true
+                continue
+            }
+            if let change = applyChannelMode(change, mode, key: key, request: request) { applied.append(change) }
+        }
+        guard !applied.isEmpty, let members = membership.members[key] else { return }
+        let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "MODE",
+                                 params: [channel.name] + ModeSyntax.format(applied))
+        deliver(message, to: members.keys, now: request.now)
+    }
+
+    /// Applies one change an operator asked for; the change as announced, or nil when nothing changed.
+    mutating func applyChannelMode(_ change: ModeChange, _ mode: ChannelMode, key: String, request: Request) -> ModeChange? {
+        let session = request.session
+        let name = channels[key]!.name
+        var argument = change.argument
+        if let raw = argument, change.adding || mode.kind == .list {
+            switch ChannelModes.validate(mode, raw, casemapping: casemapping) {
+            case .success(let value): argument = value
+            case .failure(.badKey(let reason)):
+                reply(session, .invalidKey, name, reason)
+                return nil
+            case .failure(.invalid(let reason)):
+                reply(session, .invalidModeParam, name, String(mode.letter), raw, reason)
+                return nil
+            }
+        }
+        switch mode.kind {
+        case .flag:
+            guard channels[key]!.flags.contains(mode.letter) != change.adding else { return nil }
+            if change.adding { channels[key]!.flags.insert(mode.letter) } else { channels[key]!.flags.remove(mode.letter) }
+            return ModeChange(adding: change.adding, letter: mode.letter)
+        case .alwaysParameter: // +k
+            if change.adding {
+                guard channels[key]!.key != argument else { return nil }
+                channels[key]!.key = argument
+                return ModeChange(adding: true, letter: "k", argument: argument)
+            }
+            guard channels[key]!.key != nil else { return nil }
+            channels[key]!.key = nil
+            return ModeChange(adding: false, letter: "k", argument: "*")
+        case .parameterWhenSet: // +l
+            if change.adding {
+                let limit = Int(argument ?? "")
+                guard channels[key]!.limit != limit else { return nil }
+                channels[key]!.limit = limit
+                return ModeChange(adding: true, letter: "l", argument: argument)
+            }
+            guard channels[key]!.limit != nil else { return nil }
+            channels[key]!.limit = nil
+            return ModeChange(adding: false, letter: "l")
+        case .list:
+            guard let mask = argument else { return nil }
+            var list = channels[key]!.lists[mode.letter] ?? []
+            let folded = casemapping.fold(mask)
+            let existing = list.firstIndex { casemapping.fold($0.mask) == folded }
+            if change.adding {
+                guard existing == nil else { return nil }
+                if list.count >= ChannelModes.listLimit {
+                    reply(session, .banListFull, name, String(mode.letter), "Channel list is full")
+                    return nil
+                }
+                list.append(ListEntry(mask: mask, setBy: request.user.prefix, setAt: request.now))
+            } else {
+                guard let existing else { return nil }
+                list.remove(at: existing)
+            }
+            channels[key]!.lists[mode.letter] = list
+            return ModeChange(adding: change.adding, letter: mode.letter, argument: mask)
+        case .membership:
+            guard let nick = argument else { return nil }
+            guard let target = user(named: nick) else {
+                reply(session, .noSuchNick, nick, "No such nick/channel")
+                return nil
+            }
+            guard let current = membership.status(of: target.id, in: key) else {
+                reply(session, .userNotInChannel, target.replyName, name, "They aren't on that channel")
+                return nil
+            }
+            guard current.has(mode.letter) != change.adding else { return nil }
+            membership.setStatus(target.id, in: key, mode.letter, change.adding)
+            return ModeChange(adding: change.adding, letter: mode.letter, argument: target.replyName)
+        }
+    }
+
+    /// 367/368 for bans, 348/349 for exceptions, 346/347 for invite exceptions.
+    mutating func sendList(_ session: Session, _ channel: Channel, letter: Character) {
+        let (entry, end, text): (Numeric, Numeric, String)
+        switch letter {
+        case "e": (entry, end, text) = (.exceptList, .endOfExceptList, "End of channel exception list")
+        case "I": (entry, end, text) = (.invexList, .endOfInvexList, "End of channel invite list")
+        default: (entry, end, text) = (.banList, .endOfBanList, "End of channel ban list")
+        }
+        for item in channel.lists[letter] ?? [] {
+            reply(session, entry, channel.name, item.mask, item.setBy, String(Int(item.setAt)))
+        }
+        reply(session, end, channel.name, text)
+    }
+}

@@ -1,0 +1,188 @@
+import IRCWire
+
+/// One connection as the server sees it: what it negotiated and its registration and heartbeat
+/// state. A class: the state reads it from several tables and must not copy it apart.
+final class Session {
+    let connection: ConnectionID
+    /// The user this connection speaks for (created with the connection, known to others once registered).
+    let user: User
+    /// `host:port`, for logs.
+    let peer: String
+    var registered = false
+    /// CAP LS or REQ before registration holds registration until CAP END.
+    var capNegotiating = false
+    /// 302 when the client sent `CAP LS 302` (values, and `cap-notify` implied).
+    var capVersion = 0
+    var caps = CapabilitySet()
+    var password: String?
+    let connectedAt: Double
+    var lastActivity: Double
+    var pingSentAt: Double?
+
+    init(connection: ConnectionID, user: User, peer: String, now: Double) {
+        self.connection = connection
+        self.user = user
+        self.peer = peer
+        connectedAt = now
+        lastActivity = now
+    }
+
+    /// How relayed messages are written for this connection.
+    var variant: RenderVariant { caps.variant }
+}
+
+/// One person: the identity others see. The nickname lives here and nowhere else (the
+/// registry maps folded names to users; memberships name users by ID).
+final class User {
+    let id: UserID
+    /// The peer's address, as it appears in `nick!user@host` (CHGHOST may change it).
+    var host: String { didSet { prefix = User.makePrefix(nick, username, host) } }
+    var nick: String? { didSet { prefix = User.makePrefix(nick, username, host) } }
+    var username: String? { didSet { prefix = User.makePrefix(nick, username, host) } }
+    var realname = ""
+    var away: String?
+    /// User modes that are plain flags (`i`, `w`, `B`, `o`).
+    var modes: Set<Character> = []
+    /// The account logged in to (SASL, in the trust issue); nil until then.
+    var account: String?
+    /// Its connections; exactly one today.
+    var sessions: [Session] = []
+    var lastSpoke: Double
+    let signedOnAt: Double
+    /// Names this user watches with MONITOR, folded, to the name as given.
+    var monitoring: [String: String] = [:]
+
+    /// `nick!user@host`, kept ready: every relayed message carries it.
+    private(set) var prefix: String
+
+    static func makePrefix(_ nick: String?, _ user: String?, _ host: String) -> String {
+        "\(nick ?? "*")!\(user ?? "unknown")@\(host)"
+    }
+    var replyName: String { nick ?? "*" }
+    var isOperator: Bool { modes.contains("o") }
+    var isBot: Bool { modes.contains("B") }
+    var isInvisible: Bool { modes.contains("i") }
+
+    init(id: UserID, host: String, now: Double) {
+        self.id = id
+        self.host = host
+        lastSpoke = now
+        signedOnAt = now
+        prefix = User.makePrefix(nil, nil, host)
+    }
+}
+
+/// A member's status in one room.
+struct MemberStatus: Equatable {
+    var op = false
+    var voice = false
+
+    /// `@+` with multi-prefix, else only the highest.
+    func prefix(all: Bool) -> String {
+        if all { return (op ? "@" : "") + (voice ? "+" : "") }
+        return op ? "@" : (voice ? "+" : "")
+    }
+
+    func has(_ letter: Character) -> Bool { letter == "o" ? op : voice }
+    mutating func set(_ letter: Character, _ on: Bool) { if letter == "o" { op = on } else { voice = on } }
+}
+
+/// One entry of a `+b`, `+e` or `+I` list.
+struct ListEntry: Equatable {
+    let mask: String
+    let setBy: String
+    let setAt: Double
+}
+
+/// A room: its modes, lists and topic. Its members are in `Membership`.
+struct Channel {
+    /// As first created, for display.
+    let name: String
+    let createdAt: Double
+    var topic = ""
+    var topicSetBy = ""
+    var topicSetAt: Double = 0
+    /// Flag modes that are on (`i`, `m`, `n`, `s`, `t`).
+    var flags: Set<Character> = ["n", "t"]
+    var key: String?
+    var limit: Int?
+    /// `b`, `e` and `I` lists.
+    var lists: [Character: [ListEntry]] = [:]
+    /// Users invited since the room was made invite-only (INVITE), until they join.
+    var invited: Set<UserID> = []
+
+    init(name: String, createdAt: Double) {
+        self.name = name
+        self.createdAt = createdAt
+    }
+
+    func has(_ flag: Character) -> Bool { flags.contains(flag) }
+    var isSecret: Bool { flags.contains("s") }
+
+    /// `+nt` or, for members, `+klnt secret 10`.
+    func modeParameters(showKey: Bool) -> [String] {
+        var letters = "+" + String(flags.sorted())
+        var arguments: [String] = []
+        if let key { letters.append("k"); arguments.append(showKey ? key : "*") }
+        if let limit { letters.append("l"); arguments.append(String(limit)) }
+        return [letters] + arguments
+    }
+}
+
+/// Who is in which room, kept once: room → members with status, and user → rooms, changed
+/// only through `add`, `remove` and `setStatus`, so the two directions cannot drift.
+struct Membership {
+    private(set) var members: [String: [UserID: MemberStatus]] = [:]
+    private(set) var rooms: [UserID: Set<String>] = [:]
+
+    func status(of user: UserID, in room: String) -> MemberStatus? { members[room]?[user] }
+    func isMember(_ user: UserID, of room: String) -> Bool { members[room]?[user] != nil }
+    func rooms(of user: UserID) -> Set<String> { rooms[user] ?? [] }
+    func count(of room: String) -> Int { members[room]?.count ?? 0 }
+
+    mutating func add(_ user: UserID, to room: String, _ status: MemberStatus) {
+        members[room, default: [:]][user] = status
+        rooms[user, default: []].insert(room)
+    }
+
+    /// Removes the membership; says whether the room is now empty.
+    @discardableResult
+    mutating func remove(_ user: UserID, from room: String) -> Bool {
+        members[room]?.removeValue(forKey: user)
+        rooms[user]?.remove(room)
+        if rooms[user]?.isEmpty == true { rooms.removeValue(forKey: user) }
+        if members[room]?.isEmpty == true {
+            members.removeValue(forKey: room)
+            return true
+        }
+        return false
+    }
+
+    mutating func setStatus(_ user: UserID, in room: String, _ letter: Character, _ on: Bool) {
+        members[room]?[user]?.set(letter, on)
+    }
+
+    /// Everyone who shares a room with `user`, without `user`, each once.
+    func neighbours(of user: UserID) -> Set<UserID> {
+        var result: Set<UserID> = []
+        for room in rooms[user] ?? [] {
+            for member in members[room]?.keys ?? [:].keys { result.insert(member) }
+        }
+        result.remove(user)
+        return result
+    }
+
+    func sharesRoom(_ a: UserID, _ b: UserID) -> Bool {
+        guard let mine = rooms[a] else { return false }
+        return mine.contains { members[$0]?[b] != nil }
+    }
+}
+
+/// A departed user, for WHOWAS.
+struct WhowasEntry {
+    let nick: String
+    let username: String
+    let host: String
+    let realname: String
+    let leftAt: Double
+}
