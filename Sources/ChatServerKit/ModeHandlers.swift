@@ -154,10 +154,13 @@ extension ServerState {
                 list.append(ListEntry(mask: mask, setBy: request.user.prefix, setAt: request.now))
             } else {
                 guard let existing else { return nil }
-                list.remove(at: existing)
+                // Announced as it was set, whatever case the remover typed.
+                let removed = list.remove(at: existing)
+                channels[key]!.lists[mode.letter] = list
+                return ModeChange(adding: false, letter: mode.letter, argument: removed.mask)
             }
             channels[key]!.lists[mode.letter] = list
-            return ModeChange(adding: change.adding, letter: mode.letter, argument: mask)
+            return ModeChange(adding: true, letter: mode.letter, argument: mask)
         case .membership:
             guard let nick = argument else { return nil }
             guard let target = user(named: nick) else {

@@ -110,7 +110,7 @@ extension ServerState {
     /// Why `user` cannot take `wanted`: the syntax, invisible or mixed-script characters (432),
     /// a name in use (433), or one that looks like a name in use or reserved (432).
     func nickProblem(_ wanted: String, for user: User) -> NickRefusal? {
-        if let problem = IRCNames.nickProblem(wanted, maxBytes: config.nickLength) ?? NameSafety.nickProblem(wanted) {
+        if let problem = IRCNames.nickProblem(wanted, maxBytes: config.nickLength) {
             return NickRefusal(numeric: .erroneousNickname, reason: problem)
         }
         let folded = casemapping.fold(wanted)
@@ -123,6 +123,10 @@ extension ServerState {
         }
         for reserved in config.reservedNicks where Confusables.skeleton(casemapping.fold(reserved)) == skeleton {
             return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks like \(reserved), which is reserved")
+        }
+        // After the look-alike checks, so that `аlice` is told whom it looks like, not only that it mixes scripts.
+        if let problem = NameSafety.nickProblem(wanted) {
+            return NickRefusal(numeric: .erroneousNickname, reason: problem)
         }
         return nil
     }

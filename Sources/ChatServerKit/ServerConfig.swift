@@ -74,10 +74,10 @@ public struct ServerConfig: Sendable {
 
     public init() {}
 
-    /// TARGMAX: how many targets each command takes.
+    /// TARGMAX: how many targets each command takes. JOIN and PART are bounded by CHANLIMIT
+    /// instead: clients rejoin all their rooms in one JOIN and do not all split it by TARGMAX.
     public var targetLimits: [String: Int] {
-        ["PRIVMSG": maxTargets, "NOTICE": maxTargets, "TAGMSG": maxTargets, "NAMES": 1, "WHOIS": 1,
-         "KICK": 1, "JOIN": 10, "PART": 10, "LIST": 10, "MONITOR": monitorLimit, "WHO": 1, "INVITE": 1]
+        ["PRIVMSG": maxTargets, "NOTICE": maxTargets, "TAGMSG": maxTargets, "NAMES": 1, "WHOIS": 1, "KICK": 1]
     }
 
     /// The ISUPPORT tokens this server advertises in 005.

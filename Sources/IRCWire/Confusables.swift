@@ -4,8 +4,10 @@ public enum Confusables {
     /// `pаypal` with a Cyrillic `а`, `alice` and `ａｌｉｃｅ`). Case is not folded here: fold first,
     /// then take the skeleton of the folded name.
     ///
-    /// The result is `NFD(prototypes(NFD(s)))` scalar for scalar, so it can be compared as
-    /// scalars or as Strings alike.
+    /// The result is `NFD(prototypes(NFKD(s)))` scalar for scalar, so it can be compared as
+    /// scalars or as Strings alike. TR39 decomposes with NFD; we use NFKD so that fullwidth,
+    /// mathematical and circled letters and ligatures (`ｂ`, `𝐛`, `ﬁ`) fold to plain ones first,
+    /// as ergo's PRECIS folding (width mapping, NFKC) does before it takes a skeleton.
     public static func skeleton(_ s: String) -> String {
         let tables = ConfusableTables.shared
         var decomposed: [Unicode.Scalar] = []
@@ -83,7 +85,7 @@ struct ConfusableTables: Sendable {
         rangeScripts = scripts
     }
 
-    /// Calls `body` with each scalar of the full canonical decomposition of `scalar`.
+    /// Calls `body` with each scalar of the full compatibility decomposition (NFKD) of `scalar`.
     func decompose(_ scalar: Unicode.Scalar, _ body: (Unicode.Scalar) -> Void) {
         let value = scalar.value
         // Hangul syllables decompose by arithmetic (Unicode 16.0, section 3.12).

@@ -50,7 +50,7 @@ extension IRCMessage {
     var lastParamIsText: Bool {
         guard params.count >= 2 || command == "QUIT" || command == "ERROR" || command == "AWAY" else { return false }
         switch command {
-        case "PRIVMSG", "NOTICE", "PART", "QUIT", "KICK", "TOPIC", "AWAY", "ERROR": return true
+        case "PRIVMSG", "NOTICE", "PART", "QUIT", "KICK", "TOPIC", "AWAY", "ERROR", "KILL", "WALLOPS", "SETNAME": return true
         default:
             return command.utf8.count == 3 && command.utf8.allSatisfy { $0 >= 48 && $0 <= 57 }
                 && !IRCMessage.numericsEndingInAWord.contains(command)
@@ -58,7 +58,7 @@ extension IRCMessage {
     }
 
     /// Numerics whose last parameter is a mode string, a number or a word, not a sentence.
-    static let numericsEndingInAWord: Set<String> = ["004", "221", "324", "329", "333"]
+    static let numericsEndingInAWord: Set<String> = ["004", "221", "324", "329", "333", "336", "341", "346", "348", "354", "367"]
 
     /// The line as text without the line ending, for logs and tests.
     public var line: String {

@@ -173,3 +173,11 @@ func safeNicksAreNicks(_ c: SafetyCase) {
 func safeRoomsAreRooms(_ c: SafetyCase) {
     #expect(IRCNames.channelProblem(c.name, maxBytes: 50) == nil)
 }
+
+@Test("compatibility forms fold before the prototypes: fullwidth, mathematical, circled, ligatures", arguments: [
+    ("#lobby", "#ｌｏｂｂｙ"), ("bob", "ｂｏｂ"), ("bob", "𝐛𝐨𝐛"), ("bob", "ⓑⓞⓑ"), ("fine", "ﬁne"),
+])
+func compatibilityForms(_ pair: (String, String)) {
+    let fold = Casemapping.rfc1459.fold
+    #expect(Confusables.skeleton(fold(pair.0)) == Confusables.skeleton(fold(pair.1)))
+}
