@@ -197,6 +197,7 @@ extension ServerState {
         }
         session.registered = true
         registeredCount += 1
+        peakRegistered = max(peakRegistered, registeredCount)
         log(session, "registered as \(nick) (\(user.prefix))")
         let server = config.name
         reply(session, .welcome, "Welcome to the \(config.network) IRC network, \(user.prefix)")
@@ -242,7 +243,8 @@ extension ServerState {
         if unknown > 0 { reply(session, .lUserUnknown, String(unknown), "unknown connection(s)") }
         if !channels.isEmpty { reply(session, .lUserChannels, String(channels.count), "channels formed") }
         reply(session, .lUserMe, "I have \(total) clients and 0 servers")
-        reply(session, .localUsers, String(total), String(total), "Current local users \(total), max \(total)")
-        reply(session, .globalUsers, String(total), String(total), "Current global users \(total), max \(total)")
+        let peak = max(peakRegistered, total)
+        reply(session, .localUsers, String(total), String(peak), "Current local users \(total), max \(peak)")
+        reply(session, .globalUsers, String(total), String(peak), "Current global users \(total), max \(peak)")
     }
 }

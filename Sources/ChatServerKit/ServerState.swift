@@ -27,6 +27,8 @@ public struct ServerState {
     var messageIDs = MessageIDs()
     var nextBatch: UInt64 = 1
     public internal(set) var registeredCount = 0
+    /// The most users registered at once since the start, for 265 and 266.
+    var peakRegistered = 0
 
     public init(config: ServerConfig) {
         self.config = config
