@@ -44,17 +44,16 @@ extension ServerState {
             return
         }
         // The first member of a new room runs it.
-        let status = MemberStatus(op: isNew)
+        let status = MemberStatus(user: user, op: isNew)
         membership.add(user.id, to: key, status)
         channels[key]!.invited.remove(user.id)
         let channel = channels[key]!
-        let members = membership.members[key]!.keys
         let joinMessage = IRCMessage(tags: accountTags(user), source: user.prefix, command: "JOIN",
                                      params: [channel.name, user.account ?? "*", user.realname])
-        deliver(joinMessage, to: members, now: now)
+        deliver(joinMessage, toRoom: key, now: now)
         if let away = user.away {
-            deliver(IRCMessage(source: user.prefix, command: "AWAY", params: [away]), to: members.filter { $0 != user.id },
-                    now: now, onlyWith: .awayNotify)
+            deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: [away]), toRoom: key,
+                    except: user.id, now: now, onlyWith: .awayNotify)
         }
         if !channel.topic.isEmpty { sendTopic(session, channel) }
         if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }
@@ -87,7 +86,8 @@ extension ServerState {
     }
 
     func matchesList(_ user: User, _ channel: Channel, _ letter: Character) -> Bool {
-        guard let list = channel.lists[letter], !list.isEmpty else { return false }
+        let list = channel.lists[letter]
+        guard !list.isEmpty else { return false }
         let hostmask = user.prefix
         return list.contains { IRCMask.matches($0.mask, hostmask, casemapping: casemapping) }
     }
@@ -108,7 +108,7 @@ extension ServerState {
     }
 
     /// The names of a comma list, cut to TARGMAX, with 407 when there were more.
-    func withinTargetLimitCount(_ command: String) -> Int { config.targetLimits[command] ?? Int.max }
+    func withinTargetLimitCount(_ command: String) -> Int { targetLimits[command] ?? Int.max }
 
     mutating func withinTargetLimit(_ request: Request, _ command: String, _ names: [String]) -> [String]? {
         let limit = withinTargetLimitCount(command)
@@ -137,10 +137,10 @@ extension ServerState {
     }
 
     mutating func part(_ user: User, key: String, reason: String?, now: Double) {
-        guard let channel = channels[key], let members = membership.members[key] else { return }
+        guard let channel = channels[key] else { return }
         var params = [channel.name]
         if let reason, !reason.isEmpty { params.append(reason) }
-        deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "PART", params: params), to: members.keys, now: now)
+        deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "PART", params: params), toRoom: key, now: now)
         removeMember(user.id, from: key)
     }
 
@@ -176,7 +176,7 @@ extension ServerState {
         channels[key]!.topicSetBy = request.user.nick ?? "*"
         channels[key]!.topicSetAt = request.now
         let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "TOPIC", params: [channel.name, topic])
-        deliver(message, to: membership.members[key]!.keys, now: request.now)
+        deliver(message, toRoom: key, now: request.now)
     }
 
     mutating func sendTopic(_ session: Session, _ channel: Channel) {
@@ -227,8 +227,9 @@ extension ServerState {
         let overhead = ":\(config.name) 353 \(target) \(symbol) \(channel.name) :".utf8.count + 2
         var line: [UInt8] = []
         line.reserveCapacity(IRCLimits.lineBytes)
-        for (id, status) in membership.members[key] ?? [:] {
-            guard let member = users[id], let nick = member.nick else { continue }
+        for status in (membership.members[key] ?? [:]).values {
+            let member = status.user
+            guard let nick = member.nick else { continue }
             if !isMember && member.isInvisible && !asker.isOperator { continue }
             let prefix = status.prefix(all: all)
             let name = full ? member.prefix : nick
@@ -279,7 +280,8 @@ extension ServerState {
                 switch field {
                 case "U": value = Double(count)
                 case "C": value = (request.now - channel.createdAt) / 60
-                default: value = channel.topicSetAt == 0 ? .infinity : (request.now - channel.topicSetAt) / 60
+                // A room whose topic was never set matches no T condition (NaN compares false).
+                default: value = channel.topicSetAt == 0 ? .nan : (request.now - channel.topicSetAt) / 60
                 }
                 // C<n: created less than n minutes ago; C>n: more than n minutes ago (the modern docs).
                 if op == ">" ? !(value > n) : !(value < n) { ok = false }
@@ -299,25 +301,30 @@ extension ServerState {
             reply(session, .noSuchChannel, name, "No such channel")
             return
         }
-        guard let status = membership.status(of: request.user.id, in: key) else {
-            reply(session, .notOnChannel, channel.name, "You're not on that channel")
-            return
-        }
-        guard status.op else {
-            reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
-            return
-        }
         let comment = request.params.count > 2 ? UTF8Boundary.prefix(request.params[2], maxBytes: config.kickLength) : (request.user.nick ?? "")
         let targets = request.params[1].split(separator: ",").map(String.init)
         guard let targets = withinTargetLimit(request, "KICK", targets) else { return }
         for nick in targets {
-            guard let target = user(named: nick), membership.isMember(target.id, of: key), let targetNick = target.nick else {
-                reply(session, .userNotInChannel, nick, channel.name, "They aren't on that channel")
+            // Checked for each target: a kicker who kicks themselves first kicks no one after.
+            guard let status = membership.status(of: request.user.id, in: key) else {
+                reply(session, .notOnChannel, channel.name, "You're not on that channel")
+                return
+            }
+            guard status.op else {
+                reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
+                return
+            }
+            guard let target = user(named: nick), let targetNick = target.nick else {
+                reply(session, .noSuchNick, nick, "No such nick/channel")
+                continue
+            }
+            guard membership.isMember(target.id, of: key) else {
+                reply(session, .userNotInChannel, targetNick, channel.name, "They aren't on that channel")
                 continue
             }
             let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "KICK",
                                      params: [channel.name, targetNick, comment])
-            deliver(message, to: membership.members[key]!.keys, now: request.now)
+            deliver(message, toRoom: key, now: request.now)
             removeMember(target.id, from: key)
             log(session, "\(request.user.replyName) kicked \(targetNick) from \(channel.name): \(comment)")
         }

@@ -45,7 +45,7 @@ extension ServerState {
         var seen: Set<String> = []
         for name in names {
             // `alice,alice` or `#a,#A`: one delivery per target.
-            guard seen.insert(casemapping.fold(name)).inserted else { continue }
+            if names.count > 1 && !seen.insert(casemapping.fold(name)).inserted { continue }
             if IRCNames.isChannel(name) {
                 guard let (key, channel) = channel(named: name), canSee(sender, key: key) || !channel.has("n") else {
                     if !quiet { reply(session, .noSuchChannel, name, "No such channel") }
@@ -56,16 +56,27 @@ extension ServerState {
                     continue
                 }
                 let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [channel.name] + params)
-                let members = (membership.members[key] ?? [:]).keys.filter { $0 != sender.id }
-                deliver(message, to: echo ? members + [sender.id] : members, now: request.now, onlyWith: onlyTagged)
+                let stamp = self.stamp(command, now: request.now)
+                deliver(message, toRoom: key, except: echo ? nil : sender.id, now: request.now, onlyWith: onlyTagged, stamp: stamp)
+                // An outsider's echo (a room without +n): the same event, not stored twice.
+                if echo && !membership.isMember(sender.id, of: key) {
+                    deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, storable: false, stamp: stamp)
+                }
             } else {
                 guard let target = user(named: name), let targetNick = target.nick else {
                     if !quiet { reply(session, .noSuchNick, name, "No such nick/channel") }
                     continue
                 }
                 let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetNick] + params)
-                let recipients = echo && target.id != sender.id ? [target.id, sender.id] : [target.id]
-                deliver(message, to: recipients, now: request.now, onlyWith: onlyTagged)
+                if target.id == sender.id {
+                    // To oneself: the delivered copy goes out unlabelled, and the echo (if asked for)
+                    // is the labelled reply, as labeled-response requires.
+                    let stamp = self.stamp(command, now: request.now)
+                    deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, viaResponse: false, stamp: stamp)
+                    if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append((message, stamp)) }
+                } else {
+                    deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged)
+                }
                 if command == "PRIVMSG", let away = target.away {
                     reply(session, .away, targetNick, away)
                 }
@@ -83,7 +94,7 @@ extension ServerState {
         } else {
             reply(session, .nowAway, "You have been marked as being away")
         }
-        let message = IRCMessage(source: user.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
+        let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
         deliver(message, to: membership.neighbours(of: user.id), now: request.now, onlyWith: .awayNotify)
         notifyMonitors(online: user, now: request.now, extendedOnly: .awayNotify, message: message)
     }
@@ -93,19 +104,19 @@ extension ServerState {
         let session = request.session, user = request.user
         let name = request.params[0]
         guard !name.isEmpty, name.utf8.count <= config.realnameLength else {
-            standardReply(session, "FAIL", command: "SETNAME", code: "INVALID_REALNAME",
+            standardReply(session, "FAIL", command: "SETNAME", code: "INVALID_REALNAME", always: true,
                           "Real name must be 1 to \(config.realnameLength) bytes")
             return
         }
         user.realname = name
-        let message = IRCMessage(source: user.prefix, command: "SETNAME", params: [name])
+        let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "SETNAME", params: [name])
         deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: request.now, onlyWith: .setname)
         notifyMonitors(online: user, now: request.now, extendedOnly: .setname, message: message)
     }
 
     // WALLOPS <text> (operators only): to everyone with user mode +w.
     mutating func handleWallops(_ request: Request) {
-        let message = IRCMessage(source: request.user.prefix, command: "WALLOPS", params: [request.params[0]])
+        let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "WALLOPS", params: [request.params[0]])
         let recipients = users.values.filter { $0.modes.contains("w") }.map(\.id)
         deliver(message, to: recipients, now: request.now)
     }

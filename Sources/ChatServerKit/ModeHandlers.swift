@@ -27,22 +27,24 @@ extension ServerState {
         }
         let parsed = ModeSyntax.user.parse(request.params[1], arguments: [], unknownAreFlags: true)
         var applied: [ModeChange] = []
-        var reportedUnknown = false
+        var unknown = false
         for change in parsed.changes {
             guard let mode = UserModes.mode(change.letter) else {
-                if !reportedUnknown { reply(session, .uModeUnknownFlag, "Unknown MODE flag") }
-                reportedUnknown = true
+                unknown = true
                 continue
             }
             // +o comes only from OPER; anyone may drop it.
             if mode.setter == .server && change.adding { continue }
             guard user.modes.contains(change.letter) != change.adding else { continue }
-            if change.adding { user.modes.insert(change.letter) } else { user.modes.remove(change.letter) }
+            setUserMode(user, change.letter, change.adding)
             applied.append(change)
         }
         if !applied.isEmpty {
-            send(session, IRCMessage(source: user.prefix, command: "MODE", params: [user.replyName] + ModeSyntax.format(applied)))
+            send(session, IRCMessage(tags: accountTags(user), source: user.prefix, command: "MODE",
+                                     params: [user.replyName] + ModeSyntax.format(applied)))
         }
+        // The known modes are applied first, then the unknown ones reported (the modern docs).
+        if unknown { reply(session, .uModeUnknownFlag, "Unknown MODE flag") }
     }
 
     mutating func channelMode(_ request: Request, name: String) {
@@ -72,8 +74,9 @@ extension ServerState {
             guard let mode = ChannelModes.mode(change.letter) else { continue }
             // A list letter without a mask lists it, which needs no privilege.
             if mode.kind == .list && change.argument == nil {
-                if channel.isSecret && status == nil && !user.isOperator { continue }
-                sendList(session, channels[key]!, letter: mode.letter)
+                // Outsiders of a secret room see an empty list, so a client waiting for its end is answered.
+                let hidden = channel.isSecret && status == nil && !user.isOperator
+                sendList(session, hidden ? Channel(name: channel.name, createdAt: channel.createdAt) : channels[key]!, letter: mode.letter)
                 continue
             }
             if mode.kind != .flag && !(mode.kind == .parameterWhenSet && !change.adding) {
@@ -81,23 +84,18 @@ extension ServerState {
                 // MODES: changes with a parameter past the advertised number are ignored, as InspIRCd does.
                 if withParameter > config.maxModes { continue }
             }
+            // 482 for members and outsiders alike (the modern docs; ergo does the same).
             guard status?.op == true else {
-                if !privilegeReported {
-                    if status == nil {
-                        reply(session, .notOnChannel, channel.name, "You're not on that channel")
-                    } else {
-                        reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
-                    }
-                }
+                if !privilegeReported { reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator") }
                 privilegeReported = true
                 continue
             }
             if let change = applyChannelMode(change, mode, key: key, request: request) { applied.append(change) }
         }
-        guard !applied.isEmpty, let members = membership.members[key] else { return }
+        guard !applied.isEmpty else { return }
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "MODE",
                                  params: [channel.name] + ModeSyntax.format(applied))
-        deliver(message, to: members.keys, now: request.now)
+        deliver(message, toRoom: key, now: request.now)
     }
 
     /// Applies one change an operator asked for; the change as announced, or nil when nothing changed.
@@ -108,9 +106,6 @@ extension ServerState {
         if let raw = argument, change.adding || mode.kind == .list {
             switch ChannelModes.validate(mode, raw, casemapping: casemapping) {
             case .success(let value): argument = value
-            case .failure(.badKey(let reason)):
-                reply(session, .invalidKey, name, reason)
-                return nil
             case .failure(.invalid(let reason)):
                 reply(session, .invalidModeParam, name, String(mode.letter), raw, reason)
                 return nil
@@ -142,7 +137,7 @@ extension ServerState {
             return ModeChange(adding: false, letter: "l")
         case .list:
             guard let mask = argument else { return nil }
-            var list = channels[key]!.lists[mode.letter] ?? []
+            var list = channels[key]!.lists[mode.letter]
             let folded = casemapping.fold(mask)
             let existing = list.firstIndex { casemapping.fold($0.mask) == folded }
             if change.adding {
@@ -182,10 +177,10 @@ extension ServerState {
         let (entry, end, text): (Numeric, Numeric, String)
         switch letter {
         case "e": (entry, end, text) = (.exceptList, .endOfExceptList, "End of channel exception list")
-        case "I": (entry, end, text) = (.invexList, .endOfInvexList, "End of channel invite list")
+        case "I": (entry, end, text) = (.invexList, .endOfInvexList, "End of Channel Invite Exception List")
         default: (entry, end, text) = (.banList, .endOfBanList, "End of channel ban list")
         }
-        for item in channel.lists[letter] ?? [] {
+        for item in channel.lists[letter] {
             reply(session, entry, channel.name, item.mask, item.setBy, String(Int(item.setAt)))
         }
         reply(session, end, channel.name, text)

@@ -13,7 +13,9 @@ final class Session {
     var capNegotiating = false
     /// 302 when the client sent `CAP LS 302` (values, and `cap-notify` implied).
     var capVersion = 0
-    var caps = CapabilitySet()
+    var caps = CapabilitySet() { didSet { variant = caps.variant } }
+    /// How relayed messages are written for this connection, kept ready for every fan-out.
+    private(set) var variant = RenderVariant()
     var password: String?
     let connectedAt: Double
     var lastActivity: Double
@@ -27,14 +29,14 @@ final class Session {
         lastActivity = now
     }
 
-    /// How relayed messages are written for this connection.
-    var variant: RenderVariant { caps.variant }
 }
 
 /// One person: the identity others see. The nickname lives here and nowhere else (the
 /// registry maps folded names to users; memberships name users by ID).
 final class User {
     let id: UserID
+    /// The IP address the connection came from (WHOX `i`), whatever CHGHOST makes the host.
+    let address: String
     /// The peer's address, as it appears in `nick!user@host` (CHGHOST may change it).
     var host: String { didSet { prefix = User.makePrefix(nick, username, host) } }
     var nick: String? { didSet { prefix = User.makePrefix(nick, username, host) } }
@@ -66,14 +68,17 @@ final class User {
     init(id: UserID, host: String, now: Double) {
         self.id = id
         self.host = host
+        address = host
         lastSpoke = now
         signedOnAt = now
         prefix = User.makePrefix(nil, nil, host)
     }
 }
 
-/// A member's status in one room.
-struct MemberStatus: Equatable {
+/// A member's status in one room, with the member itself: a fan-out or NAMES reads the room
+/// alone, with no lookup per member. The nickname stays on `User`, its one place.
+struct MemberStatus {
+    let user: User
     var op = false
     var voice = false
 
@@ -103,11 +108,11 @@ struct Channel {
     var topicSetBy = ""
     var topicSetAt: Double = 0
     /// Flag modes that are on (`i`, `m`, `n`, `s`, `t`).
-    var flags: Set<Character> = ["n", "t"]
+    var flags = FlagModes(["n", "t"])
     var key: String?
     var limit: Int?
     /// `b`, `e` and `I` lists.
-    var lists: [Character: [ListEntry]] = [:]
+    var lists = ModeLists()
     /// Users invited since the room was made invite-only (INVITE), until they join.
     var invited: Set<UserID> = []
 
@@ -121,11 +126,53 @@ struct Channel {
 
     /// `+nt` or, for members, `+klnt secret 10`.
     func modeParameters(showKey: Bool) -> [String] {
-        var letters = "+" + String(flags.sorted())
+        var letters = "+" + flags.letters
         var arguments: [String] = []
         if let key { letters.append("k"); arguments.append(showKey ? key : "*") }
         if let limit { letters.append("l"); arguments.append(String(limit)) }
         return [letters] + arguments
+    }
+}
+
+/// The flag modes of a room as bits: checked on every message a room receives, where a
+/// `Set<Character>` lookup (hashing a Character) cost more than the rest of the check.
+struct FlagModes: Equatable {
+    private static let order: [Character] = ChannelModes.all.filter { $0.kind == .flag }.map(\.letter)
+    private var bits: UInt32 = 0
+
+    init(_ letters: [Character]) { for letter in letters { insert(letter) } }
+
+    private static func bit(_ letter: Character) -> UInt32? {
+        Self.order.firstIndex(of: letter).map { 1 << UInt32($0) }
+    }
+    func contains(_ letter: Character) -> Bool { Self.bit(letter).map { bits & $0 != 0 } ?? false }
+    mutating func insert(_ letter: Character) { if let bit = Self.bit(letter) { bits |= bit } }
+    mutating func remove(_ letter: Character) { if let bit = Self.bit(letter) { bits &= ~bit } }
+    /// The letters that are on, in alphabetical order.
+    var letters: String { String(Self.order.filter(contains).sorted()) }
+}
+
+/// The `b`, `e` and `I` lists of a room.
+struct ModeLists: Equatable {
+    var bans: [ListEntry] = []
+    var exceptions: [ListEntry] = []
+    var inviteExceptions: [ListEntry] = []
+
+    subscript(letter: Character) -> [ListEntry] {
+        get {
+            switch letter {
+            case "b": return bans
+            case "e": return exceptions
+            default: return inviteExceptions
+            }
+        }
+        set {
+            switch letter {
+            case "b": bans = newValue
+            case "e": exceptions = newValue
+            default: inviteExceptions = newValue
+            }
+        }
     }
 }
 

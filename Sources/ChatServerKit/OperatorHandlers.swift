@@ -4,18 +4,19 @@ extension ServerState {
     // OPER <name> <password>
     mutating func handleOper(_ request: Request) {
         let session = request.session, user = request.user
-        guard let block = config.operators.first(where: { $0.name == request.params[0] }) else {
+        // No operators at all: 491. An unknown name gets the same 464 as a wrong password, as in
+        // ergo, so that OPER does not tell which names exist.
+        guard !config.operators.isEmpty else {
             reply(session, .noOperHost, "No O-lines for your host")
-            log(session, "error: OPER as unknown operator \"\(PlainText.visible(request.params[0]))\" by \(user.replyName)")
             return
         }
-        guard block.accepts(request.params[1]) else {
+        guard let block = config.operators.first(where: { $0.name == request.params[0] }), block.accepts(request.params[1]) else {
             reply(session, .passwdMismatch, "Password incorrect")
-            log(session, "error: wrong OPER password for \(block.name) from \(user.replyName)")
+            log(session, "error: failed OPER as \"\(PlainText.visible(request.params[0]))\" by \(user.replyName)")
             return
         }
         if !user.isOperator {
-            user.modes.insert("o")
+            setUserMode(user, "o", true)
             send(session, IRCMessage(source: user.prefix, command: "MODE", params: [user.replyName, "+o"]))
         }
         reply(session, .youreOper, "You are now an IRC operator")
@@ -26,7 +27,7 @@ extension ServerState {
             if let status = membership.status(of: user.id, in: key), !status.op, let channel = channels[key] {
                 membership.setStatus(user.id, in: key, "o", true)
                 let mode = IRCMessage(source: config.name, command: "MODE", params: [channel.name, "+o", user.replyName])
-                deliver(mode, to: membership.members[key]!.keys, now: request.now)
+                deliver(mode, toRoom: key, now: request.now)
             }
         }
     }
@@ -45,14 +46,17 @@ extension ServerState {
         let comment = UTF8Boundary.prefix(request.params[1], maxBytes: config.kickLength)
         let reason = "Killed (\(user.replyName) (\(comment)))"
         log(session, "\(user.replyName) killed \(target.replyName): \(comment)")
+        // The killed user sees the KILL and its own QUIT (the modern docs), then ERROR.
         for targetSession in target.sessions {
             send(targetSession, IRCMessage(source: user.prefix, command: "KILL", params: [target.replyName, comment]))
+            send(targetSession, IRCMessage(source: target.prefix, command: "QUIT", params: [reason]))
             closeLink(targetSession, reason: reason, now: request.now)
         }
     }
 
     // CHGHOST <nickname> <new host> (operators; as InspIRCd's). Room mates with `chghost` see
-    // `:old CHGHOST user host`; others see nothing, which the chghost spec allows.
+    // `:old CHGHOST user host`; the others get the fallback the spec suggests: a QUIT from the
+    // old mask, then a JOIN from the new one in each shared room, with its status as MODE.
     mutating func handleChghost(_ request: Request) {
         let session = request.session, user = request.user
         guard let target = self.user(named: request.params[0]) else {
@@ -66,9 +70,26 @@ extension ServerState {
             standardReply(session, "FAIL", command: "CHGHOST", code: "INVALID_HOST", context: [host], "A host is 1 to 64 letters, digits and .-:/")
             return
         }
-        let message = IRCMessage(source: target.prefix, command: "CHGHOST", params: [target.username ?? "unknown", host])
+        let message = IRCMessage(tags: accountTags(target), source: target.prefix, command: "CHGHOST", params: [target.username ?? "unknown", host])
+        let oldPrefix = target.prefix
         target.host = host
-        deliver(message, to: [target.id] + membership.neighbours(of: target.id), now: request.now, onlyWith: .chghost)
+        let neighbours = membership.neighbours(of: target.id)
+        deliver(message, to: [target.id] + neighbours, now: request.now, onlyWith: .chghost)
+        let quit = IRCMessage(tags: accountTags(target), source: oldPrefix, command: "QUIT", params: ["Changing host"])
+        deliver(quit, to: neighbours, now: request.now, excluding: .chghost, storable: false)
+        for key in membership.rooms(of: target.id).sorted() {
+            guard let channel = channels[key], let members = membership.members[key], let status = members[target.id] else { continue }
+            let others = members.keys.filter { $0 != target.id }
+            let join = IRCMessage(tags: accountTags(target), source: target.prefix, command: "JOIN",
+                                  params: [channel.name, target.account ?? "*", target.realname])
+            deliver(join, to: others, now: request.now, excluding: .chghost, storable: false)
+            let letters = (status.op ? "o" : "") + (status.voice ? "v" : "")
+            if !letters.isEmpty {
+                let mode = IRCMessage(source: config.name, command: "MODE",
+                                      params: [channel.name, "+" + letters] + Array(repeating: target.replyName, count: letters.count))
+                deliver(mode, to: others, now: request.now, excluding: .chghost, storable: false)
+            }
+        }
         notifyMonitors(online: target, now: request.now, extendedOnly: .chghost, message: message)
         log(session, "\(user.replyName) changed the host of \(target.replyName) to \(host)")
     }

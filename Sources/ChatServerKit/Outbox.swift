@@ -20,19 +20,24 @@ public struct UserID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
 /// One message going to many connections, with each connection's form of it.
 public struct Delivery: Sendable, Equatable {
-    /// The message with every tag the server gives it (`time`, `msgid`, `account`, client tags).
+    /// The message with the tags the server relays (`account`, `bot`, client tags).
     public let message: IRCMessage
+    /// Its `time` and `msgid`, added per recipient by `Rendering`.
+    public let stamp: Stamp
     /// Recipients grouped by the form they get.
     public let groups: [(variant: RenderVariant, connections: [ConnectionID])]
     /// PRIVMSG, NOTICE, TAGMSG, JOIN, PART, QUIT, KICK, NICK, TOPIC or MODE: what history keeps.
     public let storable: Bool
 
     public static func == (a: Delivery, b: Delivery) -> Bool {
-        a.message == b.message && a.storable == b.storable
+        a.message == b.message && a.stamp == b.stamp && a.storable == b.storable
             && a.groups.elementsEqual(b.groups) { $0.variant == $1.variant && $0.connections == $1.connections }
     }
 
     public var recipients: [ConnectionID] { groups.flatMap(\.connections) }
+
+    /// The message with `time` and `msgid` as tags, as history will store it.
+    public var taggedMessage: IRCMessage { Rendering.tagged(message, stamp) }
 
     /// The commands history keeps (`draft/event-playback` covers the membership ones).
     static let storableCommands: Set<String> = ["PRIVMSG", "NOTICE", "TAGMSG", "JOIN", "PART", "QUIT", "KICK", "NICK", "TOPIC", "MODE"]
@@ -69,7 +74,7 @@ public struct Outbox: Sendable {
                 return Outbox.parse(bytes)
             case .deliver(let delivery):
                 guard let group = delivery.groups.first(where: { $0.connections.contains(id) }) else { return [] }
-                return Outbox.parse(Rendering.render(delivery.message, group.variant))
+                return Outbox.parse(Rendering.render(delivery.message, delivery.stamp, group.variant))
             default:
                 return []
             }

@@ -17,8 +17,9 @@ extension ServerState {
                 let isMember = membership.isMember(asker.id, of: key)
                 if isMember || !channel.isSecret || asker.isOperator {
                     let members = (membership.members[key] ?? [:]).sorted { $0.key < $1.key }
-                    for (id, status) in members {
-                        guard let other = users[id], isMember || asker.isOperator || !other.isInvisible else { continue }
+                    for (_, status) in members {
+                        let other = status.user
+                        guard isMember || asker.isOperator || !other.isInvisible else { continue }
                         whoReply(session, other, channel: channel.name, status: status, whox: whox, now: request.now)
                     }
                 }
@@ -45,8 +46,9 @@ extension ServerState {
 
     mutating func whoReply(_ session: Session, _ other: User, channel: String, status: MemberStatus?, whox: WhoxRequest?, now: Double) {
         let multi = session.caps.contains(.multiPrefix)
-        let flags = (other.away == nil ? "H" : "G") + (other.isOperator ? "*" : "") + (other.isBot ? "B" : "")
-            + (status?.prefix(all: multi) ?? "")
+        // H or G, `*` for an operator, the membership prefix, then user mode letters (the modern docs).
+        let flags = (other.away == nil ? "H" : "G") + (other.isOperator ? "*" : "") + (status?.prefix(all: multi) ?? "")
+            + (other.isBot ? "B" : "")
         guard let whox else {
             reply(session, .whoReply, channel, other.username ?? "unknown", other.host, config.name, other.replyName, flags, "0 \(other.realname)")
             return
@@ -57,7 +59,7 @@ extension ServerState {
             case "t": fields.append(whox.token)
             case "c": fields.append(channel)
             case "u": fields.append(other.username ?? "unknown")
-            case "i": fields.append(other.host)
+            case "i": fields.append(other.address)
             case "h": fields.append(other.host)
             case "s": fields.append(config.name)
             case "n": fields.append(other.replyName)
@@ -91,7 +93,18 @@ extension ServerState {
             if channel.isSecret && !membership.isMember(asker.id, of: key) && !asker.isOperator && asker !== other { return nil }
             return status.prefix(all: multi) + channel.name
         }
-        if !rooms.isEmpty { reply(session, .whoisChannels, name, rooms.joined(separator: " ")) }
+        // As many 319 lines as the rooms need.
+        var line: [String] = [], length = 0
+        for room in rooms {
+            if length + room.utf8.count + 1 > 400 {
+                reply(session, .whoisChannels, name, line.joined(separator: " "))
+                line.removeAll()
+                length = 0
+            }
+            line.append(room)
+            length += room.utf8.count + 1
+        }
+        if !line.isEmpty { reply(session, .whoisChannels, name, line.joined(separator: " ")) }
         reply(session, .whoisServer, name, config.name, config.network)
         if other.isOperator { reply(session, .whoisOperator, name, "is an IRC operator") }
         if other.isBot { reply(session, .whoisBot, name, "is a bot") }
@@ -99,7 +112,8 @@ extension ServerState {
         if let away = other.away { reply(session, .away, name, away) }
         reply(session, .whoisIdle, name, String(max(0, Int(request.now - other.lastSpoke))), String(Int(other.signedOnAt)),
               "seconds idle, signon time")
-        reply(session, .endOfWhois, name, "End of /WHOIS list")
+        // 318 names the nick exactly as asked (the modern docs).
+        reply(session, .endOfWhois, nick, "End of /WHOIS list")
     }
 
     // WHOWAS <nick> [<count>]
@@ -190,6 +204,8 @@ extension ServerState {
             return
         }
         reply(session, .helpStart, subject, lines[0])
+        // The first 705 is empty, as the modern docs suggest.
+        reply(session, .helpText, subject, "")
         for line in lines.dropFirst() { reply(session, .helpText, subject, line) }
         reply(session, .endOfHelp, subject, "End of /HELP")
     }
@@ -203,13 +219,14 @@ extension ServerState {
             var online: [String] = [], offline: [String] = []
             for (index, name) in targets.enumerated() {
                 let folded = casemapping.fold(name)
-                if user.monitoring[folded] != nil { continue }
-                if user.monitoring.count >= config.monitorLimit {
+                let known = user.monitoring[folded] != nil
+                if !known && user.monitoring.count >= config.monitorLimit {
                     reply(session, .monListFull, String(config.monitorLimit), targets[index...].joined(separator: ","), "Monitor list is full")
                     break
                 }
                 guard IRCNames.nickProblem(name, maxBytes: config.nickLength) == nil else { continue }
-                user.monitoring[folded] = name
+                // A name already watched is reported again, as ergo does.
+                if !known { user.monitoring[folded] = name }
                 monitors[folded, default: []].insert(user.id)
                 if let other = self.user(named: name) { online.append(other.prefix) } else { offline.append(name) }
             }
@@ -280,7 +297,7 @@ extension ServerState {
 
     /// account-notify: the user logged in or out (the trust issue's SASL calls this).
     mutating func accountChanged(_ user: User, now: Double) {
-        let message = IRCMessage(source: user.prefix, command: "ACCOUNT", params: [user.account ?? "*"])
+        let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "ACCOUNT", params: [user.account ?? "*"])
         deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: now, onlyWith: .accountNotify)
         notifyMonitors(online: user, now: now, extendedOnly: .accountNotify, message: message)
     }
@@ -296,7 +313,8 @@ struct WhoxRequest {
         let body = raw.dropFirst()
         let parts = body.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false)
         fields = Set(parts.first ?? "")
-        // The token is at most three digits (the WHOX spec); anything else is cut to that.
-        token = parts.count > 1 ? String(parts[1].prefix(3)) : "0"
+        // The token is one to three digits (the WHOX spec); anything else is answered as 0.
+        let given = parts.count > 1 ? parts[1] : ""
+        token = (1...3).contains(given.count) && given.allSatisfy(\.isASCII) && given.allSatisfy(\.isNumber) ? String(given) : "0"
     }
 }

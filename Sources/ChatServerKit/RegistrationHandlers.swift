@@ -12,24 +12,27 @@ extension ServerState {
         switch subcommand {
         case "LS":
             if !session.registered { session.capNegotiating = true }
-            if request.params.count > 1, let version = Int(request.params[1]) { session.capVersion = max(session.capVersion, version) }
+            // This reply follows this request's version; the highest one asked for is kept.
+            let version = request.params.count > 1 ? Int(request.params[1]) ?? 0 : 0
+            session.capVersion = max(session.capVersion, version)
             // 302 clients get values, and cap-notify without asking for it.
             if session.capVersion >= 302 { session.caps.insert(.capNotify) }
             let words = Capability.allCases.map { cap -> String in
-                if session.capVersion >= 302, let value = cap.value(config) { return "\(cap.rawValue)=\(value)" }
+                if version >= 302, let value = cap.value(config) { return "\(cap.rawValue)=\(value)" }
                 return cap.rawValue
             }
             // Lines stay under 512 bytes: `CAP * LS * :…` continues, the last has no `*`.
             var lines: [[String]] = [[]]
             var length = 0
             for word in words {
-                if length + word.utf8.count + 1 > 400 { lines.append([]); length = 0 }
+                // Only 302 clients read continuation lines.
+                if version >= 302 && length + word.utf8.count + 1 > 400 { lines.append([]); length = 0 }
                 lines[lines.count - 1].append(word)
                 length += word.utf8.count + 1
             }
             for (index, line) in lines.enumerated() {
                 let text = line.joined(separator: " ")
-                if index < lines.count - 1 && session.capVersion >= 302 { capReply("LS", "*", text) } else { capReply("LS", text) }
+                if index < lines.count - 1 { capReply("LS", "*", text) } else { capReply("LS", text) }
             }
         case "LIST":
             capReply("LIST", session.caps.names.joined(separator: " "))
@@ -44,8 +47,8 @@ extension ServerState {
                     acceptable = false
                     break
                 }
-                // cap-notify cannot be turned off by a 302 client (the spec says it is implied).
-                if remove && cap == .capNotify && session.capVersion >= 302 { acceptable = false; break }
+                // A 302 client keeps cap-notify: its removal is acknowledged and ignored, as ergo does.
+                if remove && cap == .capNotify && session.capVersion >= 302 { continue }
                 if remove { caps.remove(cap) } else { caps.insert(cap) }
             }
             // A request is granted whole or refused whole.
@@ -90,13 +93,14 @@ extension ServerState {
         // Taken before the change: the announcement comes from the old name.
         let oldNick = user.nick
         let oldPrefix = user.prefix
-        if let old = oldNick { releaseNick(old, of: user, wasOnline: session.registered) }
+        let sameName = oldNick.map { casemapping.equal($0, wanted) } ?? false
+        if let old = oldNick { releaseNick(old, of: user, wasOnline: session.registered && !sameName) }
         claimNick(wanted, for: user)
         if session.registered {
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
             deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: request.now)
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")
-            notifyMonitors(online: user, now: request.now)
+            if !sameName { notifyMonitors(online: user, now: request.now) }
         } else {
             completeRegistrationIfReady(session, now: request.now)
         }
@@ -114,14 +118,14 @@ extension ServerState {
             return NickRefusal(numeric: .erroneousNickname, reason: problem)
         }
         let folded = casemapping.fold(wanted)
-        if let owner = nicks[folded], owner != user.id {
+        if let owner = nicks[folded], owner !== user {
             return NickRefusal(numeric: .nicknameInUse, reason: "Nickname is already in use")
         }
         let skeleton = Confusables.skeleton(folded)
         if let owner = nickSkeletons[skeleton], owner != user.id, let other = users[owner]?.nick {
             return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like \(other), who is online")
         }
-        for reserved in config.reservedNicks where Confusables.skeleton(casemapping.fold(reserved)) == skeleton {
+        if let reserved = reservedSkeletons[skeleton] {
             return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks like \(reserved), which is reserved")
         }
         // After the look-alike checks, so that `аlice` is told whom it looks like, not only that it mixes scripts.
@@ -133,7 +137,7 @@ extension ServerState {
 
     mutating func claimNick(_ nick: String, for user: User) {
         let folded = casemapping.fold(nick)
-        nicks[folded] = user.id
+        nicks[folded] = user
         nickSkeletons[Confusables.skeleton(folded)] = user.id
         user.nick = nick
     }
@@ -141,7 +145,7 @@ extension ServerState {
     /// Frees a nickname. When its owner was online, MONITOR watchers of it hear it is offline.
     mutating func releaseNick(_ nick: String, of user: User, wasOnline: Bool) {
         let folded = casemapping.fold(nick)
-        if nicks[folded] == user.id { nicks.removeValue(forKey: folded) }
+        if nicks[folded] === user { nicks.removeValue(forKey: folded) }
         let skeleton = Confusables.skeleton(folded)
         if nickSkeletons[skeleton] == user.id { nickSkeletons.removeValue(forKey: skeleton) }
         guard wasOnline else { return }
@@ -182,7 +186,8 @@ extension ServerState {
 
     // QUIT [<reason>]
     mutating func handleQuit(_ request: Request) {
-        let reason = request.params.first.map { "Quit: " + UTF8Boundary.prefix($0, maxBytes: config.kickLength) } ?? "Quit"
+        // "Quit: " even when the reason is empty (the modern docs), so nobody can fake a server's own QUIT reasons.
+        let reason = "Quit: " + (request.params.first.map { UTF8Boundary.prefix($0, maxBytes: config.kickLength) } ?? "")
         closeLink(request.session, reason: reason, now: request.now)
     }
 
@@ -212,7 +217,7 @@ extension ServerState {
     }
 
     mutating func sendISupport(_ session: Session) {
-        let tokens = config.isupport.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
+        let tokens = isupportTokens
         var start = 0
         while start < tokens.count {
             let chunk = Array(tokens[start..<min(start + 12, tokens.count)])
@@ -233,11 +238,11 @@ extension ServerState {
 
     /// 251–255, 265, 266, as the modern docs list them.
     mutating func sendLusers(_ session: Session) {
-        let registered = users.values.filter { $0.sessions.contains(where: \.registered) }
-        let invisible = registered.filter(\.isInvisible).count
-        let operators = registered.filter(\.isOperator).count
-        let unknown = sessions.count - sessions.values.filter(\.registered).count
-        let total = registered.count
+        // Every user has one connection today, so registered connections are registered users.
+        let total = registeredCount
+        let invisible = invisibleCount
+        let operators = operatorCount
+        let unknown = sessions.count - registeredCount
         reply(session, .lUserClient, "There are \(total - invisible) users and \(invisible) invisible on 1 servers")
         if operators > 0 { reply(session, .lUserOp, String(operators), "operator(s) online") }
         if unknown > 0 { reply(session, .lUserUnknown, String(unknown), "unknown connection(s)") }

@@ -51,9 +51,11 @@ public struct ServerConfig: Sendable {
     public var pingTimeout: Double = 60
     public var nickLength = 30
     public var channelLength = 50
-    public var topicLength = 390
+    // InspIRCd's defaults: with a 30-byte nick, 10-byte user and 64-byte host, a relayed TOPIC
+    // or KICK of full length still fits in 512 bytes.
+    public var topicLength = 307
     public var awayLength = 200
-    public var kickLength = 390
+    public var kickLength = 255
     public var userLength = 10
     public var realnameLength = 100
     /// Targets one PRIVMSG, NOTICE or TAGMSG may name.
@@ -77,7 +79,7 @@ public struct ServerConfig: Sendable {
     /// TARGMAX: how many targets each command takes. JOIN and PART are bounded by CHANLIMIT
     /// instead: clients rejoin all their rooms in one JOIN and do not all split it by TARGMAX.
     public var targetLimits: [String: Int] {
-        ["PRIVMSG": maxTargets, "NOTICE": maxTargets, "TAGMSG": maxTargets, "NAMES": 1, "WHOIS": 1, "KICK": 1]
+        ["PRIVMSG": maxTargets, "NOTICE": maxTargets, "TAGMSG": maxTargets, "NAMES": 1, "WHOIS": 1, "KICK": maxTargets]
     }
 
     /// The ISUPPORT tokens this server advertises in 005.

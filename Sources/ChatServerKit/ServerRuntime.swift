@@ -211,7 +211,7 @@ final class ServerRuntime {
                 case .deliver(let delivery):
                     // Serialised once per form, appended to each recipient of that form.
                     for group in delivery.groups {
-                        let bytes = Rendering.render(delivery.message, group.variant)
+                        let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
                         for id in group.connections { enqueue(bytes, for: id) }
                     }
                 case .close(let id):

@@ -8,7 +8,7 @@ public struct ServerState {
     var sessions: [ConnectionID: Session] = [:]
     var users: [UserID: User] = [:]
     /// Folded nickname to its owner, registered or not. The nickname itself is on `User`.
-    var nicks: [String: UserID] = [:]
+    var nicks: [String: User] = [:]
     /// Skeletons (TR39) of the folded nicknames in use, to their owners, so look-alikes are refused.
     var nickSkeletons: [String: UserID] = [:]
     /// Folded room name to room. A room exists while it has members.
@@ -29,9 +29,24 @@ public struct ServerState {
     public internal(set) var registeredCount = 0
     /// The most users registered at once since the start, for 265 and 266.
     var peakRegistered = 0
+    /// Registered users with +i and with +o, kept as counts so LUSERS (sent on every
+    /// registration) does not walk every user.
+    var invisibleCount = 0
+    var operatorCount = 0
+
+    /// Worked out once from the configuration: they are read on every message or registration.
+    let targetLimits: [String: Int]
+    let isupportTokens: [String]
+    /// Skeletons of the reserved nicknames, to the name as configured.
+    let reservedSkeletons: [String: String]
 
     public init(config: ServerConfig) {
         self.config = config
+        targetLimits = config.targetLimits
+        isupportTokens = config.isupport.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
+        var reserved: [String: String] = [:]
+        for name in config.reservedNicks { reserved[Confusables.skeleton(Casemapping.rfc1459.fold(name))] = name }
+        reservedSkeletons = reserved
     }
 
     /// Takes what has been decided since the last call.
@@ -127,9 +142,17 @@ public struct ServerState {
     }
 
     mutating func dispatch(_ message: IRCMessage, from session: Session, now: Double) {
-        let label = session.caps.contains(.labeledResponse) ? message.tag("label").map { UTF8Boundary.prefix($0, maxBytes: 64) } : nil
+        // labeled-response needs batch negotiated too; a label over the spec's 64 bytes is not
+        // echoed cut (the client could not match it), it is ignored.
+        var label: String?
+        if session.caps.contains(.labeledResponse) && session.caps.contains(.batch), let value = message.tag("label"),
+           !value.isEmpty, value.utf8.count <= 64 {
+            label = value
+        }
         response = ResponseBuffer(session: session, label: label)
         defer { flushResponse() }
+        // A NOTICE never causes an automatic reply, not even "unknown" or "not registered".
+        if message.command == "NOTICE" && (!session.registered || message.params.count < 2) { return }
         guard let command = ServerState.commands[message.command] else {
             reply(session, .unknownCommand, UTF8Boundary.prefix(message.command, maxBytes: 32), "Unknown command")
             return
@@ -188,19 +211,21 @@ public struct ServerState {
     /// Any message to one connection, through the response buffer when it is the requester's.
     mutating func send(_ session: Session, _ message: IRCMessage) {
         if let response, response.session === session {
-            self.response!.messages.append(message)
+            self.response!.messages.append((message, nil))
         } else {
             sendNow(session, message)
         }
     }
 
     mutating func sendNow(_ session: Session, _ message: IRCMessage) {
-        outbox.items.append(.send(session.connection, Rendering.render(message, session.variant)))
+        outbox.items.append(.send(session.connection, Rendering.render(message, nil, session.variant)))
     }
 
     /// A FAIL/WARN/NOTE (standard-replies), or a NOTICE saying the same to clients without it.
-    mutating func standardReply(_ session: Session, _ kind: String, command: String, code: String, context: [String] = [], _ text: String) {
-        if session.caps.contains(.standardReplies) {
+    /// `always`: the command's own spec requires FAIL (SETNAME does) whatever else was negotiated.
+    mutating func standardReply(_ session: Session, _ kind: String, command: String, code: String, context: [String] = [],
+                                always: Bool = false, _ text: String) {
+        if always || session.caps.contains(.standardReplies) {
             send(session, IRCMessage(source: config.name, command: kind, params: [command, code] + context + [text]))
         } else {
             send(session, IRCMessage(source: config.name, command: "NOTICE", params: [session.user.replyName, "\(command): \(text)"]))
@@ -215,11 +240,10 @@ public struct ServerState {
         let session = buffer.session
         guard sessions[session.connection] != nil || !buffer.messages.isEmpty else { return }
         var variant = session.variant
-        if session.caps.contains(.batch) { variant.insert(.batch) }
         guard let label = buffer.label else {
             if buffer.messages.isEmpty { return }
             var bytes: [UInt8] = []
-            for message in buffer.messages { bytes += Rendering.render(message, variant) }
+            for (message, stamp) in buffer.messages { bytes += Rendering.render(message, stamp, variant) }
             outbox.items.append(.send(session.connection, bytes))
             return
         }
@@ -228,20 +252,21 @@ public struct ServerState {
         var bytes: [UInt8] = []
         switch buffer.messages.count {
         case 0:
-            bytes = Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "ACK"), variant)
+            bytes = Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "ACK"), nil, variant)
         case 1:
-            var only = buffer.messages[0]
+            var (only, stamp) = buffer.messages[0]
             only.tags.insert(IRCTag("label", label), at: 0)
-            bytes = Rendering.render(only, variant)
+            bytes = Rendering.render(only, stamp, variant)
         default:
             let reference = newBatchReference()
             bytes += Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "BATCH",
-                                                 params: ["+" + reference, "labeled-response"]), variant)
-            for var message in buffer.messages {
+                                                 params: ["+" + reference, "labeled-response"]), nil, variant)
+            for (message, stamp) in buffer.messages {
+                var message = message
                 message.tags.insert(IRCTag("batch", reference), at: 0)
-                bytes += Rendering.render(message, variant)
+                bytes += Rendering.render(message, stamp, variant)
             }
-            bytes += Rendering.render(IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]), variant)
+            bytes += Rendering.render(IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]), nil, variant)
         }
         outbox.items.append(.send(session.connection, bytes))
     }
@@ -258,7 +283,7 @@ public struct ServerState {
     // MARK: Lookups
 
     func user(named nick: String) -> User? {
-        guard let id = nicks[casemapping.fold(nick)], let user = users[id], user.sessions.contains(where: \.registered) else { return nil }
+        guard let user = nicks[casemapping.fold(nick)], user.sessions.contains(where: \.registered) else { return nil }
         return user
     }
 
@@ -274,36 +299,62 @@ public struct ServerState {
     /// capabilities ask for; the message is serialised once per form, by the runtime. The
     /// requester's own copy (echo-message, its JOIN, its NICK) joins the command's response,
     /// so a labelled command's echo carries the label.
+    /// `storable: false` marks a stand-in event (the chghost fallback) that history must not keep.
+    /// `viaResponse: false` keeps even the requester's copy out of the response (a message to oneself:
+    /// the delivered copy must not carry the label).
     mutating func deliver(_ message: IRCMessage, to recipients: some Sequence<UserID>, now: Double,
-                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil) {
-        var message = message
-        if message.tag("time") == nil { message.tags.insert(IRCTag("time", ServerTime.format(now)), at: 0) }
-        let storable = Delivery.storableCommands.contains(message.command)
-        if storable && message.tag("msgid") == nil { message.tags.insert(IRCTag("msgid", messageIDs.next(now: now)), at: 1) }
-        var groups = [[ConnectionID]](repeating: [], count: RenderVariant.relayCount)
-        for id in recipients {
-            guard let user = users[id] else { continue }
+                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, viaResponse: Bool = true,
+                          storable storableOverride: Bool? = nil, stamp given: Stamp? = nil) {
+        let found = users
+        deliver(message, toUsers: recipients.lazy.compactMap { found[$0] }, now: now, onlyWith: required, excluding: excluded,
+                viaResponse: viaResponse, storable: storableOverride, stamp: given)
+    }
+
+    /// Sends a room event to every member of the room `key` (one lookup for the room, none per member).
+    mutating func deliver(_ message: IRCMessage, toRoom key: String, except: UserID? = nil, now: Double,
+                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, stamp: Stamp? = nil) {
+        let members = membership.members[key] ?? [:]
+        deliver(message, toUsers: members.values.lazy.filter { $0.user.id != except }.map(\.user), now: now,
+                onlyWith: required, excluding: excluded, stamp: stamp)
+    }
+
+    mutating func deliver(_ message: IRCMessage, toUsers recipients: some Sequence<User>, now: Double,
+                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, viaResponse: Bool = true,
+                          storable storableOverride: Bool? = nil, stamp given: Stamp? = nil) {
+        let storable = storableOverride ?? Delivery.storableCommands.contains(message.command)
+        let stamp = given ?? self.stamp(message.command, now: now)
+        let requester = viaResponse ? response?.session : nil
+        // Few forms among the recipients, usually one: a short list searched linearly.
+        var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
+        for user in recipients {
             for session in user.sessions where session.registered {
                 if let required, !session.caps.contains(required) { continue }
                 if let excluded, session.caps.contains(excluded) { continue }
-                if let response, response.session === session {
-                    self.response!.messages.append(message)
+                if session === requester {
+                    self.response!.messages.append((message, stamp))
                     continue
                 }
-                groups[Int(session.variant.rawValue)].append(session.connection)
+                let variant = session.variant
+                if let index = groups.firstIndex(where: { $0.variant == variant }) {
+                    groups[index].connections.append(session.connection)
+                } else {
+                    groups.append((variant, [session.connection]))
+                }
             }
         }
-        var result: [(variant: RenderVariant, connections: [ConnectionID])] = []
-        for (index, ids) in groups.enumerated() where !ids.isEmpty {
-            result.append((RenderVariant(rawValue: UInt8(index)), ids))
-        }
-        if !result.isEmpty || storable {
-            outbox.items.append(.deliver(Delivery(message: message, groups: result, storable: storable)))
+        if !groups.isEmpty || storable {
+            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable)))
         }
     }
 
-    /// The `account` tag for messages from `user`, when it is logged in.
+    /// When an event happens: its time, and a msgid for what history keeps.
+    mutating func stamp(_ command: String, now: Double) -> Stamp {
+        Stamp(time: now, msgid: Delivery.storableCommands.contains(command) ? messageIDs.next(now: now) : nil)
+    }
+
+    /// The `account` and `bot` tags for everything `user` sends (account-tag, bot mode).
     func accountTags(_ user: User) -> [IRCTag] {
+        if user.account == nil && !user.isBot { return [] }
         var tags: [IRCTag] = []
         if let account = user.account { tags.append(IRCTag("account", account)) }
         if user.isBot { tags.append(IRCTag("bot")) }
@@ -331,6 +382,7 @@ public struct ServerState {
                 let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [quitMessage])
                 deliver(quit, to: membership.neighbours(of: user.id), now: now)
                 registeredCount -= 1
+                for letter in user.modes { setUserMode(user, letter, false) }
                 rememberDeparture(user, now: now)
             }
             for key in membership.rooms(of: user.id) { removeMember(user.id, from: key) }
@@ -340,6 +392,15 @@ public struct ServerState {
         }
         log(session, session.registered ? "\(user.replyName) quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
         outbox.items.append(.close(session.connection))
+    }
+
+    /// The one way a user mode changes, so the LUSERS counts stay right.
+    mutating func setUserMode(_ user: User, _ letter: Character, _ on: Bool) {
+        guard user.modes.contains(letter) != on else { return }
+        if on { user.modes.insert(letter) } else { user.modes.remove(letter) }
+        let delta = on ? 1 : -1
+        if letter == "i" { invisibleCount += delta }
+        if letter == "o" { operatorCount += delta }
     }
 
     mutating func removeMember(_ id: UserID, from key: String) {
@@ -360,22 +421,27 @@ public struct ServerState {
 struct ResponseBuffer {
     let session: Session
     let label: String?
-    var messages: [IRCMessage] = []
+    var messages: [(IRCMessage, Stamp?)] = []
 }
 
 /// `msgid` values: unique, opaque, and sortable by time (milliseconds since 1970 in the high
 /// bits, a counter below), written in base 32 so they stay short.
-struct MessageIDs {
+public struct MessageIDs: Sendable {
     private var last: UInt64 = 0
 
-    mutating func next(now: Double) -> String {
+    mutating func next(now: Double) -> UInt64 {
         let candidate = UInt64(max(0, now * 1000)) << 16
         last = max(last + 1, candidate)
-        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
-        var value = last
+        return last
+    }
+
+    /// The tag's text: 13 characters of Crockford base 32, which sort as the numbers do.
+    public static func text(_ id: UInt64) -> String {
+        let alphabet: StaticString = "0123456789abcdefghjkmnpqrstvwxyz"
+        var value = id
         var digits = [UInt8](repeating: 0, count: 13)
         for i in stride(from: 12, through: 0, by: -1) {
-            digits[i] = alphabet[Int(value & 31)]
+            digits[i] = alphabet.utf8Start[Int(value & 31)]
             value >>= 5
         }
         return String(decoding: digits, as: UTF8.self)

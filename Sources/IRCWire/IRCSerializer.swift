@@ -32,6 +32,8 @@ extension IRCMessage {
                           || param.utf8.contains(where: { $0 == 32 || $0 == 13 || $0 == 10 || $0 == 0 })) {
                 out.append(UInt8(ascii: ":"))
             }
+            // An empty parameter before the last would shift every later one: it is written `*`.
+            if param.isEmpty && !isLast { out.append(UInt8(ascii: "*")) }
             for byte in param.utf8 {
                 out.append(byte == 13 || byte == 10 || byte == 0 ? UInt8(ascii: " ") : byte)
             }
@@ -58,7 +60,7 @@ extension IRCMessage {
     }
 
     /// Numerics whose last parameter is a mode string, a number or a word, not a sentence.
-    static let numericsEndingInAWord: Set<String> = ["004", "221", "324", "329", "333", "336", "341", "346", "348", "354", "367"]
+    static let numericsEndingInAWord: Set<String> = ["004", "221", "324", "329", "333", "336", "341", "346", "348", "367"]
 
     /// The line as text without the line ending, for logs and tests.
     public var line: String {

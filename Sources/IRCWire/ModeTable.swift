@@ -91,9 +91,9 @@ public enum ChannelModes {
         return "(" + String(members.map(\.letter)) + ")" + String(members.compactMap(\.prefix))
     }
 
-    /// `MAXLIST=beI:100`.
+    /// `MAXLIST=b:100,e:100,I:100`: each list on its own (`beI:100` would mean all three together).
     public static var maxListToken: String {
-        String(all.filter { $0.kind == .list }.map(\.letter)) + ":\(listLimit)"
+        all.filter { $0.kind == .list }.map { "\($0.letter):\(listLimit)" }.joined(separator: ",")
     }
 
     /// 004's channel modes, and those of them that take a parameter.
@@ -110,10 +110,10 @@ public enum ChannelModes {
         case .mask:
             return IRCMask.normalise(raw).map { .success($0) } ?? .failure(.invalid("Mask is not valid"))
         case .key:
-            if raw.isEmpty { return .failure(.badKey("Key is empty")) }
-            if raw.utf8.count > keyLength { return .failure(.badKey("Key is longer than \(keyLength) bytes")) }
+            if raw.isEmpty { return .failure(.invalid("Key is empty")) }
+            if raw.utf8.count > keyLength { return .failure(.invalid("Key is longer than \(keyLength) bytes")) }
             if raw.unicodeScalars.contains(where: { $0 == " " || $0 == "," || $0 == ":" || $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) {
-                return .failure(.badKey("Key may not contain spaces, commas, colons or control characters"))
+                return .failure(.invalid("Key may not contain spaces, commas, colons or control characters"))
             }
             return .success(raw)
         case .limit:
@@ -125,9 +125,9 @@ public enum ChannelModes {
     }
 }
 
-/// Why a mode parameter was refused: a key gets 525 (ERR_INVALIDKEY), anything else 696.
+/// Why a mode parameter was refused, in words: the server answers 696 (ERR_INVALIDMODEPARAM),
+/// which the modern docs name for a bad key as for any other bad parameter.
 public enum ModeParameterProblem: Error, Equatable, Sendable {
-    case badKey(String)
     case invalid(String)
 }
 

@@ -147,6 +147,9 @@ struct StateChatTests {
             ":test.server 323 alice :End of /LIST",
         ])
         h.send(alice, "KICK #dev nobody")
+        #expect(h.commands(to: alice) == ["401"], "no such user: 401, as ergo answers")
+        _ = h.register("dave")
+        h.send(alice, "KICK #dev dave")
         #expect(h.commands(to: alice) == ["441"])
         h.send(alice, "KICK #dev bob :bye now")
         #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 KICK #dev bob :bye now"])

@@ -72,7 +72,7 @@ struct StateQueryTests {
         var h = Harness()
         let alice = h.register("alice")
         h.send(alice, "HELP invite")
-        #expect(h.commands(to: alice) == ["704", "705", "706"])
+        #expect(h.commands(to: alice) == ["704", "705", "705", "706"])
         #expect(h.lines(to: alice).first == ":test.server 704 alice INVITE :INVITE <nick> <#room> | INVITE")
         h.send(alice, "HELP frobnicate")
         #expect(h.lines(to: alice) == [":test.server 524 alice FROBNICATE :No help available on this topic"])
@@ -93,7 +93,9 @@ struct StateQueryTests {
             ":test.server 315 alice bob :End of /WHO list",
         ])
         h.send(alice, "WHO #lobby %na")
-        #expect(h.lines(to: alice).prefix(2) == [":test.server 354 alice alice 0", ":test.server 354 alice bob 0"])
+        #expect(h.lines(to: alice).prefix(2) == [":test.server 354 alice alice :0", ":test.server 354 alice bob :0"])
+        h.send(alice, "WHO bob %tn,x1")
+        #expect(h.lines(to: alice).first == ":test.server 354 alice 0 :bob", "a token that is not 1-3 digits is answered as 0")
     }
 
     @Test("WHO and NAMES hide +i users from people who share no room with them")
@@ -148,13 +150,13 @@ struct StateQueryTests {
         #expect(h.lines(to: alice) == [":bob!u@127.0.0.1 AWAY :out"])
     }
 
-    @Test("OPER: 491 unknown name, 464 wrong password, 381 and +o; WALLOPS to +w; KILL")
+    @Test("OPER: 464 for an unknown name or a wrong password, 381 and +o; WALLOPS to +w; KILL")
     func operators() {
         var h = Harness { $0.operators = [OperatorBlock(name: "root", passwordHash: OperatorBlock.hash("hunter2", salt: "x1"))] }
         let alice = h.register("alice")
         let bob = h.register("bob")
         h.send(alice, "OPER nobody hunter2")
-        #expect(h.commands(to: alice) == ["491"])
+        #expect(h.commands(to: alice) == ["464"], "an unknown name looks like a wrong password, as in ergo")
         h.send(alice, "OPER root wrong")
         #expect(h.commands(to: alice) == ["464"])
         h.send(alice, "WALLOPS :hello")
@@ -167,12 +169,21 @@ struct StateQueryTests {
         h.send(bob, "WHOIS alice")
         #expect(h.lines(to: bob).contains(":test.server 313 bob alice :is an IRC operator"))
         h.send(alice, "KILL bob :spamming")
-        #expect(h.lines(to: bob).suffix(2) == [":alice!u@127.0.0.1 KILL bob :spamming",
+        #expect(h.lines(to: bob).suffix(3) == [":alice!u@127.0.0.1 KILL bob :spamming",
+                                                ":bob!u@127.0.0.1 QUIT :Killed (alice (spamming))",
                                                 "ERROR :Closing Link: 127.0.0.1 (Killed (alice (spamming)))"])
         #expect(h.lines(to: alice) == [":bob!u@127.0.0.1 QUIT :Killed (alice (spamming))"])
         #expect(h.out.closed == [bob])
         h.send(alice, "KILL test.server :x")
         #expect(h.commands(to: alice) == ["483"])
+    }
+
+    @Test("OPER on a server without operators gets 491")
+    func noOperators() {
+        var h = Harness()
+        let alice = h.register("alice")
+        h.send(alice, "OPER root x")
+        #expect(h.lines(to: alice) == [":test.server 491 alice :No O-lines for your host"])
     }
 
     @Test("OPER makes the operator a room operator of the room everyone joins (the host's own user)")

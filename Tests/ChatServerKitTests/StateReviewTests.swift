@@ -1,0 +1,156 @@
+import Testing
+@testable import ChatServerKit
+import IRCWire
+
+/// Regression tests for what a review against the specifications found.
+@Suite("server state: spec details")
+struct StateReviewTests {
+    @Test("a label is honoured only with batch negotiated too, and only when it fits 64 bytes")
+    func labelNeedsBatch() {
+        var h = Harness()
+        let alice = h.register("alice", caps: ["labeled-response"])
+        h.send(alice, "@label=x TIME")
+        #expect(h.lines(to: alice).allSatisfy { !$0.contains("label") && !$0.contains("BATCH") })
+        let bob = h.register("bob", caps: ["labeled-response", "batch"])
+        h.send(bob, "@label=\(String(repeating: "l", count: 65)) PING t")
+        #expect(h.lines(to: bob) == [":test.server PONG test.server t"])
+    }
+
+    @Test("a labelled message to oneself: the echo carries the label, the delivered copy does not")
+    func labelToSelf() {
+        var h = Harness()
+        let alice = h.register("alice", caps: ["labeled-response", "batch", "echo-message"])
+        h.send(alice, "@label=me PRIVMSG alice :note to self")
+        #expect(h.lines(to: alice) == [":alice!u@127.0.0.1 PRIVMSG alice :note to self",
+                                       "@label=me :alice!u@127.0.0.1 PRIVMSG alice :note to self"])
+        let bob = h.register("bob", caps: ["labeled-response", "batch"])
+        h.send(bob, "@label=b PRIVMSG bob :hi me")
+        #expect(h.lines(to: bob) == [":bob!u@127.0.0.1 PRIVMSG bob :hi me", "@label=b :test.server ACK"])
+    }
+
+    @Test("SETNAME failures are FAIL even without standard-replies (the setname spec)")
+    func setnameFail() {
+        var h = Harness()
+        let alice = h.register("alice", caps: ["setname"])
+        h.send(alice, "SETNAME :" + String(repeating: "n", count: 101))
+        #expect(h.commands(to: alice) == ["FAIL"])
+    }
+
+    @Test("other FAILs fall back to a NOTICE for clients without standard-replies")
+    func standardRepliesFallback() {
+        var h = Harness()
+        let alice = h.register("alice")
+        h.send(alice, "MONITOR X")
+        #expect(h.lines(to: alice) == [":test.server NOTICE alice :MONITOR: MONITOR takes +, -, C, L or S"])
+    }
+
+    @Test("WHOIS lists many rooms over several 319 lines and ends with the nick as asked")
+    func whoisManyRooms() {
+        var h = Harness { $0.room = nil }
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        let rooms = (0..<40).map { "#room-with-a-longish-name-\($0)" }
+        for start in stride(from: 0, to: 40, by: 10) { h.send(alice, "JOIN " + rooms[start..<start + 10].joined(separator: ",")) }
+        h.send(bob, "WHOIS ALICE")
+        let channelLines = h.out.messages(to: bob).filter { $0.command == "319" }
+        #expect(channelLines.count > 1 && channelLines.allSatisfy { $0.serialized().count <= 512 })
+        #expect(Set(channelLines.flatMap { $0.params[2].split(separator: " ").map { String($0.dropFirst()) } }) == Set(rooms))
+        #expect(h.lines(to: bob).last == ":test.server 318 bob ALICE :End of /WHOIS list")
+    }
+
+    @Test("MAXLIST names each list's own limit")
+    func maxList() {
+        #expect(ChannelModes.maxListToken == "b:100,e:100,I:100")
+    }
+
+    @Test("chghost fallback: room mates without the capability see QUIT, JOIN and the status again")
+    func chghostFallback() {
+        var h = Harness { $0.operators = [OperatorBlock(name: "root", passwordHash: OperatorBlock.hash("pw", salt: "s"))] }
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        h.send(bob, "OPER root pw")
+        h.send(bob, "CHGHOST alice cloak.example")
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 QUIT :Changing host", ":alice!u@cloak.example JOIN #lobby",
+                                     ":test.server MODE #lobby +o alice"])
+        #expect(h.out.deliveries.allSatisfy { !$0.storable }, "stand-in events are not history")
+        _ = alice
+    }
+
+    @Test("before registration a NOTICE is dropped without a word")
+    func unregisteredNotice() {
+        var h = Harness()
+        let id = h.connect()
+        h.send(id, "NOTICE x :y")
+        #expect(h.out.items.isEmpty)
+    }
+
+    @Test("CAP LS without a version after LS 302 answers in the old format; -cap-notify is acknowledged and ignored")
+    func capVersions() {
+        var h = Harness()
+        let id = h.connect()
+        h.send(id, "CAP LS 302")
+        h.send(id, "CAP LS")
+        #expect(h.out.messages(to: id).count == 1 && h.out.messages(to: id)[0].params.count == 3)
+        h.send(id, "CAP REQ :-cap-notify multi-prefix")
+        #expect(h.out.messages(to: id).first?.params[1] == "ACK")
+        h.send(id, "CAP LIST")
+        #expect(h.out.messages(to: id).first?.params.last == "cap-notify multi-prefix")
+    }
+
+    @Test("MONITOR + of a name already watched reports it again")
+    func monitorAgain() {
+        var h = Harness()
+        let alice = h.register("alice")
+        _ = h.register("bob")
+        h.send(alice, "MONITOR + bob")
+        h.send(alice, "MONITOR + bob")
+        #expect(h.lines(to: alice) == [":test.server 730 alice :bob!u@127.0.0.1"])
+    }
+
+    @Test("a list query on a secret room by an outsider ends the list without entries")
+    func secretListQuery() {
+        var h = Harness { $0.room = nil }
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        h.send(alice, "JOIN #s")
+        h.send(alice, "MODE #s +sb x")
+        h.send(bob, "MODE #s b")
+        #expect(h.lines(to: bob) == [":test.server 368 bob #s :End of channel ban list"])
+    }
+
+    @Test("a change of case only does not tell MONITOR watchers the user left")
+    func caseOnlyRename() {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        h.send(alice, "MONITOR + bob")
+        h.send(bob, "NICK BOB")
+        #expect(h.lines(to: alice) == [":bob!u@127.0.0.1 NICK BOB"])
+    }
+
+    @Test("QUIT without a reason is \"Quit: \"")
+    func quitReason() {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        h.send(bob, "QUIT")
+        #expect(h.lines(to: alice) == [":bob!u@127.0.0.1 QUIT :Quit: "])
+    }
+
+    @Test("LIST T<n skips rooms whose topic was never set")
+    func listTopicAge() {
+        var h = Harness { $0.room = nil }
+        let alice = h.register("alice")
+        h.send(alice, "JOIN #a,#b")
+        h.send(alice, "TOPIC #a :set")
+        h.send(alice, "LIST T<5")
+        #expect(h.out.messages(to: alice).filter { $0.command == "322" }.map { $0.params[1] } == ["#a"])
+        h.send(alice, "LIST T>5")
+        #expect(h.out.messages(to: alice).filter { $0.command == "322" }.isEmpty)
+    }
+}
+
+@Test("an empty parameter before the last is written * so later ones keep their places")
+func emptyMiddleParameter() {
+    #expect(IRCMessage(command: "403", params: ["alice", "", "No such channel"]).line == "403 alice * :No such channel")
+}
