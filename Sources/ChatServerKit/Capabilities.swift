@@ -12,6 +12,7 @@ public enum Capability: String, CaseIterable, Sendable {
     case inviteNotify = "invite-notify"
     case labeledResponse = "labeled-response"
     case messageTags = "message-tags"
+    case multiline = "draft/multiline"
     case multiPrefix = "multi-prefix"
     case noImplicitNames = "no-implicit-names"
     case serverTime = "server-time"
@@ -24,6 +25,7 @@ public enum Capability: String, CaseIterable, Sendable {
     /// The value shown after `=` in `CAP LS 302`, if any.
     func value(_ config: ServerConfig) -> String? {
         switch self {
+        case .multiline: return "max-bytes=\(config.multilineMaxBytes),max-lines=\(config.multilineMaxLines)"
         default: return nil
         }
     }
@@ -52,6 +54,8 @@ public struct CapabilitySet: Sendable, Equatable {
         if contains(.messageTags) { v.insert(.tags) }
         if contains(.accountTag) { v.insert(.account) }
         if contains(.extendedJoin) { v.insert(.extendedJoin) }
+        // batch tags reach only clients that negotiated batch (draft/multiline relays use them).
+        if contains(.batch) { v.insert(.batch) }
         return v
     }
 }

@@ -39,6 +39,7 @@ extension ServerState {
         "PRIVMSG": ServerCommand(0) { $0.handleMessage($1) },
         "NOTICE": ServerCommand(0) { $0.handleMessage($1) },
         "TAGMSG": ServerCommand(1) { $0.handleTagMessage($1) },
+        "BATCH": ServerCommand(1) { $0.handleBatch($1) },
         "AWAY": ServerCommand(0) { $0.handleAway($1) },
         // Queries
         "WHO": ServerCommand(0) { $0.handleWho($1) },

@@ -17,6 +17,8 @@ final class Session {
     /// How relayed messages are written for this connection, kept ready for every fan-out.
     private(set) var variant = RenderVariant()
     var password: String?
+    /// A draft/multiline batch the client has opened and not yet closed.
+    var openBatch: MultilineBatch?
     let connectedAt: Double
     var lastActivity: Double
     var pingSentAt: Double?
@@ -223,6 +225,21 @@ struct Membership {
         guard let mine = rooms[a] else { return false }
         return mine.contains { members[$0]?[b] != nil }
     }
+}
+
+/// A draft/multiline message being received: `BATCH +ref draft/multiline target`, its lines, `BATCH -ref`.
+struct MultilineBatch {
+    let reference: String
+    let target: String
+    /// The label and client tags of the opening BATCH, which stand for the whole message.
+    let label: String?
+    let clientTags: [IRCTag]
+    /// PRIVMSG or NOTICE, from the first line; every line must agree.
+    var command: String?
+    var lines: [(text: String, concat: Bool)] = []
+    var bytes = 0
+    /// Set once a line broke the rules: the FAIL has been sent and the rest is dropped until `BATCH -`.
+    var failed = false
 }
 
 /// A departed user, for WHOWAS.

@@ -19,8 +19,6 @@ public struct RenderVariant: OptionSet, Hashable, Sendable {
     /// The `label` tag (replies to the labelled command only).
     static let label = RenderVariant(rawValue: 32)
 
-    /// The variants a fan-out distinguishes: every combination of the first four.
-    static let relayCount = 16
 }
 
 /// When a relayed event happened and its `msgid`, kept as numbers beside the message: they

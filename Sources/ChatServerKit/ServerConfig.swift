@@ -66,6 +66,9 @@ public struct ServerConfig: Sendable {
     public var channelLimit = 100
     /// Names one user may MONITOR.
     public var monitorLimit = 100
+    /// draft/multiline: the most bytes of text and lines one batched message may have.
+    public var multilineMaxBytes = 4096
+    public var multilineMaxLines = 24
     /// Departed users WHOWAS remembers.
     public var whowasLimit = 1000
     /// Rooms invited to at once, per room kept (cleared when the invitee joins or the room ends).

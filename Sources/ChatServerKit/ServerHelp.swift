@@ -5,6 +5,7 @@ enum ServerHelp {
               ServerState.commands.keys.sorted().joined(separator: " ")],
         "ADMIN": ["ADMIN [<server>]", "Who runs this server."],
         "AWAY": ["AWAY [<message>]", "Marks you away with the message, or back without one."],
+        "BATCH": ["BATCH +<ref> draft/multiline <target> | BATCH -<ref>", "Sends the lines tagged with the batch as one message (draft/multiline)."],
         "CAP": ["CAP LS [302] | LIST | REQ :<caps> | END", "Negotiates IRCv3 capabilities."],
         "CHGHOST": ["CHGHOST <nick> <host>", "(operators) Changes the host others see for a user."],
         "HELP": ["HELP [<subject>]", "Shows help on a command."],

@@ -151,6 +151,10 @@ public struct ServerState {
         }
         response = ResponseBuffer(session: session, label: label)
         defer { flushResponse() }
+        // Lines of an open draft/multiline batch are collected, not handled one by one.
+        if session.openBatch != nil || message.tag("batch") != nil, session.registered, collectBatched(message, from: session) {
+            return
+        }
         // A NOTICE never causes an automatic reply, not even "unknown" or "not registered".
         if message.command == "NOTICE" && (!session.registered || message.params.count < 2) { return }
         guard let command = ServerState.commands[message.command] else {
@@ -263,7 +267,8 @@ public struct ServerState {
                                                  params: ["+" + reference, "labeled-response"]), nil, variant)
             for (message, stamp) in buffer.messages {
                 var message = message
-                message.tags.insert(IRCTag("batch", reference), at: 0)
+                // A line already in a batch of its own (a multiline echo) stays in that inner batch.
+                if message.tag("batch") == nil { message.tags.insert(IRCTag("batch", reference), at: 0) }
                 bytes += Rendering.render(message, stamp, variant)
             }
             bytes += Rendering.render(IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]), nil, variant)

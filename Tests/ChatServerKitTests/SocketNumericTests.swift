@@ -75,6 +75,9 @@ let wireCases: [WireCase] = [
     WireCase(name: "ACK for a labelled command without replies", alice: ["CAP REQ :labeled-response batch"], line: "@label=q PONG x", replies: ["ACK"]),
     WireCase(name: "a labeled-response batch", alice: ["CAP REQ :labeled-response batch"], line: "@label=q TIME", replies: ["391"]),
     WireCase(name: "NOTICE to nobody is not answered", line: "NOTICE ghost :x", replies: []),
+    WireCase(name: "FAIL BATCH without draft/multiline", line: "BATCH +x draft/multiline bob", replies: ["FAIL"]),
+    WireCase(name: "a draft/multiline batch echoed", alice: ["CAP REQ :draft/multiline batch echo-message", "BATCH +x draft/multiline bob",
+                                                          "@batch=x PRIVMSG bob :one"], line: "BATCH -x", replies: ["PRIVMSG"]),
 ]
 
 @Suite("numerics over sockets")
