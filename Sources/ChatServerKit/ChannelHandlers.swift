@@ -113,7 +113,7 @@ extension ServerState {
     mutating func withinTargetLimit(_ request: Request, _ command: String, _ names: [String]) -> [String]? {
         let limit = withinTargetLimitCount(command)
         if names.count > limit {
-            reply(request.session, .tooManyTargets, request.params[0], "Too many targets, at most \(limit)")
+            reply(request.session, .tooManyTargets, names.joined(separator: ","), "Too many targets, at most \(limit)")
             return nil
         }
         return names

@@ -80,6 +80,8 @@ extension ServerState {
     mutating func handleWhois(_ request: Request) {
         let session = request.session, asker = request.user
         let nick = request.params.last!
+        // TARGMAX=WHOIS:1.
+        guard withinTargetLimit(request, "WHOIS", nick.split(separator: ",").map(String.init)) != nil else { return }
         guard let other = user(named: nick), let name = other.nick else {
             reply(session, .noSuchNick, nick, "No such nick/channel")
             reply(session, .endOfWhois, nick, "End of /WHOIS list")

@@ -70,6 +70,8 @@ let wireCases: [WireCase] = [
     WireCase(name: "432 look-alike", line: "NICK ｂｏｂ", replies: ["432"]),
     WireCase(name: "433 in use", line: "NICK BOB", replies: ["433"]),
     WireCase(name: "407 too many targets", line: "PRIVMSG a,b,c,d,e :x", replies: ["407"]),
+    WireCase(name: "407 for two WHOIS targets (WHOIS:1)", line: "WHOIS alice,bob", replies: ["407"]),
+    WireCase(name: "407 for two NAMES targets (NAMES:1)", line: "NAMES #room,#other", replies: ["407"]),
     WireCase(name: "417 over-long line", line: "PRIVMSG bob :" + String(repeating: "y", count: 700), replies: ["417"]),
     WireCase(name: "FAIL SETNAME", alice: ["CAP REQ :standard-replies setname"], line: "SETNAME :", replies: ["FAIL"]),
     WireCase(name: "ACK for a labelled command without replies", alice: ["CAP REQ :labeled-response batch"], line: "@label=q PONG x", replies: ["ACK"]),
