@@ -173,7 +173,8 @@ extension ServerState {
         }
         let topic = UTF8Boundary.prefix(request.params[1], maxBytes: config.topicLength)
         channels[key]!.topic = topic
-        channels[key]!.topicSetBy = request.user.nick ?? "*"
+        // nick!user@host, so clients can show who set it in full (irssi shows the host).
+        channels[key]!.topicSetBy = request.user.prefix
         channels[key]!.topicSetAt = request.now
         let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "TOPIC", params: [channel.name, topic])
         deliver(message, toRoom: key, now: request.now)

@@ -77,7 +77,7 @@ extension ServerState {
                 } else {
                     deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged)
                 }
-                if command == "PRIVMSG", let away = target.away {
+                if command == "PRIVMSG", target !== sender, let away = target.away {
                     reply(session, .away, targetNick, away)
                 }
             }

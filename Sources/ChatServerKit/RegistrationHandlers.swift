@@ -97,6 +97,7 @@ extension ServerState {
         if let old = oldNick { releaseNick(old, of: user, wasOnline: session.registered && !sameName) }
         claimNick(wanted, for: user)
         if session.registered {
+            if let old = oldNick, !sameName { rememberDeparture(user, nick: old, now: request.now) }
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
             deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: request.now)
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")

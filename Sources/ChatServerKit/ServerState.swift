@@ -99,6 +99,11 @@ public struct ServerState {
             return
         }
         dispatch(message, from: session, now: now)
+        // UTF8ONLY: bad bytes were relayed as U+FFFD; a client that reads standard replies is told.
+        if session.caps.contains(.standardReplies), sessions[session.connection] != nil, !UTF8Validation.isValid(line) {
+            sendNow(session, IRCMessage(source: config.name, command: "WARN",
+                                        params: [message.command, "INVALID_UTF8", "Invalid UTF-8 was replaced with U+FFFD"]))
+        }
     }
 
     /// A line longer than the framer holds arrived and was discarded.
@@ -415,8 +420,9 @@ public struct ServerState {
         }
     }
 
-    mutating func rememberDeparture(_ user: User, now: Double) {
-        guard let nick = user.nick, config.whowasLimit > 0 else { return }
+    /// A nickname given up (by QUIT or by NICK, as RFC 2812 asks), for WHOWAS.
+    mutating func rememberDeparture(_ user: User, nick given: String? = nil, now: Double) {
+        guard let nick = given ?? user.nick, config.whowasLimit > 0 else { return }
         if whowas.count >= config.whowasLimit { whowas.removeFirst(whowas.count - config.whowasLimit + 1) }
         whowas.append(WhowasEntry(nick: nick, username: user.username ?? "unknown", host: user.host, realname: user.realname, leftAt: now))
     }

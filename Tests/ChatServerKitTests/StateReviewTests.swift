@@ -154,3 +154,55 @@ struct StateReviewTests {
 func emptyMiddleParameter() {
     #expect(IRCMessage(command: "403", params: ["alice", "", "No such channel"]).line == "403 alice * :No such channel")
 }
+
+@Suite("server state: what real clients showed")
+struct StateInteropFindingsTests {
+    @Test("WHOWAS remembers a nickname given up by NICK")
+    func whowasAfterRename() {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        h.send(bob, "NICK bobby")
+        h.send(alice, "WHOWAS bob")
+        #expect(h.commands(to: alice) == ["314", "312", "369"])
+    }
+
+    @Test("333 names the topic's setter as nick!user@host")
+    func topicSetter() {
+        var h = Harness()
+        let alice = h.register("alice")
+        h.send(alice, "TOPIC #lobby :hello")
+        h.send(alice, "TOPIC #lobby")
+        #expect(h.lines(to: alice).last == ":test.server 333 alice #lobby alice!u@127.0.0.1 \(Int(h.now))")
+    }
+
+    @Test("messaging oneself while away does not answer 301")
+    func awaySelf() {
+        var h = Harness()
+        let alice = h.register("alice", caps: ["echo-message"])
+        h.send(alice, "AWAY :out")
+        h.send(alice, "PRIVMSG alice :memo")
+        #expect(!h.commands(to: alice).contains("301"))
+    }
+
+    @Test("invalid UTF-8 is relayed as U+FFFD and its sender warned, with standard-replies")
+    func invalidUTF8() {
+        var h = Harness()
+        let alice = h.register("alice", caps: ["standard-replies"])
+        let bob = h.register("bob")
+        h.state.received(Array("PRIVMSG bob :bad ".utf8) + [0xFF, 0xFE] + Array(" bytes".utf8), from: alice, now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :bad \u{FFFD}\u{FFFD} bytes"])
+        #expect(h.lines(to: alice) == [":test.server WARN PRIVMSG INVALID_UTF8 :Invalid UTF-8 was replaced with U+FFFD"])
+        h.send(alice, "PRIVMSG bob :fine ünïcode")
+        #expect(h.lines(to: alice).isEmpty)
+    }
+}
+
+@Test("UTF-8 validation", arguments: [
+    ([0x61], true), ([0xC3, 0xA9], true), ([0xF0, 0x9F, 0x98, 0x80], true),
+    ([0xFF], false), ([0xC0, 0xAF], false), ([0xED, 0xA0, 0x80], false), ([0xE2, 0x82], false),
+] as [([UInt8], Bool)])
+func utf8Validation(_ c: ([UInt8], Bool)) {
+    #expect(UTF8Validation.isValid(c.0) == c.1)
+}
