@@ -283,7 +283,7 @@ public actor ChatClient {
             fatalReason = "the server refused the nickname \(message.param(1) ?? state.nick): \(message.params.last ?? "erroneous nickname")"
             connection.close(reason: fatalReason!)
             return
-        case "464":
+        case "464" where !state.isRegistered:
             fatalReason = "wrong password: \(message.params.last ?? "password incorrect")"
             connection.close(reason: fatalReason!)
             return

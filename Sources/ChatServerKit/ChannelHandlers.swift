@@ -32,13 +32,15 @@ extension ServerState {
         }
         let isNew = channels[key] == nil
         if isNew {
-            let skeleton = Confusables.skeleton(key)
-            if let existing = channelSkeletons[skeleton], existing != key, let other = channels[existing] {
-                reply(session, .badChanName, name, "Room name looks too much like \(other.name)")
-                return
+            let lookalikeKeys = NameKeys.of(name, casemapping)
+            for skeleton in lookalikeKeys {
+                if let existing = channelSkeletons[skeleton], existing != key, let other = channels[existing] {
+                    reply(session, .badChanName, name, "Room name looks too much like \(other.name)")
+                    return
+                }
             }
             channels[key] = Channel(name: name, createdAt: now)
-            channelSkeletons[skeleton] = key
+            for skeleton in lookalikeKeys { channelSkeletons[skeleton] = key }
         } else if let refusal = admissionProblem(user, channels[key]!, key: given) {
             reply(session, refusal.numeric, channels[key]!.name, refusal.reason)
             return
@@ -46,7 +48,7 @@ extension ServerState {
         // The first member of a new room runs it.
         let status = MemberStatus(user: user, op: isNew)
         membership.add(user.id, to: key, status)
-        channels[key]!.invited.remove(user.id)
+        forgetInvitation(user.id, to: key)
         let channel = channels[key]!
         let joinMessage = IRCMessage(tags: accountTags(user), source: user.prefix, command: "JOIN",
                                      params: [channel.name, user.account ?? "*", user.realname])
@@ -65,14 +67,14 @@ extension ServerState {
     }
 
     /// The one admission check for JOIN: banned (474), wrong key (475), full (471), invite only (473).
-    /// An invitation passes all four, as in ergo (an operator who invites someone means it); an
-    /// exception (+e) passes a ban; an invite exception (+I) passes +i.
+    /// An invitation (only an operator of a +i room can give one) passes the key, the limit and
+    /// +i, but not a ban, as in InspIRCd; an exception (+e) passes a ban; an invite exception
+    /// (+I) passes +i.
     func admissionProblem(_ user: User, _ channel: Channel, key: String?) -> Refusal? {
-        let invited = channel.invited.contains(user.id)
-        if isBanned(user, in: channel) && !invited {
+        if isBanned(user, in: channel) {
             return Refusal(numeric: .bannedFromChan, reason: "Cannot join channel (+b)")
         }
-        if invited { return nil }
+        if channel.invited.contains(user.id) { return nil }
         if let required = channel.key, key != required {
             return Refusal(numeric: .badChannelKey, reason: "Cannot join channel (+k)")
         }
@@ -88,8 +90,9 @@ extension ServerState {
     func matchesList(_ user: User, _ channel: Channel, _ letter: Character) -> Bool {
         let list = channel.lists[letter]
         guard !list.isEmpty else { return false }
-        let hostmask = user.prefix
-        return list.contains { IRCMask.matches($0.mask, hostmask, casemapping: casemapping) }
+        // The hostmask folded once; each mask was folded when it was set.
+        let hostmask = Array(casemapping.fold(user.prefix).utf8)
+        return list.contains { IRCMask.globMatch($0.folded, hostmask) }
     }
 
     func isBanned(_ user: User, in channel: Channel) -> Bool {
@@ -189,9 +192,10 @@ extension ServerState {
     mutating func handleNames(_ request: Request) {
         let session = request.session
         guard let list = request.params.first, !list.isEmpty else {
-            // Without a room: every room the asker may see, then those in none (`*`).
-            for key in channels.keys.sorted() where canSee(request.user, key: key) {
-                sendNames(session, key: key, channels[key]!, end: false)
+            // Without a room: the rooms the asker is in (not the whole server, which one short
+            // line would otherwise buy), then the end (`*`).
+            for key in membership.rooms(of: request.user.id).sorted() {
+                if let channel = channels[key] { sendNames(session, key: key, channel, end: false) }
             }
             reply(session, .endOfNames, "*", "End of /NAMES list")
             return
@@ -336,8 +340,8 @@ extension ServerState {
         let session = request.session
         guard request.params.count >= 2 else {
             if request.params.isEmpty {
-                for key in channels.keys.sorted() where channels[key]!.invited.contains(request.user.id) {
-                    reply(session, .inviteList, channels[key]!.name)
+                for key in (invitations[request.user.id] ?? []).sorted() {
+                    if let channel = channels[key] { reply(session, .inviteList, channel.name) }
                 }
                 reply(session, .endOfInviteList, "End of /INVITE list")
             } else {
@@ -368,11 +372,16 @@ extension ServerState {
             reply(session, .userOnChannel, targetNick, channel.name, "is already on channel")
             return
         }
-        if channels[key]!.invited.count >= config.inviteListLimit, !channels[key]!.invited.contains(target.id) {
-            standardReply(session, "FAIL", command: "INVITE", code: "LIMIT_EXCEEDED", context: [channel.name], "Too many people are invited to this room already")
-            return
+        // Only an invite-only room keeps the invitation (it is what lets the invitee in); elsewhere
+        // INVITE is a notice, so a plain member cannot use it to let a banned user past +b or +k.
+        if channel.has("i") {
+            if channel.invited.count >= config.inviteListLimit, !channel.invited.contains(target.id) {
+                standardReply(session, "FAIL", command: "INVITE", code: "LIMIT_EXCEEDED", context: [channel.name], "Too many people are invited to this room already")
+                return
+            }
+            channels[key]!.invited.insert(target.id)
+            invitations[target.id, default: []].insert(key)
         }
-        channels[key]!.invited.insert(target.id)
         reply(session, .inviting, targetNick, channel.name)
         if let away = target.away { reply(session, .away, targetNick, away) }
         let invite = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "INVITE", params: [targetNick, channel.name])

@@ -64,16 +64,21 @@ extension ServerState {
             return
         }
         let parsed = ModeSyntax.server.parse(request.params[1], arguments: Array(request.params.dropFirst(2)))
-        for letter in parsed.unknown {
-            reply(session, .unknownMode, String(letter), "is unknown mode char to me")
-        }
         var applied: [ModeChange] = []
         var withParameter = 0
         var privilegeReported = false
+        var listed: Set<Character> = []
+        // 472 once per unknown letter, not once per occurrence (`MODE #r +QQQQ…`).
+        for letter in parsed.unknown where listed.insert(letter).inserted {
+            reply(session, .unknownMode, String(letter), "is unknown mode char to me")
+        }
+        listed.removeAll()
         for change in parsed.changes {
             guard let mode = ChannelModes.mode(change.letter) else { continue }
-            // A list letter without a mask lists it, which needs no privilege.
+            // A list letter without a mask lists it, which needs no privilege: each list once per
+            // command, so `MODE #r bbbb…` cannot multiply a full list into megabytes.
             if mode.kind == .list && change.argument == nil {
+                guard listed.insert(mode.letter).inserted else { continue }
                 // Outsiders of a secret room see an empty list, so a client waiting for its end is answered.
                 let hidden = channel.isSecret && status == nil && !user.isOperator
                 sendList(session, hidden ? Channel(name: channel.name, createdAt: channel.createdAt) : channels[key]!, letter: mode.letter)
@@ -115,6 +120,7 @@ extension ServerState {
         case .flag:
             guard channels[key]!.flags.contains(mode.letter) != change.adding else { return nil }
             if change.adding { channels[key]!.flags.insert(mode.letter) } else { channels[key]!.flags.remove(mode.letter) }
+            if mode.letter == "i" && !change.adding { clearInvitations(key) }
             return ModeChange(adding: change.adding, letter: mode.letter)
         case .alwaysParameter: // +k
             if change.adding {
@@ -138,15 +144,15 @@ extension ServerState {
         case .list:
             guard let mask = argument else { return nil }
             var list = channels[key]!.lists[mode.letter]
-            let folded = casemapping.fold(mask)
-            let existing = list.firstIndex { casemapping.fold($0.mask) == folded }
+            let folded = Array(casemapping.fold(mask).utf8)
+            let existing = list.firstIndex { $0.folded == folded }
             if change.adding {
                 guard existing == nil else { return nil }
                 if list.count >= ChannelModes.listLimit {
                     reply(session, .banListFull, name, String(mode.letter), "Channel list is full")
                     return nil
                 }
-                list.append(ListEntry(mask: mask, setBy: request.user.prefix, setAt: request.now))
+                list.append(ListEntry(mask: mask, folded: Array(casemapping.fold(mask).utf8), setBy: request.user.prefix, setAt: request.now))
             } else {
                 guard let existing else { return nil }
                 // Announced as it was set, whatever case the remover typed.

@@ -17,6 +17,9 @@ final class Session {
     /// How relayed messages are written for this connection, kept ready for every fan-out.
     private(set) var variant = RenderVariant()
     var password: String?
+    var failedOperAttempts = 0
+    /// Set while handling a line that had invalid UTF-8, for the WARN in its response.
+    var lineHadInvalidUTF8 = false
     /// A draft/multiline batch the client has opened and not yet closed.
     var openBatch: MultilineBatch?
     let connectedAt: Double
@@ -67,8 +70,10 @@ final class User {
     var isBot: Bool { modes.contains("B") }
     var isInvisible: Bool { modes.contains("i") }
 
-    init(id: UserID, host: String, now: Double) {
+    init(id: UserID, host given: String, now: Double) {
         self.id = id
+        // `::1` would read as a trailing parameter in 311 or 352: written `0::1`, as ircds do.
+        let host = given.hasPrefix(":") ? "0" + given : given
         self.host = host
         address = host
         lastSpoke = now
@@ -97,6 +102,8 @@ struct MemberStatus {
 /// One entry of a `+b`, `+e` or `+I` list.
 struct ListEntry: Equatable {
     let mask: String
+    /// The mask folded once, as bytes, for matching on every JOIN and message.
+    let folded: [UInt8]
     let setBy: String
     let setAt: Double
 }
@@ -115,7 +122,8 @@ struct Channel {
     var limit: Int?
     /// `b`, `e` and `I` lists.
     var lists = ModeLists()
-    /// Users invited since the room was made invite-only (INVITE), until they join.
+    /// Users invited while the room is invite-only (INVITE), until they join, leave the server,
+    /// or the room stops being +i. `ServerState.invitations` is the same, by invitee.
     var invited: Set<UserID> = []
 
     init(name: String, createdAt: Double) {
@@ -245,8 +253,10 @@ struct MultilineBatch {
 /// A departed user, for WHOWAS.
 struct WhowasEntry {
     let nick: String
+    let foldedNick: String
     let username: String
     let host: String
     let realname: String
     let leftAt: Double
+    let user: UserID
 }

@@ -9,18 +9,18 @@ extension ServerState {
         let session = request.session
         let raw = request.params[0]
         guard session.caps.contains(.multiline), let sign = raw.first, sign == "+" || sign == "-", raw.count > 1 else {
-            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: true,
+            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: session.caps.contains(.multiline),
                           "Only draft/multiline batches are accepted, after CAP REQ draft/multiline")
             return
         }
         let reference = String(raw.dropFirst())
         if sign == "+" {
             guard request.params.count >= 3, request.params[1] == "draft/multiline" else {
-                standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: true, "Expected BATCH +ref draft/multiline target")
+                standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: session.caps.contains(.multiline), "Expected BATCH +ref draft/multiline target")
                 return
             }
             guard session.openBatch == nil else {
-                standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: true, "A multiline batch is already open")
+                standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: session.caps.contains(.multiline), "A multiline batch is already open")
                 return
             }
             session.openBatch = MultilineBatch(reference: reference, target: request.params[2], label: response?.label,
@@ -30,13 +30,13 @@ extension ServerState {
             return
         }
         guard let batch = session.openBatch, batch.reference == reference else {
-            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: true, "No open batch \(reference)")
+            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: session.caps.contains(.multiline), "No open batch \(reference)")
             return
         }
         session.openBatch = nil
         guard !batch.failed else { return }
         guard let command = batch.command, !batch.lines.isEmpty else {
-            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: true, "The batch has no lines")
+            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: session.caps.contains(.multiline), "The batch has no lines")
             return
         }
         // The echo belongs to the labelled opening command.
@@ -49,13 +49,13 @@ extension ServerState {
     mutating func collectBatched(_ message: IRCMessage, from session: Session) -> Bool {
         guard let reference = message.tag("batch") else { return false }
         guard var batch = session.openBatch, batch.reference == reference else {
-            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: true, "No open batch \(reference)")
+            standardReply(session, "FAIL", command: "BATCH", code: "MULTILINE_INVALID", always: session.caps.contains(.multiline), "No open batch \(reference)")
             return true
         }
         defer { session.openBatch = batch }
         guard !batch.failed else { return true }
         func fail(_ code: String, _ context: [String], _ text: String) {
-            standardReply(session, "FAIL", command: "BATCH", code: code, context: context, always: true, text)
+            standardReply(session, "FAIL", command: "BATCH", code: code, context: context, always: session.caps.contains(.multiline), text)
             batch.failed = true
         }
         guard message.command == "PRIVMSG" || message.command == "NOTICE", message.params.count >= 2,
@@ -107,7 +107,8 @@ extension ServerState {
                 return
             }
             targetName = nick
-            if target !== sender { recipients = [target] }
+            // To oneself: delivered like a plain message to oneself, echo-message or not.
+            recipients = [target]
         }
         sender.lastSpoke = now
         // The sender with echo-message gets the batch back as its reply; without, nothing.
@@ -115,7 +116,7 @@ extension ServerState {
         let tags = accountTags(sender) + batch.clientTags
         let stamp = self.stamp(command, now: now)
         let reference = newBatchReference()
-        let everyone = echo ? recipients + [sender] : recipients
+        let everyone = echo && !recipients.contains(where: { $0 === sender }) ? recipients + [sender] : recipients
         // With the capability: the batch, its msgid on the opening line.
         deliver(IRCMessage(tags: tags, source: sender.prefix, command: "BATCH", params: ["+" + reference, "draft/multiline", targetName]),
                 toUsers: everyone, now: now, onlyWith: .multiline, storable: false, stamp: stamp)

@@ -10,9 +10,20 @@ extension ServerState {
             reply(session, .noOperHost, "No O-lines for your host")
             return
         }
-        guard let block = config.operators.first(where: { $0.name == request.params[0] }), block.accepts(request.params[1]) else {
+        // Online guessing: after three failures this connection's OPER is refused unchecked.
+        guard session.failedOperAttempts < 3 else {
             reply(session, .passwdMismatch, "Password incorrect")
-            log(session, "error: failed OPER as \"\(PlainText.visible(request.params[0]))\" by \(user.replyName)")
+            return
+        }
+        // Every block of that name is tried (the host's own and one from --oper may share it);
+        // an unknown name is hashed against a stand-in, so timing does not tell names apart.
+        let candidates = config.operators.filter { $0.name == request.params[0] }
+        let matched = candidates.first { $0.accepts(request.params[1]) }
+        if candidates.isEmpty { _ = OperatorBlock.standIn.accepts(request.params[1]) }
+        guard let block = matched else {
+            session.failedOperAttempts += 1
+            reply(session, .passwdMismatch, "Password incorrect")
+            log(session, "error: failed OPER as \"\(request.params[0])\" by \(user.replyName)")
             return
         }
         if !user.isOperator {
@@ -64,7 +75,7 @@ extension ServerState {
             return
         }
         let host = request.params[1]
-        guard !host.isEmpty, host.utf8.count <= 64, host.unicodeScalars.allSatisfy({
+        guard !host.isEmpty, !host.hasPrefix(":"), host.utf8.count <= 64, host.unicodeScalars.allSatisfy({
             $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || ".-:/".unicodeScalars.contains($0))
         }) else {
             standardReply(session, "FAIL", command: "CHGHOST", code: "INVALID_HOST", context: [host], "A host is 1 to 64 letters, digits and .-:/")

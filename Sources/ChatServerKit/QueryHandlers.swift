@@ -34,7 +34,10 @@ extension ServerState {
                     IRCNames.globMatch(folded, casemapping.fold($0))
                 }
             }.sorted { $0.id < $1.id }
-            for other in matches {
+            // A mask that matches everyone is answered for the first 500 (operators get all): one
+            // short line must not buy a reply the size of the whole server.
+            let limit = asker.isOperator ? Int.max : 500
+            for other in matches.prefix(limit) {
                 // The first room they share, as the modern docs suggest for `<channel>`.
                 let shared = membership.rooms(of: other.id).sorted().first { membership.isMember(asker.id, of: $0) }
                 whoReply(session, other, channel: shared.flatMap { channels[$0]?.name } ?? "*",
@@ -59,7 +62,8 @@ extension ServerState {
             case "t": fields.append(whox.token)
             case "c": fields.append(channel)
             case "u": fields.append(other.username ?? "unknown")
-            case "i": fields.append(other.address)
+            // The real address only to operators and the user; CHGHOST would mean nothing otherwise.
+            case "i": fields.append(session.user.isOperator || session.user === other ? other.address : "255.255.255.255")
             case "h": fields.append(other.host)
             case "s": fields.append(config.name)
             case "n": fields.append(other.replyName)
@@ -122,10 +126,12 @@ extension ServerState {
     mutating func handleWhowas(_ request: Request) {
         let session = request.session
         let nick = request.params[0]
-        let count = request.params.count > 1 ? Int(request.params[1]) ?? 0 : 0
+        // At most 10 entries, fewer when asked (InspIRCd's default is 10 too): the reply stays
+        // small whatever one client did to fill the ring.
+        let asked = request.params.count > 1 ? Int(request.params[1]) ?? 0 : 0
+        let count = asked > 0 ? min(asked, 10) : 10
         let folded = casemapping.fold(nick)
-        var entries = whowas.reversed().filter { casemapping.fold($0.nick) == folded }
-        if count > 0 { entries = Array(entries.prefix(count)) }
+        let entries = Array(whowas.reversed().lazy.filter { $0.foldedNick == folded }.prefix(count))
         if entries.isEmpty {
             reply(session, .wasNoSuchNick, nick, "There was no such nickname")
         }

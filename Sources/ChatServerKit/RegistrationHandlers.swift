@@ -51,6 +51,8 @@ extension ServerState {
                 if remove && cap == .capNotify && session.capVersion >= 302 { continue }
                 if remove { caps.remove(cap) } else { caps.insert(cap) }
             }
+            // draft/multiline is carried in batches: without batch it cannot be granted.
+            if caps.contains(.multiline) && !caps.contains(.batch) { acceptable = false }
             // A request is granted whole or refused whole.
             if acceptable {
                 session.caps = caps
@@ -86,7 +88,7 @@ extension ServerState {
         }
         if let problem = nickProblem(wanted, for: user) {
             reply(session, problem.numeric, wanted, problem.reason)
-            log(session, "error: nickname \"\(PlainText.visible(wanted))\" refused (\(problem.numeric.rawValue)): \(problem.reason)")
+            log(session, "error: nickname \"\(wanted)\" refused (\(problem.numeric.rawValue)): \(problem.reason)")
             return
         }
         if user.nick == wanted { return }
@@ -122,12 +124,13 @@ extension ServerState {
         if let owner = nicks[folded], owner !== user {
             return NickRefusal(numeric: .nicknameInUse, reason: "Nickname is already in use")
         }
-        let skeleton = Confusables.skeleton(folded)
-        if let owner = nickSkeletons[skeleton], owner != user.id, let other = users[owner]?.nick {
-            return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like \(other), who is online")
-        }
-        if let reserved = reservedSkeletons[skeleton] {
-            return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks like \(reserved), which is reserved")
+        for skeleton in NameKeys.of(wanted, casemapping) {
+            if let owner = nickSkeletons[skeleton], owner != user.id, let other = users[owner]?.nick {
+                return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like \(other), who is online")
+            }
+            if let reserved = reservedSkeletons[skeleton] {
+                return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks like \(reserved), which is reserved")
+            }
         }
         // After the look-alike checks, so that `аlice` is told whom it looks like, not only that it mixes scripts.
         if let problem = NameSafety.nickProblem(wanted) {
@@ -139,7 +142,7 @@ extension ServerState {
     mutating func claimNick(_ nick: String, for user: User) {
         let folded = casemapping.fold(nick)
         nicks[folded] = user
-        nickSkeletons[Confusables.skeleton(folded)] = user.id
+        for skeleton in NameKeys.of(nick, casemapping) { nickSkeletons[skeleton] = user.id }
         user.nick = nick
     }
 
@@ -147,8 +150,9 @@ extension ServerState {
     mutating func releaseNick(_ nick: String, of user: User, wasOnline: Bool) {
         let folded = casemapping.fold(nick)
         if nicks[folded] === user { nicks.removeValue(forKey: folded) }
-        let skeleton = Confusables.skeleton(folded)
-        if nickSkeletons[skeleton] == user.id { nickSkeletons.removeValue(forKey: skeleton) }
+        for skeleton in NameKeys.of(nick, casemapping) where nickSkeletons[skeleton] == user.id {
+            nickSkeletons.removeValue(forKey: skeleton)
+        }
         guard wasOnline else { return }
         for watcher in monitors[folded] ?? [] {
             for session in users[watcher]?.sessions ?? [] { reply(session, .monOffline, nick) }

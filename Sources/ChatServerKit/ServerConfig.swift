@@ -16,6 +16,9 @@ public struct OperatorBlock: Sendable, Equatable {
         "sha256:\(salt):" + SHA256.hash(Array((salt + password).utf8))
     }
 
+    /// Checked when OPER names no block, so an unknown name costs the same as a wrong password.
+    static let standIn = OperatorBlock(name: "", passwordHash: hash("", salt: "stand-in"))
+
     public func accepts(_ password: String) -> Bool {
         let parts = passwordHash.split(separator: ":", maxSplits: 2).map(String.init)
         guard parts.count == 3, parts[0] == "sha256" else { return false }
@@ -40,7 +43,8 @@ public struct ServerConfig: Sendable {
     public var password: String?
     public var operators: [OperatorBlock] = []
     /// Nicknames nobody may take, nor anything that looks like them.
-    public var reservedNicks = ["NickServ", "ChanServ", "OperServ", "MemoServ", "HostServ", "BotServ", "Global", "root", "admin", "services"]
+    /// (Not `root` or `admin`: those are login names, and the host's own user is named after its login.)
+    public var reservedNicks = ["NickServ", "ChanServ", "OperServ", "MemoServ", "HostServ", "BotServ", "Global", "services"]
     /// Lines of ADMIN: location, second location, e-mail.
     public var adminInfo = ["chat-tui host", "", ""]
     /// Seconds a connection may take to register.

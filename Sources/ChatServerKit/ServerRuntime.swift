@@ -228,7 +228,10 @@ final class ServerRuntime {
         connection.output.append(bytes)
         // The limit is on what the peer has not taken: it applies at once to a socket the
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
-        if connection.waitingForWritable && connection.output.count > sendQueueLimit {
+        // Within one turn the output may grow to four times the limit (a busy room's burst)
+        // but no further: replies one client's pipelined queries multiply stop there.
+        let limit = connection.waitingForWritable ? sendQueueLimit : sendQueueLimit * 4
+        if connection.output.count > limit {
             dropSlowReader(connection)
         } else {
             queueFlush(connection)

@@ -16,6 +16,8 @@ public struct ServerState {
     /// Skeletons of the folded room names, to the folded name.
     var channelSkeletons: [String: String] = [:]
     var membership = Membership()
+    /// The rooms each user is invited to (the inverse of `Channel.invited`, changed with it).
+    var invitations: [UserID: Set<String>] = [:]
     /// Folded nickname to the users who MONITOR it.
     var monitors: [String: Set<UserID>] = [:]
     /// Departed users, newest last, at most `config.whowasLimit`.
@@ -45,7 +47,9 @@ public struct ServerState {
         targetLimits = config.targetLimits
         isupportTokens = config.isupport.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
         var reserved: [String: String] = [:]
-        for name in config.reservedNicks { reserved[Confusables.skeleton(Casemapping.rfc1459.fold(name))] = name }
+        for name in config.reservedNicks {
+            for key in NameKeys.of(name, .rfc1459) { reserved[key] = name }
+        }
         reservedSkeletons = reserved
     }
 
@@ -98,12 +102,8 @@ public struct ServerState {
             rejected(error, from: session)
             return
         }
+        session.lineHadInvalidUTF8 = session.caps.contains(.standardReplies) && !UTF8Validation.isValid(line)
         dispatch(message, from: session, now: now)
-        // UTF8ONLY: bad bytes were relayed as U+FFFD; a client that reads standard replies is told.
-        if session.caps.contains(.standardReplies), sessions[session.connection] != nil, !UTF8Validation.isValid(line) {
-            sendNow(session, IRCMessage(source: config.name, command: "WARN",
-                                        params: [message.command, "INVALID_UTF8", "Invalid UTF-8 was replaced with U+FFFD"]))
-        }
     }
 
     /// A line longer than the framer holds arrived and was discarded.
@@ -156,6 +156,17 @@ public struct ServerState {
         }
         response = ResponseBuffer(session: session, label: label)
         defer { flushResponse() }
+        // UTF8ONLY: bad bytes were relayed as U+FFFD; a client that reads standard replies is
+        // told, inside the command's (labelled) response.
+        defer {
+            if session.lineHadInvalidUTF8 {
+                session.lineHadInvalidUTF8 = false
+                if response?.session === session {
+                    send(session, IRCMessage(source: config.name, command: "WARN",
+                                             params: [message.command, "INVALID_UTF8", "Invalid UTF-8 was replaced with U+FFFD"]))
+                }
+            }
+        }
         // Lines of an open draft/multiline batch are collected, not handled one by one.
         if session.openBatch != nil || message.tag("batch") != nil, session.registered, collectBatched(message, from: session) {
             return
@@ -286,8 +297,10 @@ public struct ServerState {
         return "b" + String(nextBatch, radix: 36)
     }
 
+    /// One line for the host's log; everything in it that came from the network is made visible
+    /// here, in one place (an ESC in a nickname, a QUIT reason, a bad command word).
     mutating func log(_ session: Session, _ text: String) {
-        outbox.items.append(.log("[\(session.peer)] \(text)"))
+        outbox.items.append(.log("[\(session.peer)] " + PlainText.visible(text)))
     }
 
     // MARK: Lookups
@@ -396,8 +409,12 @@ public struct ServerState {
                 rememberDeparture(user, now: now)
             }
             for key in membership.rooms(of: user.id) { removeMember(user.id, from: key) }
+            for key in invitations[user.id] ?? [] { forgetInvitation(user.id, to: key) }
             if let nick = user.nick { releaseNick(nick, of: user, wasOnline: session.registered) }
-            for name in user.monitoring.keys { monitors[name]?.remove(user.id) }
+            for name in user.monitoring.keys {
+                monitors[name]?.remove(user.id)
+                if monitors[name]?.isEmpty == true { monitors.removeValue(forKey: name) }
+            }
             users.removeValue(forKey: user.id)
         }
         log(session, session.registered ? "\(user.replyName) quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
@@ -415,16 +432,44 @@ public struct ServerState {
 
     mutating func removeMember(_ id: UserID, from key: String) {
         if membership.remove(id, from: key), let channel = channels.removeValue(forKey: key) {
-            channelSkeletons.removeValue(forKey: Confusables.skeleton(key))
-            _ = channel
+            for key in NameKeys.of(channel.name, casemapping) where channelSkeletons[key] == casemapping.fold(channel.name) {
+                channelSkeletons.removeValue(forKey: key)
+            }
+            for invitee in channel.invited { invitations[invitee]?.remove(key) }
         }
     }
 
+    mutating func forgetInvitation(_ id: UserID, to key: String) {
+        channels[key]?.invited.remove(id)
+        invitations[id]?.remove(key)
+        if invitations[id]?.isEmpty == true { invitations.removeValue(forKey: id) }
+    }
+
+    /// -i: the room's invitations lapse.
+    mutating func clearInvitations(_ key: String) {
+        for invitee in channels[key]?.invited ?? [] { forgetInvitation(invitee, to: key) }
+    }
+
     /// A nickname given up (by QUIT or by NICK, as RFC 2812 asks), for WHOWAS.
+    /// One user keeps at most 3 entries of the ring, so a rename loop cannot push everyone
+    /// else's history out.
     mutating func rememberDeparture(_ user: User, nick given: String? = nil, now: Double) {
         guard let nick = given ?? user.nick, config.whowasLimit > 0 else { return }
+        let mine = whowas.indices.filter { whowas[$0].user == user.id }
+        if mine.count >= 3 { whowas.remove(at: mine[0]) }
         if whowas.count >= config.whowasLimit { whowas.removeFirst(whowas.count - config.whowasLimit + 1) }
-        whowas.append(WhowasEntry(nick: nick, username: user.username ?? "unknown", host: user.host, realname: user.realname, leftAt: now))
+        whowas.append(WhowasEntry(nick: nick, foldedNick: casemapping.fold(nick), username: user.username ?? "unknown",
+                                  host: user.host, realname: user.realname, leftAt: now, user: user.id))
+    }
+}
+
+/// The keys under which a name's look-alikes are found: the skeleton of the folded name, and the
+/// folded skeleton of the name as typed. Folding first loses the confusables that depend on
+/// case (`I` looks like `l`, `0` like `O`, but `i` and `o` map to nothing), so `aIice` and
+/// `B0B` are caught only by the second.
+enum NameKeys {
+    static func of(_ name: String, _ casemapping: Casemapping) -> Set<String> {
+        [Confusables.skeleton(casemapping.fold(name)), casemapping.fold(Confusables.skeleton(name))]
     }
 }
 

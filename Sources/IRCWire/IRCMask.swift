@@ -29,6 +29,38 @@ public enum IRCMask {
 
     /// Whether `mask` matches the full `nick!user@host`, without regard to case under `casemapping`.
     public static func matches(_ mask: String, _ hostmask: String, casemapping: Casemapping) -> Bool {
-        IRCNames.globMatch(casemapping.fold(mask), casemapping.fold(hostmask))
+        globMatch(Array(casemapping.fold(mask).utf8), Array(casemapping.fold(hostmask).utf8))
+    }
+
+    /// `*` and `?` over UTF-8 bytes of already folded text; `?` stands for one whole character.
+    /// Linear in practice: the usual backtracking to the last `*` only.
+    public static func globMatch(_ pattern: [UInt8], _ text: [UInt8]) -> Bool {
+        var p = 0, t = 0, star = -1, mark = 0
+        func characterEnd(_ i: Int) -> Int {
+            var j = i + 1
+            while j < text.count && text[j] & 0xC0 == 0x80 { j += 1 }
+            return j
+        }
+        while t < text.count {
+            if p < pattern.count && pattern[p] == UInt8(ascii: "?") {
+                p += 1
+                t = characterEnd(t)
+            } else if p < pattern.count && pattern[p] == UInt8(ascii: "*") {
+                star = p
+                mark = t
+                p += 1
+            } else if p < pattern.count && pattern[p] == text[t] {
+                p += 1
+                t += 1
+            } else if star >= 0 {
+                p = star + 1
+                mark = characterEnd(mark)
+                t = mark
+            } else {
+                return false
+            }
+        }
+        while p < pattern.count && pattern[p] == UInt8(ascii: "*") { p += 1 }
+        return p == pattern.count
     }
 }

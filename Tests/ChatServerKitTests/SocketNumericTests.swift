@@ -17,7 +17,7 @@ struct WireCase: CustomTestStringConvertible, Sendable {
 }
 
 let wireCases: [WireCase] = [
-    WireCase(name: "341 INVITE and the invite list 336/337", alice: ["INVITE bob #room"], byBob: true, line: "INVITE", replies: ["336", "337"]),
+    WireCase(name: "341 INVITE and the invite list 336/337", alice: ["MODE #room +i", "INVITE bob #room"], byBob: true, line: "INVITE", replies: ["336", "337"]),
     WireCase(name: "341 to the inviter", line: "INVITE bob #room", replies: ["341"]),
     WireCase(name: "443 already on channel", bob: ["JOIN #room"], line: "INVITE bob #room", replies: ["443"]),
     WireCase(name: "442 inviter not on channel", byBob: true, line: "INVITE alice #room", replies: ["442"]),
@@ -77,7 +77,7 @@ let wireCases: [WireCase] = [
     WireCase(name: "ACK for a labelled command without replies", alice: ["CAP REQ :labeled-response batch"], line: "@label=q PONG x", replies: ["ACK"]),
     WireCase(name: "a labeled-response batch", alice: ["CAP REQ :labeled-response batch"], line: "@label=q TIME", replies: ["391"]),
     WireCase(name: "NOTICE to nobody is not answered", line: "NOTICE ghost :x", replies: []),
-    WireCase(name: "FAIL BATCH without draft/multiline", line: "BATCH +x draft/multiline bob", replies: ["FAIL"]),
+    WireCase(name: "FAIL BATCH without draft/multiline (as a NOTICE)", line: "BATCH +x draft/multiline bob", replies: ["NOTICE"]),
     WireCase(name: "a draft/multiline batch echoed", alice: ["CAP REQ :draft/multiline batch echo-message", "BATCH +x draft/multiline bob",
                                                           "@batch=x PRIVMSG bob :one"], line: "BATCH -x", replies: ["PRIVMSG"]),
 ]

@@ -270,6 +270,6 @@ struct SocketTests {
             return
         }
         try v6.register("six")
-        #expect(try v4.expect("JOIN").source == "six!six@::1")
+        #expect(try v4.expect("JOIN").source == "six!six@0::1")
     }
 }

@@ -73,7 +73,9 @@ struct StateMultilineTests {
         #expect(h.commands(to: alice) == ["FAIL"])
         let carol = h.register("carol")
         h.send(carol, "BATCH +c draft/multiline bob")
-        #expect(h.commands(to: carol) == ["FAIL"])
+        #expect(h.commands(to: carol) == ["NOTICE"], "without the capability (or standard-replies) the FAIL comes as a NOTICE")
+        h.send(carol, "CAP REQ :draft/multiline")
+        #expect(h.out.messages(to: carol).first?.params[1] == "NAK", "draft/multiline needs batch")
     }
 
     @Test("a labelled batch: the echo comes in the labeled-response batch, the inner batch kept")

@@ -206,3 +206,151 @@ struct StateInteropFindingsTests {
 func utf8Validation(_ c: ([UInt8], Bool)) {
     #expect(UTF8Validation.isValid(c.0) == c.1)
 }
+
+@Suite("server state: what a hostile client tries")
+struct StateHostileTests {
+    @Test("MODE #r bbbb… lists the bans once, and repeated unknown letters get one 472")
+    func listQueryOnce() {
+        var h = Harness { $0.room = nil }
+        let alice = h.register("alice")
+        h.send(alice, "JOIN #r", "MODE #r +bb a b")
+        h.send(alice, "MODE #r " + String(repeating: "b", count: 400) + String(repeating: "Q", count: 50))
+        #expect(h.commands(to: alice) == ["472", "367", "367", "368"])
+    }
+
+    @Test("WHOWAS answers at most 10 entries, and one user keeps at most 3 in the ring")
+    func whowasBounded() {
+        var h = Harness()
+        let alice = h.register("alice")
+        let flipper = h.register("flip0")
+        for i in 1...50 { h.send(flipper, "NICK flip\(i % 2)") }
+        #expect(h.state.whowas.filter { $0.nick.hasPrefix("flip") }.count == 3)
+        for _ in 0..<12 {
+            let id = h.register("gone")
+            h.send(id, "QUIT")
+        }
+        h.send(alice, "WHOWAS gone")
+        #expect(h.commands(to: alice).filter { $0 == "314" }.count == 10)
+        h.send(alice, "WHOWAS gone 2")
+        #expect(h.commands(to: alice).filter { $0 == "314" }.count == 2)
+    }
+
+    @Test("WHO * answers at most 500 users to a non-operator; NAMES alone covers only one's own rooms")
+    func whoBounded() {
+        var h = Harness { $0.room = nil }
+        let asker = h.register("asker")
+        for i in 0..<510 { _ = h.register("u\(i)") }
+        h.send(asker, "WHO *")
+        #expect(h.commands(to: asker).filter { $0 == "352" }.count == 500 && h.commands(to: asker).last == "315")
+        let other = h.register("other")
+        h.send(other, "JOIN #elsewhere")
+        h.send(asker, "JOIN #mine")
+        h.send(asker, "NAMES")
+        #expect(h.out.messages(to: asker).filter { $0.command == "353" }.map { $0.params[2] } == ["#mine"])
+    }
+
+    @Test("an INVITE into a room that is not +i lets no one past a ban or a key")
+    func inviteIsNoBypass() {
+        var h = Harness { $0.room = nil }
+        let op = h.register("op")
+        let member = h.register("member")
+        let evil = h.register("evil")
+        h.send(op, "JOIN #r", "MODE #r +bk evil!*@* k")
+        h.send(member, "JOIN #r k")
+        h.send(member, "INVITE evil #r")
+        h.send(evil, "JOIN #r")
+        #expect(h.commands(to: evil) == ["474"])
+        h.send(op, "MODE #r -b evil!*@*")
+        h.send(evil, "JOIN #r")
+        #expect(h.commands(to: evil) == ["475"], "a member's INVITE outside +i is only a notice")
+    }
+
+    @Test("invitations end when the invitee leaves the server or the room stops being +i")
+    func invitationsLapse() {
+        var h = Harness { $0.room = nil }
+        let op = h.register("op")
+        let guest = h.register("guest")
+        h.send(op, "JOIN #r", "MODE #r +i", "INVITE guest #r")
+        #expect(h.state.invitations.count == 1 && h.state.channels["#r"]?.invited.count == 1)
+        h.send(op, "MODE #r -i")
+        #expect(h.state.invitations.isEmpty && h.state.channels["#r"]?.invited.isEmpty == true)
+        h.send(op, "MODE #r +i", "INVITE guest #r")
+        h.send(guest, "QUIT")
+        #expect(h.state.invitations.isEmpty && h.state.channels["#r"]?.invited.isEmpty == true)
+    }
+
+    @Test("MONITOR entries of a user who left are gone from the server's table")
+    func monitorsForgotten() {
+        var h = Harness()
+        let watcher = h.register("watcher")
+        h.send(watcher, "MONITOR + a1,a2,a3")
+        h.send(watcher, "QUIT")
+        #expect(h.state.monitors.isEmpty)
+    }
+
+    @Test("look-alikes that depend on case are caught: aIice, B0B, GIobal, #l0bby")
+    func caseConfusables() {
+        var h = Harness()
+        let alice = h.register("alice")
+        _ = h.register("bob")
+        for nick in ["aIice", "B0B", "GIobal"] {
+            let id = h.connect()
+            h.send(id, "NICK \(nick)")
+            #expect(h.commands(to: id) == ["432"], "\(nick)")
+        }
+        h.send(alice, "JOIN #l0bby")
+        #expect(h.commands(to: alice) == ["479"])
+    }
+
+    @Test("WHOX shows the real address only to operators and the user")
+    func whoxAddress() {
+        var h = Harness()
+        let alice = h.register("alice")
+        _ = h.register("bob")
+        h.send(alice, "WHO bob %ni")
+        #expect(h.lines(to: alice).first == ":test.server 354 alice 255.255.255.255 :bob")
+        h.send(alice, "WHO alice %ni")
+        #expect(h.lines(to: alice).first == ":test.server 354 alice 127.0.0.1 :alice")
+    }
+
+    @Test("after three failed OPER attempts even the right password is refused on that connection")
+    func operLockout() {
+        var h = Harness { $0.operators = [OperatorBlock(name: "root", passwordHash: OperatorBlock.hash("pw", salt: "s"))] }
+        let alice = h.register("alice")
+        for guess in ["a", "b", "c"] { h.send(alice, "OPER root \(guess)") }
+        h.send(alice, "OPER root pw")
+        #expect(h.commands(to: alice) == ["464"])
+    }
+
+    @Test("an operator block and the host's own may share a name: either password works")
+    func sharedOperatorName() {
+        var h = Harness { $0.operators = [OperatorBlock(name: "host", passwordHash: OperatorBlock.hash("mine", salt: "a")),
+                                          OperatorBlock(name: "host", passwordHash: OperatorBlock.hash("secret", salt: "b"))] }
+        let alice = h.register("alice")
+        h.send(alice, "OPER host secret")
+        #expect(h.commands(to: alice).contains("381"))
+    }
+
+    @Test("the WARN for invalid UTF-8 is part of a labelled response")
+    func warnInLabel() {
+        var h = Harness()
+        let alice = h.register("alice", caps: ["standard-replies", "labeled-response", "batch"])
+        _ = h.register("bob")
+        h.state.received(Array("@label=w PRIVMSG bob :x".utf8) + [0xFF], from: alice, now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(h.lines(to: alice) == ["@label=w :test.server WARN PRIVMSG INVALID_UTF8 :Invalid UTF-8 was replaced with U+FFFD"])
+    }
+
+    @Test("network text in the log is made visible: a command word, a QUIT reason, a KICK comment")
+    func logEscaped() {
+        var h = Harness { $0.room = nil }
+        let id = h.connect()
+        h.send(id, "\u{1B}]2;pwned\u{7} x", "QUIT :\u{1B}[2J")
+        #expect(h.out.logs.count == 2)
+        #expect(h.out.logs.allSatisfy { !$0.unicodeScalars.contains { $0.value < 0x20 } })
+        let alice = h.register("alice")
+        h.send(alice, "JOIN #mine", "KICK #mine alice :\u{1B}[31mred")
+        #expect(h.out.logs.contains { $0.contains("^[[31mred") })
+        #expect(h.out.logs.allSatisfy { !$0.unicodeScalars.contains { $0.value < 0x20 } })
+    }
+}
