@@ -84,6 +84,20 @@ public enum Wrapper {
     public static func wrap(_ spans: [Span], width: Int, indent: Int = 0) -> [[Span]] {
         let first = max(1, width)
         let rest = max(1, width - indent)
+        var characters: [(Character, Style)] = []
+        for span in spans { for character in span.text { characters.append((character, span.style)) } }
+        // The width of the word each character belongs to (0 for spaces): a word that fits on a
+        // continuation row moves there whole; a longer one (a URL, 150 digits, a sentence of
+        // Chinese) fills the row it starts on and breaks between grapheme clusters.
+        var wordWidths = [Int](repeating: 0, count: characters.count)
+        var start = 0
+        while start < characters.count {
+            if characters[start].0 == " " { start += 1; continue }
+            var end = start, total = 0
+            while end < characters.count && characters[end].0 != " " { total += DisplayWidth.of(characters[end].0); end += 1 }
+            for i in start..<end { wordWidths[i] = total }
+            start = end
+        }
         var rows: [[Span]] = []
         var row: [(Character, Style)] = []
         var rowWidth = 0
@@ -99,24 +113,31 @@ public enum Wrapper {
             }
             rows.append(spans)
         }
-        for span in spans {
-            for character in span.text {
-                let w = DisplayWidth.of(character)
-                if rowWidth + w > limit && !row.isEmpty {
-                    if let space = row.lastIndex(where: { $0.0 == " " }), space > 0, character != " " {
-                        emit(row[..<space])
-                        row = Array(row[(space + 1)...])
-                    } else {
-                        emit(row[...])
-                        row = []
+        for (index, (character, style)) in characters.enumerated() {
+            let w = DisplayWidth.of(character)
+            // A loop: whatever is carried to the next row must itself fit there before this
+            // character is added, so nothing is ever cut off at the edge.
+            while rowWidth + w > limit && !row.isEmpty {
+                if character != " ", wordWidths[index] <= rest,
+                   let space = row.lastIndex(where: { $0.0 == " " }), space > 0 {
+                    emit(row[..<space])
+                    row = Array(row[(space + 1)...])
+                } else {
+                    var width = 0, cut = 0
+                    while cut < row.count && width + DisplayWidth.of(row[cut].0) <= limit {
+                        width += DisplayWidth.of(row[cut].0)
+                        cut += 1
                     }
-                    rowWidth = row.reduce(0) { $0 + DisplayWidth.of($1.0) }
-                    limit = rest
-                    if character == " " && row.isEmpty { continue }
+                    emit(row[..<max(cut, 1)])
+                    row = Array(row[max(cut, 1)...])
                 }
-                row.append((character, span.style))
-                rowWidth += w
+                rowWidth = row.reduce(0) { $0 + DisplayWidth.of($1.0) }
+                limit = rest
             }
+            // A space that would start a continuation row is dropped.
+            if character == " " && row.isEmpty && !rows.isEmpty { continue }
+            row.append((character, style))
+            rowWidth += w
         }
         if !row.isEmpty || rows.isEmpty { emit(row[...]) }
         return rows

@@ -1,0 +1,79 @@
+import Testing
+@testable import ChatUI
+import ChatClientKit
+import IRCWire
+
+/// Whole screens compared row by row with golden text, as ratatui's TestBackend tests do: a
+/// layout test that checks every cell, not a fragment.
+func expectScreen(_ model: ChatModel, _ golden: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+    let lines = draw(model).lines
+    #expect(lines.count == golden.count, sourceLocation: sourceLocation)
+    for (y, (actual, expected)) in zip(lines, golden).enumerated() {
+        #expect(actual == expected, "row \(y)", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("whole screens")
+struct GoldenTests {
+    /// A message read back off the screen: the pane part of its rows, the continuation rows'
+    /// hanging indent removed, joined.
+    static func text(of screen: [String], rows: Range<Int>, paneWidth: Int, indent: Int) -> String {
+        rows.enumerated().map { (n, y) -> String in
+            var width = 0
+            var kept = ""
+            for character in screen[y] {
+                width += DisplayWidth.of(character)
+                if width > paneWidth { break }
+                kept.append(character)
+            }
+            while kept.last == " " { kept.removeLast() }
+            return n == 0 ? kept : String(kept.dropFirst(indent))
+        }.joined()
+    }
+
+    @Test("a 150-character first word wraps whole: every character on screen, none cut at the edge", arguments: [
+        String(repeating: "1234567890", count: 15),
+        "https://example.com/" + String(repeating: "a1b2c3d4e5", count: 13),
+        String(repeating: "中文没有空格的句子", count: 6),
+        String(repeating: "😀", count: 60),
+    ])
+    func longFirstWord(_ word: String) {
+        for width in [40, 60, 61, 100] {
+            let model = lobbyModel(width: width, height: 24, extra: [":bob!b@h PRIVMSG #lobby :\(word)"])
+            let screen = draw(model).lines
+            let layout = Layout(width: width, height: 24)
+            let first = screen.firstIndex { $0.contains("<bob>") }!
+            let shown = Self.text(of: screen, rows: first..<(layout.paneTop + layout.paneHeight), paneWidth: layout.paneWidth,
+                                  indent: "10:05 <bob> ".count)
+            #expect(shown == "10:05 <bob> " + word, "at width \(width): \(shown)")
+        }
+    }
+
+    @Test("the whole 60×12 screen with a long URL after the nickname: it fills the row it starts on")
+    func goldenLongURL() {
+        let url = "https://example.com/" + String(repeating: "x", count: 70) + "/end"
+        let model = lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :see \(url)"])
+        expectScreen(model, [
+            " #lobby                                                     ",
+            "                                               │#lobby      ",
+            "                                               │@alice (you)",
+            "                                               │+bob        ",
+            "                                               │ carol      ",
+            "                                               │ 小明       ",
+            "10:05 -!- You joined #lobby                    │(server)    ",
+            "10:05 <bob> see https://example.com/xxxxxxxxxxx│            ",
+            "            xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx│            ",
+            "            xxxxxxxxxxxxxxxxxxxxxxxx/end       │            ",
+            " alice │ connected │ Enter sends to #lobby                  ",
+            ">                                                           ",
+        ])
+    }
+}
+
+@Test("a word that fits on the next row moves there whole; a longer one fills the row it starts on")
+func wordPlacement() {
+    let plain = { (rows: [[Span]]) in rows.map { $0.map(\.text).joined() } }
+    #expect(plain(Wrapper.wrap([Span("hello wonderful world")], width: 10)) == ["hello", "wonderful", "world"])
+    #expect(plain(Wrapper.wrap([Span("hi abcdefghijklmnopqrstuvwxyz")], width: 10, indent: 3)) == ["hi abcdefg", "hijklmn", "opqrstu", "vwxyz"])
+    #expect(plain(Wrapper.wrap([Span("<nick> 一二三四五六七八九十")], width: 12, indent: 7)) == ["<nick> 一二", "三四", "五六", "七八", "九十"])
+}
