@@ -1,3 +1,4 @@
+import IRCWire
 /// A run of text in one style.
 public struct Span: Equatable, Sendable {
     public var text: String
@@ -51,11 +52,13 @@ public enum FormattedText {
                 var visible = style
                 visible.reverse.toggle()
                 spans.append(Span("^" + String(Unicode.Scalar(UInt8(scalar.value ^ 0x40))), visible))
-            case 0x80..<0xA0:
+            case _ where (0x80..<0xA0).contains(scalar.value) || PlainText.isInvisible(scalar):
+                // C1 controls, bidi controls and invisible format characters, shown by their code
+                // so they can neither reorder the text around them nor hide in it.
                 flush()
                 var visible = style
                 visible.reverse.toggle()
-                spans.append(Span("<" + String(scalar.value, radix: 16) + ">", visible))
+                spans.append(Span(PlainText.notation(scalar), visible))
             default:
                 current.unicodeScalars.append(scalar)
             }

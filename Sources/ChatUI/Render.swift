@@ -222,7 +222,8 @@ extension ChatModel {
         } else {
             parts.append("Enter sends to " + PlainText.visible(target))
         }
-        screen.put(parts.joined(separator: " │ "), x: 0, y: y, limit: width, style: Palette.bar)
+        // Reasons in the status (an ERROR text, a refused nickname) come from the network too.
+        screen.put(PlainText.visible(parts.joined(separator: " │ ")), x: 0, y: y, limit: width, style: Palette.bar)
     }
 
     var statusText: String {

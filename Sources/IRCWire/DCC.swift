@@ -110,7 +110,9 @@ public enum SafeFileName {
     public static func make(_ offered: String) -> String {
         // Keep only what follows the last slash or backslash: no directories, no absolute paths.
         var name = offered.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
-        name = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar -> Unicode.Scalar in
+        // Controls become `_`; bidi and invisible characters are dropped: `holiday<U+202E>gpj.exe`
+        // is saved as `holidaygpj.exe`, a name that shows what the file is.
+        name = String(String.UnicodeScalarView(name.unicodeScalars.filter { !PlainText.isInvisible($0) }.map { scalar -> Unicode.Scalar in
             let value = scalar.value
             let unsafe = value < 0x20 || value == 0x7F || (0x80..<0xA0).contains(value) || "<>:\"|?*".unicodeScalars.contains(scalar)
             return unsafe ? "_" : scalar

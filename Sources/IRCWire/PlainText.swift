@@ -33,12 +33,33 @@ public enum PlainText {
             case 0x00..<0x20, 0x7F:
                 out += "^" + String(Unicode.Scalar(UInt8(scalar.value ^ 0x40)))
             case 0x80..<0xA0:
-                out += "<U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4) + ">"
+                out += notation(scalar)
+            case _ where isInvisible(scalar):
+                out += notation(scalar)
             default:
                 out.unicodeScalars.append(scalar)
             }
         }
         return out
+    }
+
+    /// Bidi controls and invisible format characters: they reorder or hide neighbouring text
+    /// (`holiday<U+202E>gpj.exe` shows as `holidayexe.jpg`), so they are shown by their code.
+    /// Zero-width joiner and non-joiner stay (emoji sequences and Persian, Hindi need them), as
+    /// do variation selectors and tag characters (flags).
+    public static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x061C, 0x180E, 0x200B, 0x200E, 0x200F, 0x202A...0x202E, 0x2060...0x2064, 0x2066...0x206F,
+             0xFEFF, 0xFFF9...0xFFFB, 0x115F, 0x1160, 0x3164, 0xFFA0:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// `<U+202E>`: how a neutralised character is shown.
+    public static func notation(_ scalar: Unicode.Scalar) -> String {
+        "<U+" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4) + ">"
     }
 }
 

@@ -108,7 +108,13 @@ enum LinesMode {
         return String(formatted[start..<formatted.index(start, offsetBy: 8)])
     }
 
+    /// One event as a line for the terminal: everything in it made visible once, here, whatever
+    /// part of it came from the network (a nickname in "registered as", an ERROR reason, a 432).
     static func describe(_ event: ClientEvent) -> String? {
+        describeRaw(event).map(PlainText.visible)
+    }
+
+    static func describeRaw(_ event: ClientEvent) -> String? {
         let now = Date().timeIntervalSince1970
         switch event {
         case .status(let status):

@@ -77,3 +77,25 @@ func wordPlacement() {
     #expect(plain(Wrapper.wrap([Span("hi abcdefghijklmnopqrstuvwxyz")], width: 10, indent: 3)) == ["hi abcdefg", "hijklmn", "opqrstu", "vwxyz"])
     #expect(plain(Wrapper.wrap([Span("<nick> 一二三四五六七八九十")], width: 12, indent: 7)) == ["<nick> 一二", "三四", "五六", "七八", "九十"])
 }
+
+@Test("a bidi-laden message is shown harmlessly: every row, the border in place")
+func goldenBidi() {
+    let model = lobbyModel(extra: [
+        ":bob!b@h PRIVMSG #lobby :see holiday\u{202E}gpj.exe now",
+        ":m\u{2067}allory!m@h PRIVMSG #lobby :\u{2066}\u{202B}hidden\u{2069} text",
+    ])
+    expectScreen(model, [
+        " #lobby                                                     ",
+        "                                               │#lobby      ",
+        "                                               │@alice (you)",
+        "                                               │+bob        ",
+        "                                               │ carol      ",
+        "                                               │ 小明       ",
+        "10:05 -!- You joined #lobby                    │(server)    ",
+        "10:05 <bob> see holiday<U+202E>gpj.exe now     │            ",
+        "10:05 <m<U+2067>allory> <U+2066><U+202B>hidden<│            ",
+        "                       U+2069> text            │            ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ])
+}

@@ -54,6 +54,10 @@ struct SafeFileNameTests {
         ("名前.txt", "名前.txt"),
         ("what?.txt", "what_.txt"),
         ("trailing dot. ", "trailing dot"),
+        ("holiday\u{202E}gpj.exe", "holidaygpj.exe"),
+        ("\u{2066}report\u{2069}.pdf", "report.pdf"),
+        ("zero\u{200B}width.txt", "zerowidth.txt"),
+        ("👨‍👩‍👧.png", "👨‍👩‍👧.png"),
     ])
     func sanitised(_ offered: String, _ expected: String) {
         #expect(SafeFileName.make(offered) == expected)
