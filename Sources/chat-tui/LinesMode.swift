@@ -35,22 +35,48 @@ enum LinesMode {
             }
             thread.start()
         }
+        // The room plain lines go to: the one last joined with /join, else the first we are in.
+        // It outlives an outage (the rooms are "left" then), so lines typed offline are held
+        // for it and sent after the reconnect, as the client's offline queue promises.
+        var current = CurrentRoom()
         for await line in lines {
             guard let line else {
                 await client.quit(reason: "end of input")
                 return
             }
-            await handle(line, client: client)
+            await handle(line, client: client, current: &current)
         }
     }
 
-    static func handle(_ line: String, client: ChatClient) async {
+    /// The room plain lines go to, and whether we have been seen in it (a /join not yet
+    /// answered counts: a line typed right after `/join #dev` is for #dev).
+    struct CurrentRoom {
+        var name: String?
+        var seenJoined = false
+
+        /// Where a plain line goes now: the current room while we are in it, while its JOIN is
+        /// pending, or while offline (the line is then held for it); after a KICK, the first room.
+        mutating func target(_ state: ClientState) -> String? {
+            let joined = state.joinedRooms
+            if let name {
+                let inIt = joined.contains { state.key(for: $0) == state.key(for: name) }
+                if inIt { seenJoined = true }
+                if inIt || !state.isRegistered || !seenJoined { return name }
+            }
+            // Offline before any line was typed: the first room we were in (its line is held).
+            name = joined.first ?? (state.isRegistered ? nil : state.rooms.first?.name)
+            seenJoined = !joined.isEmpty
+            return name
+        }
+    }
+
+    static func handle(_ line: String, client: ChatClient, current: inout CurrentRoom) async {
         let state = await client.state
         guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { return }
         guard line.hasPrefix("/") && !line.hasPrefix("//") else {
             let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
-            guard let room = state.joinedRooms.first else {
-                writeLine("-!- not in a room yet: message not sent", to: 2)
+            guard let room = current.target(state) else {
+                writeLine("-!- not in a room yet: \"\(PlainText.visible(text))\" not sent (/join #room first, or /msg NICK text)", to: 2)
                 return
             }
             await client.send(text, to: room)
@@ -67,11 +93,18 @@ enum LinesMode {
             }
         case ("me", _) where parts.count >= 2:
             let text = line.dropFirst(4)
-            guard let room = state.joinedRooms.first else { return }
+            guard let room = current.target(state) else {
+                writeLine("-!- not in a room yet: \"* \(PlainText.visible(String(text)))\" not sent", to: 2)
+                return
+            }
             await client.send(String(text), to: room, isAction: true)
         case ("join", 2):
+            // Plain lines go to the room joined last, as in irssi's window for it.
+            current = CurrentRoom(name: parts[1].split(separator: ",").last.map(String.init))
             await client.sendCommand(IRCMessage("JOIN", parts[1]))
         case ("part", _) where parts.count >= 2:
+            let parted = Set(parts[1].split(separator: ",").map { state.key(for: String($0)) })
+            if let room = current.name, parted.contains(state.key(for: room)) { current = CurrentRoom() }
             await client.sendCommand(IRCMessage("PART", parts[1]))
         case ("nick", 2):
             await client.sendCommand(IRCMessage("NICK", parts[1]))

@@ -74,3 +74,64 @@ def test_lines_mode_stops_on_a_wrong_password():
         client.wait_for("stopped: wrong password: Password incorrect")
     finally:
         server.stop()
+
+
+def test_lines_typed_while_the_server_is_down_are_sent_after_it_returns(tmp_path):
+    """The README promises up to 100 lines held while offline; --lines must hold them too, for
+    the room it was in, and send them in order once back."""
+    import os
+    from conftest import free_port, wait_for_port
+
+    port = free_port()
+
+    def start():
+        process = subprocess.Popen([BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(port)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        wait_for_port(port)
+        return process
+
+    server = start()
+    client = LinesClient(port, "typist")
+    try:
+        client.wait_for("You joined #lobby")
+        server.kill()
+        server.wait(5)
+        client.wait_for("disconnected")
+        for i in range(30):
+            client.type(f"offline line {i}")
+        server = start()
+        peer = RawClient(port)
+        peer.register("peer")
+        seen = []
+        try:
+            for i in range(30):
+                seen.append(peer.wait_for(lambda l: f"PRIVMSG #lobby :offline line" in l, timeout=20))
+        except AssertionError:
+            raise AssertionError("client output:\n" + "\n".join(client.output))
+        assert [l.rsplit(":", 1)[1] for l in seen] == [f"offline line {i}" for i in range(30)]
+        assert not any("not sent" in line for line in client.output), "\n".join(client.output)
+        peer.close()
+    finally:
+        client.process.kill()
+        server.kill()
+        server.wait(5)
+
+
+def test_plain_lines_go_to_the_room_joined_last(server):
+    peer = RawClient(server.port)
+    peer.register("peer")
+    peer.send("JOIN #dev")
+    peer.wait_for(lambda l: " 366 " in l and "#dev" in l)
+    client = LinesClient(server.port, "typist")
+    try:
+        client.wait_for("You joined #lobby")
+        client.type("/join #dev")
+        client.type("right after the join")
+        line = peer.wait_for(lambda l: "PRIVMSG" in l and "right after the join" in l)
+        assert "PRIVMSG #dev :" in line, line
+        client.type("/part #dev")
+        client.type("back in the lobby")
+        assert "PRIVMSG #lobby :" in peer.wait_for(lambda l: "back in the lobby" in l)
+    finally:
+        client.process.kill()
+        peer.close()
