@@ -300,11 +300,12 @@ public actor ChatClient {
                 return
             }
         case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC "):
-            let sender = IRCSource(parsing: message.source ?? "").nick
+            let source = IRCSource(parsing: message.source ?? "")
+            let sender = source.nick
             // Our own offer echoed back (echo-message) is not an offer to us.
             if state.isMe(sender) { return }
             if let dcc = DCCMessage(ctcp: message.params[1]) {
-                handleDCC(dcc, from: sender, now: now)
+                handleDCC(dcc, from: sender, senderHost: source.host, now: now)
                 return
             }
         case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}")

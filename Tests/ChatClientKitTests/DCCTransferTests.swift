@@ -191,4 +191,41 @@ struct DCCTransferTests {
         listener.forEach { close($0) }
         await pair.stop()
     }
+
+    @Test("an offer naming a system port (SSH's 22) is refused before anyone can accept it")
+    func systemPortRefused() async throws {
+        let pair = try await Pair()
+        let peer = try pair.server.client()
+        try peer.register("mallory")
+        peer.send("PRIVMSG bob :" + DCCMessage.send(fileName: "banner.txt", address: "127.0.0.1", port: 22, size: 100, token: nil).ctcp)
+        let line = try await pair.bobLog.line(in: "mallory", containing: "refused")
+        #expect(line.text.contains("port 22") && line.text.contains("above 1023"))
+        #expect(pair.bob.transfers.snapshot().isEmpty, "nothing to /accept")
+        await pair.stop()
+    }
+}
+
+@Suite("DCC offer addresses")
+struct OfferAddressTests {
+    @Test("address kinds", arguments: [
+        ("127.0.0.1", OfferAddress.Kind.loopback), ("::1", .loopback), ("0::1", .loopback), ("::ffff:127.0.0.1", .loopback),
+        ("10.1.2.3", .privateNetwork), ("172.20.0.1", .privateNetwork), ("192.168.1.9", .privateNetwork), ("fd00::1", .privateNetwork),
+        ("fe80::1", .privateNetwork), ("203.0.113.5", .publicNetwork), ("2001:db8::1", .publicNetwork), ("cloak.example", .notAnAddress),
+    ])
+    func kinds(_ c: (String, OfferAddress.Kind)) {
+        #expect(OfferAddress.kind(c.0) == c.1)
+    }
+
+    @Test("warnings put the sender's address beside the offered one")
+    func warnings() {
+        #expect(OfferAddress.warning(offered: "127.0.0.1", sender: "203.0.113.5", nick: "bob")
+                == "it points at 127.0.0.1 (this machine), but bob connects from 203.0.113.5")
+        #expect(OfferAddress.warning(offered: "192.168.1.9", sender: "203.0.113.5", nick: "bob")
+                == "it points at 192.168.1.9 (a private network), but bob connects from 203.0.113.5")
+        #expect(OfferAddress.warning(offered: "198.51.100.7", sender: "203.0.113.5", nick: "bob")
+                == "it points at 198.51.100.7, but bob connects from 203.0.113.5")
+        #expect(OfferAddress.warning(offered: "192.168.1.9", sender: "192.168.1.9", nick: "bob") == nil)
+        #expect(OfferAddress.warning(offered: "127.0.0.1", sender: "0::1", nick: "bob") == nil, "both on this machine")
+        #expect(OfferAddress.warning(offered: "198.51.100.7", sender: "cloak.example", nick: "bob") == nil)
+    }
 }

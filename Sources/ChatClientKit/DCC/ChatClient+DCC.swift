@@ -84,9 +84,15 @@ extension ChatClient {
 
     // MARK: Receiving
 
-    func handleDCC(_ dcc: DCCMessage, from nick: String, now: Double) {
+    func handleDCC(_ dcc: DCCMessage, from nick: String, senderHost: String? = nil, now: Double) {
         switch dcc {
         case .send(let name, let address, let port, let size, let token):
+            // An offer naming a system port (SSH on 22, a mail server…) would have /accept
+            // connect there and save what the service says as a file: refused outright.
+            if port > 0 && port < 1024 {
+                note("\(nick) offered \(PlainText.visible(name)) at \(address) port \(port): refused, an offer names a port above 1023 (that one belongs to a system service)", in: nick)
+                return
+            }
             // The answer to our passive offer: they listen, we connect and send.
             if let token, let ours = transfers.first(where: { $0.direction == .sending && $0.passive && $0.token == token && $0.state == .offered }) {
                 transfers.update(ours.id) { $0.address = address; $0.port = port; $0.state = .connecting }
@@ -99,7 +105,7 @@ extension ChatClient {
                 }
                 return
             }
-            incomingOffer(name: name, address: address, port: port, size: size, token: token, from: nick, now: now)
+            incomingOffer(name: name, address: address, port: port, size: size, token: token, from: nick, senderHost: senderHost, now: now)
         case .resume(_, let port, let position, let token):
             guard let ours = transfers.first(where: { t in
                 t.direction == .sending && t.state == .offered && t.peer.lowercased() == nick.lowercased()
@@ -121,7 +127,8 @@ extension ChatClient {
         }
     }
 
-    func incomingOffer(name offered: String, address: String, port: Int, size: UInt64, token: String?, from nick: String, now: Double) {
+    func incomingOffer(name offered: String, address: String, port: Int, size: UInt64, token: String?, from nick: String,
+                       senderHost: String? = nil, now: Double) {
         let name = SafeFileName.make(offered)
         let info = transfers.add { id in
             TransferInfo(id: id, direction: .receiving, peer: nick, offeredName: offered, localPath: config.downloadDirectory + "/" + name,
@@ -134,7 +141,9 @@ extension ChatClient {
             return
         }
         let shownName = name == offered ? name : "\(name) (offered as \(PlainText.visible(offered)))"
-        emitTransferLine(info.id, "\(nick) offers \(shownName), \(Self.formatSize(size)): /accept \(info.id) or /reject \(info.id)", in: nick)
+        let warning = port == 0 ? nil : OfferAddress.warning(offered: address, sender: senderHost, nick: nick)
+        emitTransferLine(info.id, "\(nick) offers \(shownName), \(Self.formatSize(size)): /accept \(info.id) or /reject \(info.id)"
+                            + (warning.map { " — careful: " + $0 } ?? ""), in: nick)
         if config.dccAutoAcceptFrom.contains(where: { state.key(for: $0) == state.key(for: nick) }) {
             acceptTransfer(info.id)
         } else {
