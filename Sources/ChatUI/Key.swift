@@ -32,7 +32,7 @@ public struct KeyDecoder: Sendable {
             if extended.count > 1, (0x40...0x7E).contains(scalar.value) {
                 mode = .normal
                 if extended == "[200~" { mode = .paste("") }
-                return []
+                return KeyDecoder.sequenceKey(extended).map { [$0] } ?? []
             }
             mode = extended.count > 16 ? .normal : .escape(extended)
             return []
@@ -53,6 +53,35 @@ public struct KeyDecoder: Sendable {
                 mode = .paste(text + extended)
             }
             return []
+        }
+    }
+
+    /// The keys common terminals send as escape sequences, for when terminfo does not match the
+    /// terminal (TERM=xterm-256color inside tmux sends Home as `ESC [1~`, which xterm's terminfo
+    /// calls `ESC OH`): vt100/xterm cursor keys in both modes, vt220 editing keys, rxvt's Home
+    /// and End, each with or without modifiers (`ESC [1;5H` is Ctrl-Home, taken as Home).
+    static func sequenceKey(_ sequence: String) -> Key? {
+        guard let final = sequence.last else { return nil }
+        let body = sequence.dropFirst().dropLast()
+        // `1;5` (with a modifier): the key number is before the semicolon.
+        let number = body.split(separator: ";").first.map(String.init) ?? ""
+        switch final {
+        case "A": return .up
+        case "B": return .down
+        case "C": return .right
+        case "D": return .left
+        case "H": return .home
+        case "F": return .end
+        case "~":
+            switch number {
+            case "1", "7": return .home
+            case "4", "8": return .end
+            case "3": return .delete
+            case "5": return .pageUp
+            case "6": return .pageDown
+            default: return nil
+            }
+        default: return nil
         }
     }
 

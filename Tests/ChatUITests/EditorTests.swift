@@ -117,6 +117,16 @@ struct KeyDecoderTests {
 
     @Test("unknown escape sequences are dropped, not typed")
     func unknownSequences() {
-        #expect(decode("\u{1B}[1;5Cx") == [.character("x")])
+        #expect(decode("\u{1B}[99~x\u{1B}[1;5Zy") == [.character("x"), .character("y")])
+    }
+
+    @Test("Home, End and the other keys arrive as escape sequences when terminfo does not match (tmux with TERM=xterm-256color)", arguments: [
+        ("\u{1B}[1~", Key.home), ("\u{1B}[4~", .end), ("\u{1B}[7~", .home), ("\u{1B}[8~", .end),
+        ("\u{1B}[H", .home), ("\u{1B}[F", .end), ("\u{1B}OH", .home), ("\u{1B}OF", .end),
+        ("\u{1B}[1;5H", .home), ("\u{1B}[3~", .delete), ("\u{1B}[5~", .pageUp), ("\u{1B}[6~", .pageDown),
+        ("\u{1B}[A", .up), ("\u{1B}OB", .down), ("\u{1B}[1;5C", .right), ("\u{1B}[D", .left),
+    ])
+    func fallbackSequences(_ c: (String, Key)) {
+        #expect(decode(c.0 + "x") == [c.1, .character("x")])
     }
 }
