@@ -242,6 +242,27 @@ extension ChatModel {
             }
             let names = conversation.sortedMembers().map { $0.highestPrefix + $0.nick }
             return [.note("\(room): \(names.count) people: " + names.joined(separator: " "), conversation: here, isError: false)]
+        case "kick", "ban", "unban", "op", "deop", "voice", "devoice":
+            guard let room else { return [.note("/\(command.name) works in a room: pick one first", conversation: here, isError: true)] }
+            return Self.operatorCommand(command.name, room: room, words: words, rest: String(rest))
+        case "invite":
+            guard let into = words.count > 1 ? words[1] : room else {
+                return [.note("Usage: /invite NICK #ROOM", conversation: here, isError: true)]
+            }
+            return [.irc(IRCMessage("INVITE", words[0], into))]
+        case "mode":
+            // `/mode +i`: the room in view; `/mode alice +i`, `/mode #dev -k *`: that target.
+            let first = words.first ?? ""
+            let named = !first.isEmpty && !first.hasPrefix("+") && !first.hasPrefix("-")
+            guard let target = named ? first : room else {
+                return [.note("Usage: /mode #ROOM +MODES (or pick a room first)", conversation: here, isError: true)]
+            }
+            return [.irc(IRCMessage(command: "MODE", params: [target] + words.dropFirst(named ? 1 : 0)))]
+        case "quote":
+            guard let message = try? IRCMessage(parsing: String(rest)) else {
+                return [.note("Not an IRC line: \(rest)", conversation: here, isError: true)]
+            }
+            return [.irc(message)]
         case "clear":
             scroll[viewedKey] = 0
             return [.clear(here)]
@@ -279,6 +300,29 @@ extension ChatModel {
             return [.quit(reason: rest.isEmpty ? "Leaving" : String(rest))]
         default:
             return []
+        }
+    }
+}
+
+extension ChatModel {
+    /// KICK and the membership and ban modes, as IRC lines for `room`. Several nicknames go in
+    /// lines of four changes each (every server takes at least four per MODE).
+    static func operatorCommand(_ name: String, room: String, words: [String], rest: String) -> [UICommand] {
+        switch name {
+        case "kick":
+            let reason = String(rest.drop(while: { $0 != " " }).drop(while: { $0 == " " }))
+            return [.irc(IRCMessage(command: "KICK", params: reason.isEmpty ? [room, words[0]] : [room, words[0], reason]))]
+        case "ban", "unban":
+            // A bare nickname bans that nickname wherever it comes from.
+            let mask = words[0].contains("!") || words[0].contains("@") ? words[0] : words[0] + "!*@*"
+            return [.irc(IRCMessage("MODE", room, (name == "ban" ? "+b" : "-b"), mask))]
+        default:
+            let sign = name.hasPrefix("de") ? "-" : "+"
+            let letter = name.hasSuffix("op") ? "o" : "v"
+            return stride(from: 0, to: words.count, by: 4).map { start in
+                let nicks = Array(words[start..<min(start + 4, words.count)])
+                return .irc(IRCMessage(command: "MODE", params: [room, sign + String(repeating: letter, count: nicks.count)] + nicks))
+            }
         }
     }
 }

@@ -176,6 +176,30 @@ struct UpdateTests {
         }
     }
 
+    @Test("room operator commands become the IRC lines irssi sends")
+    func operatorCommands() {
+        var model = lobbyModel()
+        func run(_ line: String) -> [UICommand] {
+            model.editor.set(line)
+            return model.update(.key(.enter))
+        }
+        #expect(run("/kick bob too loud") == [.irc(IRCMessage("KICK", "#lobby", "bob", "too loud"))])
+        #expect(run("/kick bob") == [.irc(IRCMessage("KICK", "#lobby", "bob"))])
+        #expect(run("/ban mallory") == [.irc(IRCMessage("MODE", "#lobby", "+b", "mallory!*@*"))])
+        #expect(run("/ban *!*@evil.example") == [.irc(IRCMessage("MODE", "#lobby", "+b", "*!*@evil.example"))])
+        #expect(run("/unban mallory!*@*") == [.irc(IRCMessage("MODE", "#lobby", "-b", "mallory!*@*"))])
+        #expect(run("/op bob carol") == [.irc(IRCMessage("MODE", "#lobby", "+oo", "bob", "carol"))])
+        #expect(run("/devoice a b c d e") == [.irc(IRCMessage("MODE", "#lobby", "-vvvv", "a", "b", "c", "d")),
+                                              .irc(IRCMessage("MODE", "#lobby", "-v", "e"))])
+        #expect(run("/invite bob") == [.irc(IRCMessage("INVITE", "bob", "#lobby"))])
+        #expect(run("/invite bob #dev") == [.irc(IRCMessage("INVITE", "bob", "#dev"))])
+        #expect(run("/mode +ik sesame") == [.irc(IRCMessage("MODE", "#lobby", "+ik", "sesame"))])
+        #expect(run("/mode alice +i") == [.irc(IRCMessage("MODE", "alice", "+i"))])
+        #expect(run("/mode") == [.irc(IRCMessage("MODE", "#lobby"))])
+        #expect(run("/quote WHO #lobby %na") == [.irc(IRCMessage("WHO", "#lobby", "%na"))])
+        #expect(run("/kick") == [.note("Usage: /kick NICK [REASON] — (room operators) remove someone from the room", conversation: "#lobby", isError: true)])
+    }
+
     @Test("a paste of many lines asks first")
     func paste() {
         var model = lobbyModel()
