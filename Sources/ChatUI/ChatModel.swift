@@ -5,8 +5,9 @@ import IRCWire
 public enum SidebarItem: Equatable, Sendable {
     /// A room, a direct conversation or the server window, by display name.
     case conversation(String)
-    /// A member of the current room; choosing them opens the direct conversation.
-    case user(String)
+    /// A member, listed under a room (the same person may be under several); choosing them
+    /// makes them the recipient of a direct message.
+    case user(String, room: String)
 }
 
 /// Something the model asks its shell to do.
@@ -50,8 +51,11 @@ public struct ChatModel: Sendable {
     /// When a reconnect is due, for the countdown.
     public var reconnectAt: Double?
     public var everRegistered = false
-    public var selection: SidebarItem = .conversation("server")
-    /// The room whose members the sidebar lists.
+    public var selection: SidebarItem = .conversation("server") { didSet { if selection != oldValue { selectedAt = now } } }
+    /// When the selection last moved: a conversation is marked read once the selection has
+    /// rested on it for a second (or you write to it), not while the arrows walk past it.
+    public var selectedAt: Double = 0
+    /// The room last viewed: where room commands (/topic, /kick) go from a person's row.
     public var currentRoom: String?
     public var editor = LineEditor()
     /// Rows scrolled up from the bottom, per conversation key.
@@ -82,27 +86,45 @@ public struct ChatModel: Sendable {
     public var target: String {
         switch selection {
         case .conversation(let name): return name
-        case .user(let nick): return nick
+        case .user(let nick, _): return nick
         }
     }
 
+    /// The pane shows the selected conversation; for a person you have no conversation with
+    /// yet, the room they are listed under (the conversation is made when you write).
     public var viewedConversation: Conversation? {
-        if case .conversation("server") = selection { return state.conversation(ClientState.serverKey) }
-        return state.conversation(target)
+        switch selection {
+        case .conversation("server"): return state.conversation(ClientState.serverKey)
+        case .conversation(let name): return state.conversation(name)
+        case .user(let nick, let room): return state.conversation(nick) ?? state.conversation(room)
+        }
     }
 
     public var viewedKey: String {
-        if case .conversation("server") = selection { return ClientState.serverKey }
-        return state.key(for: target)
+        switch selection {
+        case .conversation("server"): return ClientState.serverKey
+        case .conversation(let name): return state.key(for: name)
+        case .user(let nick, let room): return state.key(for: state.conversation(nick) != nil ? nick : room)
+        }
     }
 
-    /// Sidebar rows in order: rooms, the current room's members, other direct conversations, the server window.
+    /// Whether Enter would start a direct conversation that does not exist yet.
+    public var sendsToNewConversation: Bool {
+        if case .user(let nick, _) = selection { return state.conversation(nick) == nil }
+        return false
+    }
+
+    /// Sidebar rows in order: each room followed by its members (so everyone in every room can
+    /// be reached with the arrows), then direct conversations with people in no room of ours,
+    /// then the server window.
     public var sidebar: [SidebarItem] {
-        var items: [SidebarItem] = state.rooms.map { .conversation($0.name) }
+        var items: [SidebarItem] = []
         var listed = Set<String>()
-        if let room = currentRoom.flatMap({ state.conversation($0) }) {
-            for member in room.sortedMembers(rankOf: String(state.isupport.prefixes.map(\.symbol))) {
-                items.append(.user(member.nick))
+        let ranks = String(state.isupport.prefixes.map(\.symbol))
+        for room in state.rooms {
+            items.append(.conversation(room.name))
+            for member in room.sortedMembers(rankOf: ranks) {
+                items.append(.user(member.nick, room: room.name))
                 listed.insert(state.key(for: member.nick))
             }
         }
@@ -111,6 +133,12 @@ public struct ChatModel: Sendable {
         }
         items.append(.conversation("server"))
         return items
+    }
+
+    /// Rows the arrows stop at: not your own (you cannot pick yourself).
+    func isSelectable(_ item: SidebarItem) -> Bool {
+        if case .user(let nick, _) = item { return !state.isMe(nick) }
+        return true
     }
 
     public var totalUnread: Int {
@@ -132,8 +160,13 @@ public struct ChatModel: Sendable {
         }
         let items = sidebar
         if items.contains(selection) { return }
-        if case .user(let nick) = selection {
-            // They left the room: keep talking to them in the direct conversation if there is one.
+        if case .user(let nick, _) = selection {
+            // Still in another room of ours: follow them there.
+            if let other = items.first(where: { if case .user(let n, _) = $0 { return state.key(for: n) == state.key(for: nick) } else { return false } }) {
+                selection = other
+                return
+            }
+            // They left: keep talking to them in the direct conversation if there is one.
             if state.conversation(nick) != nil { selection = .conversation(state.conversation(nick)!.name); return }
         }
         if case .conversation(let name) = selection, name == "server" { return }

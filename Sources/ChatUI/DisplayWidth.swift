@@ -56,3 +56,25 @@ public enum DisplayWidth {
         }
     }
 }
+
+/// Text cut to a width for a one-row bar: at a word boundary where one is near, with `…`.
+public enum Ellipsis {
+    public static func fit(_ text: String, width: Int) -> String {
+        guard width > 0 else { return "" }
+        if DisplayWidth.of(text) <= width { return text }
+        var kept = ""
+        var used = 0
+        for character in text {
+            let w = DisplayWidth.of(character)
+            if used + w > width - 1 { break }
+            kept.append(character)
+            used += w
+        }
+        // Back to the last space when it is in the second half, so no word is cut in two.
+        if let space = kept.lastIndex(of: " "), kept.distance(from: kept.startIndex, to: space) > kept.count / 2 {
+            kept = String(kept[..<space])
+        }
+        while kept.last == " " { kept.removeLast() }
+        return kept + "…"
+    }
+}

@@ -55,7 +55,10 @@ extension ChatModel {
     func renderTitle(into screen: inout Screen, _ layout: Layout) {
         screen.fill(x: 0, y: 0, width: width, height: 1, style: Palette.bar)
         var title = " "
-        if let conversation = viewedConversation {
+        if sendsToNewConversation {
+            // A person picked for the first time: the pane still shows their room.
+            title += PlainText.visible(target) + " (new direct conversation; showing \(viewedConversation?.name ?? ""))"
+        } else if let conversation = viewedConversation {
             switch conversation.kind {
             case .server: title += "server messages"
             case .room: title += conversation.name + (conversation.topic.isEmpty ? "" : " — " + PlainText.visible(conversation.topic))
@@ -201,8 +204,8 @@ extension ChatModel {
             let style = conversation?.kind == .room ? Style(bold: true) : Style.plain
             let gone = conversation?.kind == .room && conversation?.isJoined == false
             return (PlainText.visible(name) + (gone ? " (left)" : ""), badge(conversation), gone ? Palette.dim : style)
-        case .user(let nick):
-            let member = currentRoom.flatMap { state.conversation($0)?.members[state.key(for: nick)] }
+        case .user(let nick, let room):
+            let member = state.conversation(room)?.members[state.key(for: nick)]
             let prefix = member?.highestPrefix ?? ""
             let isMe = state.isMe(nick)
             var style = Palette.nickStyle(nick, own: isMe)
@@ -220,10 +223,11 @@ extension ChatModel {
         if case .conversation("server") = selection {
             parts.append("pick a room or a person with Up/Down")
         } else {
-            parts.append("Enter sends to " + PlainText.visible(target))
+            parts.append("Enter sends to " + PlainText.visible(target) + (sendsToNewConversation ? " (new)" : ""))
         }
         // Reasons in the status (an ERROR text, a refused nickname) come from the network too.
-        screen.put(PlainText.visible(parts.joined(separator: " │ ")), x: 0, y: y, limit: width, style: Palette.bar)
+        // Too long for the row: cut at a word with an ellipsis, never mid-word.
+        screen.put(Ellipsis.fit(PlainText.visible(parts.joined(separator: " │ ")), width: width), x: 0, y: y, limit: width, style: Palette.bar)
     }
 
     var statusText: String {

@@ -12,6 +12,10 @@ extension ChatModel {
             return [.redraw]
         case .tick(let now):
             self.now = now
+            // The selection has rested: what it shows is read.
+            if now - selectedAt >= 1, let viewed = viewedConversation, viewed.unread > 0 {
+                return [.markRead(viewedKey == ClientState.serverKey ? ClientState.serverKey : viewed.name)]
+            }
             return []
         case .client(let clientEvent):
             return clientEventArrived(clientEvent)
@@ -56,8 +60,14 @@ extension ChatModel {
 
     mutating func press(_ key: Key) -> [UICommand] {
         switch key {
-        case .up: return moveSelection(by: -1)
-        case .down: return moveSelection(by: 1)
+        // With text in the input line, Up and Down walk your earlier lines (as in irssi and
+        // WeeChat), so a draft never changes recipient; with an empty line they pick the recipient.
+        case .up:
+            if !editor.isEmpty { editor.historyPrevious(); return [] }
+            return moveSelection(by: -1)
+        case .down:
+            if !editor.isEmpty { editor.historyNext(); return [] }
+            return moveSelection(by: 1)
         case .pageUp: scrollPane(by: max(1, paneHeight - 1)); return []
         case .pageDown: scrollPane(by: -max(1, paneHeight - 1)); return []
         case .home:
@@ -109,29 +119,33 @@ extension ChatModel {
         scroll[key] = max(0, (scroll[key] ?? 0) + rows)
     }
 
+    /// Moves to the next row you can pick, skipping your own. Nothing is opened or marked read.
     mutating func moveSelection(by delta: Int) -> [UICommand] {
         let items = sidebar
         guard !items.isEmpty else { return [] }
-        let index = items.firstIndex(of: selection) ?? 0
-        return selectIndex(min(max(0, index + delta), items.count - 1))
+        var index = items.firstIndex(of: selection) ?? 0
+        repeat {
+            let next = index + delta
+            guard items.indices.contains(next) else { return [] }
+            index = next
+        } while !isSelectable(items[index])
+        return selectIndex(index)
     }
 
     mutating func selectIndex(_ index: Int) -> [UICommand] {
         let items = sidebar
         guard items.indices.contains(index) else { return [] }
+        var index = index
+        // Home and End land on the nearest row that can be picked.
+        while !isSelectable(items[index]) && index + 1 < items.count { index += 1 }
         selection = items[index]
-        var commands: [UICommand] = []
         switch selection {
         case .conversation(let name):
             if state.conversation(name)?.kind == .room { currentRoom = name }
-            commands.append(.markRead(name == "server" ? ClientState.serverKey : name))
-        case .user(let nick):
-            if !state.isMe(nick) {
-                commands.append(.open(nick))
-                commands.append(.markRead(nick))
-            }
+        case .user(_, let room):
+            currentRoom = room
         }
-        return commands
+        return []
     }
 
     // MARK: Sending
@@ -157,7 +171,19 @@ extension ChatModel {
         if state.isMe(target) {
             return [.note("That is you: pick someone else to send a message to", conversation: here, isError: true)]
         }
-        return [isAction ? .action(text: text, to: target) : .send(text: text, to: target)]
+        // Writing is looking: the conversation is read. A first message to someone makes the
+        // direct conversation, and the selection moves to it.
+        var commands: [UICommand] = []
+        if case .user(let nick, _) = selection, state.key(for: nick) == state.key(for: target) {
+            if let conversation = state.conversation(nick) {
+                if conversation.unread > 0 { commands.append(.markRead(nick)) }
+            } else {
+                commands.append(.open(nick))
+            }
+        } else if let viewed = viewedConversation, viewed.unread > 0, state.key(for: viewed.name) == state.key(for: target) {
+            commands.append(.markRead(viewed.name))
+        }
+        return commands + [isAction ? .action(text: text, to: target) : .send(text: text, to: target)]
     }
 
     mutating func paste(_ text: String) -> [UICommand] {

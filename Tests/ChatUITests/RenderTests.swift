@@ -112,21 +112,22 @@ struct RenderTests {
 
 @Suite("keys and the model")
 struct UpdateTests {
-    @Test("Down moves the selection; a user opens a direct conversation and becomes the recipient")
+    @Test("Down picks a person without opening or marking anything; you are skipped; the first message makes the conversation")
     func pickUser() {
         var model = lobbyModel()
         #expect(model.target == "#lobby")
-        _ = model.update(.key(.down))
-        #expect(model.selection == .user("alice"))
+        // The sidebar: #lobby, @alice (you), +bob, carol, 小明, (server); alice is skipped.
         let commands = model.update(.key(.down))
-        #expect(model.selection == .user("bob"))
-        #expect(commands == [.open("bob"), .markRead("bob")])
-        #expect(model.target == "bob")
+        #expect(model.selection == .user("bob", room: "#lobby"))
+        #expect(commands.isEmpty, "moving opens nothing and marks nothing read")
+        #expect(model.target == "bob" && model.sendsToNewConversation)
         for character in "hi 你好" { _ = model.update(.key(.character(character))) }
-        #expect(model.update(.key(.enter)) == [.send(text: "hi 你好", to: "bob")])
+        #expect(model.update(.key(.enter)) == [.open("bob"), .send(text: "hi 你好", to: "bob")])
         let lines = draw(model).lines
-        #expect(lines[10].contains("Enter sends to bob"))
-        #expect(lines[0].hasPrefix(" bob (direct)"))
+        #expect(lines[10].contains("Enter sends to bob (new)"))
+        #expect(lines[0].hasPrefix(" bob (new direct conversation"))
+        _ = model.update(.key(.up))
+        #expect(model.selection == .conversation("#lobby"), "Up from bob skips alice (you)")
     }
 
     @Test("Home and End jump to the ends of the sidebar when the input is empty")
@@ -142,7 +143,7 @@ struct UpdateTests {
     func refusals() {
         var model = lobbyModel()
         #expect(model.update(.key(.enter)) == [.note("Empty message: nothing sent", conversation: "#lobby", isError: true)])
-        _ = model.update(.key(.down))
+        model.selection = .user("alice", room: "#lobby")
         _ = model.update(.key(.character("x")))
         guard case .note(let text, _, true) = model.update(.key(.enter)).first else { Issue.record("no refusal"); return }
         #expect(text.hasPrefix("That is you"))

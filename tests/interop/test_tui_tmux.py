@@ -96,8 +96,8 @@ def test_two_users_direct_message_resize_and_quit(sessions):
     wait_for("alice", both_in)
     wait_for("xiaoming", both_in)
 
-    # alice: Down twice — past herself — to 小明, then a direct message in Chinese.
-    tmux("send-keys", "-t", "alice", "Down", "Down")
+    # alice: Down once — the arrows skip her own row — to 小明, then a direct message in Chinese.
+    tmux("send-keys", "-t", "alice", "Down")
     wait_for("alice", lambda s: "Enter sends to 小明" in s[-2])
     message = "你好，小明！这是一条私信。"
     tmux("send-keys", "-t", "alice", "-l", message)

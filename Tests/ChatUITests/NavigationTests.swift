@@ -1,0 +1,90 @@
+import Testing
+@testable import ChatUI
+import ChatClientKit
+import IRCWire
+
+/// alice in three rooms of `size` people each (names like dev7), plus a direct conversation with unread lines.
+func threeRooms(size: Int, width: Int = 60, height: Int = 16) -> ChatModel {
+    var lines = [":srv 001 alice :Welcome alice!a@h", ":srv 005 alice PREFIX=(ov)@+ CHANTYPES=# :are supported"]
+    for room in ["lobby", "dev", "ops"] {
+        lines.append(":alice!a@h JOIN #\(room)")
+        let names = (1...size).map { "\(room)\($0)" }
+        lines.append(":srv 353 alice = #\(room) :@alice " + names.joined(separator: " "))
+        lines.append(":srv 366 alice #\(room) :End")
+    }
+    var state = ClientState(nick: "alice")
+    for line in lines { _ = state.apply(try! IRCMessage(parsing: line), now: 36300) }
+    var model = ChatModel(state: state, width: width, height: height)
+    model.everRegistered = true
+    model.status = .registered(nick: "alice")
+    model.selection = .conversation("#lobby")
+    model.currentRoom = "#lobby"
+    return model
+}
+
+@Suite("picking recipients")
+struct NavigationTests {
+    @Test("with three rooms of forty, every member of the second room is reachable with Down, none by opening anything")
+    func reachEveryone() {
+        var model = threeRooms(size: 40)
+        var seen: [String] = []
+        var opened: [UICommand] = []
+        while model.selection != .conversation("server") {
+            opened += model.update(.key(.down))
+            if case .user(let nick, "#dev") = model.selection { seen.append(nick) }
+        }
+        #expect(Set(seen) == Set((1...40).map { "dev\($0)" }))
+        #expect(opened.isEmpty, "walking the list opens no conversation and marks nothing read")
+        #expect(!model.state.orderedConversations.contains { $0.kind == .direct })
+    }
+
+    @Test("the whole screen with a member of the second room picked")
+    func goldenSecondRoom() {
+        var model = threeRooms(size: 2, width: 60, height: 14)
+        for _ in 0..<4 { _ = model.update(.key(.down)) }
+        #expect(model.selection == .user("dev1", room: "#dev"))
+        // The sidebar keeps the picked row in view (#lobby has scrolled off the top).
+        expectScreen(model, [
+            " dev1 (new direct conversation; showing #dev)               ",
+            "                                               │@alice (you)",
+            "                                               │ lobby1     ",
+            "                                               │ lobby2     ",
+            "                                               │#dev        ",
+            "                                               │@alice (you)",
+            "                                               │ dev1       ",
+            "                                               │ dev2       ",
+            "                                               │#ops        ",
+            "                                               │@alice (you)",
+            "                                               │ ops1       ",
+            "10:05 -!- You joined #dev                      │ ops2       ",
+            " alice │ connected │ Enter sends to dev1 (new)              ",
+            ">                                                           ",
+        ])
+        #expect(draw(model)[48, 6].style.reverse, "the picked row is highlighted")
+    }
+
+    @Test("a draft stays with its conversation: Up and Down walk earlier lines while the input has text")
+    func draftStays() {
+        var model = threeRooms(size: 3)
+        model.editor.set("sent earlier")
+        _ = model.update(.key(.enter))
+        for character in "half typed" { _ = model.update(.key(.character(character))) }
+        _ = model.update(.key(.up))
+        #expect(model.selection == .conversation("#lobby") && model.target == "#lobby")
+        #expect(model.editor.text == "sent earlier", "Up recalls the previous line, as in irssi")
+        _ = model.update(.key(.down))
+        #expect(model.editor.text == "half typed", "Down returns to the draft")
+        #expect(model.update(.key(.enter)).last == .send(text: "half typed", to: "#lobby"))
+    }
+
+    @Test("a conversation is marked read when the selection rests on it for a second, not when walked past")
+    func dwellMarksRead() {
+        var model = threeRooms(size: 1)
+        _ = model.state.apply(try! IRCMessage(parsing: ":dev1!d@h PRIVMSG #dev :unread"), now: 36300)
+        model.now = 100
+        for _ in 0..<2 { _ = model.update(.key(.down)) }
+        #expect(model.selection == .conversation("#dev"))
+        #expect(model.update(.tick(now: 100.5)).isEmpty)
+        #expect(model.update(.tick(now: 101.1)) == [.markRead("#dev")])
+    }
+}
