@@ -24,6 +24,9 @@ public struct ClientState: Sendable {
         "301", "311", "312", "313", "317", "318", "319", "330", "338", "378", "671", "352", "315",
         "324", "329", "367", "368", "341", "401", "402", "403", "404", "406", "421", "441", "442",
         "443", "461", "472", "479", "482", "502",
+        // /nick refused, /away confirmed, /invite and /mode answers: where they were typed.
+        "432", "433", "436", "437", "305", "306", "346", "347", "348", "349", "221", "354",
+        "471", "473", "474", "475", "476", "478", "501", "525", "696",
     ]
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [String: [String: Member]] = [:]
@@ -397,11 +400,13 @@ public struct ClientState: Sendable {
             // `<subject> :<explanation>` reads best as "subject: explanation".
             text = rest.count >= 2 ? rest.dropLast().joined(separator: " ") + ": " + rest.last! : rest.joined(separator: " ")
         }
+        // A reply to what the user typed goes where they typed it (a 433 for `/nick bob` is not
+        // news for the conversation with bob); anything else to the conversation it names.
         var target = Self.serverKey
-        if let about = rest.first, conversations[key(for: about)] != nil, rest.count > 1 {
-            target = about
-        } else if let asked = replyConversation, Self.queryReplies.contains(message.command), conversations[key(for: asked)] != nil {
+        if let asked = replyConversation, Self.queryReplies.contains(message.command), conversations[key(for: asked)] != nil {
             target = asked
+        } else if let about = rest.first, conversations[key(for: about)] != nil, rest.count > 1 {
+            target = about
         }
         return add(ChatLine(time: time, kind: isError ? .error : .info, text: text), to: target)
     }

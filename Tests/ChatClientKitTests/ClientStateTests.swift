@@ -179,6 +179,18 @@ struct ClientStateTests {
         #expect(state.conversation("*")?.lines.last?.text == "- motd line", "unrelated numerics stay in the server window")
     }
 
+    @Test("a refused /nick bob shows where it was typed, not in the conversation with bob; so do /away and /whois about someone with a conversation")
+    func feedbackWhereTyped() {
+        var (state, _) = fold(welcome + [":bob!b@h PRIVMSG alice :hi"])
+        state.replyConversation = "#lobby"
+        for line in [":srv 433 alice bob :Nickname is already in use", ":srv 306 alice :You have been marked as being away",
+                     ":srv 311 alice bob b host * :Bob B"] {
+            _ = state.apply(try! IRCMessage(parsing: line), now: 1000)
+        }
+        #expect(state.conversation("#lobby")!.lines.suffix(3).map(\.text) == ["bob: Nickname is already in use", "You have been marked as being away", "bob is b@host (Bob B)"])
+        #expect(state.conversation("bob")!.lines.map(\.text) == ["hi"])
+    }
+
     @Test("a lost connection keeps rooms for rejoining but forgets their members")
     func connectionLost() {
         var (state, _) = fold(welcome)
