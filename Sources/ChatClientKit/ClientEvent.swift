@@ -17,6 +17,8 @@ public enum ClientEvent: Sendable, Equatable {
     case nickInUse(String, trying: String)
     /// Our own nickname changed.
     case nickChanged(old: String, new: String)
+    /// Someone else's nickname changed: a view of them follows them to the new name.
+    case renamed(old: String, new: String)
     /// A line was added to a conversation (its display name).
     case line(conversation: String, ChatLine)
     case membersChanged(conversation: String)

@@ -196,6 +196,8 @@ public struct ClientState: Sendable {
             if wasMe {
                 nick = new
                 events.append(.nickChanged(old: from, new: new))
+            } else {
+                events.append(.renamed(old: from, new: new))
             }
             let text = wasMe ? "You are now known as \(new)" : "\(from) is now known as \(new)"
             let newKey = self.key(for: new)

@@ -160,6 +160,12 @@ public struct ChatModel: Sendable {
         }
         let items = sidebar
         if items.contains(selection) { return }
+        if case .conversation(let name) = selection, state.conversation(name)?.kind == .direct,
+           let row = items.first(where: { if case .user(let n, _) = $0 { return state.key(for: n) == state.key(for: name) } else { return false } }) {
+            // A direct conversation with someone in one of our rooms is reached through their row.
+            selection = row
+            return
+        }
         if case .user(let nick, _) = selection {
             // Still in another room of ours: follow them there.
             if let other = items.first(where: { if case .user(let n, _) = $0 { return state.key(for: n) == state.key(for: nick) } else { return false } }) {

@@ -35,6 +35,18 @@ extension ChatModel {
         case .lag(let seconds):
             lag = seconds
             return []
+        case .renamed(let old, let new):
+            // The person you are talking to changed name: stay with them, wherever the new
+            // name sorts (or even if it reads like a room's name).
+            switch selection {
+            case .conversation(let name) where state.key(for: name) == state.key(for: old):
+                selection = .conversation(new)
+            case .user(let nick, let room) where state.key(for: nick) == state.key(for: old):
+                selection = .user(new, room: room)
+            default:
+                break
+            }
+            return []
         case .conversationOpened(let name):
             // Joining a room takes you there, as irssi and WeeChat do.
             if state.isChannel(name) {

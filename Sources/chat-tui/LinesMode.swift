@@ -182,7 +182,7 @@ enum LinesMode {
             return "\(clock(now)) !!! \(PlainText.visible(text))"
         case .notSent(let target, let text, let reason):
             return "\(clock(now)) !!! not sent to \(target): \(PlainText.visible(text)) (\(reason))"
-        case .membersChanged, .topicChanged, .conversationOpened, .lag:
+        case .membersChanged, .topicChanged, .conversationOpened, .lag, .renamed:
             return nil
         }
     }

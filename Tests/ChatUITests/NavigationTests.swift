@@ -88,3 +88,22 @@ struct NavigationTests {
         #expect(model.update(.tick(now: 101.1)) == [.markRead("#dev")])
     }
 }
+
+@Test("the view stays with the person you talk to when they change nickname")
+func viewFollowsRename() {
+    var model = threeRooms(size: 2)
+    _ = model.state.apply(try! IRCMessage(parsing: ":dev1!d@h PRIVMSG alice :hello"), now: 36300)
+    model.selection = .conversation("dev1")
+    for event in model.state.apply(try! IRCMessage(parsing: ":dev1!d@h NICK zed"), now: 36301) {
+        _ = model.update(.client(event))
+    }
+    model.reconcileSelection()
+    #expect(model.selection == .user("zed", room: "#dev") || model.selection == .conversation("zed"))
+    #expect(model.target == "zed" && model.viewedConversation?.name == "zed")
+    model.selection = .user("lobby1", room: "#lobby")
+    for event in model.state.apply(try! IRCMessage(parsing: ":lobby1!l@h NICK aaa"), now: 36302) {
+        _ = model.update(.client(event))
+    }
+    model.reconcileSelection()
+    #expect(model.selection == .user("aaa", room: "#lobby"))
+}
