@@ -41,56 +41,144 @@ struct Arguments {
         let description: String
     }
 
-    static let usage = """
-    chat-tui — host a chat room, or join one, from the terminal.
+    /// Where a flag belongs: choosing a mode, hosting, joining, or either.
+    enum Scope { case mode, hosting, joining, both }
 
-    Usage:
-      chat-tui --serve [--headless] [--port N] [--bind ADDR] [--room #NAME|none] [--name NAME]
-                       [--motd FILE] [--password SECRET] [--oper NAME:HASH]
-      chat-tui --hash-password  (reads a password on stdin, prints the HASH for --oper)
-      chat-tui --host HOST [--port N] [--nick NAME] [--join '#a,#b'] [--password SECRET] [--lines]
+    /// One flag: its name, the placeholder of its value (nil for a bare flag), where it belongs,
+    /// its help, and what it does. `--help` and the parser both read this table.
+    struct Flag: Sendable {
+        let name: String
+        let value: String?
+        let scope: Scope
+        let help: String
+        let apply: @Sendable (inout Arguments, String) throws(Problem) -> Void
+    }
 
-    Hosting (an IRC server; any IRC client, nc or telnet can join it):
-      --serve                 host a room
-      --headless              no chat screen: log one line per event to stdout
-                              (until the chat screen exists, --serve always runs this way)
-      --port N                TCP port to listen on (default 6667)
-      --bind ADDR             listen on this address only (default: every IPv4 and IPv6 address)
-      --room #NAME            the room everyone joins on arrival (default #lobby; none: no such room)
-      --name NAME             the server's name in replies (default chat-tui.local)
-      --motd FILE             message of the day, one line per line of FILE
-      --ping-interval SECS    silence before the server sends PING (default 90)
-      --ping-timeout SECS     wait for an answer to that PING before dropping (default 60)
-      --password SECRET       clients must send PASS SECRET to get in
-      --oper NAME:HASH        an IRC operator (OPER NAME PASSWORD); repeat for more. The host's
-                              own user on the chat screen is always an operator
-      --register-timeout SECS time a new connection has to register (default 60)
-      --sendq BYTES           bytes queued for a slow reader before it is dropped (default 1048576)
+    static func positive(_ flag: String, _ text: String) throws(Problem) -> Double {
+        guard let number = Double(text), number > 0, number.isFinite else {
+            throw Problem(description: "--\(flag) needs a positive number, not \"\(text)\"")
+        }
+        return number
+    }
 
-    Joining (a client for any IRC server):
-      --host HOST             server to connect to (a name, an IPv4 or an IPv6 address)
-      --port N                its port (default 6667)
-      --nick NAME             your nickname (default: your login name); if taken, NAME_ is tried
-      --join '#a,#b'          rooms to join after connecting (our server puts you in its room anyway)
-      --password SECRET       the server's password (sent with PASS)
-      --lines                 no full screen: events print one per line, lines you type go to the
-                              room; /msg NICK text, /me text, /join #room, /part #room, /nick NAME,
-                              /quote RAW LINE, /quit [reason]
-      --connect-timeout SECS  give up connecting after this long (default 10)
-      --ping-interval SECS    silence before the client sends PING (default 30)
-      --ping-timeout SECS     no answer for this long means the connection is dead (default 60)
+    static let flags: [Flag] = [
+        Flag(name: "serve", value: nil, scope: .mode, help: "host a room: an IRC server, with the chat screen as your own user") { a, _ in a.mode = .serve },
+        Flag(name: "host", value: "HOST", scope: .mode, help: "join the server at HOST (a name, an IPv4 or an IPv6 address)") { a, v in a.host = v; a.mode = .connect },
+        Flag(name: "hash-password", value: nil, scope: .mode, help: "read a password on stdin and print the HASH for --oper") { a, _ in a.mode = .hashPassword },
+        Flag(name: "help", value: nil, scope: .mode, help: "this text") { a, _ in a.mode = .help },
+        Flag(name: "version", value: nil, scope: .mode, help: "the version") { a, _ in a.mode = .version },
+        // Hosting
+        Flag(name: "headless", value: nil, scope: .hosting, help: "no chat screen: log one line per event to stdout") { a, _ in a.headless = true },
+        Flag(name: "bind", value: "ADDR", scope: .hosting, help: "listen on this address only (default: every IPv4 and IPv6 address)") { a, v in a.bind = v },
+        Flag(name: "room", value: "#NAME", scope: .hosting, help: "the room everyone joins on arrival (default #lobby; none: no such room)") { a, v throws(Problem) in
+            if v.lowercased() == "none" { a.room = nil; return }
+            if let problem = IRCNames.channelProblem(v, maxBytes: 50) ?? NameSafety.channelProblem(v) {
+                throw Problem(description: "--room needs a name like #lobby, or none: \(problem)")
+            }
+            a.room = v
+        },
+        Flag(name: "name", value: "NAME", scope: .hosting, help: "the server's name in replies (default chat-tui.local)") { a, v throws(Problem) in
+            guard !v.isEmpty, !v.contains(" ") else { throw Problem(description: "--name needs a server name without spaces") }
+            a.serverName = v
+        },
+        Flag(name: "motd", value: "FILE", scope: .hosting, help: "message of the day, one line per line of FILE") { a, v in a.motdPath = v },
+        Flag(name: "oper", value: "NAME:HASH", scope: .hosting, help: "an IRC operator (OPER NAME PASSWORD); repeat for more; your own user on the screen is always one") { a, v throws(Problem) in
+            let parts = v.split(separator: ":", maxSplits: 1).map(String.init)
+            guard parts.count == 2, parts[1].hasPrefix("sha256:"), parts[1].split(separator: ":").count == 3 else {
+                throw Problem(description: "--oper needs NAME:HASH, the hash from chat-tui --hash-password")
+            }
+            a.operators.append((parts[0], parts[1]))
+        },
+        Flag(name: "register-timeout", value: "SECS", scope: .hosting, help: "time a new connection has to register (default 60)") { a, v throws(Problem) in a.registrationTimeout = try positive("register-timeout", v) },
+        Flag(name: "sendq", value: "BYTES", scope: .hosting, help: "bytes queued for a slow reader before it is dropped (default 1048576)") { a, v throws(Problem) in a.sendQueueBytes = Int(try positive("sendq", v)) },
+        Flag(name: "log", value: "FILE", scope: .hosting, help: "with the chat screen, where the server's log goes (default ~/.local/state/chat-tui/server.log)") { a, v in a.logPath = v },
+        // Joining
+        Flag(name: "lines", value: nil, scope: .joining, help: "no full screen: events print one per line; plain lines go to the room joined last") { a, _ in a.lines = true },
+        Flag(name: "connect-timeout", value: "SECS", scope: .joining, help: "give up a connection attempt after this long (default 10)") { a, v throws(Problem) in a.connectTimeout = try positive("connect-timeout", v) },
+        // Both
+        Flag(name: "port", value: "N", scope: .both, help: "the port to listen on, or the server's port (default 6667)") { a, v throws(Problem) in
+            guard let port = Int(v), (0...65535).contains(port) else {
+                throw Problem(description: "--port needs a number from 0 to 65535, not \"\(v)\"")
+            }
+            a.port = port
+        },
+        Flag(name: "nick", value: "NAME", scope: .both, help: "your nickname (default: your login name); if taken, NAME_ is tried") { a, v throws(Problem) in
+            if let problem = IRCNames.nickProblem(v, maxBytes: 30) { throw Problem(description: "--nick \(v): \(problem)") }
+            a.nick = v
+        },
+        Flag(name: "password", value: "SECRET", scope: .both, help: "hosting: clients must send PASS SECRET; joining: the server's password") { a, v in a.password = v },
+        Flag(name: "join", value: "'#a,#b'", scope: .both, help: "rooms to join after connecting") { a, v throws(Problem) in
+            a.rooms = v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            for room in a.rooms where IRCNames.channelProblem(room, types: "#&", maxBytes: 50) != nil {
+                throw Problem(description: "--join: \"\(room)\" is not a room name (rooms start with #)")
+            }
+        },
+        Flag(name: "ping-interval", value: "SECS", scope: .both, help: "silence before PING is sent (default: 90 hosting, 30 joining)") { a, v throws(Problem) in a.pingInterval = try positive("ping-interval", v) },
+        Flag(name: "ping-timeout", value: "SECS", scope: .both, help: "no answer to that PING for this long means the connection is dead (default 60)") { a, v throws(Problem) in a.pingTimeout = try positive("ping-timeout", v) },
+        Flag(name: "bell", value: "on|off", scope: .both, help: "ring on a direct message or a mention elsewhere (default on)") { a, v throws(Problem) in
+            let text = v.lowercased()
+            guard ["on", "off", "true", "false", "yes", "no"].contains(text) else { throw Problem(description: "--bell needs on or off, not \"\(v)\"") }
+            a.bell = ["on", "true", "yes"].contains(text)
+        },
+        Flag(name: "timestamps", value: "FORMAT", scope: .both, help: "HH:MM or HH:MM:SS (default HH:MM)") { a, v throws(Problem) in
+            let text = v.uppercased()
+            guard text == "HH:MM" || text == "HH:MM:SS" else { throw Problem(description: "--timestamps needs HH:MM or HH:MM:SS, not \"\(v)\"") }
+            a.timestampSeconds = text == "HH:MM:SS"
+        },
+        Flag(name: "scrollback", value: "N", scope: .both, help: "lines kept per conversation (default 10000)") { a, v throws(Problem) in a.scrollback = max(100, Int(try positive("scrollback", v))) },
+        Flag(name: "download-dir", value: "DIR", scope: .both, help: "where received files go (default ~/Downloads/chat-tui)") { a, v in a.downloadDirectory = v },
+        Flag(name: "dcc-ports", value: "A-B", scope: .both, help: "ports to listen on for file transfers (default: any free port)") { a, v throws(Problem) in
+            let bounds = v.split(separator: "-").compactMap { Int($0) }
+            guard bounds.count == 2, bounds[0] > 0, bounds[0] <= bounds[1], bounds[1] <= 65535 else {
+                throw Problem(description: "--dcc-ports needs a range like 50000-50100, not \"\(v)\"")
+            }
+            a.dccPorts = bounds[0]...bounds[1]
+        },
+        Flag(name: "dcc-address", value: "ADDR", scope: .both, help: "the address offered to peers (default: ours on the server connection)") { a, v in a.dccAddress = v },
+        Flag(name: "dcc-max-size", value: "SIZE", scope: .both, help: "refuse larger offers; K, M, G suffixes (default 10G)") { a, v throws(Problem) in
+            guard let size = Arguments.parseSize(v) else { throw Problem(description: "--dcc-max-size needs a size like 500M or 2G, not \"\(v)\"") }
+            a.dccMaxSize = size
+        },
+        Flag(name: "dcc-auto-accept-from", value: "NICK,…", scope: .both, help: "take files from these people without asking") { a, v in a.dccAutoAccept = v.split(separator: ",").map(String.init) },
+    ]
 
-    Other:
-      --help                  this text
-      --version               the version
+    /// `--help`, made from the table.
+    static var usage: String {
+        func rows(_ scope: Scope) -> String {
+            flags.filter { $0.scope == scope }.map { flag in
+                let left = "  --" + flag.name + (flag.value.map { " " + $0 } ?? "")
+                return left.padding(toLength: max(left.count + 2, 28), withPad: " ", startingAt: 0) + flag.help
+            }.joined(separator: "\n")
+        }
+        return """
+        chat-tui — host a chat room, or join one, from the terminal.
 
-    Every long flag can also be set in ~/.config/chat-tui/config, one per line as
-    `name = value` (`nick = alice`, `bell = off`, `lines = true`); flags on the command line win.
+        Usage:
+          chat-tui --serve [hosting options]         host a room (make run does this)
+          chat-tui --host HOST [joining options]     join any IRC server
+          chat-tui --hash-password                   make a HASH for --oper
 
-    Keys on the chat screen: Up/Down pick the room or person Enter sends to; PgUp/PgDn scroll;
-    Home/End jump to the ends of the list (or of the input when it has text); Tab completes
-    nicknames and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-P/N recall input; Ctrl-C quits.
-    """
+        \(rows(.mode))
+
+        Hosting (an IRC server; any IRC client, nc or telnet can join it):
+        \(rows(.hosting))
+
+        Joining (a client for any IRC server):
+        \(rows(.joining))
+
+        Both (the host's own chat screen is a client too):
+        \(rows(.both))
+
+        Every long flag can also be set in ~/.config/chat-tui/config, one per line as
+        `name = value` (`nick = alice`, `bell = off`, `host = irc.example.org`); flags on the
+        command line win. With no flags at all, the file alone decides (help when it names no mode).
+
+        Keys on the chat screen: with an empty input, Up/Down pick the room or person Enter sends
+        to; with text, they recall earlier lines (Ctrl-P/N always do). PgUp/PgDn scroll; Home/End
+        jump to the ends of the list (or of the input when it has text); Tab completes nicknames and
+        commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C quits. /help lists commands.
+        """
+    }
 
     /// `500`, `500K`, `20M`, `2G` as bytes.
     static func parseSize(_ text: String) -> UInt64? {
@@ -125,106 +213,58 @@ struct Arguments {
 
     init(_ argv: [String]) throws(Problem) {
         var rest = argv[...]
-        func value(_ flag: String) throws(Problem) -> String {
-            guard let next = rest.popFirst() else { throw Problem(description: "\(flag) needs a value") }
-            return next
-        }
-        func number(_ flag: String) throws(Problem) -> Double {
-            let text = try value(flag)
-            guard let number = Double(text), number > 0, number.isFinite else {
-                throw Problem(description: "\(flag) needs a positive number, not \"\(text)\"")
+        var given: [Flag] = []
+        while let word = rest.popFirst() {
+            let name = word == "-h" ? "help" : String(word.drop(while: { $0 == "-" }))
+            guard word.hasPrefix("-"), let flag = Arguments.flags.first(where: { $0.name == name }) else {
+                throw Problem(description: "unknown option \(word) (try --help)")
             }
-            return number
+            var value = ""
+            if let placeholder = flag.value {
+                guard let next = rest.popFirst() else { throw Problem(description: "--\(flag.name) needs a value (\(placeholder))") }
+                value = next
+            }
+            try flag.apply(&self, value)
+            if flag.name == "help" || flag.name == "version" { return }
+            given.append(flag)
         }
-        var sawMode = false
-        while let flag = rest.popFirst() {
-            switch flag {
-            case "--serve": mode = .serve; sawMode = true
-            case "--host": host = try value(flag); mode = .connect; sawMode = true
-            case "--headless": headless = true
-            case "--port":
-                let text = try value(flag)
-                guard let port = Int(text), (0...65535).contains(port) else {
-                    throw Problem(description: "--port needs a number from 0 to 65535, not \"\(text)\"")
-                }
-                self.port = port
-            case "--bind": bind = try value(flag)
-            case "--room":
-                let name = try value(flag)
-                if name.lowercased() == "none" {
-                    room = nil
-                } else if let problem = IRCNames.channelProblem(name, maxBytes: 50) ?? NameSafety.channelProblem(name) {
-                    throw Problem(description: "--room needs a name like #lobby, or none: \(problem)")
-                } else {
-                    room = name
-                }
-            case "--oper":
-                let text = try value(flag)
-                let parts = text.split(separator: ":", maxSplits: 1).map(String.init)
-                guard parts.count == 2, parts[1].hasPrefix("sha256:"), parts[1].split(separator: ":").count == 3 else {
-                    throw Problem(description: "--oper needs NAME:HASH, the hash from chat-tui --hash-password")
-                }
-                operators.append((parts[0], parts[1]))
-            case "--hash-password": mode = .hashPassword; sawMode = true
-            case "--name":
-                serverName = try value(flag)
-                guard !serverName.isEmpty, !serverName.contains(" ") else {
-                    throw Problem(description: "--name needs a server name without spaces")
-                }
-            case "--motd": motdPath = try value(flag)
-            case "--password": password = try value(flag)
-            case "--ping-interval": pingInterval = try number(flag)
-            case "--ping-timeout": pingTimeout = try number(flag)
-            case "--register-timeout": registrationTimeout = try number(flag)
-            case "--sendq": sendQueueBytes = Int(try number(flag))
-            case "--nick":
-                nick = try value(flag)
-                if let problem = IRCNames.nickProblem(nick!, maxBytes: 30) {
-                    throw Problem(description: "--nick \(nick!): \(problem)")
-                }
-            case "--join":
-                rooms = try value(flag).split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
-                for room in rooms where IRCNames.channelProblem(room, types: "#&", maxBytes: 50) != nil {
-                    throw Problem(description: "--join: \"\(room)\" is not a room name (rooms start with #)")
-                }
-            case "--lines": lines = true
-            case "--connect-timeout": connectTimeout = try number(flag)
-            case "--bell":
-                let text = try value(flag).lowercased()
-                guard ["on", "off", "true", "false", "yes", "no"].contains(text) else {
-                    throw Problem(description: "--bell needs on or off, not \"\(text)\"")
-                }
-                bell = ["on", "true", "yes"].contains(text)
-            case "--timestamps":
-                let text = try value(flag).uppercased()
-                guard text == "HH:MM" || text == "HH:MM:SS" else {
-                    throw Problem(description: "--timestamps needs HH:MM or HH:MM:SS, not \"\(text)\"")
-                }
-                timestampSeconds = text == "HH:MM:SS"
-            case "--scrollback": scrollback = max(100, Int(try number(flag)))
-            case "--log": logPath = try value(flag)
-            case "--download-dir": downloadDirectory = try value(flag)
-            case "--dcc-ports":
-                let text = try value(flag)
-                let bounds = text.split(separator: "-").compactMap { Int($0) }
-                guard bounds.count == 2, bounds[0] > 0, bounds[0] <= bounds[1], bounds[1] <= 65535 else {
-                    throw Problem(description: "--dcc-ports needs a range like 50000-50100, not \"\(text)\"")
-                }
-                dccPorts = bounds[0]...bounds[1]
-            case "--dcc-address": dccAddress = try value(flag)
-            case "--dcc-max-size":
-                let text = try value(flag)
-                guard let size = Arguments.parseSize(text) else {
-                    throw Problem(description: "--dcc-max-size needs a size like 500M or 2G, not \"\(text)\"")
-                }
-                dccMaxSize = size
-            case "--dcc-auto-accept-from":
-                dccAutoAccept = try value(flag).split(separator: ",").map(String.init)
-            case "--help", "-h": mode = .help; return
-            case "--version": mode = .version; return
-            default: throw Problem(description: "unknown option \(flag) (try --help)")
+        try Arguments.checkConflicts(given, mode: mode)
+    }
+
+    /// The command line over the config file. With no flags the file alone decides (it may name a
+    /// mode: `host = …` or `serve = true`); otherwise the file gives defaults for what fits the
+    /// mode the command line chose, so `lines = true` in the file does not break `--serve`.
+    static func merging(file: [String], given: [String]) throws(Problem) -> Arguments {
+        if given.isEmpty { return try Arguments(file) }
+        let chosen = try Arguments(given).mode
+        var kept: [String] = []
+        var rest = file[...]
+        while let word = rest.popFirst() {
+            let name = String(word.drop(while: { $0 == "-" }))
+            guard let flag = flags.first(where: { $0.name == name }) else {
+                throw Problem(description: "config file: unknown setting \(name)")
+            }
+            let value = flag.value != nil ? rest.popFirst() : nil
+            let fits = flag.scope == .both || (flag.scope == .hosting && chosen == .serve) || (flag.scope == .joining && chosen == .connect)
+            if fits { kept.append(word); if let value { kept.append(value) } }
+        }
+        return try Arguments(kept + given)
+    }
+
+    /// Refuses flags that contradict each other: `--serve --host x`, `--lines` when hosting,
+    /// hosting options when joining.
+    static func checkConflicts(_ given: [Flag], mode: Mode) throws(Problem) {
+        let modes = given.filter { $0.scope == .mode }
+        if modes.count > 1, Set(modes.map(\.name)).count > 1 {
+            throw Problem(description: modes.map { "--" + $0.name }.joined(separator: " and ") + " cannot be used together: choose one")
+        }
+        for flag in given {
+            if flag.scope == .hosting && mode != .serve {
+                throw Problem(description: "--\(flag.name) is a hosting option: it needs --serve")
+            }
+            if flag.scope == .joining && mode == .serve {
+                throw Problem(description: "--\(flag.name) is for joining a server (--host), not for --serve")
             }
         }
-        if !sawMode { mode = .help }
     }
 }

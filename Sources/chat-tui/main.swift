@@ -24,8 +24,7 @@ let arguments: Arguments
 do {
     let fromFile = try Arguments.fromConfigFile(configPath)
     let given = Array(CommandLine.arguments.dropFirst())
-    // A config file sets defaults; it never makes `chat-tui` with no arguments do something.
-    arguments = try Arguments(given.isEmpty ? [] : fromFile + given)
+    arguments = try Arguments.merging(file: fromFile, given: given)
 } catch {
     fail(error.description)
 }
