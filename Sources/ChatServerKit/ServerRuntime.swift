@@ -310,7 +310,7 @@ final class ServerRuntime {
 
     private func shutdown() {
         for connection in connections.values {
-            connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: server shutting down"]).serialized())
+            connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
             _ = connection.output.flush(to: connection.fd)
             close(connection.fd)
         }

@@ -71,6 +71,22 @@ public struct ChatModel: Sendable {
     /// Pastes of more lines than this ask first.
     public var pasteConfirmThreshold = 3
     public var lastTitle = ""
+    /// On the host's own screen (`--serve`): how others join, shown in the server window and in
+    /// /help; and Ctrl-C asks before closing a room others are in.
+    public var hostHint: [String] = []
+    public var isHost: Bool { !hostHint.isEmpty }
+    /// The hint is repeated in the first room the host lands in, where they will look.
+    public var hostHintShownInRoom = false
+    /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
+    public var confirmingQuit = false
+    /// The people in our rooms besides us.
+    public var othersOnline: Int {
+        var seen = Set<String>()
+        for room in state.rooms where room.isJoined {
+            for key in room.members.keys where !state.isMe(room.members[key]!.nick) { seen.insert(key) }
+        }
+        return seen.count
+    }
     /// File transfers as last read from the client, for their progress lines.
     public var transfers: [Int: TransferInfo] = [:]
 

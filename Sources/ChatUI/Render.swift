@@ -251,6 +251,12 @@ extension ChatModel {
 
     func renderInput(into screen: inout Screen, _ layout: Layout) {
         let y = layout.inputRow
+        if confirmingQuit {
+            let text = "Close the room for \(othersOnline) \(othersOnline == 1 ? "person" : "people")? y/n"
+            screen.put(text, x: 0, y: y, limit: width, style: Palette.highlight)
+            screen.cursor = nil
+            return
+        }
         if let lines = pendingPaste {
             screen.put("Paste \(lines.count) lines to \(target)? y/n", x: 0, y: y, limit: width, style: Palette.highlight)
             screen.cursor = nil

@@ -21,6 +21,7 @@ extension ChatModel {
             return clientEventArrived(clientEvent)
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
+            if confirmingQuit { return answerQuit(key) }
             return press(key)
         }
     }
@@ -52,6 +53,10 @@ extension ChatModel {
             if state.isChannel(name) {
                 currentRoom = name
                 selection = .conversation(name)
+                if isHost && !hostHintShownInRoom {
+                    hostHintShownInRoom = true
+                    return hostHint.map { .note($0, conversation: name, isError: false) }
+                }
             }
             return []
         case .line(let conversation, let line):
@@ -117,7 +122,13 @@ extension ChatModel {
             case "p": editor.historyPrevious()
             case "n": editor.historyNext()
             case "l": return [.redraw]
-            case "c": return [.quit(reason: "Leaving")]
+            case "c":
+                // The host's Ctrl-C closes the room for everyone: ask first when others are in it.
+                if isHost && othersOnline > 0 {
+                    confirmingQuit = true
+                    return []
+                }
+                return [.quit(reason: "Leaving")]
             default: break
             }
         }
@@ -212,6 +223,26 @@ extension ChatModel {
         return lines.flatMap { sendText($0, to: target, isAction: false) }
     }
 
+    mutating func answerQuit(_ key: Key) -> [UICommand] {
+        switch key {
+        case .character("y"), .character("Y"), .control("c"):
+            confirmingQuit = false
+            return [.quit(reason: "The host closed the room")]
+        case .character("n"), .character("N"), .escape, .enter:
+            confirmingQuit = false
+            return [.note("The room stays open", conversation: viewedConversation?.name ?? "server", isError: false)]
+        default:
+            return []
+        }
+    }
+
+    /// The keys, for /help.
+    static let keyHelp = [
+        "Keys: Up/Down (empty input) pick the room or person Enter sends to; with text they recall earlier lines",
+        "      Ctrl-P/Ctrl-N earlier and later lines; PgUp/PgDn scroll; Home/End the ends of the list or of the input",
+        "      Tab completes names and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C quits",
+    ]
+
     mutating func answerPaste(_ key: Key, lines: [String]) -> [UICommand] {
         switch key {
         case .character("y"), .character("Y"):
@@ -241,9 +272,11 @@ extension ChatModel {
         switch command.name {
         case "help":
             let width = SlashCommands.all.map(\.usage.count).max() ?? 0
-            return SlashCommands.all.map { cmd in
+            let commands = SlashCommands.all.map { cmd -> UICommand in
                 .note(cmd.usage + String(repeating: " ", count: width - cmd.usage.count + 2) + cmd.summary, conversation: here, isError: false)
             }
+            let keys = ChatModel.keyHelp.map { UICommand.note($0, conversation: here, isError: false) }
+            return commands + keys + hostHint.map { .note($0, conversation: here, isError: false) }
         case "msg":
             let text = String(rest.drop(while: { $0 != " " }).dropFirst())
             return sendText(text, to: words[0], isAction: false)

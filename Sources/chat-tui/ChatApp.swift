@@ -21,9 +21,10 @@ final class ChatApp {
     var commands: AsyncStream<UICommand>.Continuation?
     var quitting = false
 
-    init(client: ChatClient, options: Arguments) {
+    init(client: ChatClient, options: Arguments, hostHint: [String] = []) {
         self.client = client
         model = ChatModel(state: ClientState(nick: client.config.nick), width: 80, height: 24)
+        model.hostHint = hostHint
         model.bellEnabled = options.bell
         model.showSeconds = options.timestampSeconds
         var now = time(nil)
@@ -41,6 +42,8 @@ final class ChatApp {
         watchInput()
         watchSignals()
         startCommandQueue()
+        // The host's screen says first of all how others join.
+        for line in model.hostHint { commands?.yield(.note(line, conversation: "server", isError: false)) }
         await client.start()
         Task { @MainActor in
             for await event in client.events {
@@ -56,6 +59,9 @@ final class ChatApp {
                 let transfers = self.client.transfers.snapshot()
                 if !transfers.isEmpty || self.model.reconnectAt != nil {
                     self.model.transfers = Dictionary(uniqueKeysWithValues: transfers.map { ($0.id, $0) })
+                    self.handle(.tick(now: Date().timeIntervalSince1970))
+                } else if (self.model.viewedConversation?.unread ?? 0) > 0 {
+                    // The selection resting on unread lines marks them read after a second.
                     self.handle(.tick(now: Date().timeIntervalSince1970))
                 } else {
                     self.model.now = Date().timeIntervalSince1970

@@ -52,6 +52,21 @@ case .hashPassword:
     writeLine(OperatorBlock.hash(password, salt: randomToken(bytes: 8)), to: 1)
 }
 
+/// How others on the network join this room: the machine's LAN addresses with the port.
+func joinHint(bind: String?, port: Int) -> [String] {
+    let addresses = bind.map { $0 == "::" || $0 == "0.0.0.0" ? LocalAddresses.all() : [$0] } ?? LocalAddresses.all()
+    let portFlag = port == 6667 ? "" : " --port \(port)"
+    if addresses.isEmpty {
+        return ["Hosting on port \(port); no network address found: others on this machine join with chat-tui --host 127.0.0.1\(portFlag)"]
+    }
+    var lines = ["Hosting your room on port \(port). Others join with:"]
+    for address in addresses {
+        let shown = address.contains(":") ? "[\(address)]" : address
+        lines.append("  chat-tui --host \(address)\(portFlag)    (or irssi -c \(shown) -p \(port))")
+    }
+    return lines
+}
+
 /// Random bytes from the kernel, as hex.
 func randomToken(bytes: Int) -> String {
     var generator = SystemRandomNumberGenerator()
@@ -125,7 +140,8 @@ func runServer(_ arguments: Arguments) async -> Never {
         client.host = arguments.bind.map { $0 == "::" || $0 == "0.0.0.0" ? "127.0.0.1" : $0 } ?? "127.0.0.1"
         client.port = handle.port
         client.operLogin = ("host", hostSecret)
-        let app = ChatApp(client: ChatClient(config: client), options: arguments)
+        let app = ChatApp(client: ChatClient(config: client), options: arguments,
+                          hostHint: joinHint(bind: arguments.bind, port: handle.port))
         let code = await app.run()
         handle.stop()
         exit(code)

@@ -107,3 +107,42 @@ func viewFollowsRename() {
     model.reconcileSelection()
     #expect(model.selection == .user("aaa", room: "#lobby"))
 }
+
+@Suite("the host's own screen")
+struct HostScreenTests {
+    static func host() -> ChatModel {
+        var model = lobbyModel()
+        model.hostHint = ["Hosting your room on port 6667. Others join with:", "  chat-tui --host 192.168.1.5    (or irssi -c 192.168.1.5 -p 6667)"]
+        return model
+    }
+
+    @Test("Ctrl-C asks before closing a room others are in; n keeps it open, y closes it")
+    func confirmQuit() {
+        var model = Self.host()
+        #expect(model.update(.key(.control("c"))).isEmpty)
+        #expect(draw(model).lines[11] == "Close the room for 3 people? y/n" + String(repeating: " ", count: 28))
+        #expect(model.update(.key(.character("n"))) == [.note("The room stays open", conversation: "#lobby", isError: false)])
+        _ = model.update(.key(.control("c")))
+        #expect(model.update(.key(.character("y"))) == [.quit(reason: "The host closed the room")])
+    }
+
+    @Test("Ctrl-C quits at once for a guest, or for a host alone in the room")
+    func quitAtOnce() {
+        var guest = lobbyModel()
+        #expect(guest.update(.key(.control("c"))) == [.quit(reason: "Leaving")])
+        var alone = Self.host()
+        for line in [":bob!b@h QUIT :x", ":carol!c@h QUIT :x", ":小明!x@h QUIT :x"] {
+            _ = alone.state.apply(try! IRCMessage(parsing: line), now: 1)
+        }
+        #expect(alone.update(.key(.control("c"))) == [.quit(reason: "Leaving")])
+    }
+
+    @Test("/help lists the keys and, on the host's screen, how others join")
+    func helpLines() {
+        var model = Self.host()
+        model.editor.set("/help")
+        let notes = model.update(.key(.enter)).compactMap { if case .note(let text, _, _) = $0 { return text } else { return nil } }
+        #expect(notes.contains { $0.hasPrefix("Keys: Up/Down") })
+        #expect(notes.suffix(2) == model.hostHint)
+    }
+}

@@ -171,7 +171,7 @@ struct UpdateTests {
         #expect(run("/nick 9x").first.map { if case .note(let t, _, true) = $0 { return t.contains("digit") } else { return false } } == true)
         #expect(run("//not a command") == [.send(text: "/not a command", to: "#lobby")])
         let help = run("/help")
-        #expect(help.count == SlashCommands.all.count)
+        #expect(help.count == SlashCommands.all.count + ChatModel.keyHelp.count)
         for name in ["/msg", "/query", "/me", "/nick", "/join", "/part", "/topic", "/away", "/whois", "/names", "/clear", "/disconnect", "/reconnect", "/quit"] {
             #expect(help.contains { if case .note(let t, _, _) = $0 { return t.hasPrefix(name) } else { return false } }, "\(name) missing from /help")
         }

@@ -34,6 +34,14 @@ def test_host_user_is_operator_and_room_operator(tmp_path):
         guest.send("NAMES #lobby")
         names = guest.wait_for(lambda l: " 353 " in l)
         assert "@hostess" in names.split(":", 2)[2].split(), names
+        # The host's screen says how others join: its addresses with the port.
+        deadline = time.monotonic() + 10
+        while True:
+            screen = subprocess.run(["tmux", "-L", SOCKET, "capture-pane", "-p", "-t", "host"], capture_output=True, text=True).stdout
+            if "Others join with:" in screen or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert "Others join with:" in screen and f"chat-tui --host 127.0.0.1 --port {port}" in screen, screen
         guest.send("OPER host guessing")
         assert guest.wait_for(lambda l: " 464 " in l or " 381 " in l).split(" ")[1] == "464", "the host block's password is not guessable"
     finally:
