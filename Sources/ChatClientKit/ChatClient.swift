@@ -141,6 +141,8 @@ public actor ChatClient {
     private func run() async {
         var attempt = 0
         var lastReason = ""
+        var registeredOnce = false
+        var unresolved = 0
         while keepConnected {
             attempt += 1
             emit(.status(.connecting(host: config.host, port: config.port, attempt: attempt)))
@@ -148,12 +150,19 @@ public actor ChatClient {
                 let connection = try await LineConnection.open(host: config.host, port: config.port, timeout: config.connectTimeout)
                 guard keepConnected else { connection.close(reason: "stopped"); break }
                 let reason = await session(connection)
-                if state.isRegistered || reason.registered { attempt = 0 }
+                if state.isRegistered || reason.registered { attempt = 0; registeredOnce = true }
                 lastReason = reason.text
+                unresolved = 0
             } catch {
                 lastReason = error.description
+                // A name that does not resolve is most likely mistyped: a few tries, then stop
+                // and say so (a server we have been on may be in a DNS hiccup: keep trying it).
+                if case TransportError.hostNotFound = error { unresolved += 1 } else { unresolved = 0 }
+                if unresolved >= 3 && !registeredOnce {
+                    fatalReason = "\(config.host) was not found after \(unresolved) tries (\(lastReason)); check the name"
+                }
             }
-            state.connectionLost()
+            for event in state.connectionLost(reason: lastReason, now: Date().timeIntervalSince1970) { emit(event) }
             if let fatalReason {
                 keepConnected = false
                 emit(.status(.stopped(reason: fatalReason)))
@@ -264,6 +273,7 @@ public actor ChatClient {
             if !capNegotiationDone { capNegotiationDone = true }
             for event in state.apply(message, now: now) { emit(event) }
             emit(.status(.registered(nick: state.nick)))
+            for event in state.connectionBack(now: now) { emit(event) }
             if let oper = config.operLogin {
                 write(IRCMessage("OPER", oper.name, oper.password), over: connection)
             }
@@ -414,14 +424,20 @@ public actor ChatClient {
             return
         }
         queue.append(outgoing)
-        emit(state.add(ChatLine(time: Date().timeIntervalSince1970, kind: .info,
-                                text: "offline: your message will be sent when the connection is back"), to: outgoing.target))
+        // Shown at once with its text, marked as held; it turns into an ordinary line when sent.
+        var line = ChatLine(time: Date().timeIntervalSince1970, kind: outgoing.isAction ? .action : .message,
+                            sender: state.nick, text: outgoing.text, isOwn: true)
+        line.isPending = true
+        emit(state.add(line, to: outgoing.target))
     }
 
     private func flushQueue(over connection: LineConnection) {
         let pending = queue
         queue = []
-        for outgoing in pending { deliver(outgoing, over: connection) }
+        for outgoing in pending {
+            state.removePending(outgoing.text, in: outgoing.target)
+            deliver(outgoing, over: connection)
+        }
     }
 
     private func failQueued(reason: String) {

@@ -28,6 +28,8 @@ public struct ClientState: Sendable {
         "432", "433", "436", "437", "305", "306", "346", "347", "348", "349", "221", "354",
         "471", "473", "474", "475", "476", "478", "501", "525", "696",
     ]
+    /// Conversations marked "connection lost", to be marked "connected again".
+    private var droppedSince: Set<String> = []
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [String: [String: Member]] = [:]
 
@@ -99,20 +101,53 @@ public struct ClientState: Sendable {
         return .line(conversation: conversations[key]!.name, line)
     }
 
+    /// A held line is about to be sent: it goes, and the sent one takes its place at the end.
+    public mutating func removePending(_ text: String, in target: String) {
+        let key = self.key(for: target)
+        conversations[key]?.removePending(text)
+    }
+
     /// Our own message, shown at once when the server will not echo it.
     public mutating func addOwn(text: String, to target: String, kind: ChatLine.Kind, now: Double) -> ClientEvent {
         add(ChatLine(time: now, kind: kind, sender: nick, text: text, isOwn: true), to: target)
     }
 
-    /// The connection is gone: rooms stay (to be rejoined) but their member lists are stale.
-    public mutating func connectionLost() {
+    /// The connection is gone: rooms stay (to be rejoined) with their member lists as they were,
+    /// shown greyed until NAMES replaces them. When we had been registered, every room and
+    /// direct conversation gets a line marking where the connection dropped.
+    public mutating func connectionLost(reason: String = "", now: Double = 0) -> [ClientEvent] {
+        let wasRegistered = isRegistered
         isRegistered = false
         capabilities = []
         pendingNames = [:]
-        for key in order where conversations[key]?.kind == .room {
-            conversations[key]!.members = [:]
-            conversations[key]!.isJoined = false
+        var events: [ClientEvent] = []
+        for key in order {
+            guard let kind = conversations[key]?.kind, kind != .server else { continue }
+            if kind == .room {
+                guard conversations[key]!.isJoined || conversations[key]!.awaitingRejoin else { continue }
+                conversations[key]!.isJoined = false
+                conversations[key]!.awaitingRejoin = true
+            }
+            if wasRegistered {
+                let text = "── connection lost" + (reason.isEmpty ? "" : " (\(reason))") + "; what you type is held until it is back ──"
+                conversations[key]!.append(ChatLine(time: now, kind: .info, text: text))
+                events.append(.line(conversation: conversations[key]!.name, conversations[key]!.lines.last!))
+                droppedSince.insert(key)
+            }
         }
+        return events
+    }
+
+    /// Registered again after a drop: the conversations marked then get a line saying so.
+    public mutating func connectionBack(now: Double) -> [ClientEvent] {
+        var events: [ClientEvent] = []
+        for key in order where droppedSince.contains(key) {
+            guard conversations[key] != nil else { continue }
+            conversations[key]!.append(ChatLine(time: now, kind: .info, text: "── connected again ──"))
+            events.append(.line(conversation: conversations[key]!.name, conversations[key]!.lines.last!))
+        }
+        droppedSince = []
+        return events
     }
 
     // MARK: Folding server messages
@@ -141,7 +176,9 @@ public struct ClientState: Sendable {
                 let key = open(name: room, kind: .room)
                 conversations[key]!.name = room
                 conversations[key]!.isJoined = true
-                conversations[key]!.members = [:]
+                // A rejoin after a drop keeps the old list on screen until NAMES replaces it.
+                if !conversations[key]!.awaitingRejoin { conversations[key]!.members = [:] }
+                conversations[key]!.awaitingRejoin = false
                 return [.conversationOpened(room), add(ChatLine(time: time, kind: .join, sender: from, text: "You joined \(room)"), to: room)]
             }
             let key = key(for: room)
@@ -154,6 +191,7 @@ public struct ClientState: Sendable {
             let reason = p.count > 1 && !p[1].isEmpty ? " (\(p[1]))" : ""
             if isMe(from) {
                 conversations[key(for: room)]!.isJoined = false
+                conversations[key(for: room)]!.awaitingRejoin = false
                 conversations[key(for: room)]!.members = [:]
                 return [add(ChatLine(time: time, kind: .part, sender: from, text: "You left \(room)\(reason)"), to: room),
                         .membersChanged(conversation: room)]
@@ -167,6 +205,7 @@ public struct ClientState: Sendable {
             let reason = p.count > 2 ? " (\(p[2]))" : ""
             if isMe(victim) {
                 conversations[key(for: room)]!.isJoined = false
+                conversations[key(for: room)]!.awaitingRejoin = false
                 conversations[key(for: room)]!.members = [:]
             } else {
                 conversations[key(for: room)]!.members.removeValue(forKey: key(for: victim))

@@ -22,6 +22,8 @@ public struct ChatLine: Sendable, Equatable {
     public var isOwn: Bool
     /// Mentions our nickname (or is a direct message to us).
     public var isHighlight: Bool
+    /// Ours, typed while offline and held until the connection is back.
+    public var isPending = false
 
     public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
         self.time = time
@@ -63,6 +65,9 @@ public struct Conversation: Sendable, Equatable {
     public var modes: [Character: String] = [:]
     /// We are in the room now (false after PART, KICK or a lost connection).
     public var isJoined = false
+    /// Not joined only because the connection dropped: we rejoin it when back, and its member
+    /// list (as it was) is shown greyed meanwhile.
+    public var awaitingRejoin = false
     public private(set) var lines: [ChatLine] = []
     public var unread = 0
     public var mentioned = false
@@ -73,6 +78,11 @@ public struct Conversation: Sendable, Equatable {
         self.name = name
         self.kind = kind
         self.scrollbackLimit = scrollbackLimit
+    }
+
+    /// Removes our held line with this text (it is about to be sent and shown as sent).
+    public mutating func removePending(_ text: String) {
+        if let index = lines.lastIndex(where: { $0.isPending && $0.text == text }) { lines.remove(at: index) }
     }
 
     public mutating func append(_ line: ChatLine) {

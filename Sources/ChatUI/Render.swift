@@ -152,8 +152,10 @@ extension ChatModel {
             textStyle = Palette.dim
         }
         if line.isHighlight && !line.isOwn { textStyle = Palette.highlight }
+        if line.isPending { textStyle = Palette.dim }
         let indent = min(spans.reduce(0) { $0 + DisplayWidth.of($1.text) }, width / 2)
-        return (spans + FormattedText.spans(line.text, base: textStyle), indent)
+        let pending = line.isPending ? [Span("  (held: sent when the connection is back)", Palette.dim)] : []
+        return (spans + FormattedText.spans(line.text, base: textStyle) + pending, indent)
     }
 
     func clock(_ time: Double) -> String {
@@ -202,14 +204,17 @@ extension ChatModel {
             }
             let conversation = state.conversation(name)
             let style = conversation?.kind == .room ? Style(bold: true) : Style.plain
-            let gone = conversation?.kind == .room && conversation?.isJoined == false
-            return (PlainText.visible(name) + (gone ? " (left)" : ""), badge(conversation), gone ? Palette.dim : style)
+            let out = conversation?.kind == .room && conversation?.isJoined == false
+            // "(left)" only when we left; a room waiting for the connection is just greyed.
+            let left = out && conversation?.awaitingRejoin == false
+            return (PlainText.visible(name) + (left ? " (left)" : ""), badge(conversation), out ? Palette.dim : style)
         case .user(let nick, let room):
             let member = state.conversation(room)?.members[state.key(for: nick)]
             let prefix = member?.highestPrefix ?? ""
             let isMe = state.isMe(nick)
             var style = Palette.nickStyle(nick, own: isMe)
-            if member?.isAway == true { style = Palette.dim }
+            // Away people, and everyone while the connection is down (the list may be stale).
+            if member?.isAway == true || state.conversation(room)?.isJoined == false { style = Palette.dim }
             let label = (prefix.isEmpty ? " " : prefix) + PlainText.visible(nick) + (isMe ? " (you)" : "")
             return (label, isMe ? "" : badge(state.conversation(nick)), style)
         }

@@ -171,6 +171,7 @@ enum LinesMode {
             let sender = PlainText.visible(line.sender ?? "")
             let place = "[\(PlainText.visible(conversation))]"
             switch line.kind {
+            case .message where line.isPending: return "\(clock(line.time)) \(place) <\(sender)> \(text) (held: sent when the connection is back)"
             case .message: return "\(clock(line.time)) \(place) <\(sender)> \(text)"
             case .action: return "\(clock(line.time)) \(place) * \(sender) \(text)"
             case .notice: return "\(clock(line.time)) \(place) -\(sender)- \(text)"

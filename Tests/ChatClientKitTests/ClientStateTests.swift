@@ -191,13 +191,25 @@ struct ClientStateTests {
         #expect(state.conversation("bob")!.lines.map(\.text) == ["hi"])
     }
 
-    @Test("a lost connection keeps rooms for rejoining but forgets their members")
+    @Test("a lost connection keeps rooms and their members (greyed) for rejoining, and marks where it dropped and came back")
     func connectionLost() {
-        var (state, _) = fold(welcome)
-        state.connectionLost()
-        #expect(state.conversation("#lobby")?.isJoined == false)
-        #expect(state.conversation("#lobby")?.members.isEmpty == true)
+        var (state, _) = fold(welcome + [":bob!b@h PRIVMSG alice :hi"])
+        let events = state.connectionLost(reason: "connection reset", now: 2000)
+        #expect(state.conversation("#lobby")?.isJoined == false && state.conversation("#lobby")?.awaitingRejoin == true)
+        #expect(state.conversation("#lobby")?.members.count == 3, "the list stays, greyed, until NAMES replaces it")
         #expect(state.rooms.map(\.name) == ["#lobby"])
+        #expect(events.count == 2, "one marker in #lobby, one in the conversation with bob")
+        #expect(state.conversation("bob")?.lines.last?.text == "── connection lost (connection reset); what you type is held until it is back ──")
+        // A failed retry adds nothing; coming back marks the same conversations.
+        #expect(state.connectionLost(reason: "refused", now: 2001).isEmpty)
+        _ = state.apply(try! IRCMessage(parsing: ":srv 001 alice :Welcome"), now: 2002)
+        #expect(state.connectionBack(now: 2002).count == 2)
+        #expect(state.conversation("#lobby")?.lines.last?.text == "── connected again ──")
+        _ = state.apply(try! IRCMessage(parsing: ":alice!a@h JOIN #lobby"), now: 2003)
+        #expect(state.conversation("#lobby")?.members.count == 3 && state.conversation("#lobby")?.awaitingRejoin == false)
+        _ = state.apply(try! IRCMessage(parsing: ":srv 353 alice = #lobby :@alice carol"), now: 2003)
+        _ = state.apply(try! IRCMessage(parsing: ":srv 366 alice #lobby :End"), now: 2003)
+        #expect(state.conversation("#lobby")?.members.count == 2, "NAMES replaces the old list")
     }
 
     @Test("scrollback is bounded")

@@ -26,7 +26,9 @@ struct FaultTests {
         server = nil
         try await log.next("disconnect") { if case .status(.disconnected) = $0 { return true } else { return false } }
         await alice.send("typed during the outage", to: "#lobby")
-        try await log.line(in: "#lobby", containing: "offline: your message will be sent")
+        let held = try await log.line(in: "#lobby", containing: "typed during the outage")
+        #expect(held.isPending && held.isOwn, "shown at once with its text, marked as held")
+        #expect(await alice.state.conversation("#lobby")!.lines.contains { $0.text.hasPrefix("── connection lost") })
 
         let restartedAt = Monotonic.now()
         server = try ServerProcess.chatTUI(port: port)
@@ -34,6 +36,8 @@ struct FaultTests {
         try watcher.register("watcher")
         _ = try await log.registered(timeout: 15)
         try await log.line(in: "#extra", timeout: 15, containing: "You joined")
+        #expect(await alice.state.conversation("#lobby")!.lines.contains { $0.text == "── connected again ──" })
+        #expect(!(await alice.state.conversation("#lobby")!.lines.contains { $0.isPending }), "the held line turned into the sent one")
         let rejoined = Monotonic.now() - restartedAt
         let seen = try watcher.readUntil(timeout: 10) { $0.command == "PRIVMSG" }
         #expect(seen.last?.params == ["#lobby", "typed during the outage"])
@@ -135,4 +139,19 @@ final class FakeServer: @unchecked Sendable {
     }
 
     deinit { close(listener) }
+
+    @Test("a host name that does not resolve stops after three tries, saying so")
+    func unresolvableHost() async throws {
+        var settings = config(port: 6667, nick: "alice")
+        settings.host = "nonexistent.invalid"
+        settings.reconnect = ReconnectPolicy(initial: 0.05, maximum: 0.1, jitter: 0)
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        let stopped = try await log.next(timeout: 30, "stop") { if case .status(.stopped) = $0 { return true } else { return false } }
+        guard case .status(.stopped(let reason)) = stopped else { return }
+        #expect(reason.hasPrefix("nonexistent.invalid was not found after 3 tries") && reason.hasSuffix("check the name"))
+        let attempts = await log.all().filter { if case .status(.connecting) = $0 { return true } else { return false } }
+        #expect(attempts.count == 3)
+    }
 }

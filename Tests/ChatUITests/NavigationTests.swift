@@ -146,3 +146,33 @@ struct HostScreenTests {
         #expect(notes.suffix(2) == model.hostHint)
     }
 }
+
+@Test("an outage on screen: the room and its people greyed but listed, the drop marked, a held line with its text")
+func goldenOutage() {
+    var model = lobbyModel()
+    _ = model.state.apply(try! IRCMessage(parsing: ":bob!b@h PRIVMSG #lobby :see you"), now: 36300)
+    _ = model.state.connectionLost(reason: "connection reset by peer", now: 36360)
+    var held = ChatLine(time: 36400, kind: .message, sender: "alice", text: "are you back?", isOwn: true)
+    held.isPending = true
+    _ = model.state.add(held, to: "#lobby")
+    model.status = .reconnecting(inSeconds: 4, reason: "connection reset by peer")
+    model.now = 36400
+    model.reconnectAt = 36404
+    expectScreen(model, [
+        " #lobby                                                     ",
+        "                                               │#lobby     1",
+        "                                               │@alice (you)",
+        "10:05 -!- You joined #lobby                    │+bob        ",
+        "10:05 <bob> see you                            │ carol      ",
+        "10:06 -!- ── connection lost (connection reset │ 小明       ",
+        "          by peer); what you type is held until│(server)    ",
+        "          it is back ──                        │            ",
+        "10:06 <alice> are you back?  (held: sent when  │            ",
+        "              the connection is back)          │            ",
+        " alice │ reconnecting in 4 s (connection reset by peer) │…  ",
+        ">                                                           ",
+    ])
+    // Greyed, not gone: the room and its people keep their rows, dimmed.
+    let screen = draw(model)
+    #expect(screen[48, 3].style == Palette.dim && screen[49, 4].style == Palette.dim, "+bob and carol greyed")
+}
