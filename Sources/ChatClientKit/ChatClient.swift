@@ -215,6 +215,7 @@ public actor ChatClient {
 
         var registered = false
         for await input in connection.input {
+            connection.taken()
             switch input {
             case .line(let bytes):
                 lastReceived = Date().timeIntervalSince1970

@@ -21,7 +21,20 @@ public final class LineConnection: Sendable {
         var fd: Int32
         /// Set by `close(reason:)` so the reader reports why we hung up.
         var closeReason: String?
+        /// Lines handed out and not yet taken (`taken()`): past `inputLimit` the reader stops
+        /// reading, so a flooding server fills its own send buffer, not our memory.
+        var pending = 0
+        /// The most lines that were ever waiting at once (for tests: it stays at the limit).
+        var highWater = 0
     }
+
+    /// The most inputs that ever waited for the consumer at once.
+    public var pendingHighWater: Int { shared.withLock { $0.highWater } }
+
+    /// How many lines may wait for the consumer before the reader pauses.
+    public static let inputLimit = 2048
+    /// Wakes the paused reader once the consumer has caught up to half the limit.
+    private let resume = DispatchSemaphore(value: 0)
 
     public let input: AsyncStream<Input>
     /// `host:port` of the peer.
@@ -106,6 +119,24 @@ public final class LineConnection: Sendable {
         shared.withLock { $0.closeReason }
     }
 
+    /// The consumer took one input: the reader may go on when it was waiting.
+    public func taken() {
+        let wake = shared.withLock { state -> Bool in
+            state.pending = max(0, state.pending - 1)
+            return state.pending == Self.inputLimit / 2
+        }
+        if wake { resume.signal() }
+    }
+
+    /// Called by the reader after handing out a line: waits while too many are untaken, waking
+    /// every half second to notice a close.
+    fileprivate func handedOut() {
+        shared.withLock { $0.pending += 1; $0.highWater = max($0.highWater, $0.pending) }
+        while shared.withLock({ $0.pending >= Self.inputLimit && $0.closeReason == nil }) {
+            _ = resume.wait(timeout: .now() + 0.5)
+        }
+    }
+
     /// The reader thread's loop. It keeps the connection alive until the socket ends.
     private struct Reader: @unchecked Sendable {
         // `shared` is used only through its Mutex; the continuation is Sendable.
@@ -123,8 +154,8 @@ public final class LineConnection: Sendable {
                     buffer.withUnsafeBufferPointer { raw in
                         framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
                             switch framed {
-                            case .line(let line): continuation.yield(.line(line))
-                            case .overlong(let discarded): continuation.yield(.overlong(discardedBytes: discarded))
+                            case .line(let line): continuation.yield(.line(line)); shared.handedOut()
+                            case .overlong(let discarded): continuation.yield(.overlong(discardedBytes: discarded)); shared.handedOut()
                             }
                         }
                     }

@@ -3,6 +3,8 @@ import Glibc
 #endif
 import Testing
 import ChatTransport
+import Foundation
+import IRCWire
 
 @Suite("connecting", .serialized)
 struct ConnectTests {
@@ -84,5 +86,61 @@ struct ConnectTests {
         }
         #expect(received == expected)
         #expect(buffer.isEmpty)
+    }
+}
+
+@Suite("a flooding peer")
+struct FloodTests {
+    @Test("the reader stops at its limit and lets TCP push back; nothing is lost")
+    func boundedInput() async throws {
+        let listener = try Sockets.listen(bind: "127.0.0.1", port: 0)
+        defer { listener.forEach { close($0) } }
+        let port = Sockets.boundPort(listener[0])
+        let total = 400_000
+        // 400,000 lines of about 100 bytes: 40 MB, far more than loopback buffers hold.
+        let listening = listener[0]
+        let writer = Thread {
+            // The listener is non-blocking: wait for the connection, then take it.
+            var pfd = pollfd(fd: listening, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 10_000) == 1 else { return }
+            let fd = accept(listening, nil, nil)
+            guard fd >= 0 else { return }
+            // Blocking writes: TCP pushes back once the reader stops.
+            let flags = fcntl(fd, F_GETFL)
+            _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
+            let line = Array((":flood!f@h PRIVMSG #room :" + String(repeating: "x", count: 70) + "\r\n").utf8)
+            var chunk: [UInt8] = []
+            for _ in 0..<100 { chunk += line }
+            for _ in 0..<(total / 100) {
+                var offset = 0
+                while offset < chunk.count {
+                    let n = chunk.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                    if n <= 0 { close(fd); return }
+                    offset += n
+                }
+            }
+            shutdown(fd, Int32(SHUT_WR))
+            // Keep the socket until the reader has everything.
+            var byte: UInt8 = 0
+            _ = recv(fd, &byte, 1, 0)
+            close(fd)
+        }
+        writer.start()
+        let connection = try await LineConnection.open(host: "127.0.0.1", port: port, timeout: 5)
+        // Take nothing until the reader has paused at its limit.
+        let deadline = Monotonic.now() + 30
+        while connection.pendingHighWater < LineConnection.inputLimit && Monotonic.now() < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(connection.pendingHighWater == LineConnection.inputLimit, "the reader never paused at its limit")
+        var lines = 0
+        for await input in connection.input {
+            connection.taken()
+            if case .line = input { lines += 1 }
+            if case .closed = input { break }
+        }
+        #expect(lines == total, "every line arrives, in the end")
+        #expect(connection.pendingHighWater <= LineConnection.inputLimit, "never more than the limit waited")
+        connection.close(reason: "done")
     }
 }
