@@ -7,6 +7,8 @@ public struct ClientState: Sendable {
     public var nick: String
     public var isupport = ISupport()
     public var isRegistered = false
+    /// We are marked away (306), until 305.
+    public var isAway = false
     /// Capabilities the server acknowledged.
     public var capabilities: Set<String> = []
     /// Folded name to conversation.
@@ -282,6 +284,9 @@ public struct ClientState: Sendable {
             conversations[key(for: p[1])]!.topic = p[2]
             return [add(ChatLine(time: time, kind: .topic, text: "Topic: \(p[2])"), to: p[1]),
                     .topicChanged(conversation: p[1], topic: p[2])]
+        case "305", "306":
+            isAway = message.command == "306"
+            return [numericOrUnknown(message, time: time)]
         case "324":
             // <me> <room> <modestring> <arguments>...: the room's modes, replaced whole.
             if p.count >= 3, conversations[key(for: p[1])] != nil {

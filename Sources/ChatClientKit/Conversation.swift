@@ -91,7 +91,9 @@ public struct Conversation: Sendable, Equatable {
         if lines.count > scrollbackLimit + max(1, scrollbackLimit / 8) {
             lines.removeFirst(lines.count - scrollbackLimit)
         }
-        if line.kind == .message || line.kind == .action || line.kind == .notice, !line.isOwn {
+        let isOffer: Bool
+        if case .transfer = line.kind { isOffer = line.isHighlight } else { isOffer = false }
+        if line.kind == .message || line.kind == .action || line.kind == .notice || isOffer, !line.isOwn {
             unread += 1
             if line.isHighlight { mentioned = true }
         }

@@ -75,6 +75,7 @@ public struct ChatModel: Sendable {
     /// /help; and Ctrl-C asks before closing a room others are in.
     public var hostHint: [String] = []
     public var isHost: Bool { !hostHint.isEmpty }
+    public var isAway: Bool { state.isAway }
     /// The hint is repeated in the first room the host lands in, where they will look.
     public var hostHintShownInRoom = false
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.

@@ -61,7 +61,9 @@ extension ChatModel {
         } else if let conversation = viewedConversation {
             switch conversation.kind {
             case .server: title += "server messages"
-            case .room: title += conversation.name + (conversation.topic.isEmpty ? "" : " — " + PlainText.visible(conversation.topic))
+            case .room:
+                let people = conversation.members.count
+                title += conversation.name + (people > 0 ? " (\(people))" : "") + (conversation.topic.isEmpty ? "" : " — " + PlainText.visible(conversation.topic))
             case .direct: title += conversation.name + " (direct)"
             }
         } else {
@@ -99,7 +101,9 @@ extension ChatModel {
             y -= 1
         }
         if skip > 0 && layout.paneHeight > 0 {
-            screen.put(" more below (PgDn) ", x: max(0, paneWidth - 19), y: layout.paneTop + layout.paneHeight - 1, limit: paneWidth, style: Palette.bar)
+            let note = " \(skip) more row\(skip == 1 ? "" : "s") below (PgDn) "
+            let w = DisplayWidth.of(note)
+            screen.put(note, x: max(0, paneWidth - w), y: layout.paneTop + layout.paneHeight - 1, limit: paneWidth, style: Palette.bar)
         }
     }
 
@@ -182,7 +186,9 @@ extension ChatModel {
             var style = baseStyle
             if isSelected { style.reverse = true; screen.fill(x: x, y: y, width: layout.sidebarWidth, height: 1, style: Style(reverse: true)) }
             let badgeWidth = DisplayWidth.of(badge)
-            screen.put(label, x: x, y: y, limit: layout.sidebarWidth - (badgeWidth > 0 ? badgeWidth + 1 : 0), style: style)
+            let room = layout.sidebarWidth - (badgeWidth > 0 ? badgeWidth + 1 : 0)
+            // A name too long for the sidebar ends in an ellipsis, so it does not read as another name.
+            screen.put(Ellipsis.fit(label, width: room), x: x, y: y, limit: room, style: style)
             if badgeWidth > 0 {
                 var badgeStyle = Palette.highlight
                 badgeStyle.reverse = isSelected
@@ -223,12 +229,16 @@ extension ChatModel {
     func renderStatus(into screen: inout Screen, _ layout: Layout) {
         let y = layout.statusRow
         screen.fill(x: 0, y: y, width: width, height: 1, style: Palette.bar)
-        var parts = [" " + state.nick]
+        var parts = [" " + state.nick + (isAway ? " (away)" : "")]
         parts.append(statusText)
         if case .conversation("server") = selection {
             parts.append("pick a room or a person with Up/Down")
         } else {
-            parts.append("Enter sends to " + PlainText.visible(target) + (sendsToNewConversation ? " (new)" : ""))
+            if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {
+                parts.append("you left \(PlainText.visible(room.name)): /join to return")
+            } else {
+                parts.append("Enter sends to " + PlainText.visible(target) + (sendsToNewConversation ? " (new)" : ""))
+            }
         }
         // Reasons in the status (an ERROR text, a refused nickname) come from the network too.
         // Too long for the row: cut at a word with an ellipsis, never mid-word.

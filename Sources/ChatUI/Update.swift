@@ -66,13 +66,19 @@ extension ChatModel {
             if isViewed {
                 commands.append(.markRead(conversation))
             } else if bellEnabled && !line.isOwn && (line.isHighlight || state.conversation(conversation)?.kind == .direct)
-                        && (line.kind == .message || line.kind == .action || line.kind == .notice) {
+                        && (line.kind == .message || line.kind == .action || line.kind == .notice || Self.isOffer(line)) {
                 commands.append(.bell)
             }
             return commands
         default:
             return []
         }
+    }
+
+    /// A file offer waiting for /accept (it rings and counts as unread like a message).
+    static func isOffer(_ line: ChatLine) -> Bool {
+        if case .transfer = line.kind { return line.isHighlight }
+        return false
     }
 
     mutating func press(_ key: Key) -> [UICommand] {
@@ -180,6 +186,8 @@ extension ChatModel {
         }
         if line.hasPrefix("/") && !line.hasPrefix("//") { return runCommand(line) }
         let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
+        // Writing jumps back to the newest lines, where your message will appear.
+        scroll[viewedKey] = 0
         return sendText(text, to: target, isAction: false)
     }
 
@@ -193,6 +201,9 @@ extension ChatModel {
         }
         if state.isMe(target) {
             return [.note("That is you: pick someone else to send a message to", conversation: here, isError: true)]
+        }
+        if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {
+            return [.note("You left \(room.name): /join \(room.name) to talk there again", conversation: here, isError: true)]
         }
         // Writing is looking: the conversation is read. A first message to someone makes the
         // direct conversation, and the selection moves to it.
@@ -292,6 +303,12 @@ extension ChatModel {
             }
             return [.irc(IRCMessage("NICK", words[0]))]
         case "join":
+            // Already in it: go there (irssi and WeeChat switch to the window).
+            if let room = state.conversation(words[0]), room.kind == .room, room.isJoined {
+                selection = .conversation(room.name)
+                currentRoom = room.name
+                return room.unread > 0 ? [.markRead(room.name)] : []
+            }
             return [.irc(IRCMessage("JOIN", words[0]))]
         case "part":
             let named = words.first.map { state.isChannel($0) } ?? false

@@ -54,7 +54,7 @@ struct GoldenTests {
         let url = "https://example.com/" + String(repeating: "x", count: 70) + "/end"
         let model = lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :see \(url)"])
         expectScreen(model, [
-            " #lobby                                                     ",
+            " #lobby (4)                                                 ",
             "                                               │#lobby      ",
             "                                               │@alice (you)",
             "                                               │+bob        ",
@@ -85,7 +85,7 @@ func goldenBidi() {
         ":m\u{2067}allory!m@h PRIVMSG #lobby :\u{2066}\u{202B}hidden\u{2069} text",
     ])
     expectScreen(model, [
-        " #lobby                                                     ",
+        " #lobby (4)                                                 ",
         "                                               │#lobby      ",
         "                                               │@alice (you)",
         "                                               │+bob        ",

@@ -159,7 +159,7 @@ func goldenOutage() {
     model.now = 36400
     model.reconnectAt = 36404
     expectScreen(model, [
-        " #lobby                                                     ",
+        " #lobby (4)                                                 ",
         "                                               │#lobby     1",
         "                                               │@alice (you)",
         "10:05 -!- You joined #lobby                    │+bob        ",
@@ -175,4 +175,31 @@ func goldenOutage() {
     // Greyed, not gone: the room and its people keep their rows, dimmed.
     let screen = draw(model)
     #expect(screen[48, 3].style == Palette.dim && screen[49, 4].style == Palette.dim, "+bob and carol greyed")
+}
+
+@Suite("smaller screen fixes")
+struct SmallFixesTests {
+    @Test("/join of a room you are in takes you there; a room you left says so and refuses messages")
+    func joinAndPart() {
+        var model = threeRooms(size: 1)
+        model.editor.set("/join #ops")
+        #expect(model.update(.key(.enter)).isEmpty)
+        #expect(model.selection == .conversation("#ops"))
+        for event in model.state.apply(try! IRCMessage(parsing: ":alice!a@h PART #ops"), now: 36400) { _ = model.update(.client(event)) }
+        #expect(draw(model).lines[14].contains("you left #ops: /join to return"))
+        model.editor.set("hello?")
+        #expect(model.update(.key(.enter)) == [.note("You left #ops: /join #ops to talk there again", conversation: "#ops", isError: true)])
+    }
+
+    @Test("a file offer counts as unread and rings; your own away shows in the status line; long names end in an ellipsis")
+    func offerAwayEllipsis() {
+        var model = threeRooms(size: 1)
+        let offer = ChatLine(time: 1, kind: .transfer(1), text: "dev1 offers a.txt, 3 B: /accept 1 or /reject 1", isHighlight: true)
+        #expect(model.update(.client(model.state.add(offer, to: "dev1"))) == [.bell])
+        #expect(model.state.conversation("dev1")?.unread == 1)
+        _ = model.state.apply(try! IRCMessage(parsing: ":srv 306 alice :You have been marked as being away"), now: 2)
+        #expect(draw(model).lines[14].hasPrefix(" alice (away) │"))
+        _ = model.state.apply(try! IRCMessage(parsing: ":alice!a@h JOIN #a-room-with-a-very-long-name"), now: 3)
+        #expect(draw(model).lines.contains { $0.hasSuffix("│#a-room-wit…") })
+    }
 }

@@ -230,9 +230,13 @@ struct UpdateTests {
         _ = model.update(.key(.pageUp))
         let scrolled = draw(model).lines
         #expect(!scrolled.joined().contains("line 39"))
-        #expect(scrolled.joined().contains("more below"))
+        #expect(scrolled[9].contains(" 8 more rows below (PgDn) "), "says how many rows are below: \(scrolled[9])")
         _ = model.update(.key(.pageDown))
         #expect(draw(model).lines[9].contains("line 39"))
+        _ = model.update(.key(.pageUp))
+        model.editor.set("back to the bottom")
+        _ = model.update(.key(.enter))
+        #expect(model.scroll[model.viewedKey] == 0, "sending jumps to the newest lines")
     }
 
     @Test("Tab completes nicknames and commands")

@@ -143,7 +143,7 @@ extension ChatClient {
         let shownName = name == offered ? name : "\(name) (offered as \(PlainText.visible(offered)))"
         let warning = port == 0 ? nil : OfferAddress.warning(offered: address, sender: senderHost, nick: nick)
         emitTransferLine(info.id, "\(nick) offers \(shownName), \(Self.formatSize(size)): /accept \(info.id) or /reject \(info.id)"
-                            + (warning.map { " — careful: " + $0 } ?? ""), in: nick)
+                            + (warning.map { " — careful: " + $0 } ?? ""), in: nick, needsAnswer: true)
         if config.dccAutoAcceptFrom.contains(where: { state.key(for: $0) == state.key(for: nick) }) {
             acceptTransfer(info.id)
         } else {
@@ -312,8 +312,9 @@ extension ChatClient {
         emitTransferLine(id, text, in: info.peer)
     }
 
-    func emitTransferLine(_ id: Int, _ text: String, in conversation: String) {
-        emit(state.add(ChatLine(time: WallClock.now(), kind: .transfer(id), text: text), to: conversation))
+    /// `needsAnswer`: an offer waiting for /accept, which counts as unread and rings like a message.
+    func emitTransferLine(_ id: Int, _ text: String, in conversation: String, needsAnswer: Bool = false) {
+        emit(state.add(ChatLine(time: WallClock.now(), kind: .transfer(id), text: text, isHighlight: needsAnswer), to: conversation))
     }
 
     static func describe(_ state: TransferInfo.State) -> String {
