@@ -24,6 +24,9 @@ public actor ChatClient {
     /// The text of the server's ERROR line, the best explanation of a close that follows it.
     private var serverErrorText: String?
     private var queue: [Outgoing] = []
+    /// Direct messages sent from the offline queue, by folded nickname: a 401 for one of them
+    /// (the person has not reconnected yet) names the text that was not delivered.
+    private var flushedDirect: [String: [String]] = [:]
     private var lastReceived: Double = 0
     private var connectedAt: Double = 0
     private var pingSentAt: Double?
@@ -290,6 +293,12 @@ public actor ChatClient {
             state.nick = next
             write(IRCMessage("NICK", next), over: connection)
             return
+        case "401" where message.params.count > 1 && !(flushedDirect[state.key(for: message.params[1])]?.isEmpty ?? true):
+            // A held message to someone who is not back yet: say which text did not arrive.
+            let nick = message.params[1]
+            let text = flushedDirect[state.key(for: nick)]!.removeFirst()
+            emit(.notSent(target: nick, text: text, reason: "\(nick) is not on the server now; send it again when they are back"))
+            return
         case "432" where !state.isRegistered:
             fatalReason = "the server refused the nickname \(message.param(1) ?? state.nick): \(message.params.last ?? "erroneous nickname")"
             connection.close(reason: fatalReason!)
@@ -435,8 +444,10 @@ public actor ChatClient {
     private func flushQueue(over connection: LineConnection) {
         let pending = queue
         queue = []
+        flushedDirect = [:]
         for outgoing in pending {
             state.removePending(outgoing.text, in: outgoing.target)
+            if !state.isChannel(outgoing.target) { flushedDirect[state.key(for: outgoing.target), default: []].append(outgoing.text) }
             deliver(outgoing, over: connection)
         }
     }

@@ -178,9 +178,15 @@ public struct ClientState: Sendable {
                 let key = open(name: room, kind: .room)
                 conversations[key]!.name = room
                 conversations[key]!.isJoined = true
-                // A rejoin after a drop keeps the old list on screen until NAMES replaces it.
-                if !conversations[key]!.awaitingRejoin { conversations[key]!.members = [:] }
+                // A rejoin after a drop keeps the old list on screen until NAMES replaces it, and
+                // is not news: it does not take the view there (only a room newly joined does).
+                let rejoin = conversations[key]!.awaitingRejoin
+                if !rejoin { conversations[key]!.members = [:] }
                 conversations[key]!.awaitingRejoin = false
+                if rejoin {
+                    return [add(ChatLine(time: time, kind: .join, sender: from, text: "You joined \(room) again"), to: room),
+                            .membersChanged(conversation: room)]
+                }
                 return [.conversationOpened(room), add(ChatLine(time: time, kind: .join, sender: from, text: "You joined \(room)"), to: room)]
             }
             let key = key(for: room)

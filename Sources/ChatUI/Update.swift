@@ -36,6 +36,10 @@ extension ChatModel {
         case .lag(let seconds):
             lag = seconds
             return []
+        case .notSent(let target, let text, let reason):
+            // Said where the line was meant to go, with its text, so it can be sent again.
+            let place = state.conversation(target)?.name ?? "server"
+            return [.note("Not sent to \(target): \"\(text)\" (\(reason))", conversation: place, isError: true)]
         case .renamed(let old, let new):
             // The person you are talking to changed name: stay with them, wherever the new
             // name sorts (or even if it reads like a room's name).
@@ -188,7 +192,10 @@ extension ChatModel {
         let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
         // Writing jumps back to the newest lines, where your message will appear.
         scroll[viewedKey] = 0
-        return sendText(text, to: target, isAction: false)
+        let commands = sendText(text, to: target, isAction: false)
+        // Refused (the server window, a room you left, yourself): the line stays in the input.
+        if commands.count == 1, case .note(_, _, true) = commands[0] { editor.set(line) }
+        return commands
     }
 
     mutating func sendText(_ text: String, to target: String, isAction: Bool) -> [UICommand] {
@@ -355,8 +362,9 @@ extension ChatModel {
             scroll[viewedKey] = 0
             return [.clear(here)]
         case "close":
-            guard viewedConversation?.kind == .direct else {
-                return [.note("/close closes a direct conversation; use /part for a room", conversation: here, isError: true)]
+            let leftRoom = viewedConversation.map { $0.kind == .room && !$0.isJoined && !$0.awaitingRejoin } ?? false
+            guard viewedConversation?.kind == .direct || leftRoom else {
+                return [.note("/close closes a direct conversation or a room you have left; use /part to leave a room", conversation: here, isError: true)]
             }
             selection = currentRoom.map { .conversation($0) } ?? .conversation("server")
             return [.close(here)]

@@ -203,3 +203,35 @@ struct SmallFixesTests {
         #expect(draw(model).lines.contains { $0.hasSuffix("│#a-room-wit…") })
     }
 }
+
+@Suite("what a new user tripped over")
+struct TriedInTmuxTests {
+    @Test("a rejoin after an outage does not move the view; only a room newly joined does")
+    func rejoinKeepsView() {
+        var model = threeRooms(size: 2)
+        model.selection = .user("dev1", room: "#dev")
+        _ = model.state.connectionLost(reason: "gone", now: 1)
+        for line in [":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby", ":alice!a@h JOIN #dev", ":alice!a@h JOIN #ops"] {
+            for event in model.state.apply(try! IRCMessage(parsing: line), now: 2) { _ = model.update(.client(event)) }
+        }
+        #expect(model.selection == .user("dev1", room: "#dev"))
+        for event in model.state.apply(try! IRCMessage(parsing: ":alice!a@h JOIN #new"), now: 3) { _ = model.update(.client(event)) }
+        #expect(model.selection == .conversation("#new"))
+    }
+
+    @Test("a refused line stays in the input; a room you left can be closed; a line not sent is shown with its text")
+    func refusalsKeepText() {
+        var model = threeRooms(size: 1)
+        model.selection = .conversation("server")
+        model.editor.set("hello server?")
+        _ = model.update(.key(.enter))
+        #expect(model.editor.text == "hello server?")
+        model.editor.set("")
+        for event in model.state.apply(try! IRCMessage(parsing: ":alice!a@h PART #ops"), now: 3) { _ = model.update(.client(event)) }
+        model.selection = .conversation("#ops")
+        model.editor.set("/close")
+        #expect(model.update(.key(.enter)).last == .close("#ops"))
+        #expect(model.update(.client(.notSent(target: "dev1", text: "held line", reason: "dev1 is not on the server now"))) ==
+                [.note("Not sent to dev1: \"held line\" (dev1 is not on the server now)", conversation: "server", isError: true)])
+    }
+}
