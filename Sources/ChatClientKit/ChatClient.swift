@@ -44,6 +44,7 @@ public actor ChatClient {
         self.config = config
         state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit)
         wantedRooms = config.rooms
+        ignoreMasks = config.ignoreMasks.compactMap { IRCMask.normalise($0.contains("!") || $0.contains("@") ? $0 : $0 + "!*@*") }
         (events, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
     }
 
@@ -124,6 +125,27 @@ public actor ChatClient {
 
     /// Front-end bookkeeping that lives in the state.
     public func markRead(_ conversation: String) { state.markRead(conversation) }
+
+    /// The `/ignore` list, as completed masks.
+    public private(set) var ignoreMasks: [String] = []
+
+    /// Adds a mask (a bare nick means `nick!*@*`); returns the list, or nil when the mask is not valid.
+    public func ignore(_ mask: String) -> [String]? {
+        guard let full = IRCMask.normalise(mask.contains("!") || mask.contains("@") ? mask : mask + "!*@*") else { return nil }
+        if !ignoreMasks.contains(where: { state.casemapping.equal($0, full) }) { ignoreMasks.append(full) }
+        return ignoreMasks
+    }
+
+    public func unignore(_ mask: String) -> [String] {
+        let full = IRCMask.normalise(mask.contains("!") || mask.contains("@") ? mask : mask + "!*@*") ?? mask
+        ignoreMasks.removeAll { state.casemapping.equal($0, full) }
+        return ignoreMasks
+    }
+
+    func isIgnored(_ source: String?) -> Bool {
+        guard !ignoreMasks.isEmpty, let source, source.contains("!") else { return false }
+        return ignoreMasks.contains { IRCMask.matches($0, source, casemapping: state.casemapping) }
+    }
     public func clear(_ conversation: String) { state.clear(conversation) }
     public func openConversation(_ name: String) {
         let kind: Conversation.Kind = state.isChannel(name) ? .room : .direct
@@ -261,6 +283,11 @@ public actor ChatClient {
 
     private func handle(_ message: IRCMessage, over connection: LineConnection) {
         let now = Date().timeIntervalSince1970
+        // /ignore: what an ignored person says (messages, notices, actions, CTCP, file offers)
+        // is dropped here; their joins and quits still keep the member lists right.
+        if message.command == "PRIVMSG" || message.command == "NOTICE" || message.command == "TAGMSG", isIgnored(message.source) {
+            return
+        }
         switch message.command {
         case "PING":
             write(IRCMessage(command: "PONG", params: message.params), over: connection)

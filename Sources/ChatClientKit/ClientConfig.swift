@@ -10,6 +10,9 @@ public struct ClientConfig: Sendable {
     public var password: String?
     /// Sent as `OPER NAME PASSWORD` after every registration (the host's own user on `--serve`).
     public var operLogin: (name: String, password: String)?
+    /// `/ignore` masks (`nick!user@host`, `*` and `?`): their messages, notices, actions and
+    /// file offers are dropped on arrival.
+    public var ignoreMasks: [String] = []
     /// Rooms to join after registering (and to rejoin after a reconnect).
     public var rooms: [String] = []
     /// Seconds to wait for the TCP connection.

@@ -31,6 +31,9 @@ public enum UICommand: Equatable, Sendable {
     case rejectTransfer(Int?)
     case cancelTransfer(Int)
     case listTransfers
+    /// `/ignore MASK` (nil: list), `/unignore MASK`.
+    case ignore(String?)
+    case unignore(String)
 }
 
 public enum UIEvent: Equatable, Sendable {

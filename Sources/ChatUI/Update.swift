@@ -353,6 +353,10 @@ extension ChatModel {
                 return [.note("Usage: /mode #ROOM +MODES (or pick a room first)", conversation: here, isError: true)]
             }
             return [.irc(IRCMessage(command: "MODE", params: [target] + words.dropFirst(named ? 1 : 0)))]
+        case "ignore":
+            return [.ignore(words.first)]
+        case "unignore":
+            return [.unignore(words[0])]
         case "quote":
             guard let message = try? IRCMessage(parsing: String(rest)) else {
                 return [.note("Not an IRC line: \(rest)", conversation: here, isError: true)]

@@ -34,6 +34,7 @@ struct Arguments {
     var dccAddress: String?
     var dccMaxSize: UInt64?
     var dccAutoAccept: [String] = []
+    var ignore: [String] = []
     /// Where the server logs when the chat screen owns the terminal.
     var logPath: String?
 
@@ -140,6 +141,7 @@ struct Arguments {
             a.dccMaxSize = size
         },
         Flag(name: "dcc-auto-accept-from", value: "NICK,…", scope: .both, help: "take files from these people without asking") { a, v in a.dccAutoAccept = v.split(separator: ",").map(String.init) },
+        Flag(name: "ignore", value: "MASK,…", scope: .both, help: "hide these people's messages (nicknames or nick!user@host masks; /ignore keeps it here)") { a, v in a.ignore = v.split(separator: ",").map(String.init) },
     ]
 
     /// `--help`, made from the table.

@@ -98,6 +98,24 @@ final class ChatApp {
         case .irc(let message):
             let here = model.viewedConversation.map { $0.kind == .server ? ClientState.serverKey : $0.name }
             await client.sendCommand(message, replyIn: here)
+        case .ignore(let mask):
+            let here = model.viewedConversation.map { $0.kind == .server ? ClientState.serverKey : $0.name } ?? ClientState.serverKey
+            guard let mask else {
+                let list = await client.ignoreMasks
+                await client.note(list.isEmpty ? "Nobody is ignored" : "Ignored: " + list.joined(separator: " "), in: here, isError: false)
+                return
+            }
+            guard let list = await client.ignore(mask) else {
+                await client.note("\(mask) is not a nickname or a nick!user@host mask", in: here)
+                return
+            }
+            persistIgnores(list)
+            await client.note("Ignoring \(list.last ?? mask): their messages are hidden (/unignore to undo)", in: here, isError: false)
+        case .unignore(let mask):
+            let here = model.viewedConversation.map { $0.kind == .server ? ClientState.serverKey : $0.name } ?? ClientState.serverKey
+            let list = await client.unignore(mask)
+            persistIgnores(list)
+            await client.note("No longer ignoring \(mask)", in: here, isError: false)
         case .note(let text, let conversation, let isError):
             await client.note(text, in: conversation == "server" ? ClientState.serverKey : conversation, isError: isError)
         case .markRead(let conversation): await client.markRead(conversation)
@@ -116,6 +134,11 @@ final class ChatApp {
         case .listTransfers: await client.listTransfers()
         }
         scheduleRender()
+    }
+
+    /// Keeps the ignore list in the config file, so it holds next time.
+    func persistIgnores(_ list: [String]) {
+        try? ConfigFile.set("ignore", to: list.isEmpty ? nil : list.joined(separator: ","), in: configPath)
     }
 
     func quit(reason: String, code: Int32 = 0) async {

@@ -87,6 +87,7 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     config.dccAddress = arguments.dccAddress
     if let size = arguments.dccMaxSize { config.dccMaxSize = size }
     config.dccAutoAcceptFrom = arguments.dccAutoAccept
+    config.ignoreMasks = arguments.ignore
     return config
 }
 

@@ -130,3 +130,50 @@ struct ChatClientTests {
         await alice.quit()
     }
 }
+
+@Suite("ignoring people")
+struct IgnoreTests {
+    @Test("/ignore drops an ignored person's messages and file offers; others still arrive; /unignore undoes it")
+    func ignoreMasks() async throws {
+        let server = try TestServer()
+        var settings = config(port: server.port, nick: "alice")
+        settings.ignoreMasks = ["mallory"]
+        let alice = ChatClient(config: settings)
+        let log = EventLog.watching(alice)
+        await alice.start()
+        _ = try await log.registered()
+        _ = try await log.line(in: "#lobby", containing: "You joined")
+        #expect(await alice.ignoreMasks == ["mallory!*@*"])
+        let mallory = try server.client()
+        try mallory.register("mallory")
+        let bob = try server.client()
+        try bob.register("bob")
+        mallory.send("PRIVMSG #lobby :spam")
+        mallory.send("PRIVMSG alice :spam in private")
+        // The server relays mallory's lines before it answers this PING, so they reach alice before bob's.
+        mallory.send("PING :after-spam")
+        _ = try mallory.readUntil { $0.command == "PONG" }
+        bob.send("PRIVMSG #lobby :real message")
+        _ = try await log.line(in: "#lobby", containing: "real message")
+        let lobby = await alice.state.conversation("#lobby")!.lines.map(\.text)
+        #expect(!lobby.contains("spam"))
+        #expect(await alice.state.conversation("mallory") == nil, "no conversation from an ignored person")
+        _ = await alice.unignore("mallory")
+        mallory.send("PRIVMSG #lobby :heard now")
+        _ = try await log.line(in: "#lobby", containing: "heard now")
+        #expect(await alice.ignore("not a mask!") == nil)
+        await alice.quit()
+    }
+}
+
+@Test("the config file keeps its other lines when a setting is written back")
+func configFileWrite() throws {
+    let path = NSTemporaryDirectory() + "chat-tui-config-\(UUID().uuidString)/config"
+    try ConfigFile.set("ignore", to: "a!*@*", in: path)
+    #expect(String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self) == "ignore = a!*@*\n")
+    try Data("# mine\nnick = alice\nignore = old\nbell = off\n".utf8).write(to: URL(fileURLWithPath: path))
+    try ConfigFile.set("ignore", to: "a!*@*,b!*@*", in: path)
+    #expect(String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self) == "# mine\nnick = alice\nignore = a!*@*,b!*@*\nbell = off\n")
+    try ConfigFile.set("ignore", to: nil, in: path)
+    #expect(String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self) == "# mine\nnick = alice\nbell = off\n")
+}

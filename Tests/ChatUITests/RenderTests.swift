@@ -198,6 +198,9 @@ struct UpdateTests {
         #expect(run("/mode alice +i") == [.irc(IRCMessage("MODE", "alice", "+i"))])
         #expect(run("/mode") == [.irc(IRCMessage("MODE", "#lobby"))])
         #expect(run("/quote WHO #lobby %na") == [.irc(IRCMessage("WHO", "#lobby", "%na"))])
+        #expect(run("/ignore mallory") == [.ignore("mallory")])
+        #expect(run("/ignore") == [.ignore(nil)])
+        #expect(run("/unignore mallory") == [.unignore("mallory")])
         #expect(run("/kick") == [.note("Usage: /kick NICK [REASON] — (room operators) remove someone from the room", conversation: "#lobby", isError: true)])
     }
 
