@@ -19,6 +19,8 @@ public enum ClientEvent: Sendable, Equatable {
     case nickChanged(old: String, new: String)
     /// Someone else's nickname changed: a view of them follows them to the new name.
     case renamed(old: String, new: String)
+    /// A LIST finished: `ClientState.roomList` holds its rooms.
+    case roomListReady(count: Int)
     /// A line was added to a conversation (its display name).
     case line(conversation: String, ChatLine)
     case membersChanged(conversation: String)

@@ -9,6 +9,9 @@ public struct ClientState: Sendable {
     public var isRegistered = false
     /// We are marked away (306), until 305.
     public var isAway = false
+    /// The last LIST's rooms (322 lines, complete at 323), for the /list picker.
+    public private(set) var roomList: [ListedRoom] = []
+    private var collectingList: [ListedRoom] = []
     /// Capabilities the server acknowledged.
     public var capabilities: Set<String> = []
     /// Folded name to conversation.
@@ -314,6 +317,20 @@ public struct ClientState: Sendable {
             }
             pendingNames[roomKey] = names
             return []
+        case "321":
+            collectingList = []
+            return []
+        case "322":
+            // <me> <room> <users> :<topic>
+            guard p.count >= 3 else { return [] }
+            if collectingList.count < 10_000 {
+                collectingList.append(ListedRoom(name: p[1], users: Int(p[2]) ?? 0, topic: p.count > 3 ? p[3] : ""))
+            }
+            return []
+        case "323":
+            roomList = collectingList
+            collectingList = []
+            return [.roomListReady(count: roomList.count)]
         case "366":
             guard p.count >= 2 else { return [] }
             let roomKey = key(for: p[1])

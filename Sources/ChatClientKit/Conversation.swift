@@ -35,6 +35,19 @@ public struct ChatLine: Sendable, Equatable {
     }
 }
 
+/// One room of a LIST reply.
+public struct ListedRoom: Sendable, Equatable {
+    public var name: String
+    public var users: Int
+    public var topic: String
+
+    public init(name: String, users: Int, topic: String) {
+        self.name = name
+        self.users = users
+        self.topic = topic
+    }
+}
+
 /// Someone in a room: their nickname, their prefixes (`@`, `+`, highest first) and whether they are away.
 public struct Member: Sendable, Equatable {
     public var nick: String

@@ -81,6 +81,10 @@ public struct ChatModel: Sendable {
     public var isAway: Bool { state.isAway }
     /// The hint is repeated in the first room the host lands in, where they will look.
     public var hostHintShownInRoom = false
+    /// `/list` asked for rooms; the picker opens when they arrive.
+    public var awaitingRoomList = false
+    /// The /list picker is open, with this row selected (Up/Down, Enter joins, Esc closes).
+    public var roomPicker: Int?
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
     public var confirmingQuit = false
     /// The people in our rooms besides us.

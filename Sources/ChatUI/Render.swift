@@ -72,7 +72,34 @@ extension ChatModel {
         screen.put(title, x: 0, y: 0, limit: width, style: Palette.bar)
     }
 
+    /// The /list picker in the message pane: a header, then one row per room.
+    func renderRoomPicker(into screen: inout Screen, _ layout: Layout, selected: Int) {
+        let rooms = state.roomList
+        let paneWidth = layout.paneWidth
+        guard paneWidth > 0, layout.paneHeight > 0 else { return }
+        screen.put(Ellipsis.fit("\(rooms.count) rooms — Up/Down, Enter joins, Esc closes", width: paneWidth),
+                   x: 0, y: layout.paneTop, limit: paneWidth, style: Palette.highlight)
+        let visible = layout.paneHeight - 1
+        guard visible > 0 else { return }
+        let top = max(0, min(selected - visible / 2, rooms.count - visible))
+        for (row, room) in rooms.dropFirst(top).prefix(visible).enumerated() {
+            let y = layout.paneTop + 1 + row
+            let isSelected = top + row == selected
+            let users = String(room.users)
+            let name = PlainText.visible(room.name)
+            let text = name + String(repeating: " ", count: max(1, 20 - DisplayWidth.of(name)))
+                + String(repeating: " ", count: max(0, 4 - users.count)) + users + "  " + PlainText.visible(room.topic)
+            var style = Style.plain
+            if isSelected { style.reverse = true; screen.fill(x: 0, y: y, width: paneWidth, height: 1, style: Style(reverse: true)) }
+            screen.put(Ellipsis.fit(text, width: paneWidth), x: 0, y: y, limit: paneWidth, style: style)
+        }
+    }
+
     func renderMessages(into screen: inout Screen, _ layout: Layout) {
+        if let selected = roomPicker {
+            renderRoomPicker(into: &screen, layout, selected: selected)
+            return
+        }
         let paneWidth = layout.paneWidth
         guard paneWidth > 0, let conversation = viewedConversation else { return }
         let skip = scroll[viewedKey] ?? 0

@@ -22,6 +22,7 @@ extension ChatModel {
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
             if confirmingQuit { return answerQuit(key) }
+            if roomPicker != nil { return pickRoom(key) }
             return press(key)
         }
     }
@@ -35,6 +36,12 @@ extension ChatModel {
             return []
         case .lag(let seconds):
             lag = seconds
+            return []
+        case .roomListReady:
+            if awaitingRoomList {
+                awaitingRoomList = false
+                roomPicker = 0
+            }
             return []
         case .notSent(let target, let text, let reason):
             // Said where the line was meant to go, with its text, so it can be sent again.
@@ -241,6 +248,34 @@ extension ChatModel {
         return lines.flatMap { sendText($0, to: target, isAction: false) }
     }
 
+    /// Keys while the /list picker is open.
+    mutating func pickRoom(_ key: Key) -> [UICommand] {
+        let rooms = state.roomList
+        let index = roomPicker ?? 0
+        switch key {
+        case .up: roomPicker = max(0, index - 1)
+        case .down: roomPicker = min(max(0, rooms.count - 1), index + 1)
+        case .pageUp: roomPicker = max(0, index - max(1, paneHeight - 2))
+        case .pageDown: roomPicker = min(max(0, rooms.count - 1), index + max(1, paneHeight - 2))
+        case .home: roomPicker = 0
+        case .end: roomPicker = max(0, rooms.count - 1)
+        case .escape, .control("c"):
+            roomPicker = nil
+        case .enter:
+            roomPicker = nil
+            guard rooms.indices.contains(index) else { return [] }
+            let name = rooms[index].name
+            if let room = state.conversation(name), room.kind == .room, room.isJoined {
+                selection = .conversation(room.name)
+                currentRoom = room.name
+                return []
+            }
+            return [.irc(IRCMessage("JOIN", name))]
+        default: break
+        }
+        return []
+    }
+
     mutating func answerQuit(_ key: Key) -> [UICommand] {
         switch key {
         case .character("y"), .character("Y"), .control("c"):
@@ -353,6 +388,9 @@ extension ChatModel {
                 return [.note("Usage: /mode #ROOM +MODES (or pick a room first)", conversation: here, isError: true)]
             }
             return [.irc(IRCMessage(command: "MODE", params: [target] + words.dropFirst(named ? 1 : 0)))]
+        case "list":
+            awaitingRoomList = true
+            return [.irc(IRCMessage(command: "LIST", params: words.prefix(1).map { $0 }))]
         case "ignore":
             return [.ignore(words.first)]
         case "unignore":

@@ -183,6 +183,8 @@ enum LinesMode {
             return "\(clock(now)) !!! \(PlainText.visible(text))"
         case .notSent(let target, let text, let reason):
             return "\(clock(now)) !!! not sent to \(target): \(PlainText.visible(text)) (\(reason))"
+        case .roomListReady(let count):
+            return "\(clock(now)) -!- \(count) rooms listed"
         case .membersChanged, .topicChanged, .conversationOpened, .lag, .renamed:
             return nil
         }

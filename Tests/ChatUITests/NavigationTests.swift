@@ -235,3 +235,39 @@ struct TriedInTmuxTests {
                 [.note("Not sent to dev1: \"held line\" (dev1 is not on the server now)", conversation: "server", isError: true)])
     }
 }
+
+@Test("/list opens a picker of the server's rooms; Down and Enter join one; Esc closes it")
+func roomPicker() {
+    var model = lobbyModel()
+    model.editor.set("/list")
+    #expect(model.update(.key(.enter)) == [.irc(IRCMessage(command: "LIST", params: []))])
+    var events: [ClientEvent] = []
+    for line in [":srv 321 alice Channel :Users  Name", ":srv 322 alice #lobby 4 :[+nt] welcome", ":srv 322 alice #dev 12 :[+nt] builds",
+                 ":srv 322 alice #ops 2 :[+nt] ", ":srv 323 alice :End of /LIST"] {
+        events += model.state.apply(try! IRCMessage(parsing: line), now: 36300)
+    }
+    for event in events { _ = model.update(.client(event)) }
+    #expect(model.roomPicker == 0)
+    expectScreen(model, [
+        " #lobby (4)                                                 ",
+        "3 rooms — Up/Down, Enter joins, Esc closes     │#lobby      ",
+        "#lobby                 4  [+nt] welcome        │@alice (you)",
+        "#dev                  12  [+nt] builds         │+bob        ",
+        "#ops                   2  [+nt]                │ carol      ",
+        "                                               │ 小明       ",
+        "                                               │(server)    ",
+        "                                               │            ",
+        "                                               │            ",
+        "                                               │            ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ])
+    _ = model.update(.key(.down))
+    #expect(model.update(.key(.enter)) == [.irc(IRCMessage("JOIN", "#dev"))])
+    #expect(model.roomPicker == nil)
+    model.editor.set("/list")
+    _ = model.update(.key(.enter))
+    for event in events { _ = model.update(.client(event)) }
+    _ = model.update(.key(.escape))
+    #expect(model.roomPicker == nil && model.selection == .conversation("#lobby"))
+}
