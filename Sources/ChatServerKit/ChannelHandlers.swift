@@ -110,16 +110,12 @@ extension ServerState {
         return nil
     }
 
-    /// The names of a comma list, cut to TARGMAX, with 407 when there were more.
-    func withinTargetLimitCount(_ command: String) -> Int { targetLimits[command] ?? Int.max }
-
-    mutating func withinTargetLimit(_ request: Request, _ command: String, _ names: [String]) -> [String]? {
-        let limit = withinTargetLimitCount(command)
-        if names.count > limit {
-            reply(request.session, .tooManyTargets, names.joined(separator: ","), "Too many targets, at most \(limit)")
-            return nil
-        }
-        return names
+    /// TARGMAX: true (and 407, unless `quiet`) when a command names more targets than it takes.
+    mutating func exceedsTargetLimit(_ session: Session, _ command: String, _ names: [String], quiet: Bool = false) -> Bool {
+        let limit = targetLimits[command] ?? Int.max
+        guard names.count > limit else { return false }
+        if !quiet { reply(session, .tooManyTargets, names.joined(separator: ","), "Too many targets, at most \(limit)") }
+        return true
     }
 
     // PART <channel>{,<channel>} [<reason>]
@@ -201,7 +197,7 @@ extension ServerState {
             return
         }
         let names = list.split(separator: ",").map(String.init)
-        guard let names = withinTargetLimit(request, "NAMES", names) else { return }
+        if exceedsTargetLimit(session, "NAMES", names) { return }
         for name in names {
             if let (key, channel) = channel(named: name), canSee(request.user, key: key) {
                 sendNames(session, key: key, channel)
@@ -308,7 +304,7 @@ extension ServerState {
         }
         let comment = request.params.count > 2 ? UTF8Boundary.prefix(request.params[2], maxBytes: config.kickLength) : (request.user.nick ?? "")
         let targets = request.params[1].split(separator: ",").map(String.init)
-        guard let targets = withinTargetLimit(request, "KICK", targets) else { return }
+        if exceedsTargetLimit(session, "KICK", targets) { return }
         for nick in targets {
             // Checked for each target: a kicker who kicks themselves first kicks no one after.
             guard let status = membership.status(of: request.user.id, in: key) else {

@@ -37,24 +37,14 @@ extension ServerState {
         // Most messages have one target: skip splitting then.
         // (utf8.contains: with Foundation in the module, String.contains(String) is a CFString search.)
         let names = targets.utf8.contains(UInt8(ascii: ",")) ? targets.split(separator: ",").map(String.init) : [targets]
-        let limit = withinTargetLimitCount(command)
-        if names.count > limit {
-            if !quiet { reply(session, .tooManyTargets, targets, "Too many targets, at most \(limit)") }
-            return
-        }
+        if exceedsTargetLimit(session, command, names, quiet: quiet) { return }
         var seen: Set<String> = []
         for name in names {
             // `alice,alice` or `#a,#A`: one delivery per target.
             if names.count > 1 && !seen.insert(casemapping.fold(name)).inserted { continue }
-            if IRCNames.isChannel(name) {
-                guard let (key, channel) = channel(named: name), canSee(sender, key: key) || !channel.has("n") else {
-                    if !quiet { reply(session, .noSuchChannel, name, "No such channel") }
-                    continue
-                }
-                if let problem = speakProblem(sender, key: key, channel) {
-                    if !quiet { reply(session, .cannotSendToChan, channel.name, problem) }
-                    continue
-                }
+            guard let resolved = messageTarget(name, from: request.session, quiet: quiet) else { continue }
+            switch resolved {
+            case .room(let key, let channel):
                 let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [channel.name] + params)
                 let stamp = self.stamp(command, now: request.now)
                 deliver(message, toRoom: key, except: echo ? nil : sender.id, now: request.now, onlyWith: onlyTagged, stamp: stamp)
@@ -62,11 +52,7 @@ extension ServerState {
                 if echo && !membership.isMember(sender.id, of: key) {
                     deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, storable: false, stamp: stamp)
                 }
-            } else {
-                guard let target = user(named: name), let targetNick = target.nick else {
-                    if !quiet { reply(session, .noSuchNick, name, "No such nick/channel") }
-                    continue
-                }
+            case .person(let target, let targetNick):
                 let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetNick] + params)
                 if target.id == sender.id {
                     // To oneself: the delivered copy goes out unlabelled, and the echo (if asked for)
@@ -82,6 +68,34 @@ extension ServerState {
                 }
             }
         }
+    }
+
+    enum MessageTarget {
+        case room(key: String, Channel)
+        case person(User, nick: String)
+    }
+
+    /// Where a PRIVMSG, NOTICE, TAGMSG or multiline batch goes, after the one speak check; nil
+    /// when it cannot go there (403, 404, 401 sent, unless `quiet`, as for a NOTICE).
+    mutating func messageTarget(_ name: String, from session: Session, quiet: Bool) -> MessageTarget? {
+        let sender = session.user
+        if IRCNames.isChannel(name) {
+            // A secret room does not exist for outsiders, unless it takes messages from outside.
+            guard let (key, channel) = channel(named: name), canSee(sender, key: key) || !channel.has("n") else {
+                if !quiet { reply(session, .noSuchChannel, name, "No such channel") }
+                return nil
+            }
+            if let problem = speakProblem(sender, key: key, channel) {
+                if !quiet { reply(session, .cannotSendToChan, channel.name, problem) }
+                return nil
+            }
+            return .room(key: key, channel)
+        }
+        guard let target = user(named: name), let nick = target.nick else {
+            if !quiet { reply(session, .noSuchNick, name, "No such nick/channel") }
+            return nil
+        }
+        return .person(target, nick: nick)
     }
 
     // AWAY [<text>]

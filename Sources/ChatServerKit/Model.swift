@@ -18,8 +18,6 @@ final class Session {
     private(set) var variant = RenderVariant()
     var password: String?
     var failedOperAttempts = 0
-    /// Set while handling a line that had invalid UTF-8, for the WARN in its response.
-    var lineHadInvalidUTF8 = false
     /// A draft/multiline batch the client has opened and not yet closed.
     var openBatch: MultilineBatch?
     let connectedAt: Double

@@ -90,22 +90,13 @@ extension ServerState {
         let quiet = command == "NOTICE"
         var recipients: [User] = []
         let targetName: String
-        if IRCNames.isChannel(batch.target) {
-            guard let (key, channel) = channel(named: batch.target), canSee(sender, key: key) || !channel.has("n") else {
-                if !quiet { reply(session, .noSuchChannel, batch.target, "No such channel") }
-                return
-            }
-            if let problem = speakProblem(sender, key: key, channel) {
-                if !quiet { reply(session, .cannotSendToChan, channel.name, problem) }
-                return
-            }
+        switch messageTarget(batch.target, from: session, quiet: quiet) {
+        case nil:
+            return
+        case .room(let key, let channel)?:
             targetName = channel.name
             recipients = (membership.members[key] ?? [:]).values.map(\.user).filter { $0 !== sender }
-        } else {
-            guard let target = user(named: batch.target), let nick = target.nick else {
-                if !quiet { reply(session, .noSuchNick, batch.target, "No such nick/channel") }
-                return
-            }
+        case .person(let target, let nick)?:
             targetName = nick
             // To oneself: delivered like a plain message to oneself, echo-message or not.
             recipients = [target]

@@ -85,7 +85,7 @@ extension ServerState {
         let session = request.session, asker = request.user
         let nick = request.params.last!
         // TARGMAX=WHOIS:1.
-        guard withinTargetLimit(request, "WHOIS", nick.split(separator: ",").map(String.init)) != nil else { return }
+        if exceedsTargetLimit(session, "WHOIS", nick.split(separator: ",").map(String.init)) { return }
         guard let other = user(named: nick), let name = other.nick else {
             reply(session, .noSuchNick, nick, "No such nick/channel")
             reply(session, .endOfWhois, nick, "End of /WHOIS list")

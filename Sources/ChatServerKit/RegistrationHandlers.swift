@@ -86,7 +86,9 @@ extension ServerState {
             reply(session, .noNicknameGiven, "No nickname given")
             return
         }
-        if let problem = nickProblem(wanted, for: user) {
+        // The look-alike keys, taken once: checked here, stored when the name is claimed.
+        let keys = NameKeys.of(wanted, casemapping)
+        if let problem = nickProblem(wanted, keys: keys, for: user) {
             reply(session, problem.numeric, wanted, problem.reason)
             log(session, "error: nickname \"\(wanted)\" refused (\(problem.numeric.rawValue)): \(problem.reason)")
             return
@@ -97,7 +99,7 @@ extension ServerState {
         let oldPrefix = user.prefix
         let sameName = oldNick.map { casemapping.equal($0, wanted) } ?? false
         if let old = oldNick { releaseNick(old, of: user, wasOnline: session.registered && !sameName) }
-        claimNick(wanted, for: user)
+        claimNick(wanted, keys: keys, for: user)
         if session.registered {
             if let old = oldNick, !sameName { rememberDeparture(user, nick: old, now: request.now) }
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
@@ -116,7 +118,7 @@ extension ServerState {
 
     /// Why `user` cannot take `wanted`: the syntax, invisible or mixed-script characters (432),
     /// a name in use (433), or one that looks like a name in use or reserved (432).
-    func nickProblem(_ wanted: String, for user: User) -> NickRefusal? {
+    func nickProblem(_ wanted: String, keys: Set<String>, for user: User) -> NickRefusal? {
         if let problem = IRCNames.nickProblem(wanted, maxBytes: config.nickLength) {
             return NickRefusal(numeric: .erroneousNickname, reason: problem)
         }
@@ -124,7 +126,7 @@ extension ServerState {
         if let owner = nicks[folded], owner !== user {
             return NickRefusal(numeric: .nicknameInUse, reason: "Nickname is already in use")
         }
-        for skeleton in NameKeys.of(wanted, casemapping) {
+        for skeleton in keys {
             if let owner = nickSkeletons[skeleton], owner != user.id, let other = users[owner]?.nick {
                 return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like \(other), who is online")
             }
@@ -139,10 +141,10 @@ extension ServerState {
         return nil
     }
 
-    mutating func claimNick(_ nick: String, for user: User) {
+    mutating func claimNick(_ nick: String, keys: Set<String>, for user: User) {
         let folded = casemapping.fold(nick)
         nicks[folded] = user
-        for skeleton in NameKeys.of(nick, casemapping) { nickSkeletons[skeleton] = user.id }
+        for skeleton in keys { nickSkeletons[skeleton] = user.id }
         user.nick = nick
     }
 

@@ -102,8 +102,8 @@ public struct ServerState {
             rejected(error, from: session)
             return
         }
-        session.lineHadInvalidUTF8 = session.caps.contains(.standardReplies) && !UTF8Validation.isValid(line)
-        dispatch(message, from: session, now: now)
+        let invalidUTF8 = session.caps.contains(.standardReplies) && !UTF8Validation.isValid(line)
+        dispatch(message, from: session, now: now, warnInvalidUTF8: invalidUTF8)
     }
 
     /// A line longer than the framer holds arrived and was discarded.
@@ -146,7 +146,7 @@ public struct ServerState {
         var user: User { session.user }
     }
 
-    mutating func dispatch(_ message: IRCMessage, from session: Session, now: Double) {
+    mutating func dispatch(_ message: IRCMessage, from session: Session, now: Double, warnInvalidUTF8: Bool = false) {
         // labeled-response needs batch negotiated too; a label over the spec's 64 bytes is not
         // echoed cut (the client could not match it), it is ignored.
         var label: String?
@@ -159,8 +159,7 @@ public struct ServerState {
         // UTF8ONLY: bad bytes were relayed as U+FFFD; a client that reads standard replies is
         // told, inside the command's (labelled) response.
         defer {
-            if session.lineHadInvalidUTF8 {
-                session.lineHadInvalidUTF8 = false
+            if warnInvalidUTF8 {
                 if response?.session === session {
                     send(session, IRCMessage(source: config.name, command: "WARN",
                                              params: [message.command, "INVALID_UTF8", "Invalid UTF-8 was replaced with U+FFFD"]))

@@ -54,21 +54,8 @@ public enum IRCNames {
     }
 
     /// `*` and `?` glob matching, as WHO masks use it; `fold` makes it case-insensitive.
+    /// The one implementation is `IRCMask.globMatch`, on UTF-8 bytes.
     public static func globMatch(_ pattern: String, _ text: String) -> Bool {
-        let p = Array(pattern), t = Array(text)
-        var pi = 0, ti = 0, star = -1, mark = 0
-        while ti < t.count {
-            if pi < p.count && (p[pi] == "?" || p[pi] == t[ti]) {
-                pi += 1; ti += 1
-            } else if pi < p.count && p[pi] == "*" {
-                star = pi; mark = ti; pi += 1
-            } else if star >= 0 {
-                pi = star + 1; mark += 1; ti = mark
-            } else {
-                return false
-            }
-        }
-        while pi < p.count && p[pi] == "*" { pi += 1 }
-        return pi == p.count
+        IRCMask.globMatch(Array(pattern.utf8), Array(text.utf8))
     }
 }
