@@ -3,15 +3,17 @@ import ChatTransport
 import IRCWire
 
 /// One connection to one IRC server: registration, capabilities, heartbeat, reconnect, a queue
-/// for messages typed while offline, and the `ClientState` it keeps current. Front ends read
-/// `events` and `state`; they never touch the socket.
+/// for messages typed while offline, and the `ClientState` that owns the conversations. Front
+/// ends apply `events` (each carries its value) to a view of their own; they never touch the
+/// socket and never pull the state.
 public actor ChatClient {
     public nonisolated let events: AsyncStream<ClientEvent>
     private let continuation: AsyncStream<ClientEvent>.Continuation
     public internal(set) var state: ClientState
     public nonisolated let config: ClientConfig
-    /// File transfers, readable from any thread (the screen draws their progress).
-    public nonisolated let transfers = FileTransfers()
+    /// File transfers: their one owner, fed by the workers; each change is published as a
+    /// `.transfer` event (the screen draws progress from those, not from this table).
+    public nonisolated let transfers: FileTransfers
 
     var connection: LineConnection?
     private var runTask: Task<Void, Never>?
@@ -30,7 +32,10 @@ public actor ChatClient {
     private var lastReceived: Double = 0
     private var connectedAt: Double = 0
     private var pingSentAt: Double?
-    private var capNegotiationDone = false
+    /// This connection's registration (CAP, SASL, nickname retries).
+    private var registration: Registration
+    /// Numbers our held lines by, so the one sent is the one that leaves the screen.
+    private var nextSerial: UInt64 = 0
     /// Rooms to be in: the configured ones plus any the user joined; kept across reconnects.
     private var wantedRooms: [String]
 
@@ -38,14 +43,21 @@ public actor ChatClient {
         let target: String
         let text: String
         let isAction: Bool
+        /// The held line showing it, while offline.
+        var serial: UInt64 = 0
     }
 
     public init(config: ClientConfig) {
         self.config = config
-        state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit)
+        // The client owns the facts; lines are kept by the views that show them.
+        state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: false)
+        registration = Registration(config.registrationSettings)
         wantedRooms = config.rooms
         ignoreMasks = config.ignoreMasks.compactMap { IRCMask.normalise($0.contains("!") || $0.contains("@") ? $0 : $0 + "!*@*") }
-        (events, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
+        let (events, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
+        self.events = events
+        self.continuation = continuation
+        transfers = FileTransfers(publish: { continuation.yield(.transfer($0)) })
     }
 
     // MARK: Controls
@@ -105,7 +117,7 @@ public actor ChatClient {
 
     /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected; its replies are shown in
     /// `replyIn` (the conversation it was typed in) when given.
-    public func sendCommand(_ message: IRCMessage, replyIn: String? = nil) {
+    public func sendCommand(_ message: IRCMessage, replyIn: ConversationID? = nil) {
         state.replyConversation = replyIn
         if message.command == "JOIN", let rooms = message.params.first {
             for room in rooms.split(separator: ",").map(String.init) where !wantedRooms.contains(where: { state.key(for: $0) == state.key(for: room) }) {
@@ -123,8 +135,11 @@ public actor ChatClient {
         write(message, over: connection)
     }
 
-    /// Front-end bookkeeping that lives in the state.
-    public func markRead(_ conversation: String) { state.markRead(conversation) }
+    /// The user has seen a conversation's lines.
+    public func markRead(_ id: ConversationID) {
+        guard let conversation = state[id], conversation.unread > 0 || conversation.mentioned else { return }
+        emit(state.record(.markedRead(id)))
+    }
 
     /// The `/ignore` list, as completed masks.
     public private(set) var ignoreMasks: [String] = []
@@ -146,20 +161,36 @@ public actor ChatClient {
         guard !ignoreMasks.isEmpty, let source, source.contains("!") else { return false }
         return ignoreMasks.contains { IRCMask.matches($0, source, casemapping: state.casemapping) }
     }
-    public func clear(_ conversation: String) { state.clear(conversation) }
+    public func clear(_ id: ConversationID) { emit(state.record(.cleared(id))) }
+
+    /// Opens a direct conversation (or a room's window) by name, if it is not open.
     public func openConversation(_ name: String) {
-        let kind: Conversation.Kind = state.isChannel(name) ? .room : .direct
-        if state.conversation(name) == nil {
-            state.open(name: name, kind: kind)
-            emit(.conversationOpened(name))
-        }
+        let id = state.id(for: name)
+        if state[id] == nil { emit(state.record(.opened(id, name: name))) }
     }
-    public func closeConversation(_ name: String) { state.close(name) }
+
+    public func closeConversation(_ id: ConversationID) {
+        guard id != .server, state[id] != nil else { return }
+        emit(state.record(.closed(id)))
+    }
 
     /// Adds a client-side note (an error the user should see) to a conversation.
-    public func note(_ text: String, in conversation: String, isError: Bool = true) {
-        emit(state.add(ChatLine(time: Date().timeIntervalSince1970, kind: isError ? .error : .info, text: text), to: conversation))
+    public func note(_ text: String, in conversation: ConversationID, isError: Bool = true) {
+        let place = state[conversation] == nil && conversation.kind != .direct ? .server : conversation
+        for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: isError ? .error : .info, text: text), to: place) { emit(event) }
     }
+
+    /// A note about a person or a room, by name, in the conversation with them.
+    func note(_ text: String, in name: String, isError: Bool = true) {
+        note(text, in: state.id(for: name), isError: isError)
+    }
+
+    /// Where answers to the user's last command go: the conversation it was typed in.
+    var replyPlace: ConversationID { state.replyConversation ?? .server }
+
+    /// The conversation the user types in, for answers that do not go to the server (file
+    /// transfer commands, /ignore).
+    public func replyIn(_ id: ConversationID) { state.replyConversation = id }
 
     // MARK: The connection loop
 
@@ -218,17 +249,17 @@ public actor ChatClient {
     /// Registers and handles one connection until it closes; returns why it closed.
     private func session(_ connection: LineConnection) async -> SessionEnd {
         self.connection = connection
-        capNegotiationDone = false
         serverErrorText = nil
         pingSentAt = nil
         let now = Date().timeIntervalSince1970
         connectedAt = now
         lastReceived = now
         emit(.status(.connected))
-        write(IRCMessage("CAP", "LS", "302"), over: connection)
-        if let password = config.password { write(IRCMessage("PASS", password), over: connection) }
-        write(IRCMessage("NICK", state.nick), over: connection)
-        write(IRCMessage(command: "USER", params: [config.userName, "0", "*", config.realName]), over: connection)
+        // Each connection registers afresh, under the nickname we last had.
+        var settings = config.registrationSettings
+        settings.nick = state.nick
+        registration = Registration(settings)
+        perform(registration.start(), over: connection)
 
         let heartbeat = Task { [weak self] in
             while !Task.isCancelled {
@@ -288,6 +319,10 @@ public actor ChatClient {
         if message.command == "PRIVMSG" || message.command == "NOTICE" || message.command == "TAGMSG", isIgnored(message.source) {
             return
         }
+        if registration.consumes(message) {
+            perform(registration.received(message), over: connection)
+            return
+        }
         switch message.command {
         case "PING":
             write(IRCMessage(command: "PONG", params: message.params), over: connection)
@@ -297,53 +332,21 @@ public actor ChatClient {
                 emit(.lag(max(0, now - sent)))
             }
             return
-        case "CAP":
-            handleCap(message, over: connection)
-            return
-        case "001":
-            if !capNegotiationDone { capNegotiationDone = true }
-            for event in state.apply(message, now: now) { emit(event) }
-            emit(.status(.registered(nick: state.nick)))
-            for event in state.connectionBack(now: now) { emit(event) }
-            if let oper = config.operLogin {
-                write(IRCMessage("OPER", oper.name, oper.password), over: connection)
-            }
-            if !wantedRooms.isEmpty {
-                write(IRCMessage("JOIN", wantedRooms.joined(separator: ",")), over: connection)
-            }
-            flushQueue(over: connection)
-            return
-        case "433" where !state.isRegistered:
-            let taken = message.param(1) ?? state.nick
-            let next = alternative(to: taken)
-            emit(.nickInUse(taken, trying: next))
-            state.nick = next
-            write(IRCMessage("NICK", next), over: connection)
-            return
+        case "001", "005", "464", "465":
+            perform(registration.received(message), over: connection)
+            guard registration.phase == .registered else { return }
         case "401" where message.params.count > 1 && !(flushedDirect[state.key(for: message.params[1])]?.isEmpty ?? true):
             // A held message to someone who is not back yet: say which text did not arrive.
             let nick = message.params[1]
             let text = flushedDirect[state.key(for: nick)]!.removeFirst()
             emit(.notSent(target: nick, text: text, reason: "\(nick) is not on the server now; send it again when they are back"))
             return
-        case "432" where !state.isRegistered:
-            fatalReason = "the server refused the nickname \(message.param(1) ?? state.nick): \(message.params.last ?? "erroneous nickname")"
-            connection.close(reason: fatalReason!)
-            return
-        case "464" where !state.isRegistered:
-            fatalReason = "wrong password: \(message.params.last ?? "password incorrect")"
-            connection.close(reason: fatalReason!)
-            return
-        case "465":
-            fatalReason = "banned from this server: \(message.params.last ?? "")"
-            connection.close(reason: fatalReason!)
-            return
         case "ERROR":
             serverErrorText = message.params.first ?? ""
             connection.close(reason: "closed by the server: \(message.params.first ?? "")")
             if userStopReason != nil {
                 // The expected answer to our QUIT, not an error.
-                emit(state.add(ChatLine(time: now, kind: .info, text: serverErrorText ?? ""), to: ClientState.serverKey))
+                for event in state.line(ChatLine(time: now, kind: .info, text: serverErrorText ?? ""), to: .server) { emit(event) }
                 return
             }
         case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC "):
@@ -374,59 +377,40 @@ public actor ChatClient {
         case "NOTICE" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC REJECT"):
             dccRejected(by: IRCSource(parsing: message.source ?? "").nick, text: message.params[1])
             return
-        case "421" where message.param(1) == "CAP":
-            capNegotiationDone = true
-            return
         default:
             break
         }
         for event in state.apply(message, now: now) { emit(event) }
+        if message.command == "001" { welcomed(over: connection, now: now) }
     }
 
-    // CAP * LS [*] :caps | CAP * ACK :caps | CAP * NAK :caps
-    private func handleCap(_ message: IRCMessage, over connection: LineConnection) {
-        guard message.params.count >= 3 else { return }
-        let subcommand = message.params[1].uppercased()
-        let list = message.params.last ?? ""
-        switch subcommand {
-        case "LS":
-            offered.formUnion(list.split(separator: " ").map { String($0.split(separator: "=").first ?? $0) })
-            // A `*` before the list means more LS lines follow.
-            if message.params.count >= 4 && message.params[2] == "*" { return }
-            let request = config.wantedCapabilities.filter { offered.contains($0) }
-            if request.isEmpty || state.isRegistered {
-                endCapNegotiation(over: connection)
-            } else {
-                write(IRCMessage("CAP", "REQ", request.joined(separator: " ")), over: connection)
-            }
-        case "ACK":
-            for cap in list.split(separator: " ") {
-                if cap.hasPrefix("-") { state.capabilities.remove(String(cap.dropFirst())) } else { state.capabilities.insert(String(cap)) }
-            }
-            endCapNegotiation(over: connection)
-        case "NAK":
-            endCapNegotiation(over: connection)
-        default:
-            break
+    /// Registered: rooms, operator login and the held lines follow.
+    private func welcomed(over connection: LineConnection, now: Double) {
+        for event in state.connectionBack(now: now) { emit(event) }
+        if let oper = config.operLogin {
+            write(IRCMessage("OPER", oper.name, oper.password), over: connection)
         }
+        if !wantedRooms.isEmpty {
+            write(IRCMessage("JOIN", wantedRooms.joined(separator: ",")), over: connection)
+        }
+        flushQueue(over: connection)
     }
 
-    private var offered: Set<String> = []
-
-    private func endCapNegotiation(over connection: LineConnection) {
-        guard !capNegotiationDone else { return }
-        capNegotiationDone = true
-        offered = []
-        write(IRCMessage("CAP", "END"), over: connection)
-    }
-
-    /// `nick_`, `nick__`, … and, when that would pass NICKLEN, digits in place of the last characters.
-    func alternative(to taken: String) -> String {
-        let limit = state.isupport.nickLength ?? 30
-        let candidate = taken + "_"
-        if candidate.utf8.count <= limit { return candidate }
-        let stem = UTF8Boundary.prefix(config.nick, maxBytes: limit - 2)
-        return stem + String(Int.random(in: 10...99))
+    /// Carries out what the registration machine decided.
+    private func perform(_ actions: [Registration.Action], over connection: LineConnection) {
+        for action in actions {
+            switch action {
+            case .send(let message): write(message, over: connection)
+            case .nickInUse(let taken, let trying): emit(state.record(.nickInUse(taken, trying: trying)))
+            case .capabilities(let set): state.capabilities = set
+            case .registered: break // the 001 itself is folded into the state next
+            case .notice(let text):
+                for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: .error, text: text), to: .server) { emit(event) }
+            case .refuse(let reason):
+                fatalReason = reason
+                connection.close(reason: reason)
+            }
+        }
     }
 
     // MARK: Sending
@@ -445,7 +429,8 @@ public actor ChatClient {
                 return
             }
             if !echoes {
-                emit(state.addOwn(text: piece, to: outgoing.target, kind: outgoing.isAction ? .action : .message, now: now))
+                let line = ChatLine(time: now, kind: outgoing.isAction ? .action : .message, sender: state.nick, text: piece, isOwn: true)
+                for event in state.line(line, to: state.id(for: outgoing.target), name: outgoing.target) { emit(event) }
             }
         }
     }
@@ -460,12 +445,16 @@ public actor ChatClient {
                           reason: "offline queue is full (\(config.offlineQueueLimit) messages)"))
             return
         }
-        queue.append(outgoing)
         // Shown at once with its text, marked as held; it turns into an ordinary line when sent.
+        nextSerial += 1
+        var held = outgoing
+        held.serial = nextSerial
+        queue.append(held)
         var line = ChatLine(time: Date().timeIntervalSince1970, kind: outgoing.isAction ? .action : .message,
                             sender: state.nick, text: outgoing.text, isOwn: true)
         line.isPending = true
-        emit(state.add(line, to: outgoing.target))
+        line.serial = held.serial
+        for event in state.line(line, to: state.id(for: outgoing.target), name: outgoing.target) { emit(event) }
     }
 
     private func flushQueue(over connection: LineConnection) {
@@ -473,14 +462,17 @@ public actor ChatClient {
         queue = []
         flushedDirect = [:]
         for outgoing in pending {
-            state.removePending(outgoing.text, in: outgoing.target)
+            emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial)))
             if !state.isChannel(outgoing.target) { flushedDirect[state.key(for: outgoing.target), default: []].append(outgoing.text) }
             deliver(outgoing, over: connection)
         }
     }
 
     private func failQueued(reason: String) {
-        for outgoing in queue { emit(.notSent(target: outgoing.target, text: outgoing.text, reason: reason)) }
+        for outgoing in queue {
+            emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial)))
+            emit(.notSent(target: outgoing.target, text: outgoing.text, reason: reason))
+        }
         queue = []
     }
 

@@ -48,6 +48,15 @@ public struct ClientConfig: Sendable {
         self.nick = nick
     }
 
+    /// What registration needs of this configuration.
+    var registrationSettings: Registration.Settings {
+        Registration.Settings(nick: nick, userName: userName, realName: realName, password: password,
+                              wantedCapabilities: wantedCapabilities, sasl: sasl)
+    }
+
+    /// SASL PLAIN credentials (account, password): sent when the server offers `sasl`.
+    public var sasl: (account: String, password: String)?
+
     /// A USER name: our nickname when it is plain ASCII, else a safe stand-in.
     var userName: String {
         if let user, !user.isEmpty { return user }

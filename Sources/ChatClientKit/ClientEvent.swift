@@ -1,3 +1,5 @@
+import IRCWire
+
 /// Where the connection stands, as a status line shows it.
 public enum ConnectionStatus: Sendable, Equatable {
     case connecting(host: String, port: Int, attempt: Int)
@@ -10,23 +12,50 @@ public enum ConnectionStatus: Sendable, Equatable {
     case stopped(reason: String)
 }
 
-/// What a `ChatClient` tells its front end, in order.
+/// What a `ChatClient` tells its front end, in order. Each event carries the value that
+/// changed, so a front end keeps its own view current by applying them to a
+/// `ConversationBook` (as the client does to its own) and never asks for the whole state.
 public enum ClientEvent: Sendable, Equatable {
     case status(ConnectionStatus)
     /// Our nickname was taken during registration; we try `trying` next.
     case nickInUse(String, trying: String)
     /// Our own nickname changed.
     case nickChanged(old: String, new: String)
-    /// Someone else's nickname changed: a view of them follows them to the new name.
+    /// Someone else's nickname changed: their member rows and their direct conversation follow
+    /// them to the new name (the lines saying so come as `.line` events after this one).
     case renamed(old: String, new: String)
-    /// A LIST finished: `ClientState.roomList` holds its rooms.
-    case roomListReady(count: Int)
-    /// A line was added to a conversation (its display name).
-    case line(conversation: String, ChatLine)
-    case membersChanged(conversation: String)
-    case topicChanged(conversation: String, topic: String)
-    /// A conversation appeared (a room we joined, a new direct conversation).
-    case conversationOpened(String)
+    /// The server's ISUPPORT as it stands after a 005.
+    case serverSupport(ISupport)
+    /// We are marked away (306) or back (305).
+    case away(Bool)
+    /// A LIST finished: its rooms (at most 10,000).
+    case roomList([ListedRoom])
+    /// A conversation appeared (a direct conversation, one the user opened).
+    case opened(ConversationID, name: String)
+    case closed(ConversationID)
+    /// We are in a room: newly (`again` false: a front end goes there) or rejoined after a drop.
+    case joined(ConversationID, name: String, again: Bool)
+    /// We left a room (PART, KICK).
+    case left(ConversationID)
+    /// The connection dropped: rooms we were in wait to be rejoined, their members kept.
+    case connectionLost
+    /// A line for a conversation, inserted at its place by time (once per msgid).
+    case line(ConversationID, ChatLine)
+    /// A held line (`isPending`) was sent or given up: it goes (the sent copy follows as a line).
+    case pendingDone(ConversationID, serial: UInt64)
+    /// A room's whole member list (NAMES).
+    case members(ConversationID, [Member])
+    case memberJoined(ConversationID, Member)
+    case memberLeft(ConversationID, nick: String)
+    /// A member's prefixes or away state changed.
+    case memberChanged(ConversationID, Member)
+    case topic(ConversationID, String)
+    /// A room's non-list modes, replaced whole.
+    case modes(ConversationID, [Character: String])
+    case markedRead(ConversationID)
+    case cleared(ConversationID)
+    /// A file transfer changed state or made progress.
+    case transfer(TransferInfo)
     case error(String)
     /// Round-trip time of the last heartbeat, in seconds.
     case lag(Double)

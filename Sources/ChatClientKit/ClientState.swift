@@ -1,29 +1,20 @@
 import IRCWire
 
-/// Everything a front end shows, as a value: conversations with their lines, members and
-/// topics, kept current by folding in each message from the server. No I/O.
+/// The client's reading of the server: it turns each message into value-carrying
+/// `ClientEvent`s and applies them to its own `ConversationBook`, the one owner of
+/// conversations, members and unread counts. No I/O.
 public struct ClientState: Sendable {
-    /// Our nickname as the server knows it.
-    public var nick: String
-    public var isupport = ISupport()
+    /// What the events built so far: the client's own view (no lines kept unless asked).
+    public private(set) var book: ConversationBook
     public var isRegistered = false
-    /// We are marked away (306), until 305.
-    public var isAway = false
-    /// The last LIST's rooms (322 lines, complete at 323), for the /list picker.
-    public private(set) var roomList: [ListedRoom] = []
     private var collectingList: [ListedRoom] = []
     /// Capabilities the server acknowledged.
     public var capabilities: Set<String> = []
-    /// Folded name to conversation.
-    public private(set) var conversations: [String: Conversation] = [:]
-    /// Conversation keys in the order they were opened.
-    public private(set) var order: [String] = []
-    public var scrollbackLimit: Int
     /// `nick!user@host` as the server sees us, once known (for message splitting).
     public var ownSource: String?
     /// Where replies to the user's last query go (the conversation it was typed in), as irssi
     /// shows a /whois in the window where you asked. Nil: the server window.
-    public var replyConversation: String?
+    public var replyConversation: ConversationID?
     /// Numerics that answer a user's query or command.
     static let queryReplies: Set<String> = [
         "301", "311", "312", "313", "317", "318", "319", "330", "338", "378", "671", "352", "315",
@@ -34,88 +25,68 @@ public struct ClientState: Sendable {
         "471", "473", "474", "475", "476", "478", "501", "525", "696",
     ]
     /// Conversations marked "connection lost", to be marked "connected again".
-    private var droppedSince: Set<String> = []
+    private var droppedSince: Set<ConversationID> = []
     /// Names collected from 353 until 366 ends the list.
-    private var pendingNames: [String: [String: Member]] = [:]
+    private var pendingNames: [ConversationID: [String: Member]] = [:]
+    /// Events produced by the message being applied.
+    private var produced: [ClientEvent] = []
 
-    public static let serverKey = "*"
-
-    public init(nick: String, scrollbackLimit: Int = 10_000) {
-        self.nick = nick
-        self.scrollbackLimit = scrollbackLimit
-        open(name: "server", kind: .server, key: Self.serverKey)
+    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true) {
+        book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
     }
 
-    /// The server's CASEMAPPING, folded as our server folds it (non-ASCII letters by Unicode).
-    public var casemapping: Casemapping { isupport.casemapping }
+    /// Goes on reading from a book (tests fold server lines into a screen's view this way).
+    public init(continuing book: ConversationBook, registered: Bool) {
+        self.book = book
+        isRegistered = registered
+    }
 
-    public func key(for name: String) -> String { casemapping.fold(name) }
+    // Reading, through the book.
+    public var nick: String { book.nick }
+    public var isupport: ISupport { book.isupport }
+    public var isAway: Bool { book.isAway }
+    public var roomList: [ListedRoom] { book.roomList }
+    public var casemapping: Casemapping { book.casemapping }
+    public func key(for name: String) -> String { book.key(for: name) }
+    public func isChannel(_ name: String) -> Bool { book.isChannel(name) }
+    public func isMe(_ nick: String) -> Bool { book.isMe(nick) }
+    public func id(for name: String) -> ConversationID { book.id(for: name) }
+    public func conversation(_ name: String) -> Conversation? { book.conversation(name) }
+    public subscript(id: ConversationID) -> Conversation? { book[id] }
+    public var rooms: [Conversation] { book.rooms }
+    public var joinedRooms: [String] { book.joinedRooms }
+    public var orderedConversations: [Conversation] { book.orderedConversations }
 
-    public func isChannel(_ name: String) -> Bool { IRCNames.isChannel(name, types: isupport.channelTypes) }
+    // MARK: Changes
 
-    public func conversation(_ name: String) -> Conversation? { conversations[key(for: name)] }
-
-    public var rooms: [Conversation] { order.compactMap { conversations[$0] }.filter { $0.kind == .room } }
-
-    public var joinedRooms: [String] { rooms.filter(\.isJoined).map(\.name) }
-
-    /// The conversations in the order they were opened.
-    public var orderedConversations: [Conversation] { order.compactMap { conversations[$0] } }
-
-    public func isMe(_ nick: String) -> Bool { key(for: nick) == key(for: self.nick) }
-
-    // MARK: Changes a front end makes
-
+    /// Applies an event to the book and returns it, to be published.
     @discardableResult
-    public mutating func open(name: String, kind: Conversation.Kind, key explicitKey: String? = nil) -> String {
-        let key = explicitKey ?? self.key(for: name)
-        if conversations[key] == nil {
-            conversations[key] = Conversation(name: name, kind: kind, scrollbackLimit: scrollbackLimit)
-            order.append(key)
-        }
-        return key
+    public mutating func record(_ event: ClientEvent) -> ClientEvent {
+        book.apply(event)
+        return event
     }
 
-    public mutating func close(_ name: String) {
-        let key = key(for: name)
-        guard key != Self.serverKey else { return }
-        conversations.removeValue(forKey: key)
-        order.removeAll { $0 == key }
+    /// Applies events and collects them for the message being handled.
+    private mutating func emit(_ event: ClientEvent) {
+        produced.append(record(event))
     }
 
-    public mutating func markRead(_ name: String) {
-        conversations[key(for: name)]?.markRead()
-    }
-
-    public mutating func clear(_ name: String) {
-        conversations[key(for: name)]?.clearLines()
-    }
-
-    /// Adds a line to a conversation (opening a direct one if needed) and returns the event for it.
+    /// A line for the conversation a name (a room, a person) or id names, opening a direct
+    /// conversation when it is new.
     @discardableResult
-    public mutating func add(_ line: ChatLine, to name: String) -> ClientEvent {
-        let key: String
-        if name == Self.serverKey || name == "server" {
-            key = Self.serverKey
-        } else if conversations[self.key(for: name)] != nil {
-            key = self.key(for: name)
-        } else {
-            key = open(name: name, kind: isChannel(name) ? .room : .direct)
-        }
-        conversations[key]!.append(line)
-        return .line(conversation: conversations[key]!.name, line)
+    public mutating func line(_ line: ChatLine, to id: ConversationID, name: String? = nil) -> [ClientEvent] {
+        var events: [ClientEvent] = []
+        if book[id] == nil { events.append(record(.opened(id, name: name ?? line.sender ?? id.key))) }
+        events.append(record(.line(id, line)))
+        return events
     }
 
-    /// A held line is about to be sent: it goes, and the sent one takes its place at the end.
-    public mutating func removePending(_ text: String, in target: String) {
-        let key = self.key(for: target)
-        conversations[key]?.removePending(text)
+    private mutating func say(_ line: ChatLine, to id: ConversationID, name: String? = nil) {
+        produced += self.line(line, to: id, name: name)
     }
 
-    /// Our own message, shown at once when the server will not echo it.
-    public mutating func addOwn(text: String, to target: String, kind: ChatLine.Kind, now: Double) -> ClientEvent {
-        add(ChatLine(time: now, kind: kind, sender: nick, text: text, isOwn: true), to: target)
-    }
+    /// The conversation a name goes to: the server window for `*`, else a room or a person.
+    public func target(_ name: String) -> ConversationID { name == "*" ? .server : id(for: name) }
 
     /// The connection is gone: rooms stay (to be rejoined) with their member lists as they were,
     /// shown greyed until NAMES replaces them. When we had been registered, every room and
@@ -125,243 +96,256 @@ public struct ClientState: Sendable {
         isRegistered = false
         capabilities = []
         pendingNames = [:]
-        var events: [ClientEvent] = []
-        for key in order {
-            guard let kind = conversations[key]?.kind, kind != .server else { continue }
-            if kind == .room {
-                guard conversations[key]!.isJoined || conversations[key]!.awaitingRejoin else { continue }
-                conversations[key]!.isJoined = false
-                conversations[key]!.awaitingRejoin = true
-            }
-            if wasRegistered {
-                let text = "── connection lost" + (reason.isEmpty ? "" : " (\(reason))") + "; what you type is held until it is back ──"
-                conversations[key]!.append(ChatLine(time: now, kind: .info, text: text))
-                events.append(.line(conversation: conversations[key]!.name, conversations[key]!.lines.last!))
-                droppedSince.insert(key)
+        produced = []
+        let marked = book.order.filter { id in
+            guard let conversation = book[id], id != .server else { return false }
+            return id.kind == .direct || conversation.isJoined || conversation.awaitingRejoin
+        }
+        emit(.connectionLost)
+        if wasRegistered {
+            let text = "── connection lost" + (reason.isEmpty ? "" : " (\(reason))") + "; what you type is held until it is back ──"
+            for id in marked {
+                say(ChatLine(time: now, kind: .info, text: text), to: id)
+                droppedSince.insert(id)
             }
         }
-        return events
+        return produced
     }
 
     /// Registered again after a drop: the conversations marked then get a line saying so.
     public mutating func connectionBack(now: Double) -> [ClientEvent] {
-        var events: [ClientEvent] = []
-        for key in order where droppedSince.contains(key) {
-            guard conversations[key] != nil else { continue }
-            conversations[key]!.append(ChatLine(time: now, kind: .info, text: "── connected again ──"))
-            events.append(.line(conversation: conversations[key]!.name, conversations[key]!.lines.last!))
+        produced = []
+        for id in book.order where droppedSince.contains(id) {
+            say(ChatLine(time: now, kind: .info, text: "── connected again ──"), to: id)
         }
         droppedSince = []
-        return events
+        return produced
     }
 
     // MARK: Folding server messages
 
     /// Applies one message from the server and returns what changed, for the front end.
     public mutating func apply(_ message: IRCMessage, now: Double) -> [ClientEvent] {
-        let time = message.tag("time").flatMap(ServerTime.parse) ?? now
-        let source = message.source.map(IRCSource.init(parsing:))
-        let from = source?.nick ?? ""
-        let p = message.params
-        switch message.command {
-        case "001":
-            isRegistered = true
-            if let first = p.first { nick = first }
-            if let last = p.last?.split(separator: " ").last, last.contains("!"), last.contains("@") {
-                ownSource = String(last)
-            }
-            return [add(ChatLine(time: time, kind: .info, text: p.last ?? ""), to: Self.serverKey)]
-        case "005":
-            isupport.apply(message)
-            return []
-        case "JOIN":
-            guard let room = p.first else { return [] }
-            if isMe(from) {
-                if let source, source.user != nil, source.host != nil { ownSource = source.description }
-                let key = open(name: room, kind: .room)
-                conversations[key]!.name = room
-                conversations[key]!.isJoined = true
-                // A rejoin after a drop keeps the old list on screen until NAMES replaces it, and
-                // is not news: it does not take the view there (only a room newly joined does).
-                let rejoin = conversations[key]!.awaitingRejoin
-                if !rejoin { conversations[key]!.members = [:] }
-                conversations[key]!.awaitingRejoin = false
-                if rejoin {
-                    return [add(ChatLine(time: time, kind: .join, sender: from, text: "You joined \(room) again"), to: room),
-                            .membersChanged(conversation: room)]
-                }
-                return [.conversationOpened(room), add(ChatLine(time: time, kind: .join, sender: from, text: "You joined \(room)"), to: room)]
-            }
-            let key = key(for: room)
-            guard conversations[key] != nil else { return [] }
-            conversations[key]!.members[self.key(for: from)] = Member(nick: from)
-            return [add(ChatLine(time: time, kind: .join, sender: from, text: "\(from) joined \(room)"), to: room),
-                    .membersChanged(conversation: room)]
-        case "PART":
-            guard let room = p.first, conversations[key(for: room)] != nil else { return [] }
-            let reason = p.count > 1 && !p[1].isEmpty ? " (\(p[1]))" : ""
-            if isMe(from) {
-                conversations[key(for: room)]!.isJoined = false
-                conversations[key(for: room)]!.awaitingRejoin = false
-                conversations[key(for: room)]!.members = [:]
-                return [add(ChatLine(time: time, kind: .part, sender: from, text: "You left \(room)\(reason)"), to: room),
-                        .membersChanged(conversation: room)]
-            }
-            conversations[key(for: room)]!.members.removeValue(forKey: key(for: from))
-            return [add(ChatLine(time: time, kind: .part, sender: from, text: "\(from) left \(room)\(reason)"), to: room),
-                    .membersChanged(conversation: room)]
-        case "KICK":
-            guard p.count >= 2, conversations[key(for: p[0])] != nil else { return [] }
-            let room = p[0], victim = p[1]
-            let reason = p.count > 2 ? " (\(p[2]))" : ""
-            if isMe(victim) {
-                conversations[key(for: room)]!.isJoined = false
-                conversations[key(for: room)]!.awaitingRejoin = false
-                conversations[key(for: room)]!.members = [:]
-            } else {
-                conversations[key(for: room)]!.members.removeValue(forKey: key(for: victim))
-            }
-            let who = isMe(victim) ? "You were" : "\(victim) was"
-            return [add(ChatLine(time: time, kind: .kick, sender: from, text: "\(who) kicked from \(room) by \(from)\(reason)"), to: room),
-                    .membersChanged(conversation: room)]
-        case "QUIT":
-            let reason = p.first.map { " (\($0))" } ?? ""
-            var events: [ClientEvent] = []
-            for key in order {
-                guard let conversation = conversations[key] else { continue }
-                let inRoom = conversation.kind == .room && conversation.members[self.key(for: from)] != nil
-                let isQuery = conversation.kind == .direct && key == self.key(for: from)
-                guard inRoom || isQuery else { continue }
-                conversations[key]!.members.removeValue(forKey: self.key(for: from))
-                conversations[key]!.append(ChatLine(time: time, kind: .quit, sender: from, text: "\(from) quit\(reason)"))
-                events.append(.line(conversation: conversation.name, conversations[key]!.lines.last!))
-                if inRoom { events.append(.membersChanged(conversation: conversation.name)) }
-            }
-            return events
-        case "NICK":
-            guard let new = p.first else { return [] }
-            var events: [ClientEvent] = []
-            let oldKey = key(for: from)
-            let wasMe = isMe(from)
-            if wasMe {
-                nick = new
-                events.append(.nickChanged(old: from, new: new))
-            } else {
-                events.append(.renamed(old: from, new: new))
-            }
-            let text = wasMe ? "You are now known as \(new)" : "\(from) is now known as \(new)"
-            let newKey = self.key(for: new)
-            // Every conversation is changed in place: a copy of one (`var c = conversations[k]`)
-            // and its write back copied the whole scrollback on each NICK (27 s of CPU for
-            // 100,000 renames); now a rename costs a lookup per conversation and a line per
-            // conversation the renamed person is in.
-            for key in order {
-                guard let kind = conversations[key]?.kind else { continue }
-                let inRoom = kind == .room && conversations[key]?.members[oldKey] != nil
-                let isQuery = kind == .direct && key == oldKey
-                guard inRoom || isQuery || (wasMe && kind != .direct) else { continue }
-                if var member = conversations[key]!.members.removeValue(forKey: oldKey) {
-                    member.nick = new
-                    conversations[key]!.members[newKey] = member
-                }
-                conversations[key]!.append(ChatLine(time: time, kind: .nick, sender: from, text: text))
-                var name = conversations[key]!.name
-                if isQuery && conversations[newKey] == nil {
-                    // The direct conversation follows the person to their new name.
-                    var moved = conversations.removeValue(forKey: key)!
-                    moved.name = new
-                    name = new
-                    conversations[newKey] = moved
-                    if let index = order.firstIndex(of: key) { order[index] = newKey }
-                    events.append(.line(conversation: name, conversations[newKey]!.lines.last!))
-                } else {
-                    events.append(.line(conversation: name, conversations[key]!.lines.last!))
-                }
-                if inRoom { events.append(.membersChanged(conversation: name)) }
-            }
-            return events
-        case "PRIVMSG", "NOTICE":
-            guard p.count >= 2 else { return [] }
-            return [privateOrRoomMessage(message.command, from: source, target: p[0], text: p[1], time: time)].compactMap { $0 }
-        case "TOPIC":
-            guard p.count >= 2, conversations[key(for: p[0])] != nil else { return [] }
-            conversations[key(for: p[0])]!.topic = p[1]
-            return [add(ChatLine(time: time, kind: .topic, sender: from, text: "\(from) set the topic: \(p[1])"), to: p[0]),
-                    .topicChanged(conversation: p[0], topic: p[1])]
-        case "332":
-            guard p.count >= 3, conversations[key(for: p[1])] != nil else { return [] }
-            conversations[key(for: p[1])]!.topic = p[2]
-            return [add(ChatLine(time: time, kind: .topic, text: "Topic: \(p[2])"), to: p[1]),
-                    .topicChanged(conversation: p[1], topic: p[2])]
-        case "305", "306":
-            isAway = message.command == "306"
-            return [numericOrUnknown(message, time: time)]
-        case "324":
-            // <me> <room> <modestring> <arguments>...: the room's modes, replaced whole.
-            if p.count >= 3, conversations[key(for: p[1])] != nil {
-                conversations[key(for: p[1])]!.modes = [:]
-                applyChannelModes(room: p[1], modes: p[2], arguments: Array(p.dropFirst(3)))
-            }
-            return [numericOrUnknown(message, time: time)]
-        case "353":
-            guard p.count >= 4 else { return [] }
-            let roomKey = key(for: p[2])
-            var names = pendingNames[roomKey] ?? [:]
-            let symbols = Set(isupport.prefixes.map(\.symbol))
-            for entry in p[3].split(separator: " ") {
-                let prefixes = String(entry.prefix(while: { symbols.contains($0) }))
-                // userhost-in-names writes nick!user@host.
-                let name = String(entry.dropFirst(prefixes.count).prefix(while: { $0 != "!" }))
-                guard !name.isEmpty else { continue }
-                names[key(for: name)] = Member(nick: name, prefixes: prefixes)
-            }
-            pendingNames[roomKey] = names
-            return []
-        case "321":
-            collectingList = []
-            return []
-        case "322":
-            // <me> <room> <users> :<topic>
-            guard p.count >= 3 else { return [] }
-            if collectingList.count < 10_000 {
-                collectingList.append(ListedRoom(name: p[1], users: Int(p[2]) ?? 0, topic: p.count > 3 ? p[3] : ""))
-            }
-            return []
-        case "323":
-            roomList = collectingList
-            collectingList = []
-            return [.roomListReady(count: roomList.count)]
-        case "366":
-            guard p.count >= 2 else { return [] }
-            let roomKey = key(for: p[1])
-            guard let names = pendingNames.removeValue(forKey: roomKey), conversations[roomKey] != nil else { return [] }
-            conversations[roomKey]!.members = names
-            return [.membersChanged(conversation: conversations[roomKey]!.name)]
-        case "MODE":
-            guard p.count >= 2, isChannel(p[0]), conversations[key(for: p[0])] != nil else { return [] }
-            applyChannelModes(room: p[0], modes: p[1], arguments: Array(p.dropFirst(2)))
-            let text = "\(from) set mode \(p.dropFirst().joined(separator: " "))"
-            return [add(ChatLine(time: time, kind: .mode, sender: from, text: text), to: p[0]),
-                    .membersChanged(conversation: p[0])]
-        case "AWAY":
-            return setAway(from, away: !(p.first ?? "").isEmpty)
-        case "352":
-            // WHO reply: <me> <channel> <user> <host> <server> <nick> <H|G>[*][@+] :<hops> <real name>
-            guard p.count >= 7 else { return [] }
-            return setAway(p[5], away: p[6].hasPrefix("G"))
-        case "PONG", "PING", "CAP", "002", "003", "004", "251", "252", "253", "254", "255", "265", "266",
-             "315", "329", "333", "375", "376", "396":
-            return []
-        case "ERROR":
-            return [add(ChatLine(time: time, kind: .error, text: p.first ?? "closing"), to: Self.serverKey)]
-        default:
-            return [numericOrUnknown(message, time: time)]
+        produced = []
+        let context = MessageContext(message: message, now: now)
+        if let handler = Self.handlers[message.command] {
+            handler(&self, context)
+        } else if !Self.silent.contains(message.command) {
+            numericOrUnknown(context)
+        }
+        return produced
+    }
+
+    /// What a handler needs of one message, parsed once.
+    struct MessageContext {
+        let message: IRCMessage
+        let time: Double
+        let source: IRCSource?
+        /// The sender's nickname ("" for none).
+        let from: String
+        let msgid: String?
+        var p: [String] { message.params }
+
+        init(message: IRCMessage, now: Double) {
+            self.message = message
+            time = message.tag("time").flatMap(ServerTime.parse) ?? now
+            source = message.source.map(IRCSource.init(parsing:))
+            from = source?.nick ?? ""
+            msgid = message.tag("msgid")
         }
     }
 
-    mutating func privateOrRoomMessage(_ command: String, from source: IRCSource?, target: String, text rawText: String, time: Double) -> ClientEvent? {
-        let from = source?.nick ?? ""
-        var text = rawText
+    typealias Handler = @Sendable (inout ClientState, MessageContext) -> Void
+
+    /// The client's message table: what each command means for the conversations. Commands
+    /// that are only protocol bookkeeping (PING, CAP, registration) are the registration
+    /// machine's and the connection's; numerics without an entry become a line.
+    static let handlers: [String: Handler] = [
+        "001": { $0.welcome($1) },
+        "005": { state, c in
+            var isupport = state.isupport
+            isupport.apply(c.message)
+            state.emit(.serverSupport(isupport))
+        },
+        "JOIN": { $0.joined($1) },
+        "PART": { $0.parted($1) },
+        "KICK": { $0.kicked($1) },
+        "QUIT": { $0.quit($1) },
+        "NICK": { $0.nickChanged($1) },
+        "PRIVMSG": { $0.privateOrRoomMessage($1) },
+        "NOTICE": { $0.privateOrRoomMessage($1) },
+        "TOPIC": { $0.topicChanged($1) },
+        "332": { $0.topicReply($1) },
+        "305": { state, c in state.emit(.away(false)); state.numericOrUnknown(c) },
+        "306": { state, c in state.emit(.away(true)); state.numericOrUnknown(c) },
+        "324": { $0.modeReply($1) },
+        "353": { $0.namesReply($1) },
+        "366": { $0.namesEnd($1) },
+        "321": { state, _ in state.collectingList = [] },
+        "322": { $0.listReply($1) },
+        "323": { state, _ in state.emit(.roomList(state.collectingList)); state.collectingList = [] },
+        "MODE": { $0.modeChanged($1) },
+        "AWAY": { state, c in state.setAway(c.from, away: !(c.p.first ?? "").isEmpty) },
+        // WHO reply: <me> <channel> <user> <host> <server> <nick> <H|G>[*][@+] :<hops> <real name>
+        "352": { state, c in if c.p.count >= 7 { state.setAway(c.p[5], away: c.p[6].hasPrefix("G")) } },
+        "ERROR": { state, c in state.say(ChatLine(time: c.time, kind: .error, text: c.p.first ?? "closing"), to: .server) },
+    ]
+
+    /// Commands and numerics that change nothing a front end shows.
+    static let silent: Set<String> = [
+        "PONG", "PING", "CAP", "AUTHENTICATE", "002", "003", "004", "251", "252", "253", "254", "255",
+        "265", "266", "315", "329", "333", "375", "376", "396",
+    ]
+
+    mutating func welcome(_ c: MessageContext) {
+        isRegistered = true
+        emit(.status(.registered(nick: c.p.first ?? nick)))
+        if let last = c.p.last?.split(separator: " ").last, last.contains("!"), last.contains("@") {
+            ownSource = String(last)
+        }
+        say(ChatLine(time: c.time, kind: .info, text: c.p.last ?? ""), to: .server)
+    }
+
+    // JOIN <room>
+    mutating func joined(_ c: MessageContext) {
+        guard let room = c.p.first else { return }
+        let id = ConversationID.room(key(for: room))
+        if isMe(c.from) {
+            if let source = c.source, source.user != nil, source.host != nil { ownSource = source.description }
+            // A rejoin after a drop keeps the old list on screen until NAMES replaces it, and
+            // is not news: it does not take the view there (only a room newly joined does).
+            let again = book[id]?.awaitingRejoin ?? false
+            emit(.joined(id, name: room, again: again))
+            say(ChatLine(time: c.time, kind: .join, sender: c.from, text: again ? "You joined \(room) again" : "You joined \(room)"), to: id)
+            return
+        }
+        guard book[id] != nil else { return }
+        emit(.memberJoined(id, Member(nick: c.from)))
+        say(ChatLine(time: c.time, kind: .join, sender: c.from, text: "\(c.from) joined \(room)"), to: id)
+    }
+
+    // PART <room> [<reason>]
+    mutating func parted(_ c: MessageContext) {
+        guard let room = c.p.first, case let id = ConversationID.room(key(for: room)), book[id] != nil else { return }
+        let reason = c.p.count > 1 && !c.p[1].isEmpty ? " (\(c.p[1]))" : ""
+        if isMe(c.from) {
+            emit(.left(id))
+            say(ChatLine(time: c.time, kind: .part, sender: c.from, text: "You left \(room)\(reason)"), to: id)
+        } else {
+            emit(.memberLeft(id, nick: c.from))
+            say(ChatLine(time: c.time, kind: .part, sender: c.from, text: "\(c.from) left \(room)\(reason)"), to: id)
+        }
+    }
+
+    // KICK <room> <victim> [<reason>]
+    mutating func kicked(_ c: MessageContext) {
+        guard c.p.count >= 2, case let id = ConversationID.room(key(for: c.p[0])), book[id] != nil else { return }
+        let room = c.p[0], victim = c.p[1]
+        let reason = c.p.count > 2 ? " (\(c.p[2]))" : ""
+        emit(isMe(victim) ? .left(id) : .memberLeft(id, nick: victim))
+        let who = isMe(victim) ? "You were" : "\(victim) was"
+        say(ChatLine(time: c.time, kind: .kick, sender: c.from, text: "\(who) kicked from \(room) by \(c.from)\(reason)"), to: id)
+    }
+
+    // QUIT [<reason>]
+    mutating func quit(_ c: MessageContext) {
+        let reason = c.p.first.map { " (\($0))" } ?? ""
+        let memberKey = key(for: c.from)
+        for id in book.order {
+            let inRoom = id.kind == .room && book[id]?.members[memberKey] != nil
+            guard inRoom || id == .direct(memberKey) else { continue }
+            if inRoom { emit(.memberLeft(id, nick: c.from)) }
+            say(ChatLine(time: c.time, kind: .quit, sender: c.from, text: "\(c.from) quit\(reason)"), to: id)
+        }
+    }
+
+    // NICK <new>
+    mutating func nickChanged(_ c: MessageContext) {
+        guard let new = c.p.first else { return }
+        let oldKey = key(for: c.from)
+        let wasMe = isMe(c.from)
+        // Where the line saying so goes: the rooms the person is in and the conversation with
+        // them (every room and conversation, when it is us), found before the rename.
+        let shared = book.order.filter { id in
+            switch id {
+            case .room: return wasMe || book[id]?.members[oldKey] != nil
+            case .direct(let key): return key == oldKey
+            case .server: return wasMe
+            }
+        }
+        emit(wasMe ? .nickChanged(old: c.from, new: new) : .renamed(old: c.from, new: new))
+        let text = wasMe ? "You are now known as \(new)" : "\(c.from) is now known as \(new)"
+        for id in shared {
+            var place = id
+            if case .direct = id, book[id] == nil { place = .direct(key(for: new)) }
+            say(ChatLine(time: c.time, kind: .nick, sender: c.from, text: text), to: place, name: new)
+        }
+    }
+
+    // TOPIC <room> <topic>
+    mutating func topicChanged(_ c: MessageContext) {
+        guard c.p.count >= 2, case let id = ConversationID.room(key(for: c.p[0])), book[id] != nil else { return }
+        emit(.topic(id, c.p[1]))
+        say(ChatLine(time: c.time, kind: .topic, sender: c.from, text: "\(c.from) set the topic: \(c.p[1])"), to: id)
+    }
+
+    // 332 <me> <room> <topic>
+    mutating func topicReply(_ c: MessageContext) {
+        guard c.p.count >= 3, case let id = ConversationID.room(key(for: c.p[1])), book[id] != nil else { return }
+        emit(.topic(id, c.p[2]))
+        say(ChatLine(time: c.time, kind: .topic, text: "Topic: \(c.p[2])"), to: id)
+    }
+
+    // 324 <me> <room> <modestring> <arguments>...: the room's modes, replaced whole.
+    mutating func modeReply(_ c: MessageContext) {
+        if c.p.count >= 3, case let id = ConversationID.room(key(for: c.p[1])), book[id] != nil {
+            applyChannelModes(id, modes: c.p[2], arguments: Array(c.p.dropFirst(3)), replacing: true)
+        }
+        numericOrUnknown(c)
+    }
+
+    // MODE <room> <modestring> <arguments>...
+    mutating func modeChanged(_ c: MessageContext) {
+        guard c.p.count >= 2, isChannel(c.p[0]), case let id = ConversationID.room(key(for: c.p[0])), book[id] != nil else { return }
+        applyChannelModes(id, modes: c.p[1], arguments: Array(c.p.dropFirst(2)), replacing: false)
+        say(ChatLine(time: c.time, kind: .mode, sender: c.from, text: "\(c.from) set mode \(c.p.dropFirst().joined(separator: " "))"), to: id)
+    }
+
+    // 353 <me> <symbol> <room> :<names>
+    mutating func namesReply(_ c: MessageContext) {
+        guard c.p.count >= 4 else { return }
+        let id = ConversationID.room(key(for: c.p[2]))
+        var names = pendingNames[id] ?? [:]
+        let symbols = Set(isupport.prefixes.map(\.symbol))
+        for entry in c.p[3].split(separator: " ") {
+            let prefixes = String(entry.prefix(while: { symbols.contains($0) }))
+            // userhost-in-names writes nick!user@host.
+            let name = String(entry.dropFirst(prefixes.count).prefix(while: { $0 != "!" }))
+            guard !name.isEmpty else { continue }
+            names[key(for: name)] = Member(nick: name, prefixes: prefixes)
+        }
+        pendingNames[id] = names
+    }
+
+    // 366 <me> <room> :End of /NAMES list
+    mutating func namesEnd(_ c: MessageContext) {
+        guard c.p.count >= 2 else { return }
+        let id = ConversationID.room(key(for: c.p[1]))
+        guard let names = pendingNames.removeValue(forKey: id), book[id] != nil else { return }
+        emit(.members(id, names.values.sorted { $0.nick < $1.nick }))
+    }
+
+    // 322 <me> <room> <users> :<topic>
+    mutating func listReply(_ c: MessageContext) {
+        guard c.p.count >= 3, collectingList.count < 10_000 else { return }
+        collectingList.append(ListedRoom(name: c.p[1], users: Int(c.p[2]) ?? 0, topic: c.p.count > 3 ? c.p[3] : ""))
+    }
+
+    // PRIVMSG|NOTICE <target> <text>
+    mutating func privateOrRoomMessage(_ c: MessageContext) {
+        guard c.p.count >= 2 else { return }
+        let command = c.message.command, target = c.p[0], from = c.from
+        var text = c.p[1]
         var kind: ChatLine.Kind = command == "NOTICE" ? .notice : .message
         if text.hasPrefix("\u{1}") {
             let body = text.dropFirst().prefix(while: { $0 != "\u{1}" })
@@ -369,27 +353,26 @@ public struct ClientState: Sendable {
             if verb == "ACTION" {
                 kind = .action
                 text = String(body.dropFirst(min(body.count, 7)))
-            } else if command == "PRIVMSG" {
-                return add(ChatLine(time: time, kind: .info, sender: from, text: "CTCP \(body) from \(from)"), to: from)
             } else {
-                return add(ChatLine(time: time, kind: .notice, sender: from, text: "CTCP reply \(body)"), to: from)
+                let line = command == "PRIVMSG"
+                    ? ChatLine(time: c.time, kind: .info, sender: from, text: "CTCP \(body) from \(from)")
+                    : ChatLine(time: c.time, kind: .notice, sender: from, text: "CTCP reply \(body)")
+                say(line, to: .direct(key(for: from)), name: from)
+                return
             }
         }
         let own = isMe(from)
+        var line = ChatLine(time: c.time, kind: kind, sender: from, text: text, isOwn: own,
+                            isHighlight: !own && (!isChannel(target) || mentions(text)))
+        line.msgid = c.msgid
         // A server notice (no nick!user@host source) before or around registration goes to the server window.
-        if source?.user == nil && !own && !isChannel(target) {
-            return add(ChatLine(time: time, kind: .notice, sender: from, text: text), to: Self.serverKey)
+        if c.source?.user == nil && !own && !isChannel(target) {
+            line.isHighlight = false
+            say(line, to: .server)
+            return
         }
-        let conversation: String
-        if isChannel(target) {
-            conversation = target
-        } else if own {
-            conversation = target
-        } else {
-            conversation = from
-        }
-        let highlight = !own && (!isChannel(target) || mentions(text))
-        return add(ChatLine(time: time, kind: kind, sender: from, text: text, isOwn: own, isHighlight: highlight), to: conversation)
+        let name = isChannel(target) || own ? target : from
+        say(line, to: id(for: name), name: name)
     }
 
     /// Whether `text` names us as a word.
@@ -407,47 +390,47 @@ public struct ClientState: Sendable {
         return false
     }
 
-    mutating func setAway(_ nick: String, away: Bool) -> [ClientEvent] {
+    mutating func setAway(_ nick: String, away: Bool) {
         let memberKey = key(for: nick)
-        var events: [ClientEvent] = []
-        for key in order where conversations[key]?.members[memberKey] != nil {
-            guard conversations[key]!.members[memberKey]!.isAway != away else { continue }
-            conversations[key]!.members[memberKey]!.isAway = away
-            events.append(.membersChanged(conversation: conversations[key]!.name))
+        for id in book.order {
+            guard var member = book[id]?.members[memberKey], member.isAway != away else { continue }
+            member.isAway = away
+            emit(.memberChanged(id, member))
         }
-        return events
     }
 
     /// Applies a room's MODE (or 324) with the server's own mode syntax (IRCWire's `ModeSyntax`
     /// from CHANMODES and PREFIX): member statuses change prefixes, `k`/`l` and flags are kept,
     /// list changes (`+b`) are only shown.
-    mutating func applyChannelModes(room: String, modes: String, arguments: [String]) {
-        let roomKey = key(for: room)
-        guard conversations[roomKey] != nil else { return }
+    mutating func applyChannelModes(_ id: ConversationID, modes: String, arguments: [String], replacing: Bool) {
+        guard let room = book[id] else { return }
         let syntax = ModeSyntax(isupport: isupport)
         let prefixModes = isupport.prefixes
+        var flags = replacing ? [:] : room.modes
         for change in syntax.parse(modes, arguments: arguments).changes {
             switch syntax.kinds[change.letter] {
             case .membership?:
                 guard let target = change.argument, let rank = prefixModes.firstIndex(where: { $0.mode == change.letter }),
-                      var member = conversations[roomKey]!.members[key(for: target)] else { continue }
+                      var member = book[id]?.members[key(for: target)] else { continue }
                 var set = Set(member.prefixes)
                 if change.adding { set.insert(prefixModes[rank].symbol) } else { set.remove(prefixModes[rank].symbol) }
                 member.prefixes = String(prefixModes.map(\.symbol).filter { set.contains($0) })
-                conversations[roomKey]!.members[key(for: target)] = member
+                emit(.memberChanged(id, member))
             case .list?:
                 continue
             default:
-                conversations[roomKey]!.modes[change.letter] = change.adding ? (change.argument ?? "") : nil
+                flags[change.letter] = change.adding ? (change.argument ?? "") : nil
             }
         }
+        if flags != room.modes { emit(.modes(id, flags)) }
     }
 
-    mutating func numericOrUnknown(_ message: IRCMessage, time: Double) -> ClientEvent {
-        let p = message.params
+    mutating func numericOrUnknown(_ c: MessageContext) {
+        let message = c.message, p = c.p
         // Numerics: drop our own nick (the first parameter); errors go to the conversation they are about when it is open.
         guard message.numeric != nil || message.command.allSatisfy(\.isNumber) else {
-            return add(ChatLine(time: time, kind: .info, text: message.line), to: Self.serverKey)
+            say(ChatLine(time: c.time, kind: .info, text: message.line), to: .server)
+            return
         }
         let rest = Array(p.dropFirst())
         let isError = (message.command.hasPrefix("4") || message.command.hasPrefix("5")) && message.command != "422"
@@ -471,12 +454,12 @@ public struct ClientState: Sendable {
         }
         // A reply to what the user typed goes where they typed it (a 433 for `/nick bob` is not
         // news for the conversation with bob); anything else to the conversation it names.
-        var target = Self.serverKey
-        if let asked = replyConversation, Self.queryReplies.contains(message.command), conversations[key(for: asked)] != nil {
-            target = asked
-        } else if let about = rest.first, conversations[key(for: about)] != nil, rest.count > 1 {
-            target = about
+        var place = ConversationID.server
+        if let asked = replyConversation, Self.queryReplies.contains(message.command), book[asked] != nil {
+            place = asked
+        } else if let about = rest.first, rest.count > 1, book[id(for: about)] != nil {
+            place = id(for: about)
         }
-        return add(ChatLine(time: time, kind: isError ? .error : .info, text: text), to: target)
+        say(ChatLine(time: c.time, kind: isError ? .error : .info, text: text), to: place)
     }
 }

@@ -24,6 +24,11 @@ public struct ChatLine: Sendable, Equatable {
     public var isHighlight: Bool
     /// Ours, typed while offline and held until the connection is back.
     public var isPending = false
+    /// The server's `msgid` tag: the same message delivered twice (a replay, history filling a
+    /// gap) is kept once.
+    public var msgid: String?
+    /// A number the client gives its own held lines, so the one sent is the one that goes.
+    public var serial: UInt64 = 0
 
     public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
         self.time = time
@@ -68,8 +73,10 @@ public struct Member: Sendable, Equatable {
 public struct Conversation: Sendable, Equatable {
     public enum Kind: Sendable, Equatable { case server, room, direct }
 
+    public internal(set) var id: ConversationID
+    /// As the server spells it (the first spelling seen; a room's from our JOIN).
     public var name: String
-    public let kind: Kind
+    public var kind: Kind { id.kind }
     public var topic = ""
     /// Folded nickname to member; rooms only.
     public var members: [String: Member] = [:]
@@ -87,19 +94,47 @@ public struct Conversation: Sendable, Equatable {
     /// Lines kept; older ones are dropped so memory stays flat.
     public var scrollbackLimit: Int
 
-    public init(name: String, kind: Kind, scrollbackLimit: Int = 10_000) {
+    /// Whether lines are kept (a screen's view) or only counted (the client's own state, and
+    /// the line mode, which prints them and forgets).
+    public var keepsLines = true
+
+    public init(id: ConversationID, name: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true) {
+        self.id = id
         self.name = name
-        self.kind = kind
         self.scrollbackLimit = scrollbackLimit
+        self.keepsLines = keepsLines
     }
 
-    /// Removes our held line with this text (it is about to be sent and shown as sent).
-    public mutating func removePending(_ text: String) {
-        if let index = lines.lastIndex(where: { $0.isPending && $0.text == text }) { lines.remove(at: index) }
+    /// Removes our held line with this serial (it was sent and is shown as sent).
+    public mutating func removePending(serial: UInt64) {
+        if let index = lines.lastIndex(where: { $0.isPending && $0.serial == serial }) { lines.remove(at: index) }
     }
 
-    public mutating func append(_ line: ChatLine) {
-        lines.append(line)
+    /// Adds a line at its place by time (almost always the end), once per msgid. Returns false
+    /// when it was already there.
+    @discardableResult
+    public mutating func insert(_ line: ChatLine) -> Bool {
+        if keepsLines {
+            var index = lines.endIndex
+            if let last = lines.last, last.time > line.time {
+                // Binary search for the first line later than this one.
+                var low = 0, high = lines.count
+                while low < high {
+                    let middle = (low + high) / 2
+                    if lines[middle].time <= line.time { low = middle + 1 } else { high = middle }
+                }
+                index = low
+            }
+            if let msgid = line.msgid {
+                // The same message has the same time: look among the neighbours that share it.
+                var probe = index - 1
+                while probe >= 0 && lines[probe].time == line.time {
+                    if lines[probe].msgid == msgid { return false }
+                    probe -= 1
+                }
+            }
+            if index == lines.endIndex { lines.append(line) } else { lines.insert(line, at: index) }
+        }
         // Drop in chunks so appending stays amortised O(1).
         if lines.count > scrollbackLimit + max(1, scrollbackLimit / 8) {
             lines.removeFirst(lines.count - scrollbackLimit)
@@ -110,6 +145,7 @@ public struct Conversation: Sendable, Equatable {
             unread += 1
             if line.isHighlight { mentioned = true }
         }
+        return true
     }
 
     public mutating func clearLines() { lines.removeAll() }

@@ -3,11 +3,11 @@ import IRCWire
 
 /// One row of the sidebar.
 public enum SidebarItem: Equatable, Sendable {
-    /// A room, a direct conversation or the server window, by display name.
-    case conversation(String)
+    /// A room, a direct conversation or the server window.
+    case conversation(ConversationID)
     /// A member, listed under a room (the same person may be under several); choosing them
     /// makes them the recipient of a direct message.
-    case user(String, room: String)
+    case user(String, room: ConversationID)
 }
 
 /// Something the model asks its shell to do.
@@ -16,11 +16,16 @@ public enum UICommand: Equatable, Sendable {
     case action(text: String, to: String)
     case irc(IRCMessage)
     /// A line for the user in a conversation (errors from the screen itself).
-    case note(String, conversation: String, isError: Bool)
-    case markRead(String)
-    case clear(String)
+    case note(String, conversation: ConversationID, isError: Bool)
+    case markRead(ConversationID)
+    case clear(ConversationID)
+    /// Open a direct conversation with this person.
     case open(String)
-    case close(String)
+    case close(ConversationID)
+    /// Go to a conversation (the screen moves its selection; the line mode writes there next).
+    case show(ConversationID)
+    /// A LIST is asked for: the screen opens its picker when the rooms arrive.
+    case awaitRoomList
     case disconnect
     case reconnect
     case quit(reason: String)
@@ -46,23 +51,24 @@ public enum UIEvent: Equatable, Sendable {
 
 /// Everything the chat screen shows and remembers, as a value.
 public struct ChatModel: Sendable {
-    /// The client's state as last fetched from the `ChatClient`.
-    public var state: ClientState
+    /// The screen's own view of the conversations, kept current by applying the client's
+    /// events (`update(.client(event))`), never by fetching the client's state.
+    public var state: ConversationBook
     public var status: ConnectionStatus = .connecting(host: "", port: 0, attempt: 1)
     public var lag: Double?
     public var now: Double = 0
     /// When a reconnect is due, for the countdown.
     public var reconnectAt: Double?
     public var everRegistered = false
-    public var selection: SidebarItem = .conversation("server") { didSet { if selection != oldValue { selectedAt = now } } }
+    public var selection: SidebarItem = .conversation(.server) { didSet { if selection != oldValue { selectedAt = now } } }
     /// When the selection last moved: a conversation is marked read once the selection has
     /// rested on it for a second (or you write to it), not while the arrows walk past it.
     public var selectedAt: Double = 0
     /// The room last viewed: where room commands (/topic, /kick) go from a person's row.
     public var currentRoom: String?
     public var editor = LineEditor()
-    /// Rows scrolled up from the bottom, per conversation key.
-    public var scroll: [String: Int] = [:]
+    /// Rows scrolled up from the bottom, per conversation.
+    public var scroll: [ConversationID: Int] = [:]
     public var width: Int
     public var height: Int
     /// Seconds east of UTC for timestamps.
@@ -95,10 +101,10 @@ public struct ChatModel: Sendable {
         }
         return seen.count
     }
-    /// File transfers as last read from the client, for their progress lines.
-    public var transfers: [Int: TransferInfo] = [:]
+    /// File transfers as the client's events left them, for their progress lines.
+    public var transfers: [Int: TransferInfo] { state.transfers }
 
-    public init(state: ClientState, width: Int, height: Int) {
+    public init(state: ConversationBook, width: Int, height: Int) {
         self.state = state
         self.width = width
         self.height = height
@@ -106,35 +112,29 @@ public struct ChatModel: Sendable {
 
     // MARK: Derived
 
-    /// The conversation Enter sends to and the message pane shows.
+    /// The name Enter sends to: the selected room or person ("" for the server window).
     public var target: String {
         switch selection {
-        case .conversation(let name): return name
+        case .conversation(.server): return ""
+        case .conversation(let id): return state[id]?.name ?? id.key
         case .user(let nick, _): return nick
         }
     }
 
     /// The pane shows the selected conversation; for a person you have no conversation with
     /// yet, the room they are listed under (the conversation is made when you write).
-    public var viewedConversation: Conversation? {
-        switch selection {
-        case .conversation("server"): return state.conversation(ClientState.serverKey)
-        case .conversation(let name): return state.conversation(name)
-        case .user(let nick, let room): return state.conversation(nick) ?? state.conversation(room)
-        }
-    }
+    public var viewedConversation: Conversation? { state[viewedID] }
 
-    public var viewedKey: String {
+    public var viewedID: ConversationID {
         switch selection {
-        case .conversation("server"): return ClientState.serverKey
-        case .conversation(let name): return state.key(for: name)
-        case .user(let nick, let room): return state.key(for: state.conversation(nick) != nil ? nick : room)
+        case .conversation(let id): return id
+        case .user(let nick, let room): return state[.direct(state.key(for: nick))] != nil ? .direct(state.key(for: nick)) : room
         }
     }
 
     /// Whether Enter would start a direct conversation that does not exist yet.
     public var sendsToNewConversation: Bool {
-        if case .user(let nick, _) = selection { return state.conversation(nick) == nil }
+        if case .user(let nick, _) = selection { return state[.direct(state.key(for: nick))] == nil }
         return false
     }
 
@@ -146,16 +146,16 @@ public struct ChatModel: Sendable {
         var listed = Set<String>()
         let ranks = String(state.isupport.prefixes.map(\.symbol))
         for room in state.rooms {
-            items.append(.conversation(room.name))
+            items.append(.conversation(room.id))
             for member in room.sortedMembers(rankOf: ranks) {
-                items.append(.user(member.nick, room: room.name))
+                items.append(.user(member.nick, room: room.id))
                 listed.insert(state.key(for: member.nick))
             }
         }
         for conversation in state.orderedConversations where conversation.kind == .direct {
-            if !listed.contains(state.key(for: conversation.name)) { items.append(.conversation(conversation.name)) }
+            if !listed.contains(conversation.id.key) { items.append(.conversation(conversation.id)) }
         }
-        items.append(.conversation("server"))
+        items.append(.conversation(.server))
         return items
     }
 
@@ -184,22 +184,24 @@ public struct ChatModel: Sendable {
         }
         let items = sidebar
         if items.contains(selection) { return }
-        if case .conversation(let name) = selection, state.conversation(name)?.kind == .direct,
-           let row = items.first(where: { if case .user(let n, _) = $0 { return state.key(for: n) == state.key(for: name) } else { return false } }) {
+        func row(of key: String) -> SidebarItem? {
+            items.first { if case .user(let n, _) = $0 { return state.key(for: n) == key } else { return false } }
+        }
+        if case .conversation(.direct(let key)) = selection, state[.direct(key)] != nil, let row = row(of: key) {
             // A direct conversation with someone in one of our rooms is reached through their row.
             selection = row
             return
         }
         if case .user(let nick, _) = selection {
+            let key = state.key(for: nick)
             // Still in another room of ours: follow them there.
-            if let other = items.first(where: { if case .user(let n, _) = $0 { return state.key(for: n) == state.key(for: nick) } else { return false } }) {
+            if let other = row(of: key) {
                 selection = other
                 return
             }
             // They left: keep talking to them in the direct conversation if there is one.
-            if state.conversation(nick) != nil { selection = .conversation(state.conversation(nick)!.name); return }
+            if state[.direct(key)] != nil { selection = .conversation(.direct(key)); return }
         }
-        if case .conversation(let name) = selection, name == "server" { return }
-        selection = currentRoom.map { .conversation($0) } ?? .conversation("server")
+        selection = .conversation(currentRoom.map { state.id(for: $0) } ?? .server)
     }
 }

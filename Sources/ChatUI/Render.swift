@@ -102,7 +102,7 @@ extension ChatModel {
         }
         let paneWidth = layout.paneWidth
         guard paneWidth > 0, let conversation = viewedConversation else { return }
-        let skip = scroll[viewedKey] ?? 0
+        let skip = scroll[viewedID] ?? 0
         var rows: [(spans: [Span], indent: Int)] = []
         let needed = layout.paneHeight + skip
         // Format from the newest line back, only as far as the pane (plus scrolling) needs.
@@ -231,25 +231,25 @@ extension ChatModel {
             return String(conversation.unread) + (conversation.mentioned ? "!" : "")
         }
         switch item {
-        case .conversation(let name):
-            if name == "server" {
-                return ("(server)", badge(state.conversation(ClientState.serverKey)).isEmpty ? "" : "•", Palette.dim)
-            }
-            let conversation = state.conversation(name)
+        case .conversation(.server):
+            return ("(server)", badge(state[.server]).isEmpty ? "" : "•", Palette.dim)
+        case .conversation(let id):
+            let conversation = state[id]
+            let name = conversation?.name ?? id.key
             let style = conversation?.kind == .room ? Style(bold: true) : Style.plain
             let out = conversation?.kind == .room && conversation?.isJoined == false
             // "(left)" only when we left; a room waiting for the connection is just greyed.
             let left = out && conversation?.awaitingRejoin == false
             return (PlainText.visible(name) + (left ? " (left)" : ""), badge(conversation), out ? Palette.dim : style)
         case .user(let nick, let room):
-            let member = state.conversation(room)?.members[state.key(for: nick)]
+            let member = state[room]?.members[state.key(for: nick)]
             let prefix = member?.highestPrefix ?? ""
             let isMe = state.isMe(nick)
             var style = Palette.nickStyle(nick, own: isMe)
             // Away people, and everyone while the connection is down (the list may be stale).
-            if member?.isAway == true || state.conversation(room)?.isJoined == false { style = Palette.dim }
+            if member?.isAway == true || state[room]?.isJoined == false { style = Palette.dim }
             let label = (prefix.isEmpty ? " " : prefix) + PlainText.visible(nick) + (isMe ? " (you)" : "")
-            return (label, isMe ? "" : badge(state.conversation(nick)), style)
+            return (label, isMe ? "" : badge(state[.direct(state.key(for: nick))]), style)
         }
     }
 
@@ -258,7 +258,7 @@ extension ChatModel {
         screen.fill(x: 0, y: y, width: width, height: 1, style: Palette.bar)
         var parts = [" " + state.nick + (isAway ? " (away)" : "")]
         parts.append(statusText)
-        if case .conversation("server") = selection {
+        if case .conversation(.server) = selection {
             parts.append("pick a room or a person with Up/Down")
         } else {
             if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {

@@ -23,7 +23,7 @@ final class ChatApp {
 
     init(client: ChatClient, options: Arguments, hostHint: [String] = []) {
         self.client = client
-        model = ChatModel(state: ClientState(nick: client.config.nick), width: 80, height: 24)
+        model = ChatModel(state: ConversationBook(nick: client.config.nick, scrollbackLimit: client.config.scrollbackLimit), width: 80, height: 24)
         model.hostHint = hostHint
         model.bellEnabled = options.bell
         model.showSeconds = options.timestampSeconds
@@ -43,7 +43,7 @@ final class ChatApp {
         watchSignals()
         startCommandQueue()
         // The host's screen says first of all how others join.
-        for line in model.hostHint { commands?.yield(.note(line, conversation: "server", isError: false)) }
+        for line in model.hostHint { commands?.yield(.note(line, conversation: .server, isError: false)) }
         await client.start()
         Task { @MainActor in
             for await event in client.events {
@@ -56,9 +56,9 @@ final class ChatApp {
         timer.setEventHandler { [weak self] in
             MainActor.assumeIsolated {
                 guard let self else { return }
-                let transfers = self.client.transfers.snapshot()
-                if !transfers.isEmpty || self.model.reconnectAt != nil {
-                    self.model.transfers = Dictionary(uniqueKeysWithValues: transfers.map { ($0.id, $0) })
+                let moving = self.model.transfers.values.contains { $0.state == .active }
+                if moving || self.model.reconnectAt != nil {
+                    // Rates and countdowns move with the clock.
                     self.handle(.tick(now: Date().timeIntervalSince1970))
                 } else if (self.model.viewedConversation?.unread ?? 0) > 0 {
                     // The selection resting on unread lines marks them read after a second.
@@ -92,53 +92,17 @@ final class ChatApp {
     }
 
     func perform(_ command: UICommand) async {
+        if await CommandRunner.perform(command, on: client, typedIn: model.viewedID) {
+            scheduleRender()
+            return
+        }
         switch command {
-        case .send(let text, let target): await client.send(text, to: target)
-        case .action(let text, let target): await client.send(text, to: target, isAction: true)
-        case .irc(let message):
-            let here = model.viewedConversation.map { $0.kind == .server ? ClientState.serverKey : $0.name }
-            await client.sendCommand(message, replyIn: here)
-        case .ignore(let mask):
-            let here = model.viewedConversation.map { $0.kind == .server ? ClientState.serverKey : $0.name } ?? ClientState.serverKey
-            guard let mask else {
-                let list = await client.ignoreMasks
-                await client.note(list.isEmpty ? "Nobody is ignored" : "Ignored: " + list.joined(separator: " "), in: here, isError: false)
-                return
-            }
-            guard let list = await client.ignore(mask) else {
-                await client.note("\(mask) is not a nickname or a nick!user@host mask", in: here)
-                return
-            }
-            persistIgnores(list)
-            await client.note("Ignoring \(list.last ?? mask): their messages are hidden (/unignore to undo)", in: here, isError: false)
-        case .unignore(let mask):
-            let here = model.viewedConversation.map { $0.kind == .server ? ClientState.serverKey : $0.name } ?? ClientState.serverKey
-            let list = await client.unignore(mask)
-            persistIgnores(list)
-            await client.note("No longer ignoring \(mask)", in: here, isError: false)
-        case .note(let text, let conversation, let isError):
-            await client.note(text, in: conversation == "server" ? ClientState.serverKey : conversation, isError: isError)
-        case .markRead(let conversation): await client.markRead(conversation)
-        case .clear(let conversation): await client.clear(conversation)
-        case .open(let conversation): await client.openConversation(conversation)
-        case .close(let conversation): await client.closeConversation(conversation)
-        case .disconnect: await client.disconnect()
-        case .reconnect: await client.reconnectNow()
         case .quit(let reason): await quit(reason: reason)
         case .bell: terminal.bell()
         case .redraw: terminal.forceRedraw()
-        case .sendFile(let path, let nick, let passive): await client.sendFile(path, to: nick, passive: passive)
-        case .acceptTransfer(let id): await client.acceptTransfer(id)
-        case .rejectTransfer(let id): await client.rejectTransfer(id)
-        case .cancelTransfer(let id): await client.cancelTransfer(id)
-        case .listTransfers: await client.listTransfers()
+        default: break
         }
         scheduleRender()
-    }
-
-    /// Keeps the ignore list in the config file, so it holds next time.
-    func persistIgnores(_ list: [String]) {
-        try? ConfigFile.set("ignore", to: list.isEmpty ? nil : list.joined(separator: ","), in: configPath)
     }
 
     func quit(reason: String, code: Int32 = 0) async {
@@ -149,14 +113,13 @@ final class ChatApp {
         finished = nil
     }
 
-    /// Coalesces redraws: a flood of events costs one state fetch and one frame per 20 ms.
+    /// Coalesces redraws: a flood of events costs one frame per 20 ms. The model is already
+    /// current (each event was applied as it came); nothing is fetched from the client.
     func scheduleRender() {
         guard !renderPending else { return }
         renderPending = true
         Task { @MainActor in
             try? await Task.sleep(for: .milliseconds(20))
-            self.model.state = await self.client.state
-            self.model.reconcileSelection()
             self.renderPending = false
             self.render()
         }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import ChatClientKit
+import ChatUI
 import IRCWire
 
 /// `--lines`: the ChatClient without curses. Events print one per line on stdout; lines typed
@@ -10,11 +11,15 @@ import IRCWire
 enum LinesMode {
     static func run(_ config: ClientConfig) async -> Int32 {
         let client = ChatClient(config: config)
+        let view = LineView(nick: config.nick)
         await client.start()
-        let input = Task { await readInput(into: client) }
+        let input = Task { await readInput(into: client, view: view) }
         var exitCode: Int32 = 0
         for await event in client.events {
-            if let text = describe(event) { writeLine(text, to: 1) }
+            await view.apply(event)
+            var name: String?
+            if case .line(let id, _) = event { name = id == .server ? "server" : await view.book[id]?.name }
+            if let text = describe(event, name: name) { writeLine(text, to: 1) }
             if case .status(.stopped(let reason)) = event {
                 // Stopping because the user asked is success; a refusal (password, ban) is not.
                 if reason != "you quit" && reason != "disconnected by you" { exitCode = 1 }
@@ -25,8 +30,44 @@ enum LinesMode {
         return exitCode
     }
 
+    /// The line mode's own view of the conversations, kept by applying the client's events
+    /// (no lines kept: they are printed), and where plain lines go.
+    actor LineView {
+        var book: ConversationBook
+        var registered = false
+        var everRegistered = false
+        var current = CurrentRoom()
+
+        init(nick: String) { book = ConversationBook(nick: nick, keepsLines: false) }
+
+        func apply(_ event: ClientEvent) {
+            book.apply(event)
+            if case .status(let status) = event {
+                if case .registered = status { registered = true; everRegistered = true } else { registered = false }
+            }
+        }
+
+        /// Where a plain line goes now.
+        func target() -> String? { current.target(book, registered: registered) }
+
+        func context() -> CommandContext {
+            let room = current.name.flatMap { book.isChannel($0) ? $0 : nil } ?? book.joinedRooms.first
+            let here = current.name.map { book.id(for: $0) }.flatMap { book[$0] != nil ? $0 : nil } ?? .server
+            return CommandContext(book: book, here: here, room: room, target: target() ?? "", registered: everRegistered)
+        }
+
+        /// Plain lines go to the room joined last (as in irssi's window for it), or the person
+        /// a /query named.
+        func setCurrent(_ name: String?) { current = CurrentRoom(name: name) }
+
+        func parted(_ rooms: String) {
+            let parted = Set(rooms.split(separator: ",").map { book.key(for: String($0)) })
+            if let room = current.name, parted.contains(book.key(for: room)) { current = CurrentRoom() }
+        }
+    }
+
     /// Reads stdin on its own thread (a blocking read) and hands each line to the client.
-    static func readInput(into client: ChatClient) async {
+    static func readInput(into client: ChatClient, view: LineView) async {
         let lines = AsyncStream<String?> { continuation in
             let thread = Thread {
                 while let line = readLine(strippingNewline: true) { continuation.yield(line) }
@@ -35,102 +76,70 @@ enum LinesMode {
             }
             thread.start()
         }
-        // The room plain lines go to: the one last joined with /join, else the first we are in.
-        // It outlives an outage (the rooms are "left" then), so lines typed offline are held
-        // for it and sent after the reconnect, as the client's offline queue promises.
-        var current = CurrentRoom()
         for await line in lines {
             guard let line else {
                 await client.quit(reason: "end of input")
                 return
             }
-            await handle(line, client: client, current: &current)
+            await handle(line, client: client, view: view)
         }
     }
 
     /// The room plain lines go to, and whether we have been seen in it (a /join not yet
-    /// answered counts: a line typed right after `/join #dev` is for #dev).
+    /// answered counts: a line typed right after `/join #dev` is for #dev). It outlives an
+    /// outage (the rooms are "left" then), so lines typed offline are held for it and sent
+    /// after the reconnect, as the client's offline queue promises.
     struct CurrentRoom {
         var name: String?
         var seenJoined = false
 
         /// Where a plain line goes now: the current room while we are in it, while its JOIN is
         /// pending, or while offline (the line is then held for it); after a KICK, the first room.
-        mutating func target(_ state: ClientState) -> String? {
-            let joined = state.joinedRooms
+        mutating func target(_ book: ConversationBook, registered: Bool) -> String? {
+            let joined = book.joinedRooms
             if let name {
-                let inIt = joined.contains { state.key(for: $0) == state.key(for: name) }
+                if !book.isChannel(name) { return name } // a /query
+                let inIt = joined.contains { book.key(for: $0) == book.key(for: name) }
                 if inIt { seenJoined = true }
-                if inIt || !state.isRegistered || !seenJoined { return name }
+                if inIt || !registered || !seenJoined { return name }
             }
             // Offline before any line was typed: the first room we were in (its line is held).
-            name = joined.first ?? (state.isRegistered ? nil : state.rooms.first?.name)
+            name = joined.first ?? (registered ? nil : book.rooms.first?.name)
             seenJoined = !joined.isEmpty
             return name
         }
     }
 
-    static func handle(_ line: String, client: ChatClient, current: inout CurrentRoom) async {
-        let state = await client.state
+    /// One typed line: plain text to the current room, `/commands` through the same
+    /// interpreter as the chat screen.
+    static func handle(_ line: String, client: ChatClient, view: LineView) async {
         guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { return }
-        guard line.hasPrefix("/") && !line.hasPrefix("//") else {
+        let context = await view.context()
+        let commands: [UICommand]
+        if line.hasPrefix("/") && !line.hasPrefix("//") {
+            commands = CommandInterpreter.run(line, context)
+        } else {
             let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
-            guard let room = current.target(state) else {
+            guard let room = await view.target() else {
                 writeLine("-!- not in a room yet: \"\(PlainText.visible(text))\" not sent (/join #room first, or /msg NICK text)", to: 2)
                 return
             }
-            await client.send(text, to: room)
-            return
+            commands = [.send(text: text, to: room)]
         }
-        let parts = line.dropFirst().split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true).map(String.init)
-        let command = parts.first?.lowercased() ?? ""
-        switch (command, parts.count) {
-        case ("msg", 3):
-            if state.isMe(parts[1]) {
-                writeLine("-!- that is you: message not sent", to: 2)
-            } else {
-                await client.send(parts[2], to: parts[1])
+        for command in commands {
+            switch command {
+            case .irc(let message) where message.command == "JOIN":
+                await view.setCurrent(message.params.first?.split(separator: ",").last.map(String.init))
+            case .irc(let message) where message.command == "PART":
+                await view.parted(message.params.first ?? "")
+            case .show(let id):
+                let name = await view.book[id]?.name
+                await view.setCurrent(name ?? id.key)
+            default:
+                break
             }
-        case ("me", _) where parts.count >= 2:
-            let text = line.dropFirst(4)
-            guard let room = current.target(state) else {
-                writeLine("-!- not in a room yet: \"* \(PlainText.visible(String(text)))\" not sent", to: 2)
-                return
-            }
-            await client.send(String(text), to: room, isAction: true)
-        case ("join", 2):
-            // Plain lines go to the room joined last, as in irssi's window for it.
-            current = CurrentRoom(name: parts[1].split(separator: ",").last.map(String.init))
-            await client.sendCommand(IRCMessage("JOIN", parts[1]))
-        case ("part", _) where parts.count >= 2:
-            let parted = Set(parts[1].split(separator: ",").map { state.key(for: String($0)) })
-            if let room = current.name, parted.contains(state.key(for: room)) { current = CurrentRoom() }
-            await client.sendCommand(IRCMessage("PART", parts[1]))
-        case ("nick", 2):
-            await client.sendCommand(IRCMessage("NICK", parts[1]))
-        case ("quit", _):
-            let reason = parts.count > 1 ? parts.dropFirst().joined(separator: " ") : "Leaving"
-            await client.quit(reason: reason)
-        case ("send", _) where parts.count >= 3:
-            let passive = parts[1] == "-p"
-            let rest = line.dropFirst(6).drop(while: { $0 == " " })
-            let afterFlag = passive ? rest.dropFirst(2).drop(while: { $0 == " " }) : rest
-            let nick = String(afterFlag.prefix(while: { $0 != " " }))
-            let path = String(afterFlag.dropFirst(nick.count).drop(while: { $0 == " " }))
-            guard !nick.isEmpty, !path.isEmpty else { writeLine("-!- usage: /send [-p] NICK PATH", to: 2); return }
-            await client.sendFile(path, to: nick, passive: passive)
-        case ("accept", _):
-            await client.acceptTransfer(parts.count > 1 ? Int(parts[1]) : nil)
-        case ("reject", _):
-            await client.rejectTransfer(parts.count > 1 ? Int(parts[1]) : nil)
-        case ("cancel", 2):
-            if let id = Int(parts[1]) { await client.cancelTransfer(id) }
-        case ("transfers", _):
-            await client.listTransfers()
-        case ("quote", _) where parts.count >= 2:
-            if let message = try? IRCMessage(parsing: String(line.dropFirst(7))) { await client.sendCommand(message) }
-        default:
-            writeLine("-!- unknown command or wrong arguments: \(line) (try /msg NICK text, /me, /join, /part, /nick, /send NICK PATH, /accept, /reject, /transfers, /cancel ID, /quit)", to: 2)
+            if await CommandRunner.perform(command, on: client, typedIn: context.here) { continue }
+            if case .quit(let reason) = command { await client.quit(reason: reason) }
         }
     }
 
@@ -143,11 +152,12 @@ enum LinesMode {
 
     /// One event as a line for the terminal: everything in it made visible once, here, whatever
     /// part of it came from the network (a nickname in "registered as", an ERROR reason, a 432).
-    static func describe(_ event: ClientEvent) -> String? {
-        describeRaw(event).map(PlainText.visible)
+    static func describe(_ event: ClientEvent, name: String?) -> String? {
+        describeRaw(event, name: name).map(PlainText.visible)
     }
 
-    static func describeRaw(_ event: ClientEvent) -> String? {
+    /// `name`: the display name of the conversation a line is for.
+    static func describeRaw(_ event: ClientEvent, name: String?) -> String? {
         let now = Date().timeIntervalSince1970
         switch event {
         case .status(let status):
@@ -169,7 +179,7 @@ enum LinesMode {
         case .line(let conversation, let line):
             let text = PlainText.visible(line.text)
             let sender = PlainText.visible(line.sender ?? "")
-            let place = "[\(PlainText.visible(conversation))]"
+            let place = "[\(PlainText.visible(name ?? conversation.key))]"
             switch line.kind {
             case .message where line.isPending: return "\(clock(line.time)) \(place) <\(sender)> \(text) (held: sent when the connection is back)"
             case .message: return "\(clock(line.time)) \(place) <\(sender)> \(text)"
@@ -183,9 +193,11 @@ enum LinesMode {
             return "\(clock(now)) !!! \(PlainText.visible(text))"
         case .notSent(let target, let text, let reason):
             return "\(clock(now)) !!! not sent to \(target): \(PlainText.visible(text)) (\(reason))"
-        case .roomListReady(let count):
-            return "\(clock(now)) -!- \(count) rooms listed"
-        case .membersChanged, .topicChanged, .conversationOpened, .lag, .renamed:
+        case .roomList(let rooms):
+            return "\(clock(now)) -!- \(rooms.count) rooms listed" + rooms.prefix(50).map { "\n  \($0.name) (\($0.users)) \($0.topic)" }.joined()
+        case .renamed,
+             .transfer, .opened, .closed, .joined, .left, .connectionLost, .pendingDone, .members, .memberJoined,
+             .memberLeft, .memberChanged, .topic, .modes, .markedRead, .cleared, .serverSupport, .away, .lag:
             return nil
         }
     }

@@ -3,12 +3,19 @@ import Testing
 import IRCWire
 
 /// Feeds recorded server lines into a fresh state, as `alice`.
+/// Every test also checks the shape's promise: a view built only from the published events
+/// (as the screen builds its own) holds exactly what the client's own book holds.
 func fold(_ lines: [String], nick: String = "alice", now: Double = 1000) -> (ClientState, [ClientEvent]) {
     var state = ClientState(nick: nick)
+    var view = ConversationBook(nick: nick)
     var events: [ClientEvent] = []
     for line in lines {
-        events += state.apply(try! IRCMessage(parsing: line), now: now)
+        let produced = state.apply(try! IRCMessage(parsing: line), now: now)
+        for event in produced { view.apply(event) }
+        events += produced
     }
+    #expect(view.conversations == state.book.conversations && view.order == state.book.order && view.nick == state.nick,
+            "the view built from events drifted from the client's book")
     return (state, events)
 }
 
@@ -31,8 +38,8 @@ struct ClientStateTests {
         let room = try #require(state.conversation("#LOBBY"))
         #expect(room.isJoined && room.kind == .room)
         #expect(room.sortedMembers().map { $0.highestPrefix + $0.nick } == ["@alice", "+bob", "carol"])
-        #expect(events.contains(.membersChanged(conversation: "#lobby")))
-        #expect(events.contains(.conversationOpened("#lobby")))
+        #expect(events.contains(.members(.room("#lobby"), [Member(nick: "alice", prefixes: "@"), Member(nick: "bob", prefixes: "+"), Member(nick: "carol")])))
+        #expect(events.contains(.joined(.room("#lobby"), name: "#lobby", again: false)))
     }
 
     @Test("JOIN, PART, QUIT and KICK keep the members current, with notices")
@@ -50,7 +57,10 @@ struct ClientStateTests {
         #expect(texts.contains("bob left #lobby (later)"))
         #expect(texts.contains("carol quit (Ping timeout: 120 seconds)"))
         #expect(texts.contains("dave was kicked from #lobby by alice (behave)"))
-        #expect(events.filter { $0 == .membersChanged(conversation: "#lobby") }.count >= 4)
+        #expect(events.contains(.memberJoined(.room("#lobby"), Member(nick: "dave"))))
+        #expect(events.contains(.memberLeft(.room("#lobby"), nick: "bob")))
+        #expect(events.contains(.memberLeft(.room("#lobby"), nick: "carol")))
+        #expect(events.contains(.memberLeft(.room("#lobby"), nick: "dave")))
     }
 
     @Test("direct messages open a conversation named after the sender; room messages go to the room")
@@ -71,7 +81,7 @@ struct ClientStateTests {
         #expect(room.lines.suffix(3).map(\.kind) == [.message, .action, .message])
         #expect(room.lines.last?.isHighlight == true && room.lines.suffix(3).first?.isHighlight == false)
         #expect(room.lines.suffix(2).first?.text == "waves")
-        #expect(state.conversation("*")?.lines.last?.text == "*** server notice")
+        #expect(state[.server]?.lines.last?.text == "*** server notice")
     }
 
     @Test("echoed own messages land in the conversation with the target, marked as ours")
@@ -158,31 +168,31 @@ struct ClientStateTests {
     func topic() {
         let (state, events) = fold(welcome + [":srv 332 alice #lobby :Old topic", ":bob!b@h TOPIC #lobby :New topic"])
         #expect(state.conversation("#lobby")?.topic == "New topic")
-        #expect(events.contains(.topicChanged(conversation: "#lobby", topic: "New topic")))
+        #expect(events.contains(.topic(.room("#lobby"), "New topic")))
     }
 
     @Test("numeric errors read as sentences and go to the conversation they are about")
     func errors() throws {
         let (state, _) = fold(welcome + [":srv 401 alice bob :No such nick/channel", ":srv 404 alice #lobby :Cannot send to channel"])
-        #expect(state.conversation("*")?.lines.last == ChatLine(time: 1000, kind: .error, text: "bob: No such nick/channel"))
+        #expect(state[.server]?.lines.last == ChatLine(time: 1000, kind: .error, text: "bob: No such nick/channel"))
         #expect(state.conversation("#lobby")?.lines.last?.text == "#lobby: Cannot send to channel")
     }
 
     @Test("replies to a query go to the conversation it was typed in")
     func replyConversation() {
         var (state, _) = fold(welcome)
-        state.replyConversation = "#lobby"
+        state.replyConversation = .room("#lobby")
         _ = state.apply(try! IRCMessage(parsing: ":srv 311 alice bob b host * :Bob B"), now: 1000)
         _ = state.apply(try! IRCMessage(parsing: ":srv 318 alice bob :End of /WHOIS list"), now: 1000)
         _ = state.apply(try! IRCMessage(parsing: ":srv 372 alice :- motd line"), now: 1000)
         #expect(state.conversation("#lobby")!.lines.suffix(2).map(\.text) == ["bob is b@host (Bob B)", "bob: End of /WHOIS list"])
-        #expect(state.conversation("*")?.lines.last?.text == "- motd line", "unrelated numerics stay in the server window")
+        #expect(state[.server]?.lines.last?.text == "- motd line", "unrelated numerics stay in the server window")
     }
 
     @Test("a refused /nick bob shows where it was typed, not in the conversation with bob; so do /away and /whois about someone with a conversation")
     func feedbackWhereTyped() {
         var (state, _) = fold(welcome + [":bob!b@h PRIVMSG alice :hi"])
-        state.replyConversation = "#lobby"
+        state.replyConversation = .room("#lobby")
         for line in [":srv 433 alice bob :Nickname is already in use", ":srv 306 alice :You have been marked as being away",
                      ":srv 311 alice bob b host * :Bob B"] {
             _ = state.apply(try! IRCMessage(parsing: line), now: 1000)
@@ -198,10 +208,13 @@ struct ClientStateTests {
         #expect(state.conversation("#lobby")?.isJoined == false && state.conversation("#lobby")?.awaitingRejoin == true)
         #expect(state.conversation("#lobby")?.members.count == 3, "the list stays, greyed, until NAMES replaces it")
         #expect(state.rooms.map(\.name) == ["#lobby"])
-        #expect(events.count == 2, "one marker in #lobby, one in the conversation with bob")
+        #expect(events.first == .connectionLost)
+        let marked: [ConversationID] = events.compactMap { if case .line(let id, _) = $0 { return id } else { return nil } }
+        #expect(marked == [.room("#lobby"), .direct("bob")],
+                "one marker in #lobby, one in the conversation with bob")
         #expect(state.conversation("bob")?.lines.last?.text == "── connection lost (connection reset); what you type is held until it is back ──")
         // A failed retry adds nothing; coming back marks the same conversations.
-        #expect(state.connectionLost(reason: "refused", now: 2001).isEmpty)
+        #expect(state.connectionLost(reason: "refused", now: 2001) == [.connectionLost])
         _ = state.apply(try! IRCMessage(parsing: ":srv 001 alice :Welcome"), now: 2002)
         #expect(state.connectionBack(now: 2002).count == 2)
         #expect(state.conversation("#lobby")?.lines.last?.text == "── connected again ──")
@@ -215,7 +228,7 @@ struct ClientStateTests {
     @Test("scrollback is bounded")
     func scrollback() {
         var state = ClientState(nick: "alice", scrollbackLimit: 100)
-        for i in 0..<1000 { state.add(ChatLine(time: 0, kind: .message, sender: "bob", text: "\(i)"), to: "bob") }
+        for i in 0..<1000 { state.line(ChatLine(time: 0, kind: .message, sender: "bob", text: "\(i)"), to: .direct("bob")) }
         let lines = state.conversation("bob")!.lines
         #expect(lines.count <= 100 + 100 / 8 && lines.count >= 100)
         #expect(lines.last?.text == "999")

@@ -28,7 +28,7 @@ struct FaultTests {
         await alice.send("typed during the outage", to: "#lobby")
         let held = try await log.line(in: "#lobby", containing: "typed during the outage")
         #expect(held.isPending && held.isOwn, "shown at once with its text, marked as held")
-        #expect(await alice.state.conversation("#lobby")!.lines.contains { $0.text.hasPrefix("── connection lost") })
+        #expect(await log.view().conversation("#lobby")!.lines.contains { $0.text.hasPrefix("── connection lost") })
 
         let restartedAt = Monotonic.now()
         server = try ServerProcess.chatTUI(port: port)
@@ -36,8 +36,8 @@ struct FaultTests {
         try watcher.register("watcher")
         _ = try await log.registered(timeout: 15)
         try await log.line(in: "#extra", timeout: 15, containing: "You joined")
-        #expect(await alice.state.conversation("#lobby")!.lines.contains { $0.text == "── connected again ──" })
-        #expect(!(await alice.state.conversation("#lobby")!.lines.contains { $0.isPending }), "the held line turned into the sent one")
+        #expect(await log.view().conversation("#lobby")!.lines.contains { $0.text == "── connected again ──" })
+        #expect(!(await log.view().conversation("#lobby")!.lines.contains { $0.isPending }), "the held line turned into the sent one")
         let rejoined = Monotonic.now() - restartedAt
         let seen = try watcher.readUntil(timeout: 10) { $0.command == "PRIVMSG" }
         #expect(seen.last?.params == ["#lobby", "typed during the outage"])

@@ -55,7 +55,7 @@ actor EventLog {
     @discardableResult
     func line(in conversation: String, timeout: Double = 10, containing text: String) async throws -> ChatLine {
         let event = try await next(timeout: timeout, "line \"\(text)\" in \(conversation)") {
-            if case .line(let c, let line) = $0, c.lowercased() == conversation.lowercased(), line.text.contains(text) { return true }
+            if case .line(let c, let line) = $0, c == .server ? conversation == "*" : c.key == conversation.lowercased(), line.text.contains(text) { return true }
             return false
         }
         guard case .line(_, let line) = event else { fatalError() }
@@ -63,6 +63,13 @@ actor EventLog {
     }
 
     func all() -> [ClientEvent] { events }
+
+    /// The conversations as a screen would see them: every event so far applied to a book.
+    func view(nick: String = "alice") -> ConversationBook {
+        var book = ConversationBook(nick: nick)
+        for event in events { book.apply(event) }
+        return book
+    }
 }
 
 /// The repository root, found from this file's path, for the built binary.

@@ -13,12 +13,12 @@ func lobbyModel(width: Int = 60, height: Int = 12, extra: [String] = []) -> Chat
         ":srv 366 alice #lobby :End",
     ] + extra
     for line in lines { _ = state.apply(try! IRCMessage(parsing: line), now: 3600 * 10 + 60 * 5) }
-    state.markRead("#lobby") // the shell does this for the conversation in view
-    var model = ChatModel(state: state, width: width, height: height)
+    state.record(.markedRead(.room("#lobby"))) // the shell does this for the conversation in view
+    var model = ChatModel(state: state.book, width: width, height: height)
     model.everRegistered = true
     model.status = .registered(nick: "alice")
     model.currentRoom = "#lobby"
-    model.selection = .conversation("#lobby")
+    model.selection = .conversation(.room("#lobby"))
     return model
 }
 
@@ -30,3 +30,29 @@ func draw(_ model: ChatModel) -> Screen {
 
 /// Display columns of each row: every row of a screen must be exactly its width.
 func columns(_ text: String) -> Int { DisplayWidth.of(text) }
+
+extension ChatModel {
+    /// Server lines read by a client interpreter that continues from this model's view, and
+    /// each resulting event applied with `update`, as the app does. Lines that belong together
+    /// (NAMES, LIST) go in one call.
+    @discardableResult
+    mutating func receive(_ lines: String..., now: Double) -> [UICommand] {
+        var client = ClientState(continuing: state, registered: everRegistered)
+        var commands: [UICommand] = []
+        for line in lines {
+            for event in client.apply(try! IRCMessage(parsing: line), now: now) { commands += update(.client(event)) }
+        }
+        return commands
+    }
+
+    /// The connection dropped, as the client reports it.
+    @discardableResult
+    mutating func lose(reason: String, now: Double) -> [UICommand] {
+        var client = ClientState(continuing: state, registered: everRegistered)
+        return client.connectionLost(reason: reason, now: now).flatMap { update(.client($0)) }
+    }
+
+    /// One event from the client.
+    @discardableResult
+    mutating func receive(_ event: ClientEvent) -> [UICommand] { update(.client(event)) }
+}

@@ -14,10 +14,10 @@ func threeRooms(size: Int, width: Int = 60, height: Int = 16) -> ChatModel {
     }
     var state = ClientState(nick: "alice")
     for line in lines { _ = state.apply(try! IRCMessage(parsing: line), now: 36300) }
-    var model = ChatModel(state: state, width: width, height: height)
+    var model = ChatModel(state: state.book, width: width, height: height)
     model.everRegistered = true
     model.status = .registered(nick: "alice")
-    model.selection = .conversation("#lobby")
+    model.selection = .conversation(.room("#lobby"))
     model.currentRoom = "#lobby"
     return model
 }
@@ -29,9 +29,9 @@ struct NavigationTests {
         var model = threeRooms(size: 40)
         var seen: [String] = []
         var opened: [UICommand] = []
-        while model.selection != .conversation("server") {
+        while model.selection != .conversation(.server) {
             opened += model.update(.key(.down))
-            if case .user(let nick, "#dev") = model.selection { seen.append(nick) }
+            if case .user(let nick, .room("#dev")) = model.selection { seen.append(nick) }
         }
         #expect(Set(seen) == Set((1...40).map { "dev\($0)" }))
         #expect(opened.isEmpty, "walking the list opens no conversation and marks nothing read")
@@ -42,7 +42,7 @@ struct NavigationTests {
     func goldenSecondRoom() {
         var model = threeRooms(size: 2, width: 60, height: 14)
         for _ in 0..<4 { _ = model.update(.key(.down)) }
-        #expect(model.selection == .user("dev1", room: "#dev"))
+        #expect(model.selection == .user("dev1", room: .room("#dev")))
         // The sidebar keeps the picked row in view (#lobby has scrolled off the top).
         expectScreen(model, [
             " dev1 (new direct conversation; showing #dev)               ",
@@ -70,7 +70,7 @@ struct NavigationTests {
         _ = model.update(.key(.enter))
         for character in "half typed" { _ = model.update(.key(.character(character))) }
         _ = model.update(.key(.up))
-        #expect(model.selection == .conversation("#lobby") && model.target == "#lobby")
+        #expect(model.selection == .conversation(.room("#lobby")) && model.target == "#lobby")
         #expect(model.editor.text == "sent earlier", "Up recalls the previous line, as in irssi")
         _ = model.update(.key(.down))
         #expect(model.editor.text == "half typed", "Down returns to the draft")
@@ -80,32 +80,28 @@ struct NavigationTests {
     @Test("a conversation is marked read when the selection rests on it for a second, not when walked past")
     func dwellMarksRead() {
         var model = threeRooms(size: 1)
-        _ = model.state.apply(try! IRCMessage(parsing: ":dev1!d@h PRIVMSG #dev :unread"), now: 36300)
+        model.receive(":dev1!d@h PRIVMSG #dev :unread", now: 36300)
         model.now = 100
         for _ in 0..<2 { _ = model.update(.key(.down)) }
-        #expect(model.selection == .conversation("#dev"))
+        #expect(model.selection == .conversation(.room("#dev")))
         #expect(model.update(.tick(now: 100.5)).isEmpty)
-        #expect(model.update(.tick(now: 101.1)) == [.markRead("#dev")])
+        #expect(model.update(.tick(now: 101.1)) == [.markRead(.room("#dev"))])
     }
 }
 
 @Test("the view stays with the person you talk to when they change nickname")
 func viewFollowsRename() {
     var model = threeRooms(size: 2)
-    _ = model.state.apply(try! IRCMessage(parsing: ":dev1!d@h PRIVMSG alice :hello"), now: 36300)
-    model.selection = .conversation("dev1")
-    for event in model.state.apply(try! IRCMessage(parsing: ":dev1!d@h NICK zed"), now: 36301) {
-        _ = model.update(.client(event))
-    }
+    model.receive(":dev1!d@h PRIVMSG alice :hello", now: 36300)
+    model.selection = .conversation(.direct("dev1"))
+    model.receive(":dev1!d@h NICK zed", now: 36301)
     model.reconcileSelection()
-    #expect(model.selection == .user("zed", room: "#dev") || model.selection == .conversation("zed"))
+    #expect(model.selection == .user("zed", room: .room("#dev")) || model.selection == .conversation(.direct("zed")))
     #expect(model.target == "zed" && model.viewedConversation?.name == "zed")
-    model.selection = .user("lobby1", room: "#lobby")
-    for event in model.state.apply(try! IRCMessage(parsing: ":lobby1!l@h NICK aaa"), now: 36302) {
-        _ = model.update(.client(event))
-    }
+    model.selection = .user("lobby1", room: .room("#lobby"))
+    model.receive(":lobby1!l@h NICK aaa", now: 36302)
     model.reconcileSelection()
-    #expect(model.selection == .user("aaa", room: "#lobby"))
+    #expect(model.selection == .user("aaa", room: .room("#lobby")))
 }
 
 @Suite("the host's own screen")
@@ -121,7 +117,7 @@ struct HostScreenTests {
         var model = Self.host()
         #expect(model.update(.key(.control("c"))).isEmpty)
         #expect(draw(model).lines[11] == "Close the room for 3 people? y/n" + String(repeating: " ", count: 28))
-        #expect(model.update(.key(.character("n"))) == [.note("The room stays open", conversation: "#lobby", isError: false)])
+        #expect(model.update(.key(.character("n"))) == [.note("The room stays open", conversation: .room("#lobby"), isError: false)])
         _ = model.update(.key(.control("c")))
         #expect(model.update(.key(.character("y"))) == [.quit(reason: "The host closed the room")])
     }
@@ -132,7 +128,7 @@ struct HostScreenTests {
         #expect(guest.update(.key(.control("c"))) == [.quit(reason: "Leaving")])
         var alone = Self.host()
         for line in [":bob!b@h QUIT :x", ":carol!c@h QUIT :x", ":小明!x@h QUIT :x"] {
-            _ = alone.state.apply(try! IRCMessage(parsing: line), now: 1)
+            alone.receive(line, now: 1)
         }
         #expect(alone.update(.key(.control("c"))) == [.quit(reason: "Leaving")])
     }
@@ -150,11 +146,11 @@ struct HostScreenTests {
 @Test("an outage on screen: the room and its people greyed but listed, the drop marked, a held line with its text")
 func goldenOutage() {
     var model = lobbyModel()
-    _ = model.state.apply(try! IRCMessage(parsing: ":bob!b@h PRIVMSG #lobby :see you"), now: 36300)
-    _ = model.state.connectionLost(reason: "connection reset by peer", now: 36360)
+    model.receive(":bob!b@h PRIVMSG #lobby :see you", now: 36300)
+    model.lose(reason: "connection reset by peer", now: 36360)
     var held = ChatLine(time: 36400, kind: .message, sender: "alice", text: "are you back?", isOwn: true)
     held.isPending = true
-    _ = model.state.add(held, to: "#lobby")
+    model.receive(.line(.room("#lobby"), held))
     model.status = .reconnecting(inSeconds: 4, reason: "connection reset by peer")
     model.now = 36400
     model.reconnectAt = 36404
@@ -184,22 +180,22 @@ struct SmallFixesTests {
         var model = threeRooms(size: 1)
         model.editor.set("/join #ops")
         #expect(model.update(.key(.enter)).isEmpty)
-        #expect(model.selection == .conversation("#ops"))
-        for event in model.state.apply(try! IRCMessage(parsing: ":alice!a@h PART #ops"), now: 36400) { _ = model.update(.client(event)) }
+        #expect(model.selection == .conversation(.room("#ops")))
+        model.receive(":alice!a@h PART #ops", now: 36400)
         #expect(draw(model).lines[14].contains("you left #ops: /join to return"))
         model.editor.set("hello?")
-        #expect(model.update(.key(.enter)) == [.note("You left #ops: /join #ops to talk there again", conversation: "#ops", isError: true)])
+        #expect(model.update(.key(.enter)) == [.note("You left #ops: /join #ops to talk there again", conversation: .room("#ops"), isError: true)])
     }
 
     @Test("a file offer counts as unread and rings; your own away shows in the status line; long names end in an ellipsis")
     func offerAwayEllipsis() {
         var model = threeRooms(size: 1)
         let offer = ChatLine(time: 1, kind: .transfer(1), text: "dev1 offers a.txt, 3 B: /accept 1 or /reject 1", isHighlight: true)
-        #expect(model.update(.client(model.state.add(offer, to: "dev1"))) == [.bell])
-        #expect(model.state.conversation("dev1")?.unread == 1)
-        _ = model.state.apply(try! IRCMessage(parsing: ":srv 306 alice :You have been marked as being away"), now: 2)
+        #expect(model.receive(.line(.direct("dev1"), offer)) == [.bell])
+        #expect(model.state[.direct("dev1")]?.unread == 1)
+        model.receive(":srv 306 alice :You have been marked as being away", now: 2)
         #expect(draw(model).lines[14].hasPrefix(" alice (away) │"))
-        _ = model.state.apply(try! IRCMessage(parsing: ":alice!a@h JOIN #a-room-with-a-very-long-name"), now: 3)
+        model.receive(":alice!a@h JOIN #a-room-with-a-very-long-name", now: 3)
         #expect(draw(model).lines.contains { $0.hasSuffix("│#a-room-wit…") })
     }
 }
@@ -209,30 +205,29 @@ struct TriedInTmuxTests {
     @Test("a rejoin after an outage does not move the view; only a room newly joined does")
     func rejoinKeepsView() {
         var model = threeRooms(size: 2)
-        model.selection = .user("dev1", room: "#dev")
-        _ = model.state.connectionLost(reason: "gone", now: 1)
-        for line in [":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby", ":alice!a@h JOIN #dev", ":alice!a@h JOIN #ops"] {
-            for event in model.state.apply(try! IRCMessage(parsing: line), now: 2) { _ = model.update(.client(event)) }
-        }
-        #expect(model.selection == .user("dev1", room: "#dev"))
-        for event in model.state.apply(try! IRCMessage(parsing: ":alice!a@h JOIN #new"), now: 3) { _ = model.update(.client(event)) }
-        #expect(model.selection == .conversation("#new"))
+        model.selection = .user("dev1", room: .room("#dev"))
+        model.lose(reason: "gone", now: 1)
+        model.everRegistered = false
+        model.receive(":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby", ":alice!a@h JOIN #dev", ":alice!a@h JOIN #ops", now: 2)
+        #expect(model.selection == .user("dev1", room: .room("#dev")))
+        model.receive(":alice!a@h JOIN #new", now: 3)
+        #expect(model.selection == .conversation(.room("#new")))
     }
 
     @Test("a refused line stays in the input; a room you left can be closed; a line not sent is shown with its text")
     func refusalsKeepText() {
         var model = threeRooms(size: 1)
-        model.selection = .conversation("server")
+        model.selection = .conversation(.server)
         model.editor.set("hello server?")
         _ = model.update(.key(.enter))
         #expect(model.editor.text == "hello server?")
         model.editor.set("")
-        for event in model.state.apply(try! IRCMessage(parsing: ":alice!a@h PART #ops"), now: 3) { _ = model.update(.client(event)) }
-        model.selection = .conversation("#ops")
+        model.receive(":alice!a@h PART #ops", now: 3)
+        model.selection = .conversation(.room("#ops"))
         model.editor.set("/close")
-        #expect(model.update(.key(.enter)).last == .close("#ops"))
+        #expect(model.update(.key(.enter)).last == .close(.room("#ops")))
         #expect(model.update(.client(.notSent(target: "dev1", text: "held line", reason: "dev1 is not on the server now"))) ==
-                [.note("Not sent to dev1: \"held line\" (dev1 is not on the server now)", conversation: "server", isError: true)])
+                [.note("Not sent to dev1: \"held line\" (dev1 is not on the server now)", conversation: .server, isError: true)])
     }
 }
 
@@ -241,12 +236,8 @@ func roomPicker() {
     var model = lobbyModel()
     model.editor.set("/list")
     #expect(model.update(.key(.enter)) == [.irc(IRCMessage(command: "LIST", params: []))])
-    var events: [ClientEvent] = []
-    for line in [":srv 321 alice Channel :Users  Name", ":srv 322 alice #lobby 4 :[+nt] welcome", ":srv 322 alice #dev 12 :[+nt] builds",
-                 ":srv 322 alice #ops 2 :[+nt] ", ":srv 323 alice :End of /LIST"] {
-        events += model.state.apply(try! IRCMessage(parsing: line), now: 36300)
-    }
-    for event in events { _ = model.update(.client(event)) }
+    model.receive(":srv 321 alice Channel :Users  Name", ":srv 322 alice #lobby 4 :[+nt] welcome", ":srv 322 alice #dev 12 :[+nt] builds",
+                  ":srv 322 alice #ops 2 :[+nt] ", ":srv 323 alice :End of /LIST", now: 36300)
     #expect(model.roomPicker == 0)
     expectScreen(model, [
         " #lobby (4)                                                 ",
@@ -267,7 +258,8 @@ func roomPicker() {
     #expect(model.roomPicker == nil)
     model.editor.set("/list")
     _ = model.update(.key(.enter))
-    for event in events { _ = model.update(.client(event)) }
+    model.receive(":srv 321 alice Channel :Users  Name", ":srv 322 alice #lobby 4 :[+nt] welcome", ":srv 323 alice :End of /LIST", now: 36301)
+    #expect(model.roomPicker == 0)
     _ = model.update(.key(.escape))
-    #expect(model.roomPicker == nil && model.selection == .conversation("#lobby"))
+    #expect(model.roomPicker == nil && model.selection == .conversation(.room("#lobby")))
 }

@@ -122,7 +122,7 @@ struct UpdateTests {
         #expect(model.target == "#lobby")
         // The sidebar: #lobby, @alice (you), +bob, carol, 小明, (server); alice is skipped.
         let commands = model.update(.key(.down))
-        #expect(model.selection == .user("bob", room: "#lobby"))
+        #expect(model.selection == .user("bob", room: .room("#lobby")))
         #expect(commands.isEmpty, "moving opens nothing and marks nothing read")
         #expect(model.target == "bob" && model.sendsToNewConversation)
         for character in "hi 你好" { _ = model.update(.key(.character(character))) }
@@ -131,28 +131,28 @@ struct UpdateTests {
         #expect(lines[10].contains("Enter sends to bob (new)"))
         #expect(lines[0].hasPrefix(" bob (new direct conversation"))
         _ = model.update(.key(.up))
-        #expect(model.selection == .conversation("#lobby"), "Up from bob skips alice (you)")
+        #expect(model.selection == .conversation(.room("#lobby")), "Up from bob skips alice (you)")
     }
 
     @Test("Home and End jump to the ends of the sidebar when the input is empty")
     func homeEnd() {
         var model = lobbyModel()
         _ = model.update(.key(.end))
-        #expect(model.selection == .conversation("server"))
+        #expect(model.selection == .conversation(.server))
         _ = model.update(.key(.home))
-        #expect(model.selection == .conversation("#lobby"))
+        #expect(model.selection == .conversation(.room("#lobby")))
     }
 
     @Test("refused: empty messages, yourself, before registration, the server window")
     func refusals() {
         var model = lobbyModel()
-        #expect(model.update(.key(.enter)) == [.note("Empty message: nothing sent", conversation: "#lobby", isError: true)])
-        model.selection = .user("alice", room: "#lobby")
+        #expect(model.update(.key(.enter)) == [.note("Empty message: nothing sent", conversation: .room("#lobby"), isError: true)])
+        model.selection = .user("alice", room: .room("#lobby"))
         _ = model.update(.key(.character("x")))
         guard case .note(let text, _, true) = model.update(.key(.enter)).first else { Issue.record("no refusal"); return }
         #expect(text.hasPrefix("That is you"))
         model.everRegistered = false
-        model.selection = .conversation("#lobby")
+        model.selection = .conversation(.room("#lobby"))
         _ = model.update(.key(.character("x")))
         guard case .note(let early, _, true) = model.update(.key(.enter)).first else { Issue.record("no refusal"); return }
         #expect(early.hasPrefix("Not connected yet"))
@@ -170,8 +170,8 @@ struct UpdateTests {
         #expect(run("/join #dev") == [.irc(IRCMessage("JOIN", "#dev"))])
         #expect(run("/nick 小明2") == [.irc(IRCMessage("NICK", "小明2"))])
         #expect(run("/quit gone") == [.quit(reason: "gone")])
-        #expect(run("/frobnicate") == [.note("Unknown command /frobnicate: /help lists the commands", conversation: "#lobby", isError: true)])
-        #expect(run("/msg bob") == [.note("Usage: /msg NICK TEXT — send a direct message", conversation: "#lobby", isError: true)])
+        #expect(run("/frobnicate") == [.note("Unknown command /frobnicate: /help lists the commands", conversation: .room("#lobby"), isError: true)])
+        #expect(run("/msg bob") == [.note("Usage: /msg NICK TEXT — send a direct message", conversation: .room("#lobby"), isError: true)])
         #expect(run("/nick 9x").first.map { if case .note(let t, _, true) = $0 { return t.contains("digit") } else { return false } } == true)
         #expect(run("//not a command") == [.send(text: "/not a command", to: "#lobby")])
         let help = run("/help")
@@ -205,7 +205,7 @@ struct UpdateTests {
         #expect(run("/ignore mallory") == [.ignore("mallory")])
         #expect(run("/ignore") == [.ignore(nil)])
         #expect(run("/unignore mallory") == [.unignore("mallory")])
-        #expect(run("/kick") == [.note("Usage: /kick NICK [REASON] — (room operators) remove someone from the room", conversation: "#lobby", isError: true)])
+        #expect(run("/kick") == [.note("Usage: /kick NICK [REASON] — (room operators) remove someone from the room", conversation: .room("#lobby"), isError: true)])
     }
 
     @Test("a paste of many lines asks first")
@@ -224,10 +224,10 @@ struct UpdateTests {
     func bell() {
         var model = lobbyModel()
         let line = ChatLine(time: 0, kind: .message, sender: "bob", text: "psst", isHighlight: true)
-        #expect(model.update(.client(.line(conversation: "bob", line))) == [.bell])
+        #expect(model.update(.client(.line(.direct("bob"), line))) == [.bell])
         model.bellEnabled = false
-        #expect(model.update(.client(.line(conversation: "bob", line))) == [])
-        #expect(model.update(.client(.line(conversation: "#lobby", line))) == [.markRead("#lobby")])
+        #expect(model.update(.client(.line(.direct("bob"), line))) == [])
+        #expect(model.update(.client(.line(.room("#lobby"), line))) == [.markRead(.room("#lobby"))])
     }
 
     @Test("PgUp scrolls back, PgDn returns")
@@ -243,7 +243,7 @@ struct UpdateTests {
         _ = model.update(.key(.pageUp))
         model.editor.set("back to the bottom")
         _ = model.update(.key(.enter))
-        #expect(model.scroll[model.viewedKey] == 0, "sending jumps to the newest lines")
+        #expect(model.scroll[model.viewedID] == 0, "sending jumps to the newest lines")
     }
 
     @Test("Tab completes nicknames and commands")
@@ -263,17 +263,18 @@ struct TransferRenderTests {
     @Test("a running transfer's newest line shows a progress bar, percent, rate and time left")
     func progress() {
         var model = lobbyModel(width: 100, height: 12)
-        model.state.add(ChatLine(time: 36_300, kind: .transfer(7), text: "Receiving big.iso from bob"), to: "bob")
+        model.receive(.line(.direct("bob"), ChatLine(time: 36_300, kind: .transfer(7), text: "Receiving big.iso from bob")))
         var info = TransferInfo(id: 7, direction: .receiving, peer: "bob", offeredName: "big.iso", localPath: "/tmp/big.iso",
                                 size: 100 << 20, state: .active, offeredAt: 0)
         info.transferred = 45 << 20
         info.startedAt = 100
-        model.transfers = [7: info]
+        model.receive(.transfer(info))
         model.now = 103
-        model.selection = .conversation("bob")
+        model.selection = .conversation(.direct("bob"))
         let row = draw(model).lines.first { $0.contains("Receiving big.iso") }
         #expect(row?.contains("[#######----------] 45%  15.0 MiB/s  4 s") == true, "\(row ?? "no row")")
-        model.transfers[7]!.state = .done(sha256: "x", seconds: 6)
+        info.state = .done(sha256: "x", seconds: 6)
+        model.receive(.transfer(info))
         #expect(draw(model).lines.first { $0.contains("Receiving big.iso") }?.contains("%") == false)
     }
 }

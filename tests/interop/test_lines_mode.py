@@ -52,7 +52,19 @@ def test_lines_mode_chats_and_quits(server):
     assert "[peer] <peer>" in line
 
     client.type("/msg typist me")
-    client.wait_for("that is you: message not sent")
+    client.wait_for("That is you: pick someone else to send a message to")
+    # The commands are the chat screen's, from the same table and interpreter.
+    client.type("/frobnicate")
+    client.wait_for("Unknown command /frobnicate: /help lists the commands")
+    client.type("/msg peer")
+    client.wait_for("Usage: /msg NICK TEXT")
+    client.type("/help")
+    client.wait_for("/transfers")
+    client.type("/me waves")
+    peer.wait_for(lambda l: l.endswith("PRIVMSG #lobby :\x01ACTION waves\x01"))
+    client.type("/query peer")
+    client.type("now to peer")
+    peer.wait_for(lambda l: l.endswith("PRIVMSG peer :now to peer"))
     client.type("/quit see you")
     peer.wait_for(lambda l: l.startswith(":typist!") and l.endswith("QUIT :Quit: see you"))
     assert client.process.wait(timeout=10) == 0

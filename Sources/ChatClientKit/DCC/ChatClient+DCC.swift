@@ -39,9 +39,9 @@ extension ChatClient {
             do {
                 let (fd, port) = try DCCWorker.listen(ports: config.dccPorts, bind: nil)
                 listener = fd
-                info = transfers.update(info.id) { $0.port = port }!
+                info = transfers.record(info.id, .listening(port: port))!
             } catch {
-                transfers.update(info.id) { $0.state = .failed("no port to listen on: \(error)") }
+                transfers.record(info.id, .ended(.failed("no port to listen on: \(error)"), time: WallClock.now()))
                 note("Cannot offer \(name): no free port to listen on (\(error))", in: nick)
                 return
             }
@@ -78,7 +78,7 @@ extension ChatClient {
 
     func expireIfWaiting(_ id: Int) {
         guard let info = transfers[id], info.state == .offered || info.state == .pending || info.state == .resuming else { return }
-        transfers.update(id) { $0.state = .expired; $0.finishedAt = WallClock.now() }
+        transfers.record(id, .ended(.expired, time: WallClock.now()))
         emitTransferLine(id, "Transfer \(id) (\(info.offeredName)) expired: nobody accepted it", in: info.peer)
     }
 
@@ -95,7 +95,7 @@ extension ChatClient {
             }
             // The answer to our passive offer: they listen, we connect and send.
             if let token, let ours = transfers.first(where: { $0.direction == .sending && $0.passive && $0.token == token && $0.state == .offered }) {
-                transfers.update(ours.id) { $0.address = address; $0.port = port; $0.state = .connecting }
+                transfers.record(ours.id, .connectTo(address: address, port: port))
                 let id = ours.id, table = transfers
                 runWorker(id) {
                     guard let socket = try? Sockets.connect(host: address, port: port, timeout: 10) else {
@@ -111,7 +111,7 @@ extension ChatClient {
                 t.direction == .sending && t.state == .offered && t.peer.lowercased() == nick.lowercased()
                     && (t.passive ? t.token == token : t.port == port)
             }), position < ours.size else { return }
-            transfers.update(ours.id) { $0.startOffset = position; $0.transferred = position }
+            transfers.record(ours.id, .resumeFrom(position))
             if let connection {
                 let accept = DCCMessage.accept(fileName: ours.offeredName, port: port, position: position, token: token)
                 write(IRCMessage("PRIVMSG", nick, accept.ctcp), over: connection)
@@ -122,7 +122,7 @@ extension ChatClient {
                 t.direction == .receiving && t.state == .resuming && t.peer.lowercased() == nick.lowercased()
                     && (t.passive ? t.token == token : t.port == port)
             }) else { return }
-            transfers.update(ours.id) { $0.startOffset = position; $0.transferred = position }
+            transfers.record(ours.id, .resumeFrom(position))
             startReceiving(ours.id)
         }
     }
@@ -135,7 +135,7 @@ extension ChatClient {
                          size: size, state: .pending, passive: port == 0, token: token, address: address, port: port, offeredAt: now)
         }
         if size > config.dccMaxSize {
-            transfers.update(info.id) { $0.state = .rejected; $0.finishedAt = now }
+            transfers.record(info.id, .ended(.rejected, time: now))
             sendReject(info)
             emitTransferLine(info.id, "\(nick) offered \(name) (\(Self.formatSize(size))): refused, larger than the limit of \(Self.formatSize(config.dccMaxSize))", in: nick)
             return
@@ -154,7 +154,7 @@ extension ChatClient {
     /// Takes an offer (the newest pending one when `id` is nil), resuming a partial file when there is one.
     public func acceptTransfer(_ id: Int? = nil) {
         guard let info = id.flatMap({ transfers[$0] }) ?? transfers.snapshot().last(where: { $0.state == .pending }) else {
-            note(id.map { "No transfer \($0)" } ?? "No file offer is waiting", in: ClientState.serverKey)
+            note(id.map { "No transfer \($0)" } ?? "No file offer is waiting", in: replyPlace)
             return
         }
         guard info.direction == .receiving, info.state == .pending else {
@@ -175,7 +175,7 @@ extension ChatClient {
         if let partSize, partSize.uint64Value > 0, partSize.uint64Value < info.size, !exists(name) {
             // A previous attempt left NAME.part: ask the sender to continue from there.
             let position = partSize.uint64Value
-            transfers.update(info.id) { $0.state = .resuming; $0.startOffset = position }
+            transfers.record(info.id, .resumeAsked(from: position))
             if let connection {
                 let resume = DCCMessage.resume(fileName: info.offeredName, port: info.port, position: position, token: info.token)
                 write(IRCMessage("PRIVMSG", info.peer, resume.ctcp), over: connection)
@@ -184,7 +184,7 @@ extension ChatClient {
             return
         }
         let unique = SafeFileName.unique(name, exists: exists)
-        transfers.update(info.id) { $0.localPath = directory + "/" + unique }
+        transfers.record(info.id, .savingTo(directory + "/" + unique))
         emitTransferLine(info.id, "Receiving \(unique) from \(info.peer) into \(directory)", in: info.peer)
         startReceiving(info.id)
     }
@@ -192,14 +192,14 @@ extension ChatClient {
     func startReceiving(_ id: Int) {
         guard let info = transfers[id] else { return }
         let table = transfers
-        transfers.update(id) { $0.state = .connecting }
+        transfers.record(id, .connecting)
         if info.passive {
             // They cannot reach us the usual way round: we listen and tell them where.
             let listener: (fd: Int32, port: Int)
             do {
                 listener = try DCCWorker.listen(ports: config.dccPorts, bind: nil)
             } catch {
-                transfers.update(id) { $0.state = .failed("no port to listen on") }
+                transfers.record(id, .ended(.failed("no port to listen on"), time: WallClock.now()))
                 note("Cannot receive: no free port to listen on (\(error))", in: info.peer)
                 return
             }
@@ -228,10 +228,10 @@ extension ChatClient {
     public func rejectTransfer(_ id: Int? = nil) {
         guard let info = id.flatMap({ transfers[$0] }) ?? transfers.snapshot().last(where: { $0.state == .pending }),
               info.direction == .receiving, info.state == .pending else {
-            note("No such offer waiting", in: ClientState.serverKey)
+            note("No such offer waiting", in: replyPlace)
             return
         }
-        transfers.update(info.id) { $0.state = .rejected; $0.cancelRequested = true; $0.finishedAt = WallClock.now() }
+        transfers.record(info.id, .ended(.rejected, time: WallClock.now()))
         sendReject(info)
         emitTransferLine(info.id, "Rejected \(info.offeredName) from \(info.peer)", in: info.peer)
     }
@@ -243,19 +243,19 @@ extension ChatClient {
 
     func dccRejected(by nick: String, text: String) {
         guard let ours = transfers.first(where: { $0.direction == .sending && $0.state == .offered && $0.peer.lowercased() == nick.lowercased() }) else { return }
-        transfers.update(ours.id) { $0.state = .rejected; $0.cancelRequested = true; $0.finishedAt = WallClock.now() }
+        transfers.record(ours.id, .ended(.rejected, time: WallClock.now()))
         emitTransferLine(ours.id, "\(nick) rejected \(ours.offeredName)", in: nick)
     }
 
     /// Stops a transfer; its port closes and a partial download stays as NAME.part.
     public func cancelTransfer(_ id: Int) {
         guard let info = transfers[id], !info.state.isFinished else {
-            note("No running transfer \(id)", in: ClientState.serverKey)
+            note("No running transfer \(id)", in: replyPlace)
             return
         }
-        transfers.update(id) { $0.cancelRequested = true }
+        transfers.record(id, .cancelRequested)
         if info.state == .pending || (info.passive && info.state == .offered) || info.state == .resuming {
-            transfers.update(id) { $0.state = .cancelled; $0.finishedAt = WallClock.now() }
+            transfers.record(id, .ended(.cancelled, time: WallClock.now()))
             emitTransferLine(id, "Cancelled \(info.offeredName)", in: info.peer)
         }
     }
@@ -263,11 +263,11 @@ extension ChatClient {
     /// A line per transfer in the server window.
     public func listTransfers() {
         let all = transfers.snapshot()
-        if all.isEmpty { note("No transfers", in: ClientState.serverKey, isError: false); return }
+        if all.isEmpty { note("No transfers", in: replyPlace, isError: false); return }
         for info in all {
             let arrow = info.direction == .sending ? "to" : "from"
             note("#\(info.id) \(info.offeredName) \(arrow) \(info.peer): \(Self.describe(info.state)), \(Self.formatSize(info.transferred))/\(Self.formatSize(info.size))",
-                 in: ClientState.serverKey, isError: false)
+                 in: replyPlace, isError: false)
         }
     }
 
@@ -282,11 +282,7 @@ extension ChatClient {
                 outcome = .done(sha256: DCCWorker.checksum(info.localPath), seconds: seconds)
             }
             let final = outcome
-            table.update(id) { info in
-                if !info.state.isFinished || info.state == .rejected { info.state = final }
-                if case .rejected = info.state, case .cancelled = final { info.state = .rejected }
-                info.finishedAt = WallClock.now()
-            }
+            table.record(id, .ended(final, time: WallClock.now()))
             Task { await self.transferEnded(id) }
         }
         thread.name = "chat-tui dcc \(id)"
@@ -314,7 +310,8 @@ extension ChatClient {
 
     /// `needsAnswer`: an offer waiting for /accept, which counts as unread and rings like a message.
     func emitTransferLine(_ id: Int, _ text: String, in conversation: String, needsAnswer: Bool = false) {
-        emit(state.add(ChatLine(time: WallClock.now(), kind: .transfer(id), text: text, isHighlight: needsAnswer), to: conversation))
+        let line = ChatLine(time: WallClock.now(), kind: .transfer(id), text: text, isHighlight: needsAnswer)
+        for event in state.line(line, to: state.id(for: conversation), name: conversation) { emit(event) }
     }
 
     static func describe(_ state: TransferInfo.State) -> String {

@@ -58,7 +58,7 @@ enum DCCWorker {
             return .failed("cannot resume at \(position): \(TransportError.errnoText(errno))")
         }
         let started = Monotonic.now()
-        table.update(id) { $0.state = .active; $0.transferred = position; $0.startedAt = WallClock.now() }
+        table.record(id, .started(position: position, time: WallClock.now()))
         var buffer = [UInt8](repeating: 0, count: chunk)
         var acked: UInt32 = 0
         var lastProgress = Monotonic.now()
@@ -91,7 +91,7 @@ enum DCCWorker {
                 return .failed("the receiver closed the connection at \(position + UInt64(sent)) of \(info.size) bytes")
             }
             position += UInt64(count)
-            table.update(id) { $0.transferred = position }
+            table.record(id, .progress(position))
             _ = readAcks(wait: false)
         }
         // Everything is written: wait for the receiver to acknowledge the end (or hang up).
@@ -115,7 +115,7 @@ enum DCCWorker {
         guard file >= 0 else { return .failed("cannot write \(partPath): \(TransportError.errnoText(errno))") }
         var position = info.startOffset
         let started = Monotonic.now()
-        table.update(id) { $0.state = .active; $0.transferred = position; $0.startedAt = WallClock.now() }
+        table.record(id, .started(position: position, time: WallClock.now()))
         var buffer = [UInt8](repeating: 0, count: chunk)
         var lastProgress = Monotonic.now()
         var failure: String?
@@ -135,7 +135,7 @@ enum DCCWorker {
                 lastProgress = Monotonic.now()
                 var ack = UInt32(truncatingIfNeeded: position).bigEndian
                 _ = Glibc.send(fd, &ack, 4, Int32(MSG_NOSIGNAL))
-                table.update(id) { $0.transferred = position }
+                table.record(id, .progress(position))
                 continue
             }
             let code = errno
@@ -158,7 +158,7 @@ enum DCCWorker {
                 FileManager.default.fileExists(atPath: directory + "/" + $0)
             }
             finalPath = directory + "/" + name
-            table.update(id) { $0.localPath = finalPath }
+            table.record(id, .savingTo(finalPath))
         }
         guard rename(partPath, finalPath) == 0 else {
             return .failed("cannot rename \(partPath): \(TransportError.errnoText(errno))")

@@ -76,11 +76,91 @@ public struct TransferInfo: Sendable, Equatable {
     public var fraction: Double { size == 0 ? 1 : min(1, Double(transferred) / Double(size)) }
 }
 
-/// Every transfer of one client, shared between the actor, the worker threads and the screen.
+/// What happens to a transfer, as the actor and the worker threads report it.
+public enum TransferEvent: Sendable, Equatable {
+    /// Our active offer listens on this port.
+    case listening(port: Int)
+    /// The answer to our passive offer: we connect there and send.
+    case connectTo(address: String, port: Int)
+    /// The peer resumes (we send) or agreed to resume (we receive) from this byte.
+    case resumeFrom(UInt64)
+    /// /accept of an offer that has a partial file: we ask the sender to resume.
+    case resumeAsked(from: UInt64)
+    /// Where the file is saved (chosen at /accept, renamed when complete).
+    case savingTo(String)
+    case connecting
+    /// The data connection is up; bytes flow from `position`.
+    case started(position: UInt64, time: Double)
+    case progress(UInt64)
+    /// /cancel or /reject: workers stop at their next chance.
+    case cancelRequested
+    /// The end: done, failed, rejected, expired or cancelled.
+    case ended(TransferInfo.State, time: Double)
+}
+
+extension TransferInfo {
+    /// Applies an event when the transfer's state allows it; returns false when it does not
+    /// (a late report after the end, a progress before the start), leaving it unchanged.
+    @discardableResult
+    public mutating func apply(_ event: TransferEvent) -> Bool {
+        switch event {
+        case .listening(let port):
+            guard state == .offered else { return false }
+            self.port = port
+        case .connectTo(let address, let port):
+            guard state == .offered, passive, direction == .sending else { return false }
+            self.address = address
+            self.port = port
+            state = .connecting
+        case .resumeFrom(let position):
+            guard state == .offered || state == .resuming, position < size || size == 0 else { return false }
+            startOffset = position
+            transferred = position
+        case .resumeAsked(let position):
+            guard state == .pending, direction == .receiving else { return false }
+            state = .resuming
+            startOffset = position
+        case .savingTo(let path):
+            guard direction == .receiving else { return false }
+            localPath = path
+        case .connecting:
+            guard state == .pending || state == .resuming || state == .offered else { return false }
+            state = .connecting
+        case .started(let position, let time):
+            guard state == .connecting || state == .offered else { return false }
+            state = .active
+            transferred = position
+            startedAt = time
+        case .progress(let bytes):
+            guard state == .active else { return false }
+            transferred = bytes
+        case .cancelRequested:
+            guard !state.isFinished || state == .rejected else { return false }
+            cancelRequested = true
+        case .ended(let final, let time):
+            guard final.isFinished else { return false }
+            if state.isFinished {
+                // /reject ends a transfer at once; the worker's later "cancelled" keeps it rejected.
+                guard state == .rejected, final != .cancelled, final != .rejected else { return false }
+            }
+            state = final
+            finishedAt = time
+            if final == .rejected { cancelRequested = true }
+        }
+        return true
+    }
+}
+
+/// Every transfer of one client: the one owner of their state, shared between the actor and
+/// the worker threads. Each change is an event applied by `TransferInfo.apply`; what changed
+/// is published (progress at most once per percent) so a screen draws it from its own view.
 public final class FileTransfers: Sendable {
     private let table = Mutex<(next: Int, items: [Int: TransferInfo])>((1, [:]))
+    private let publish: @Sendable (TransferInfo) -> Void
 
-    public init() {}
+    public init(publish: @escaping @Sendable (TransferInfo) -> Void = { _ in }) {
+        self.publish = publish
+    }
 
     public func snapshot() -> [TransferInfo] {
         table.withLock { $0.items.values.sorted { $0.id < $1.id } }
@@ -91,21 +171,29 @@ public final class FileTransfers: Sendable {
     }
 
     func add(_ make: (Int) -> TransferInfo) -> TransferInfo {
-        table.withLock { state in
+        let info = table.withLock { state in
             let info = make(state.next)
             state.items[info.id] = info
             state.next += 1
             return info
         }
+        publish(info)
+        return info
     }
 
+    /// Applies an event; returns the transfer as it is now (nil for an unknown id).
     @discardableResult
-    func update(_ id: Int, _ change: (inout TransferInfo) -> Void) -> TransferInfo? {
-        table.withLock { state in
-            guard state.items[id] != nil else { return nil }
-            change(&state.items[id]!)
-            return state.items[id]
+    func record(_ id: Int, _ event: TransferEvent) -> TransferInfo? {
+        let (info, changed) = table.withLock { state -> (TransferInfo?, Bool) in
+            guard var info = state.items[id] else { return (nil, false) }
+            let before = Int(info.fraction * 100)
+            guard info.apply(event) else { return (info, false) }
+            state.items[id] = info
+            if case .progress = event { return (info, Int(info.fraction * 100) != before) }
+            return (info, true)
         }
+        if changed, let info { publish(info) }
+        return info
     }
 
     func first(where match: (TransferInfo) -> Bool) -> TransferInfo? {

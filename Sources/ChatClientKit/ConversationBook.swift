@@ -1,0 +1,147 @@
+import IRCWire
+
+/// Conversations, their members, topics, unread counts and file transfers, as a value that
+/// changes only by applying `ClientEvent`s. The client keeps one (without lines) as the owner
+/// of these facts; a screen keeps its own (with lines) by applying the same events, so the two
+/// cannot drift and the screen never pulls the client's state.
+public struct ConversationBook: Sendable {
+    /// Our nickname as the server knows it.
+    public private(set) var nick: String
+    public private(set) var isupport = ISupport()
+    public private(set) var isAway = false
+    public private(set) var conversations: [ConversationID: Conversation] = [:]
+    /// In the order they were opened.
+    public private(set) var order: [ConversationID] = []
+    /// The last LIST's rooms, for the /list picker.
+    public private(set) var roomList: [ListedRoom] = []
+    public private(set) var transfers: [Int: TransferInfo] = [:]
+    public let scrollbackLimit: Int
+    public let keepsLines: Bool
+
+    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true) {
+        self.nick = nick
+        self.scrollbackLimit = scrollbackLimit
+        self.keepsLines = keepsLines
+        insertConversation(.server, name: "server")
+    }
+
+    // MARK: Reading
+
+    public var casemapping: Casemapping { isupport.casemapping }
+    public func key(for name: String) -> String { casemapping.fold(name) }
+    public func isChannel(_ name: String) -> Bool { IRCNames.isChannel(name, types: isupport.channelTypes) }
+    public func isMe(_ nick: String) -> Bool { key(for: nick) == key(for: self.nick) }
+
+    /// The conversation a name (a room or a nickname) would be.
+    public func id(for name: String) -> ConversationID {
+        isChannel(name) ? .room(key(for: name)) : .direct(key(for: name))
+    }
+
+    public subscript(id: ConversationID) -> Conversation? { conversations[id] }
+
+    /// The room or direct conversation with this name, if open.
+    public func conversation(_ name: String) -> Conversation? { conversations[id(for: name)] }
+
+    public var orderedConversations: [Conversation] { order.compactMap { conversations[$0] } }
+    public var rooms: [Conversation] { orderedConversations.filter { $0.kind == .room } }
+    public var joinedRooms: [String] { rooms.filter(\.isJoined).map(\.name) }
+
+    // MARK: Applying
+
+    public mutating func apply(_ event: ClientEvent) {
+        switch event {
+        case .status(.registered(let nick)), .nickInUse(_, let nick):
+            self.nick = nick
+        case .nickChanged(let old, let new):
+            nick = new
+            rename(old, to: new)
+        case .serverSupport(let isupport):
+            self.isupport = isupport
+        case .away(let away):
+            isAway = away
+        case .roomList(let rooms):
+            roomList = rooms
+        case .opened(let id, let name):
+            insertConversation(id, name: name)
+        case .closed(let id):
+            guard id != .server else { return }
+            conversations[id] = nil
+            order.removeAll { $0 == id }
+        case .joined(let id, let name, let again):
+            insertConversation(id, name: name)
+            conversations[id]!.name = name
+            conversations[id]!.isJoined = true
+            conversations[id]!.awaitingRejoin = false
+            // A rejoin keeps the old list on screen until NAMES replaces it.
+            if !again { conversations[id]!.members = [:] }
+        case .left(let id):
+            conversations[id]?.isJoined = false
+            conversations[id]?.awaitingRejoin = false
+            conversations[id]?.members = [:]
+        case .connectionLost:
+            for id in order where id.kind == .room {
+                guard let room = conversations[id], room.isJoined || room.awaitingRejoin else { continue }
+                conversations[id]!.isJoined = false
+                conversations[id]!.awaitingRejoin = true
+            }
+        case .line(let id, let line):
+            if conversations[id] == nil { insertConversation(id, name: line.sender ?? id.key) }
+            conversations[id]!.insert(line)
+        case .pendingDone(let id, let serial):
+            conversations[id]?.removePending(serial: serial)
+        case .members(let id, let members):
+            guard conversations[id] != nil else { return }
+            let keyed = Dictionary(members.map { (key(for: $0.nick), $0) }, uniquingKeysWith: { _, last in last })
+            conversations[id]!.members = keyed
+        case .memberJoined(let id, let member), .memberChanged(let id, let member):
+            let memberKey = key(for: member.nick)
+            conversations[id]?.members[memberKey] = member
+        case .memberLeft(let id, let nick):
+            let memberKey = key(for: nick)
+            conversations[id]?.members[memberKey] = nil
+        case .renamed(let old, let new):
+            rename(old, to: new)
+        case .topic(let id, let topic):
+            conversations[id]?.topic = topic
+        case .modes(let id, let modes):
+            conversations[id]?.modes = modes
+        case .markedRead(let id):
+            conversations[id]?.markRead()
+        case .cleared(let id):
+            conversations[id]?.clearLines()
+        case .transfer(let info):
+            transfers[info.id] = info
+        case .status, .error, .lag, .notSent:
+            break
+        }
+    }
+
+    mutating func insertConversation(_ id: ConversationID, name: String) {
+        guard conversations[id] == nil else { return }
+        conversations[id] = Conversation(id: id, name: name, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
+        order.append(id)
+    }
+
+    /// Someone changed nickname: their rows in every room, and the direct conversation with them
+    /// (unless one with the new name is already open). Each conversation is changed in place, so
+    /// a rename costs a lookup per conversation, never a copy of a scrollback.
+    mutating func rename(_ old: String, to new: String) {
+        let oldKey = key(for: old), newKey = key(for: new)
+        for id in order where id.kind == .room {
+            if var member = conversations[id]!.members.removeValue(forKey: oldKey) {
+                member.nick = new
+                conversations[id]!.members[newKey] = member
+            }
+        }
+        let from = ConversationID.direct(oldKey), to = ConversationID.direct(newKey)
+        guard from != to, conversations[to] == nil, var moved = conversations.removeValue(forKey: from) else {
+            // Only the spelling changed (or a conversation with the new name is already open).
+            if from == to { conversations[from]?.name = new }
+            return
+        }
+        moved.id = to
+        moved.name = new
+        conversations[to] = moved
+        if let index = order.firstIndex(of: from) { order[index] = to }
+    }
+}

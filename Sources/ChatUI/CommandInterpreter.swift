@@ -1,0 +1,197 @@
+import ChatClientKit
+import IRCWire
+
+/// What a command needs to know of where it was typed.
+public struct CommandContext: Sendable {
+    /// The conversations as the typing side sees them.
+    public var book: ConversationBook
+    /// Where answers and errors go: the conversation in view.
+    public var here: ConversationID
+    /// The room room commands (/topic, /kick, /part) act on.
+    public var room: String?
+    /// Where /me goes: the conversation in view, or the person picked ("" for the server window).
+    public var target: String
+    /// Registered at least once (our name is known).
+    public var registered: Bool
+    /// Lines /help adds after the command table (the screen's keys, the host's join hint).
+    public var extraHelp: [String]
+
+    public init(book: ConversationBook, here: ConversationID, room: String?, target: String, registered: Bool, extraHelp: [String] = []) {
+        self.book = book
+        self.here = here
+        self.room = room
+        self.target = target
+        self.registered = registered
+        self.extraHelp = extraHelp
+    }
+}
+
+/// The one interpreter of `/commands`, shared by the chat screen and the line mode: the table
+/// (`SlashCommands`) gives usage and arity, checked here once; each command becomes
+/// `UICommand`s for the shell, and refusals become notes where the command was typed.
+public enum CommandInterpreter {
+    /// The commands a line means, in order; refusals and usage errors are notes in `here`.
+    public static func run(_ line: String, _ context: CommandContext) -> [UICommand] {
+        let state = context.book, here = context.here, room = context.room, target = context.target
+        let body = line.dropFirst()
+        let name = String(body.prefix(while: { $0 != " " }))
+        let rest = body.dropFirst(name.count).drop(while: { $0 == " " })
+        let words = rest.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let command = SlashCommands.named(name) else {
+            return [.note("Unknown command /\(name): /help lists the commands", conversation: here, isError: true)]
+        }
+        guard words.count >= command.minArguments else {
+            return [.note("Usage: \(command.usage) — \(command.summary)", conversation: here, isError: true)]
+        }
+        switch command.name {
+        case "help":
+            let width = SlashCommands.all.map(\.usage.count).max() ?? 0
+            let commands = SlashCommands.all.map { cmd -> UICommand in
+                .note(cmd.usage + String(repeating: " ", count: width - cmd.usage.count + 2) + cmd.summary, conversation: here, isError: false)
+            }
+            return commands + context.extraHelp.map { .note($0, conversation: here, isError: false) }
+        case "msg":
+            let text = String(rest.drop(while: { $0 != " " }).dropFirst())
+            return send(text, to: words[0], isAction: false, context)
+        case "query":
+            guard !state.isMe(words[0]) else { return [.note("That is you", conversation: here, isError: true)] }
+            guard !state.isChannel(words[0]) else { return [.note("\(words[0]) is a room: /join \(words[0])", conversation: here, isError: true)] }
+            return [.open(words[0]), .show(.direct(state.key(for: words[0])))]
+        case "me":
+            return send(String(rest), to: target, isAction: true, context)
+        case "nick":
+            if let problem = IRCNames.nickProblem(words[0], maxBytes: state.isupport.nickLength ?? 30) {
+                return [.note("\(words[0]): \(problem)", conversation: here, isError: true)]
+            }
+            return [.irc(IRCMessage("NICK", words[0]))]
+        case "join":
+            // Already in it: go there (irssi and WeeChat switch to the window).
+            if let room = state.conversation(words[0]), room.kind == .room, room.isJoined {
+                return [.show(room.id)]
+            }
+            return [.irc(IRCMessage("JOIN", words[0]))]
+        case "part":
+            let named = words.first.map { state.isChannel($0) } ?? false
+            guard let which = named ? words[0] : room else {
+                return [.note("Not in a room: /part #ROOM", conversation: here, isError: true)]
+            }
+            let reason = words.dropFirst(named ? 1 : 0).joined(separator: " ")
+            return [.irc(IRCMessage(command: "PART", params: reason.isEmpty ? [which] : [which, reason]))]
+        case "topic":
+            guard let room else { return [.note("Not in a room", conversation: here, isError: true)] }
+            return [.irc(IRCMessage(command: "TOPIC", params: rest.isEmpty ? [room] : [room, String(rest)]))]
+        case "away":
+            return [.irc(IRCMessage(command: "AWAY", params: rest.isEmpty ? [] : [String(rest)]))]
+        case "whois":
+            return [.irc(IRCMessage("WHOIS", words[0]))]
+        case "names":
+            guard let room, let conversation = state.conversation(room) else {
+                return [.note("Not in a room", conversation: here, isError: true)]
+            }
+            let names = conversation.sortedMembers().map { $0.highestPrefix + $0.nick }
+            return [.note("\(room): \(names.count) people: " + names.joined(separator: " "), conversation: here, isError: false)]
+        case "kick", "ban", "unban", "op", "deop", "voice", "devoice":
+            guard let room else { return [.note("/\(command.name) works in a room: pick one first", conversation: here, isError: true)] }
+            return operatorCommand(command.name, room: room, words: words, rest: String(rest))
+        case "invite":
+            guard let into = words.count > 1 ? words[1] : room else {
+                return [.note("Usage: /invite NICK #ROOM", conversation: here, isError: true)]
+            }
+            return [.irc(IRCMessage("INVITE", words[0], into))]
+        case "mode":
+            // `/mode +i`: the room in view; `/mode alice +i`, `/mode #dev -k *`: that target.
+            let first = words.first ?? ""
+            let named = !first.isEmpty && !first.hasPrefix("+") && !first.hasPrefix("-")
+            guard let target = named ? first : room else {
+                return [.note("Usage: /mode #ROOM +MODES (or pick a room first)", conversation: here, isError: true)]
+            }
+            return [.irc(IRCMessage(command: "MODE", params: [target] + words.dropFirst(named ? 1 : 0)))]
+        case "list":
+            return [.awaitRoomList, .irc(IRCMessage(command: "LIST", params: words.prefix(1).map { $0 }))]
+        case "ignore":
+            return [.ignore(words.first)]
+        case "unignore":
+            return [.unignore(words[0])]
+        case "quote":
+            guard let message = try? IRCMessage(parsing: String(rest)) else {
+                return [.note("Not an IRC line: \(rest)", conversation: here, isError: true)]
+            }
+            return [.irc(message)]
+        case "clear":
+            return [.clear(here)]
+        case "close":
+            let viewed = state[here]
+            let leftRoom = viewed.map { $0.kind == .room && !$0.isJoined && !$0.awaitingRejoin } ?? false
+            guard viewed?.kind == .direct || leftRoom else {
+                return [.note("/close closes a direct conversation or a room you have left; use /part to leave a room", conversation: here, isError: true)]
+            }
+            return [.close(here)]
+        case "send":
+            let passive = words[0] == "-p"
+            let nick = passive ? words[1] : words[0]
+            let pathStart = passive ? 2 : 1
+            guard words.count > pathStart else { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
+            // The path is the rest of the line, spaces and all.
+            var remainder = Substring(rest)
+            for _ in 0..<pathStart { remainder = remainder.drop(while: { $0 != " " }).drop(while: { $0 == " " }) }
+            let path = String(remainder).expandingTilde()
+            if state.isMe(nick) { return [.note("That is you: pick someone else to send a file to", conversation: here, isError: true)] }
+            return [.sendFile(path: path, to: nick, passive: passive)]
+        case "accept", "reject":
+            let id = words.first.flatMap { Int($0.trimmingPrefix("#")) }
+            if !words.isEmpty && id == nil { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
+            return [command.name == "accept" ? .acceptTransfer(id) : .rejectTransfer(id)]
+        case "transfers":
+            return [.listTransfers]
+        case "cancel":
+            guard let id = Int(words[0].trimmingPrefix("#")) else { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
+            return [.cancelTransfer(id)]
+        case "disconnect":
+            return [.disconnect]
+        case "reconnect":
+            return [.reconnect]
+        case "quit":
+            return [.quit(reason: rest.isEmpty ? "Leaving" : String(rest))]
+        default:
+            return []
+        }
+    }
+
+    /// Why a message to `target` cannot be sent from here, or nil when it can.
+    public static func refusal(sendingTo target: String, _ context: CommandContext) -> String? {
+        let state = context.book
+        if !context.registered { return "Not connected yet: your name is not set, so nothing was sent" }
+        if target.isEmpty { return "This is the server window: pick a room or a person (Up/Down) to send a message" }
+        if state.isMe(target) { return "That is you: pick someone else to send a message to" }
+        if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {
+            return "You left \(room.name): /join \(room.name) to talk there again"
+        }
+        return nil
+    }
+
+    static func send(_ text: String, to target: String, isAction: Bool, _ context: CommandContext) -> [UICommand] {
+        if let reason = refusal(sendingTo: target, context) { return [.note(reason, conversation: context.here, isError: true)] }
+        return [isAction ? .action(text: text, to: target) : .send(text: text, to: target)]
+    }
+
+    /// KICK and the membership and ban modes, as IRC lines for `room`. Several nicknames go in
+    /// lines of four changes each (every server takes at least four per MODE).
+    static func operatorCommand(_ name: String, room: String, words: [String], rest: String) -> [UICommand] {
+        switch name {
+        case "kick":
+            let reason = String(rest.drop(while: { $0 != " " }).drop(while: { $0 == " " }))
+            return [.irc(IRCMessage(command: "KICK", params: reason.isEmpty ? [room, words[0]] : [room, words[0], reason]))]
+        case "ban", "unban":
+            // A bare nickname bans that nickname wherever it comes from.
+            let mask = words[0].contains("!") || words[0].contains("@") ? words[0] : words[0] + "!*@*"
+            return [.irc(IRCMessage("MODE", room, (name == "ban" ? "+b" : "-b"), mask))]
+        default:
+            let sign = name.hasPrefix("de") ? "-" : "+"
+            let letter = name.hasSuffix("op") ? "o" : "v"
+            return stride(from: 0, to: words.count, by: 4).map { start in
+                let nicks = Array(words[start..<min(start + 4, words.count)])
+                return .irc(IRCMessage(command: "MODE", params: [room, sign + String(repeating: letter, count: nicks.count)] + nicks))
+            }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import ChatClientKit
+import ChatUI
+
+/// Carries out the commands the interpreter (and the chat screen's keys) produce, on the
+/// client: the one place both the chat screen and the line mode turn `UICommand`s into calls.
+/// Returns false for the ones only a screen can do (bell, redraw, quit, view changes), which
+/// the caller handles.
+enum CommandRunner {
+    static func perform(_ command: UICommand, on client: ChatClient, typedIn here: ConversationID) async -> Bool {
+        switch command {
+        case .send(let text, let target): await client.send(text, to: target)
+        case .action(let text, let target): await client.send(text, to: target, isAction: true)
+        case .irc(let message): await client.sendCommand(message, replyIn: here)
+        case .ignore(let mask):
+            guard let mask else {
+                let list = await client.ignoreMasks
+                await client.note(list.isEmpty ? "Nobody is ignored" : "Ignored: " + list.joined(separator: " "), in: here, isError: false)
+                return true
+            }
+            guard let list = await client.ignore(mask) else {
+                await client.note("\(mask) is not a nickname or a nick!user@host mask", in: here)
+                return true
+            }
+            persistIgnores(list)
+            await client.note("Ignoring \(list.last ?? mask): their messages are hidden (/unignore to undo)", in: here, isError: false)
+        case .unignore(let mask):
+            let list = await client.unignore(mask)
+            persistIgnores(list)
+            await client.note("No longer ignoring \(mask)", in: here, isError: false)
+        case .note(let text, let conversation, let isError):
+            await client.note(text, in: conversation, isError: isError)
+        case .markRead(let conversation): await client.markRead(conversation)
+        case .clear(let conversation): await client.clear(conversation)
+        case .open(let name): await client.openConversation(name)
+        case .close(let conversation): await client.closeConversation(conversation)
+        case .disconnect: await client.disconnect()
+        case .reconnect: await client.reconnectNow()
+        case .sendFile(let path, let nick, let passive):
+            await client.replyIn(here)
+            await client.sendFile(path, to: nick, passive: passive)
+        case .acceptTransfer(let id):
+            await client.replyIn(here)
+            await client.acceptTransfer(id)
+        case .rejectTransfer(let id):
+            await client.replyIn(here)
+            await client.rejectTransfer(id)
+        case .cancelTransfer(let id):
+            await client.replyIn(here)
+            await client.cancelTransfer(id)
+        case .listTransfers:
+            await client.replyIn(here)
+            await client.listTransfers()
+        case .quit, .bell, .redraw, .show, .awaitRoomList:
+            return false
+        }
+        return true
+    }
+
+    /// Keeps the ignore list in the config file, so it holds next time.
+    static func persistIgnores(_ list: [String]) {
+        try? ConfigFile.set("ignore", to: list.isEmpty ? nil : list.joined(separator: ","), in: configPath)
+    }
+}

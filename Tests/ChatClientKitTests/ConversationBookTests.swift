@@ -1,0 +1,166 @@
+import Testing
+@testable import ChatClientKit
+import IRCWire
+
+@Suite("conversation book")
+struct ConversationBookTests {
+    func message(_ text: String, at time: Double, msgid: String? = nil) -> ChatLine {
+        var line = ChatLine(time: time, kind: .message, sender: "bob", text: text)
+        line.msgid = msgid
+        return line
+    }
+
+    @Test("a line arriving late by its time is inserted at its place, not at the bottom")
+    func insertedByTime() {
+        var book = ConversationBook(nick: "alice")
+        let room = ConversationID.room("#lobby")
+        book.apply(.joined(room, name: "#lobby", again: false))
+        for (text, time) in [("one", 10.0), ("three", 30), ("two", 20), ("zero", 5), ("four", 40)] {
+            book.apply(.line(room, message(text, at: time)))
+        }
+        #expect(book[room]!.lines.map(\.text) == ["zero", "one", "two", "three", "four"])
+    }
+
+    @Test("the same msgid twice is kept once; its unread counts once")
+    func deduplicated() {
+        var book = ConversationBook(nick: "alice")
+        let room = ConversationID.room("#lobby")
+        book.apply(.joined(room, name: "#lobby", again: false))
+        book.apply(.line(room, message("hi", at: 10, msgid: "a1")))
+        book.apply(.line(room, message("other", at: 10, msgid: "a2")))
+        book.apply(.line(room, message("hi", at: 10, msgid: "a1")))
+        #expect(book[room]!.lines.map(\.text) == ["hi", "other"])
+        #expect(book[room]!.unread == 2)
+    }
+
+    @Test("a held line goes by its serial, not its text: of two equal lines the right one leaves")
+    func pendingBySerial() {
+        var book = ConversationBook(nick: "alice")
+        let bob = ConversationID.direct("bob")
+        for serial: UInt64 in [1, 2] {
+            var line = ChatLine(time: Double(serial), kind: .message, sender: "alice", text: "same", isOwn: true)
+            line.isPending = true
+            line.serial = serial
+            book.apply(.line(bob, line))
+        }
+        book.apply(.pendingDone(bob, serial: 1))
+        #expect(book[bob]!.lines.map(\.serial) == [2])
+    }
+
+    @Test("a person called server and the server window are two conversations")
+    func serverIsNotANick() {
+        var book = ConversationBook(nick: "alice")
+        book.apply(.line(.direct("server"), ChatLine(time: 1, kind: .message, sender: "server", text: "I am a person")))
+        book.apply(.line(.server, ChatLine(time: 1, kind: .info, text: "MOTD")))
+        #expect(book[.server]!.lines.map(\.text) == ["MOTD"])
+        #expect(book[.direct("server")]!.lines.map(\.text) == ["I am a person"])
+        #expect(book.conversation("server")?.id == .direct("server"))
+    }
+
+    @Test("a rename moves member rows in every room and the direct conversation, keeping its lines and unread")
+    func rename() {
+        var book = ConversationBook(nick: "alice")
+        for room in ["#a", "#b"] {
+            book.apply(.joined(.room(room), name: room, again: false))
+            book.apply(.members(.room(room), [Member(nick: "alice"), Member(nick: "Bob", prefixes: "+")]))
+        }
+        book.apply(.line(.direct("bob"), message("hi", at: 1)))
+        book.apply(.renamed(old: "Bob", new: "Robert"))
+        #expect(book[.direct("bob")] == nil)
+        #expect(book[.direct("robert")]?.name == "Robert" && book[.direct("robert")]?.unread == 1)
+        #expect(book[.room("#a")]!.members["robert"] == Member(nick: "Robert", prefixes: "+"))
+        #expect(book[.room("#b")]!.members["bob"] == nil)
+        #expect(book.order.last == .direct("robert"))
+    }
+
+    @Test("a view that keeps no lines still counts unread the same")
+    func countsWithoutLines() {
+        var owner = ConversationBook(nick: "alice", keepsLines: false)
+        var view = ConversationBook(nick: "alice")
+        let events: [ClientEvent] = [.line(.direct("bob"), message("a", at: 1)), .line(.direct("bob"), message("b", at: 2)),
+                                     .markedRead(.direct("bob")), .line(.direct("bob"), message("c", at: 3))]
+        for event in events { owner.apply(event); view.apply(event) }
+        #expect(owner[.direct("bob")]!.lines.isEmpty && owner[.direct("bob")]!.unread == 1)
+        #expect(view[.direct("bob")]!.lines.count == 3 && view[.direct("bob")]!.unread == 1)
+    }
+}
+
+@Suite("transfer machine")
+struct TransferMachineTests {
+    func offer(_ direction: TransferInfo.Direction, _ state: TransferInfo.State, passive: Bool = false) -> TransferInfo {
+        TransferInfo(id: 1, direction: direction, peer: "bob", offeredName: "a.txt", localPath: "/tmp/a.txt", size: 100,
+                     state: state, passive: passive, offeredAt: 0)
+    }
+
+    @Test("receiving: pending, connecting, active with progress, done")
+    func receive() {
+        var info = offer(.receiving, .pending)
+        let step1 = info.apply(.progress(10))
+        #expect(!step1, "no progress before the start")
+        let step2 = info.apply(.connecting)
+        #expect(step2 && info.state == .connecting)
+        let step3 = info.apply(.started(position: 0, time: 5))
+        #expect(step3 && info.state == .active && info.startedAt == 5)
+        let step4 = info.apply(.progress(60))
+        #expect(step4 && info.transferred == 60)
+        let step5 = info.apply(.ended(.done(sha256: "x", seconds: 1), time: 6))
+        #expect(step5 && info.finishedAt == 6)
+        let step6 = info.apply(.progress(99))
+        #expect(!step6 && info.transferred == 60, "nothing after the end")
+        let step7 = info.apply(.ended(.failed("late"), time: 7))
+        #expect(!step7 && info.state == .done(sha256: "x", seconds: 1))
+    }
+
+    @Test("resuming: asked from an offset, the sender's ACCEPT, then connecting")
+    func resume() {
+        var info = offer(.receiving, .pending)
+        let step8 = info.apply(.resumeAsked(from: 40))
+        #expect(step8 && info.state == .resuming && info.startOffset == 40)
+        let step9 = info.apply(.resumeFrom(40))
+        #expect(step9 && info.transferred == 40)
+        let step10 = info.apply(.connecting)
+        #expect(step10)
+        let step11 = info.apply(.resumeFrom(10))
+        #expect(!step11, "no resume once connecting")
+    }
+
+    @Test("/reject ends at once; the worker's later cancel keeps it rejected")
+    func rejectThenCancel() {
+        var info = offer(.sending, .offered)
+        let step12 = info.apply(.ended(.rejected, time: 1))
+        #expect(step12 && info.cancelRequested)
+        let step13 = info.apply(.ended(.cancelled, time: 2))
+        #expect(!step13 && info.state == .rejected)
+    }
+
+    @Test("a passive answer is only for our passive offer")
+    func passive() {
+        var active = offer(.sending, .offered)
+        let step14 = active.apply(.connectTo(address: "10.0.0.2", port: 5000))
+        #expect(!step14)
+        var passive = offer(.sending, .offered, passive: true)
+        let step15 = passive.apply(.connectTo(address: "10.0.0.2", port: 5000))
+        #expect(step15 && passive.state == .connecting && passive.port == 5000)
+    }
+
+    @Test("the table publishes each change, and progress once per percent")
+    func publishes() {
+        let seen = Collected()
+        let table = FileTransfers(publish: { seen.add($0) })
+        let info = table.add { TransferInfo(id: $0, direction: .receiving, peer: "bob", offeredName: "f", localPath: "/tmp/f",
+                                            size: 1000, state: .pending, offeredAt: 0) }
+        table.record(info.id, .connecting)
+        table.record(info.id, .started(position: 0, time: 1))
+        for byte in stride(from: 1, through: 1000, by: 1) { table.record(info.id, .progress(UInt64(byte))) }
+        table.record(info.id, .progress(1000))
+        // add, connecting, started, then 100 percent steps (1 % … 100 %).
+        #expect(seen.items.count == 3 + 100)
+        #expect(seen.items.last?.transferred == 1000)
+    }
+}
+
+final class Collected: @unchecked Sendable {
+    private var list: [TransferInfo] = []
+    func add(_ info: TransferInfo) { list.append(info) }
+    var items: [TransferInfo] { list }
+}

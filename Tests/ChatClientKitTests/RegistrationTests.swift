@@ -1,0 +1,132 @@
+import Testing
+@testable import ChatClientKit
+import IRCWire
+
+/// The registration machine without sockets: each case is a settings, the server's lines, and
+/// every action expected back, in order.
+struct RegistrationCase: Sendable, CustomTestStringConvertible {
+    let name: String
+    var sasl: (account: String, password: String)? = nil
+    var password: String? = nil
+    let received: [String]
+    let expected: [Registration.Action]
+    var phase: Registration.Phase? = nil
+    var testDescription: String { name }
+}
+
+func send(_ line: String) -> Registration.Action { .send(try! IRCMessage(parsing: line)) }
+
+let registrationCases: [RegistrationCase] = [
+    RegistrationCase(name: "CAP LS on one line: REQ of what we want and is offered", received: [
+        ":srv CAP * LS :multi-prefix server-time sasl=PLAIN unknown-cap",
+    ], expected: [send("CAP REQ :server-time multi-prefix")], phase: .requesting),
+    RegistrationCase(name: "CAP LS 302 continuation: nothing until the last line", received: [
+        ":srv CAP * LS * :server-time",
+        ":srv CAP * LS :echo-message",
+    ], expected: [send("CAP REQ :server-time echo-message")]),
+    RegistrationCase(name: "ACK ends negotiation with the acknowledged set", received: [
+        ":srv CAP * LS :server-time", ":srv CAP * ACK :server-time",
+    ], expected: [send("CAP REQ server-time"), .capabilities(["server-time"]), send("CAP END")], phase: .welcoming),
+    RegistrationCase(name: "NAK ends negotiation without capabilities", received: [
+        ":srv CAP * LS :server-time", ":srv CAP * NAK :server-time",
+    ], expected: [send("CAP REQ server-time"), send("CAP END")], phase: .welcoming),
+    RegistrationCase(name: "nothing wanted is offered: CAP END at once", received: [
+        ":srv CAP * LS :account-tag",
+    ], expected: [send("CAP END")]),
+    RegistrationCase(name: "a server without CAP (421) registers anyway", received: [
+        ":srv 421 * CAP :Unknown command",
+    ], expected: [send("CAP END")], phase: .welcoming),
+    RegistrationCase(name: "SASL PLAIN: REQ sasl, AUTHENTICATE PLAIN, the payload, 903, CAP END",
+                     sasl: ("alice", "secret"), received: [
+        ":srv CAP * LS :sasl=PLAIN,EXTERNAL",
+        ":srv CAP * ACK :sasl",
+        "AUTHENTICATE +",
+        ":srv 900 * alice!a@h alice :You are now logged in as alice",
+        ":srv 903 * :SASL authentication successful",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE PLAIN"),
+                  send("AUTHENTICATE YWxpY2UAYWxpY2UAc2VjcmV0"), send("CAP END")], phase: .welcoming),
+    RegistrationCase(name: "SASL failure (904) goes on without an account and says so",
+                     sasl: ("alice", "wrong"), received: [
+        ":srv CAP * LS :sasl", ":srv CAP * ACK :sasl", "AUTHENTICATE +", ":srv 904 * :SASL authentication failed",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE PLAIN"),
+                  send("AUTHENTICATE YWxpY2UAYWxpY2UAd3Jvbmc="),
+                  .notice("Not logged in (SASL authentication failed); going on without an account"), send("CAP END")]),
+    RegistrationCase(name: "sasl offered without PLAIN is not requested", sasl: ("alice", "pw"), received: [
+        ":srv CAP * LS :sasl=EXTERNAL",
+    ], expected: [send("CAP END")]),
+    RegistrationCase(name: "433 before 001: an underscore, and again", received: [
+        ":srv 433 * alice :Nickname is already in use",
+        ":srv 433 * alice_ :Nickname is already in use",
+    ], expected: [.nickInUse("alice", trying: "alice_"), send("NICK alice_"),
+                  .nickInUse("alice_", trying: "alice__"), send("NICK alice__")]),
+    RegistrationCase(name: "retries past NICKLEN use the start of the name and a number", received: [
+        ":srv 005 * NICKLEN=6 :are supported",
+        ":srv 433 * alice :in use", ":srv 433 * alice_ :in use",
+    ], expected: [.nickInUse("alice", trying: "alice_"), send("NICK alice_"), .nickInUse("alice_", trying: "alice2"), send("NICK alice2")]),
+    RegistrationCase(name: "432 is final", received: [":srv 432 * al!ce :Erroneous nickname"],
+                     expected: [.refuse("the server refused the nickname al!ce: Erroneous nickname")],
+                     phase: .refused("the server refused the nickname al!ce: Erroneous nickname")),
+    RegistrationCase(name: "464 is final", password: "nope", received: [":srv 464 * :Password incorrect"],
+                     expected: [.refuse("wrong password: Password incorrect")]),
+    RegistrationCase(name: "465 is final even after registration", received: [
+        ":srv 001 alice :Welcome", ":srv 465 alice :You are banned",
+    ], expected: [.registered(nick: "alice"), .refuse("banned from this server: You are banned")]),
+    RegistrationCase(name: "001 registers, under the nickname the server says", received: [
+        ":srv CAP * LS :", ":srv 001 alice_ :Welcome",
+    ], expected: [send("CAP END"), .registered(nick: "alice_")], phase: .registered),
+    RegistrationCase(name: "433 after registration is not the machine's (a /nick refusal)", received: [
+        ":srv 001 alice :Welcome", ":srv 433 alice bob :Nickname is already in use",
+    ], expected: [.registered(nick: "alice")]),
+    RegistrationCase(name: "CAP NEW after registration requests what we want; DEL removes it", received: [
+        ":srv CAP * LS :server-time", ":srv CAP * ACK :server-time", ":srv 001 alice :Welcome",
+        ":srv CAP alice NEW :away-notify batch", ":srv CAP alice ACK :away-notify", ":srv CAP alice DEL :server-time",
+    ], expected: [send("CAP REQ server-time"), .capabilities(["server-time"]), send("CAP END"), .registered(nick: "alice"),
+                  send("CAP REQ away-notify"), .capabilities(["server-time", "away-notify"]), .capabilities(["away-notify"])],
+                     phase: .registered),
+]
+
+@Suite("registration machine")
+struct RegistrationTests {
+    @Test("start: CAP LS 302, PASS when set, NICK, USER")
+    func start() {
+        var machine = Registration(.init(nick: "alice", userName: "alice", realName: "Alice A", password: "pw", wantedCapabilities: []))
+        #expect(machine.start() == [send("CAP LS 302"), send("PASS pw"), send("NICK alice"), send("USER alice 0 * :Alice A")])
+        #expect(machine.phase == .listing)
+    }
+
+    @Test("each step of the dance", arguments: registrationCases)
+    func dance(_ example: RegistrationCase) {
+        var machine = Registration(.init(nick: "alice", userName: "alice", realName: "A", password: example.password,
+                                         wantedCapabilities: ["server-time", "echo-message", "multi-prefix", "away-notify"],
+                                         sasl: example.sasl))
+        _ = machine.start()
+        var actions: [Registration.Action] = []
+        for line in example.received { actions += machine.received(try! IRCMessage(parsing: line)) }
+        #expect(actions == example.expected)
+        if let phase = example.phase { #expect(machine.phase == phase) }
+    }
+
+    @Test("a SASL payload of 400 bytes or more goes in chunks, and a whole chunk is followed by +")
+    func longPayload() {
+        // 300 bytes of password make a 400+ byte base64 payload.
+        let password = String(repeating: "p", count: 294)
+        var machine = Registration(.init(nick: "a", userName: "a", realName: "a", wantedCapabilities: [], sasl: ("al", password)))
+        _ = machine.start()
+        _ = machine.received(try! IRCMessage(parsing: ":srv CAP * LS :sasl"))
+        _ = machine.received(try! IRCMessage(parsing: ":srv CAP * ACK :sasl"))
+        let chunks = machine.received(try! IRCMessage(parsing: "AUTHENTICATE +")).compactMap { action -> String? in
+            if case .send(let message) = action { return message.params.first } else { return nil }
+        }
+        #expect(chunks.count == 2 && chunks[0].utf8.count == 400 && chunks[1] == "+", "\(chunks.map(\.count))")
+    }
+
+    @Test("the machine takes CAP, AUTHENTICATE and SASL numerics, and nick refusals only before 001")
+    func consumes() {
+        var machine = Registration(.init(nick: "alice", userName: "a", realName: "a", wantedCapabilities: []))
+        #expect(machine.consumes(try! IRCMessage(parsing: ":srv CAP * LS :x")))
+        #expect(machine.consumes(try! IRCMessage(parsing: ":srv 433 * alice :in use")))
+        #expect(!machine.consumes(try! IRCMessage(parsing: ":srv 421 alice FOO :Unknown command")))
+        _ = machine.received(try! IRCMessage(parsing: ":srv 001 alice :Welcome"))
+        #expect(!machine.consumes(try! IRCMessage(parsing: ":srv 433 alice bob :in use")))
+    }
+}
