@@ -76,6 +76,8 @@ public actor ChatClient {
         keepConnected = false
         userStopReason = "you quit"
         backoffTask?.cancel()
+        // Still connecting: give up on it now rather than when the connect times out.
+        if connection == nil { runTask?.cancel() }
         if let connection {
             try? connection.write(IRCMessage(command: "QUIT", params: [reason]))
             // Give the server a moment to send its ERROR; the reader ends the session either way.
@@ -90,6 +92,7 @@ public actor ChatClient {
         keepConnected = false
         userStopReason = "disconnected by you"
         backoffTask?.cancel()
+        if connection == nil { runTask?.cancel() }
         connection?.close(reason: "disconnected by you")
         await runTask?.value
     }
@@ -206,6 +209,7 @@ public actor ChatClient {
                 let connection = try await LineConnection.open(host: config.host, port: config.port, timeout: config.connectTimeout)
                 guard keepConnected else { connection.close(reason: "stopped"); break }
                 let reason = await session(connection)
+                connection.close(reason: reason.text)
                 if state.isRegistered || reason.registered { attempt = 0; registeredOnce = true }
                 lastReason = reason.text
                 unresolved = 0

@@ -5,9 +5,13 @@ import Foundation
 import Synchronization
 import IRCWire
 
-/// One client connection as lines: a reader thread frames what arrives and hands it out in
-/// order through `input`, ending with `.closed` only after every complete line before it;
-/// `write` sends whole lines with a write timeout. Used from any task or actor.
+/// One client connection as lines over a non-blocking socket, with bounded queues both ways.
+/// One I/O thread polls the socket and a wake-up pipe: it frames what arrives and hands it out
+/// in order through `input` (ending with `.closed` only after every complete line before it),
+/// and it sends what `write` queued. `write` and `close` never block: a write past the output
+/// bound, or output that makes no progress for `writeTimeout`, closes the connection with a
+/// reason; past `inputLimit` untaken lines the thread stops reading, so a flooding peer fills
+/// its own send buffer and TCP pushes back, not our memory. Used from any task or actor.
 public final class LineConnection: Sendable {
     public enum Input: Sendable, Equatable {
         case line([UInt8])
@@ -18,23 +22,27 @@ public final class LineConnection: Sendable {
     }
 
     private struct Shared {
-        var fd: Int32
-        /// Set by `close(reason:)` so the reader reports why we hung up.
+        /// Bytes queued for the peer, from `sentOffset` on.
+        var output: [UInt8] = []
+        var sentOffset = 0
+        /// Set by `close(reason:)` (or the I/O thread) so `input` ends with why we hung up.
         var closeReason: String?
-        /// Lines handed out and not yet taken (`taken()`): past `inputLimit` the reader stops
-        /// reading, so a flooding server fills its own send buffer, not our memory.
+        /// Lines handed out and not yet taken (`taken()`).
         var pending = 0
         /// The most lines that were ever waiting at once (for tests: it stays at the limit).
         var highWater = 0
+        var queuedBytes: Int { output.count - sentOffset }
     }
 
     /// The most inputs that ever waited for the consumer at once.
     public var pendingHighWater: Int { shared.withLock { $0.highWater } }
 
-    /// How many lines may wait for the consumer before the reader pauses.
+    /// How many lines may wait for the consumer before the thread stops reading.
     public static let inputLimit = 2048
-    /// Wakes the paused reader once the consumer has caught up to half the limit.
-    private let resume = DispatchSemaphore(value: 0)
+    /// Bytes that may wait to be sent: a server that reads nothing for this long is stuck.
+    public static let outputLimit = 1 << 20
+    /// Seconds queued output may make no progress before the connection is declared stuck.
+    public static let writeTimeout: Double = 30
 
     public let input: AsyncStream<Input>
     /// `host:port` of the peer.
@@ -42,63 +50,71 @@ public final class LineConnection: Sendable {
     /// The address of our end, for DCC offers later.
     public let localHost: String
     private let shared: Mutex<Shared>
-
-    /// Seconds a single write may block before the connection is declared stuck.
-    public static let writeTimeout: Double = 10
+    private let fd: Int32
+    /// The I/O thread sleeps in poll on the socket and on this pipe's read end.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
 
     private init(fd: Int32) {
+        self.fd = fd
         peer = SocketAddress.peer(of: fd).map(SocketAddress.describe) ?? "?"
         localHost = SocketAddress.local(of: fd).map(SocketAddress.host(of:)) ?? "?"
-        var timeout = timeval(tv_sec: Int(Self.writeTimeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        shared = Mutex(Shared(fd: fd, closeReason: nil))
+        shared = Mutex(Shared())
+        (wakeRead, wakeWrite) = Self.makePipe()
         let (stream, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         input = stream
-        let reader = Reader(fd: fd, shared: self, continuation: continuation)
-        let thread = Thread { reader.run() }
-        thread.name = "chat-tui reader \(peer)"
+        let loop = IOLoop(connection: self, continuation: continuation)
+        let thread = Thread { loop.run() }
+        thread.name = "chat-tui io \(peer)"
         thread.start()
     }
 
     deinit {
-        shared.withLock { state in
-            if state.fd >= 0 { Glibc.close(state.fd); state.fd = -1 }
-        }
+        Glibc.close(fd)
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
     }
 
-    /// Resolves and connects off the caller's thread (connect blocks for up to `timeout`).
+    /// Resolves and connects off the caller's thread; cancelling the calling task gives up at
+    /// once (`.cancelled`), whatever the connect was waiting for.
     public static func open(host: String, port: Int, timeout: Double) async throws(TransportError) -> LineConnection {
         Sockets.ignoreSIGPIPE()
-        let result: Result<Int32, TransportError> = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: Result { () throws(TransportError) -> Int32 in
-                    try Sockets.connect(host: host, port: port, timeout: timeout)
-                })
+        let (cancelRead, cancelWrite) = makePipe()
+        let result: Result<Int32, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let thread = Thread {
+                    continuation.resume(returning: Result { () throws(TransportError) -> Int32 in
+                        try Sockets.connect(host: host, port: port, timeout: timeout, cancel: cancelRead, nonBlocking: true)
+                    })
+                }
+                thread.start()
             }
-            thread.start()
+        } onCancel: {
+            var byte: UInt8 = 1
+            _ = Glibc.write(cancelWrite, &byte, 1)
+        }
+        Glibc.close(cancelRead)
+        Glibc.close(cancelWrite)
+        if Task.isCancelled, case .success(let fd) = result {
+            Glibc.close(fd)
+            throw .cancelled
         }
         return LineConnection(fd: try result.get())
     }
 
-    /// Sends bytes (whole lines), blocking at most `writeTimeout`.
+    /// Queues bytes (whole lines) for the peer; never blocks. Past `outputLimit` waiting bytes
+    /// the connection is closed: the peer stopped reading.
     public func write(_ bytes: [UInt8]) throws(TransportError) {
         let failure: TransportError? = shared.withLock { state in
-            guard state.fd >= 0, state.closeReason == nil else { return .closed }
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeBytes { Glibc.send(state.fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-                if n > 0 { offset += n; continue }
-                let code = errno
-                if n < 0 && code == EINTR { continue }
-                if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) {
-                    state.closeReason = "the server stopped reading (write timed out after \(Int(Self.writeTimeout)) s)"
-                    Glibc.shutdown(state.fd, Int32(SHUT_RDWR))
-                    return .closed
-                }
-                return .system(call: "send", errno: code)
+            guard state.closeReason == nil else { return .closed }
+            if state.queuedBytes + bytes.count > Self.outputLimit {
+                state.closeReason = "the server stopped reading (\(state.queuedBytes) bytes waiting to be sent)"
+                return .outputFull(bytes: state.queuedBytes)
             }
+            state.output += bytes
             return nil
         }
+        wake()
         if let failure { throw failure }
     }
 
@@ -106,76 +122,156 @@ public final class LineConnection: Sendable {
         try write(message.serialized())
     }
 
-    /// Hangs up. The reader then ends `input` with `.closed(reason)`.
+    /// Hangs up without waiting: what is queued is dropped. `input` then ends with `.closed(reason)`.
     public func close(reason: String) {
         shared.withLock { state in
-            guard state.fd >= 0 else { return }
             if state.closeReason == nil { state.closeReason = reason }
-            Glibc.shutdown(state.fd, Int32(SHUT_RDWR))
         }
+        wake()
     }
 
-    fileprivate func takeCloseReason() -> String? {
-        shared.withLock { $0.closeReason }
-    }
+    /// Bytes queued and not yet sent.
+    public var queuedBytes: Int { shared.withLock { $0.queuedBytes } }
 
-    /// The consumer took one input: the reader may go on when it was waiting.
+    /// The consumer took one input: the thread may read again when it had stopped.
     public func taken() {
-        let wake = shared.withLock { state -> Bool in
+        let resume = shared.withLock { state -> Bool in
             state.pending = max(0, state.pending - 1)
             return state.pending == Self.inputLimit / 2
         }
-        if wake { resume.signal() }
+        if resume { wake() }
     }
 
-    /// Called by the reader after handing out a line: waits while too many are untaken, waking
-    /// every half second to notice a close.
-    fileprivate func handedOut() {
-        shared.withLock { $0.pending += 1; $0.highWater = max($0.highWater, $0.pending) }
-        while shared.withLock({ $0.pending >= Self.inputLimit && $0.closeReason == nil }) {
-            _ = resume.wait(timeout: .now() + 0.5)
+    /// A pipe, both ends non-blocking and closed on exec.
+    static func makePipe() -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        _ = fds.withUnsafeMutableBufferPointer { pipe($0.baseAddress!) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         }
+        return (fds[0], fds[1])
     }
 
-    /// The reader thread's loop. It keeps the connection alive until the socket ends.
-    private struct Reader: @unchecked Sendable {
-        // `shared` is used only through its Mutex; the continuation is Sendable.
-        let fd: Int32
-        let shared: LineConnection
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &byte, 1)
+    }
+
+    /// The I/O thread: poll, read while the consumer keeps up, send what is queued.
+    private struct IOLoop: @unchecked Sendable {
+        // `connection` is used only through its Mutex and its descriptors; the continuation is Sendable.
+        let connection: LineConnection
         let continuation: AsyncStream<Input>.Continuation
 
         func run() {
+            let fd = connection.fd
             var framer = LineFramer()
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            var reason: String
-            while true {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if count > 0 {
-                    buffer.withUnsafeBufferPointer { raw in
-                        framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
-                            switch framed {
-                            case .line(let line): continuation.yield(.line(line)); shared.handedOut()
-                            case .overlong(let discarded): continuation.yield(.overlong(discardedBytes: discarded)); shared.handedOut()
+            var drain = [UInt8](repeating: 0, count: 64)
+            var lastProgress = Monotonic.now()
+            var reason = "connection closed"
+            loop: while true {
+                let (closing, room, queued) = connection.shared.withLock { state in
+                    (state.closeReason, LineConnection.inputLimit - state.pending, state.queuedBytes)
+                }
+                let reading = room > 0
+                if let closing {
+                    // One last try, without waiting, to send what is queued (a QUIT).
+                    _ = flush(fd)
+                    reason = closing
+                    break
+                }
+                if queued == 0 { lastProgress = Monotonic.now() }
+                if queued > 0 && Monotonic.now() - lastProgress > LineConnection.writeTimeout {
+                    reason = "the server stopped reading (nothing sent for \(Int(LineConnection.writeTimeout)) s)"
+                    break
+                }
+                var events: Int16 = 0
+                if reading { events |= Int16(POLLIN) }
+                if queued > 0 { events |= Int16(POLLOUT) }
+                var pfds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: connection.wakeRead, events: Int16(POLLIN), revents: 0)]
+                let ready = poll(&pfds, 2, queued > 0 ? 500 : -1)
+                if ready < 0 && errno != EINTR { reason = "poll failed: \(TransportError.errnoText(errno))"; break }
+                if pfds[1].revents != 0 {
+                    while drain.withUnsafeMutableBytes({ Glibc.read(connection.wakeRead, $0.baseAddress, $0.count) }) > 0 {}
+                }
+                let revents = Int32(pfds[0].revents)
+                if revents & Int32(POLLOUT) != 0 || (queued > 0 && revents & Int32(POLLERR | POLLHUP) == 0) {
+                    let (failure, progressed) = flush(fd)
+                    if let failure { reason = failure; break }
+                    if progressed { lastProgress = Monotonic.now() }
+                }
+                if reading && revents & Int32(POLLIN | POLLERR | POLLHUP) != 0 {
+                    // Every line ends in a byte of its own, so reading no more bytes than there is
+                    // room for lines keeps the untaken lines at the limit, never past it.
+                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, room), 0) }
+                    if count > 0 {
+                        var handed = 0
+                        buffer.withUnsafeBufferPointer { raw in
+                            framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
+                                switch framed {
+                                case .line(let line): continuation.yield(.line(line))
+                                case .overlong(let discarded): continuation.yield(.overlong(discardedBytes: discarded))
+                                }
+                                handed += 1
                             }
                         }
+                        if handed > 0 {
+                            connection.shared.withLock { $0.pending += handed; $0.highWater = max($0.highWater, $0.pending) }
+                        }
+                        continue
                     }
-                    continue
+                    let code = errno
+                    if count < 0 && (code == EAGAIN || code == EWOULDBLOCK || code == EINTR) { continue }
+                    if let ours = connection.shared.withLock({ $0.closeReason }) {
+                        reason = ours
+                    } else if count == 0 {
+                        reason = "connection closed by the server"
+                    } else if code == ECONNRESET {
+                        reason = "connection reset by the server"
+                    } else {
+                        reason = "read error: \(TransportError.errnoText(code))"
+                    }
+                    break loop
                 }
-                if count < 0 && errno == EINTR { continue }
-                let code = errno
-                if let ours = shared.takeCloseReason() {
-                    reason = ours
-                } else if count == 0 {
-                    reason = "connection closed by the server"
-                } else if code == ECONNRESET {
-                    reason = "connection reset by the server"
-                } else {
-                    reason = "read error: \(TransportError.errnoText(code))"
-                }
-                break
             }
+            connection.shared.withLock { state in
+                if state.closeReason == nil { state.closeReason = reason }
+                state.output = []
+                state.sentOffset = 0
+            }
+            Glibc.shutdown(fd, Int32(SHUT_RDWR))
             continuation.yield(.closed(reason: reason))
             continuation.finish()
+        }
+
+        /// Sends what is queued until the kernel's buffer is full; a reason when the send
+        /// failed, and whether any byte went.
+        func flush(_ fd: Int32) -> (String?, Bool) {
+            connection.shared.withLock { state -> (String?, Bool) in
+                let start = state.sentOffset
+                while state.sentOffset < state.output.count {
+                    let n = state.output.withUnsafeBytes {
+                        Glibc.send(fd, $0.baseAddress! + state.sentOffset, $0.count - state.sentOffset, Int32(MSG_NOSIGNAL))
+                    }
+                    if n > 0 { state.sentOffset += n; continue }
+                    let code = errno
+                    if n < 0 && code == EINTR { continue }
+                    if n < 0 && (code == EAGAIN || code == EWOULDBLOCK) { break }
+                    return ("write failed: \(TransportError.errnoText(code))", false)
+                }
+                let progressed = state.sentOffset > start
+                // Compact once the sent part is most of the buffer, so it never grows past the bound.
+                if state.sentOffset == state.output.count {
+                    state.output.removeAll(keepingCapacity: state.output.capacity <= 64 * 1024)
+                    state.sentOffset = 0
+                } else if state.sentOffset > 64 * 1024 {
+                    state.output.removeFirst(state.sentOffset)
+                    state.sentOffset = 0
+                }
+                return (nil, progressed)
+            }
         }
     }
 }

@@ -138,7 +138,9 @@ public enum Sockets {
 
     /// Resolves `host` and connects to the first address that answers, IPv6 and IPv4 alike,
     /// giving up on each after `timeout` seconds in all. Returns a blocking socket.
-    public static func connect(host: String, port: Int, timeout: Double) throws(TransportError) -> Int32 {
+    /// `cancel`: a descriptor that becomes readable when the caller gives up (`.cancelled`).
+    /// The socket returned is blocking unless `nonBlocking`.
+    public static func connect(host: String, port: Int, timeout: Double, cancel: Int32 = -1, nonBlocking: Bool = false) throws(TransportError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -164,8 +166,15 @@ public enum Sockets {
             if Glibc.connect(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 {
                 code = errno
                 if code == EINPROGRESS {
-                    var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    let ready = poll(&pfd, 1, Int32(max(1, remaining * 1000)))
+                    var pfds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: cancel, events: Int16(POLLIN), revents: 0)]
+                    var ready: Int32
+                    repeat {
+                        ready = poll(&pfds, cancel >= 0 ? 2 : 1, Int32(max(1, (deadline - Monotonic.now()) * 1000)))
+                    } while ready < 0 && errno == EINTR
+                    if cancel >= 0 && pfds[1].revents != 0 {
+                        close(fd)
+                        throw .cancelled
+                    }
                     if ready == 0 {
                         close(fd)
                         failure = .timedOut(host: host, port: port, seconds: timeout)
@@ -178,8 +187,10 @@ public enum Sockets {
                 }
             }
             if code == 0 {
-                let flags = fcntl(fd, F_GETFL, 0)
-                _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
+                if !nonBlocking {
+                    let flags = fcntl(fd, F_GETFL, 0)
+                    _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
+                }
                 setNoDelay(fd)
                 return fd
             }

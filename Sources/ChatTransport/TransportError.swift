@@ -11,6 +11,10 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     case addressInUse(address: String, port: Int)
     case system(call: String, errno: Int32)
     case closed
+    /// The caller gave up (a connect cancelled by quitting).
+    case cancelled
+    /// More was written than the peer has read, past the bound: it stopped reading.
+    case outputFull(bytes: Int)
 
     public var description: String {
         switch self {
@@ -22,6 +26,8 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
         case .addressInUse(let address, let port): return "address \(address) port \(port) is already in use"
         case .system(let call, let code): return "\(call) failed: \(Self.errnoText(code))"
         case .closed: return "connection closed"
+        case .cancelled: return "cancelled"
+        case .outputFull(let bytes): return "the peer stopped reading (\(bytes) bytes waiting to be sent)"
         }
     }
 

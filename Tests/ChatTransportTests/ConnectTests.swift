@@ -144,3 +144,67 @@ struct FloodTests {
         connection.close(reason: "done")
     }
 }
+
+@Suite("the non-blocking stream")
+struct StreamTests {
+    /// A listener on 127.0.0.1 and the socket it accepted from `connection`, never read.
+    func silentPeer() async throws -> (LineConnection, Int32, [Int32]) {
+        let listener = try Sockets.listen(bind: "127.0.0.1", port: 0)
+        let connection = try await LineConnection.open(host: "127.0.0.1", port: Sockets.boundPort(listener[0]), timeout: 5)
+        var pfd = pollfd(fd: listener[0], events: Int16(POLLIN), revents: 0)
+        _ = poll(&pfd, 1, 10_000)
+        let accepted = accept(listener[0], nil, nil)
+        try #require(accepted >= 0)
+        return (connection, accepted, listener)
+    }
+
+    @Test("writing to a peer that reads nothing never blocks: past the bound the write fails and the connection closes, saying why")
+    func outputBounded() async throws {
+        let (connection, peer, listener) = try await silentPeer()
+        defer { close(peer); listener.forEach { close($0) } }
+        let line = Array((String(repeating: "x", count: 500) + "\r\n").utf8)
+        var failure: TransportError?
+        var written = 0
+        // Far more than socket buffers and the bound hold together: each call returns at once.
+        while written < 64 << 20 {
+            do { try connection.write(line); written += line.count } catch { failure = error; break }
+        }
+        guard case .outputFull = failure else { Issue.record("no bound: \(String(describing: failure)) after \(written) bytes"); return }
+        #expect(connection.queuedBytes <= LineConnection.outputLimit)
+        var ended: String?
+        for await input in connection.input { if case .closed(let reason) = input { ended = reason } }
+        #expect(ended?.hasPrefix("the server stopped reading") == true, "\(ended ?? "never closed")")
+    }
+
+    @Test("close with output stuck does not wait for it: input ends with our reason")
+    func closeDoesNotWait() async throws {
+        let (connection, peer, listener) = try await silentPeer()
+        defer { close(peer); listener.forEach { close($0) } }
+        let chunk = [UInt8](repeating: 65, count: 4096) + [13, 10]
+        while connection.queuedBytes < 256 * 1024 { try connection.write(chunk) }
+        connection.close(reason: "you quit")
+        var ended: String?
+        for await input in connection.input { if case .closed(let reason) = input { ended = reason } }
+        #expect(ended == "you quit")
+        #expect(throws: TransportError.closed) { try connection.write(chunk) }
+    }
+
+    @Test("a connect that hangs is given up when its task is cancelled")
+    func cancelConnect() async throws {
+        // A full backlog that is never accepted makes further connects wait (see timesOut).
+        let fds = try Sockets.listen(bind: "127.0.0.1", port: 0, backlog: 0)
+        defer { fds.forEach { close($0) } }
+        let port = Sockets.boundPort(fds[0])
+        var held: [Int32] = []
+        defer { held.forEach { close($0) } }
+        while let fd = try? Sockets.connect(host: "127.0.0.1", port: port, timeout: 0.5) { held.append(fd) }
+        let attempt = Task { () throws(TransportError) -> LineConnection in
+            try await LineConnection.open(host: "127.0.0.1", port: port, timeout: 600)
+        }
+        attempt.cancel()
+        switch await attempt.result {
+        case .failure(let error): #expect((error as? TransportError) == .cancelled, "\(error)")
+        case .success: Issue.record("connected through a full backlog")
+        }
+    }
+}
