@@ -108,18 +108,25 @@ extension ChatModel {
         // Format from the newest line back, only as far as the pane (plus scrolling) needs.
         var progressShown = Set<Int>()
         for line in conversation.lines.reversed() {
-            var (spans, indent) = format(line, width: paneWidth)
-            // The newest line of a running transfer carries its live progress.
+            let (spans, indent) = format(line, width: paneWidth)
+            // Under the newest line of a running transfer, a row of its own with its live
+            // progress and what it is doing now (the line above may be the offer, long answered).
             if case .transfer(let id) = line.kind, !progressShown.contains(id), let info = transfers[id] {
                 progressShown.insert(id)
-                if let bar = progressText(info, width: paneWidth - indent) { spans.append(Span("  " + bar, Palette.highlight)) }
+                if let bar = progressText(info, width: paneWidth - indent) {
+                    let doing = (info.direction == .receiving ? "receiving " : "sending ") + PlainText.visible(info.offeredName)
+                    let progress = [Span(doing + "  " + bar, Palette.highlight)]
+                    for row in Wrapper.wrap(progress, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent)) }
+                }
             }
             let wrapped = Wrapper.wrap(spans, width: paneWidth, indent: indent)
             for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : indent)) }
             if rows.count >= needed { break }
         }
-        let visible = rows.dropFirst(min(skip, max(0, rows.count - layout.paneHeight))).prefix(layout.paneHeight)
-        var y = layout.paneTop + layout.paneHeight - 1
+        // Scrolled up: the bottom row says how much is below, and covers no line.
+        let height = skip > 0 ? max(0, layout.paneHeight - 1) : layout.paneHeight
+        let visible = rows.dropFirst(min(skip, max(0, rows.count - height))).prefix(height)
+        var y = layout.paneTop + height - 1
         for row in visible {
             var x = row.indent
             for span in row.spans {
@@ -130,6 +137,7 @@ extension ChatModel {
         if skip > 0 && layout.paneHeight > 0 {
             let note = " \(skip) more row\(skip == 1 ? "" : "s") below (PgDn) "
             let w = DisplayWidth.of(note)
+            screen.fill(x: 0, y: layout.paneTop + layout.paneHeight - 1, width: paneWidth, height: 1, style: Style.plain)
             screen.put(note, x: max(0, paneWidth - w), y: layout.paneTop + layout.paneHeight - 1, limit: paneWidth, style: Palette.bar)
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ChatUI
 import ChatClientKit
@@ -7,6 +8,10 @@ import IRCWire
 /// layout test that checks every cell, not a fragment.
 func expectScreen(_ model: ChatModel, _ golden: [String], sourceLocation: SourceLocation = #_sourceLocation) {
     let lines = draw(model).lines
+    if ProcessInfo.processInfo.environment["PRINT_GOLDEN"] != nil, lines != golden {
+        // For writing a new golden: the screen as Swift literals, to be read and checked by eye.
+        print("GOLDEN \(sourceLocation.line)\n" + lines.map { "            \"" + $0 + "\"," }.joined(separator: "\n"))
+    }
     #expect(lines.count == golden.count, sourceLocation: sourceLocation)
     for (y, (actual, expected)) in zip(lines, golden).enumerated() {
         #expect(actual == expected, "row \(y)", sourceLocation: sourceLocation)
