@@ -293,7 +293,7 @@ extension ChatModel {
             return "disconnected: \(reason)"
         case .reconnecting(_, let reason):
             let seconds = max(0, Int(((reconnectAt ?? now) - now).rounded(.up)))
-            return "reconnecting in \(seconds) s (\(reason))"
+            return (seconds > 0 ? "reconnecting in \(seconds) s" : "reconnecting now") + " (\(reason))"
         case .stopped(let reason):
             return "disconnected: \(reason) (/reconnect to connect again)"
         }

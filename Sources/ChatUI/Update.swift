@@ -299,6 +299,7 @@ extension ChatModel {
         "Keys: Up/Down (empty input) pick the room or person Enter sends to; with text they recall earlier lines",
         "      Ctrl-P/Ctrl-N earlier and later lines; PgUp/PgDn scroll; Home/End the ends of the list or of the input",
         "      Tab completes names and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C quits",
+        "Sidebar: a number is unread lines, ! means one names you or is a direct message; (new) means Enter starts a conversation",
     ]
 
     mutating func answerPaste(_ key: Key, lines: [String]) -> [UICommand] {
