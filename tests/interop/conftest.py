@@ -103,3 +103,23 @@ class RawClient:
 
     def close(self):
         self.sock.close()
+
+
+def sha256(path):
+    """The SHA-256 of a file, hex."""
+    import hashlib
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def wait_for(predicate, timeout, what, shows):
+    """Polls `predicate` until it holds; past the deadline fails with what `shows()` returns."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; the screen shows:\n" + shows())

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from conftest import sha256, wait_for
 from test_lines_mode import LinesClient
 
 SOCKET = f"chat-tui-dcc-{os.getpid()}"
@@ -16,21 +17,10 @@ def tmux(*args):
     return subprocess.run(["tmux", "-u", "-L", SOCKET, *args], check=True, capture_output=True, text=True).stdout
 
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def wait_until(predicate, timeout=20, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; irssi shows:\n" + tmux("capture-pane", "-p", "-t", "irssi"))
+    wait_for(predicate, timeout, what, lambda: tmux("capture-pane", "-p", "-t", "irssi"))
 
 
 def irssi_command(line):

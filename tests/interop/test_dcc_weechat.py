@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from conftest import sha256, wait_for
 from test_lines_mode import LinesClient
 
 SOCKET = f"chat-tui-dcc-weechat-{os.getpid()}"
@@ -22,21 +23,10 @@ def screen():
     return tmux("capture-pane", "-p", "-t", SESSION)
 
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def wait_until(predicate, timeout=20, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; weechat shows:\n" + screen())
+    wait_for(predicate, timeout, what, screen)
 
 
 def weechat_command(line):
