@@ -54,9 +54,12 @@ public final class LineConnection: Sendable {
     /// The I/O thread sleeps in poll on the socket and on this pipe's read end.
     private let wakeRead: Int32
     private let wakeWrite: Int32
+    /// Seconds on a clock that never jumps (a test's own clock in tests).
+    private let clock: @Sendable () -> Double
 
-    private init(fd: Int32) {
+    private init(fd: Int32, clock: @escaping @Sendable () -> Double) {
         self.fd = fd
+        self.clock = clock
         peer = SocketAddress.peer(of: fd).map(SocketAddress.describe) ?? "?"
         localHost = SocketAddress.local(of: fd).map(SocketAddress.host(of:)) ?? "?"
         shared = Mutex(Shared())
@@ -77,7 +80,8 @@ public final class LineConnection: Sendable {
 
     /// Resolves and connects off the caller's thread; cancelling the calling task gives up at
     /// once (`.cancelled`), whatever the connect was waiting for.
-    public static func open(host: String, port: Int, timeout: Double) async throws(TransportError) -> LineConnection {
+    public static func open(host: String, port: Int, timeout: Double,
+                            clock: @escaping @Sendable () -> Double = Monotonic.now) async throws(TransportError) -> LineConnection {
         Sockets.ignoreSIGPIPE()
         let (cancelRead, cancelWrite) = makePipe()
         let result: Result<Int32, TransportError> = await withTaskCancellationHandler {
@@ -99,7 +103,7 @@ public final class LineConnection: Sendable {
             Glibc.close(fd)
             throw .cancelled
         }
-        return LineConnection(fd: try result.get())
+        return LineConnection(fd: try result.get(), clock: clock)
     }
 
     /// Queues bytes (whole lines) for the peer; never blocks. Past `outputLimit` waiting bytes
@@ -169,7 +173,10 @@ public final class LineConnection: Sendable {
             var framer = LineFramer()
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             var drain = [UInt8](repeating: 0, count: 64)
-            var lastProgress = Monotonic.now()
+            let now = connection.clock
+            // When output last moved: set when it starts waiting, and on every byte sent.
+            var lastProgress = now()
+            var waiting = false
             var reason = "connection closed"
             loop: while true {
                 let (closing, room, queued) = connection.shared.withLock { state in
@@ -182,8 +189,14 @@ public final class LineConnection: Sendable {
                     reason = closing
                     break
                 }
-                if queued == 0 { lastProgress = Monotonic.now() }
-                if queued > 0 && Monotonic.now() - lastProgress > LineConnection.writeTimeout {
+                if queued == 0 {
+                    waiting = false
+                } else if !waiting {
+                    // Output starts waiting now, however long the connection was idle before.
+                    waiting = true
+                    lastProgress = now()
+                }
+                if queued > 0 && now() - lastProgress > LineConnection.writeTimeout {
                     reason = "the server stopped reading (nothing sent for \(Int(LineConnection.writeTimeout)) s)"
                     break
                 }
@@ -200,7 +213,7 @@ public final class LineConnection: Sendable {
                 if revents & Int32(POLLOUT) != 0 || (queued > 0 && revents & Int32(POLLERR | POLLHUP) == 0) {
                     let (failure, progressed) = flush(fd)
                     if let failure { reason = failure; break }
-                    if progressed { lastProgress = Monotonic.now() }
+                    if progressed { lastProgress = now() }
                 }
                 if reading && revents & Int32(POLLIN | POLLERR | POLLHUP) != 0 {
                     // Every line ends in a byte of its own, so reading no more bytes than there is

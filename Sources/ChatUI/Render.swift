@@ -95,17 +95,10 @@ extension ChatModel {
         }
     }
 
-    func renderMessages(into screen: inout Screen, _ layout: Layout) {
-        if let selected = roomPicker {
-            renderRoomPicker(into: &screen, layout, selected: selected)
-            return
-        }
-        let paneWidth = layout.paneWidth
-        guard paneWidth > 0, let conversation = viewedConversation else { return }
-        let skip = scroll[viewedID] ?? 0
+    /// The pane's rows from the newest back (bottom row first), formatted only as far as
+    /// `needed` rows: what render draws and how far PgUp may go.
+    func paneRows(_ conversation: Conversation, width paneWidth: Int, needed: Int) -> [(spans: [Span], indent: Int)] {
         var rows: [(spans: [Span], indent: Int)] = []
-        let needed = layout.paneHeight + skip
-        // Format from the newest line back, only as far as the pane (plus scrolling) needs.
         var progressShown = Set<Int>()
         for line in conversation.lines.reversed() {
             let (spans, indent) = format(line, width: paneWidth)
@@ -123,6 +116,18 @@ extension ChatModel {
             for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : indent)) }
             if rows.count >= needed { break }
         }
+        return rows
+    }
+
+    func renderMessages(into screen: inout Screen, _ layout: Layout) {
+        if let selected = roomPicker {
+            renderRoomPicker(into: &screen, layout, selected: selected)
+            return
+        }
+        let paneWidth = layout.paneWidth
+        guard paneWidth > 0, let conversation = viewedConversation else { return }
+        let skip = scroll[viewedID] ?? 0
+        let rows = paneRows(conversation, width: paneWidth, needed: layout.paneHeight + skip)
         // Scrolled up: the bottom row says how much is below, and covers no line.
         let height = skip > 0 ? max(0, layout.paneHeight - 1) : layout.paneHeight
         let visible = rows.dropFirst(min(skip, max(0, rows.count - height))).prefix(height)

@@ -77,8 +77,9 @@ extension ChatModel {
         case .line(let id, let line):
             var commands: [UICommand] = []
             if id == viewedID {
-                // In view: read as it arrives.
-                if (state[id]?.unread ?? 0) > 0 { commands.append(.markRead(id)) }
+                // In view: read as it arrives. Asked once per round trip (when the first unread
+                // line appears), not once per line: a flood must not queue a command per line.
+                if state[id]?.unread == 1 { commands.append(.markRead(id)) }
             } else if bellEnabled && !line.isOwn && (line.isHighlight || id.kind == .direct)
                         && (line.kind == .message || line.kind == .action || line.kind == .notice || Self.isOffer(line)) {
                 commands.append(.bell)
@@ -162,7 +163,15 @@ extension ChatModel {
 
     mutating func scrollPane(by rows: Int) {
         let id = viewedID
-        scroll[id] = max(0, (scroll[id] ?? 0) + rows)
+        var wanted = max(0, (scroll[id] ?? 0) + rows)
+        // Never past the oldest line: at most as many rows up as there are above the pane.
+        let layout = Layout(width: width, height: height)
+        if wanted > 0, let conversation = viewedConversation {
+            let height = max(0, layout.paneHeight - 1)
+            let available = paneRows(conversation, width: layout.paneWidth, needed: wanted + height).count
+            wanted = min(wanted, max(0, available - height))
+        }
+        scroll[id] = wanted
     }
 
     /// Moves to the next row you can pick, skipping your own. Nothing is opened or marked read.

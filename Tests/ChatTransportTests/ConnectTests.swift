@@ -4,6 +4,7 @@ import Glibc
 import Testing
 import ChatTransport
 import Foundation
+import Synchronization
 import IRCWire
 
 @Suite("connecting", .serialized)
@@ -187,6 +188,40 @@ struct StreamTests {
         for await input in connection.input { if case .closed(let reason) = input { ended = reason } }
         #expect(ended == "you quit")
         #expect(throws: TransportError.closed) { try connection.write(chunk) }
+    }
+
+    @Test("a write after a long idle time is sent, not taken for a stuck peer")
+    func writeAfterIdle() async throws {
+        // The test's clock: the connection sits idle for an hour between two lines.
+        let time = Mutex(0.0)
+        let listener = try Sockets.listen(bind: "127.0.0.1", port: 0)
+        defer { listener.forEach { close($0) } }
+        let connection = try await LineConnection.open(host: "127.0.0.1", port: Sockets.boundPort(listener[0]), timeout: 5,
+                                                       clock: { time.withLock { $0 } })
+        var pfd = pollfd(fd: listener[0], events: Int16(POLLIN), revents: 0)
+        _ = poll(&pfd, 1, 10_000)
+        let peer = accept(listener[0], nil, nil)
+        try #require(peer >= 0)
+        defer { close(peer) }
+        func readLine() -> String {
+            var bytes: [UInt8] = []
+            var byte: UInt8 = 0
+            while recv(peer, &byte, 1, 0) == 1 { if byte == 10 { break }; bytes.append(byte) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        try connection.write(Array("PING :one\r\n".utf8))
+        #expect(readLine() == "PING :one\r")
+        time.withLock { $0 += 3600 }
+        try connection.write(Array("PING :two\r\n".utf8))
+        #expect(readLine() == "PING :two\r", "the line after the idle hour went out")
+        // And the connection is still up: a line from the peer arrives.
+        _ = "PONG :two\r\n".withCString { send(peer, $0, 11, 0) }
+        for await input in connection.input {
+            connection.taken()
+            #expect(input == .line(Array("PONG :two".utf8)))
+            break
+        }
+        connection.close(reason: "done")
     }
 
     @Test("a connect that hangs is given up when its task is cancelled")

@@ -287,6 +287,18 @@ struct UpdateTests {
         #expect(model.pendingPaste == nil)
     }
 
+    @Test("a flood in view asks to mark read once per round trip, not once per line")
+    func markReadOncePerRoundTrip() {
+        var model = lobbyModel()
+        var asked = 0
+        for i in 0..<1000 {
+            let line = ChatLine(time: Double(i), kind: .message, sender: "bob", text: "flood \(i)")
+            asked += model.receive(.line(.room("#lobby"), line)).filter { $0 == .markRead(.room("#lobby")) }.count
+            if i == 500 { model.receive(.markedRead(.room("#lobby"))) }
+        }
+        #expect(asked == 2, "one before the client's answer, one after it")
+    }
+
     @Test("a direct message elsewhere rings the bell; one in view is marked read")
     func bell() {
         var model = lobbyModel()
@@ -345,6 +357,11 @@ struct UpdateTests {
             " alice │ connected │ Enter sends to #lobby                  ",
             ">                                                           ",
         ])
+        // PgUp stops at the oldest line (41 rows, 8 shown above the marker), so one PgDn moves at once.
+        for _ in 0..<50 { _ = model.update(.key(.pageUp)) }
+        #expect(model.scroll[model.viewedID] == 33)
+        _ = model.update(.key(.pageDown))
+        #expect(model.scroll[model.viewedID] == 25)
         _ = model.update(.key(.pageUp))
         model.editor.set("back to the bottom")
         _ = model.update(.key(.enter))
