@@ -346,7 +346,10 @@ public actor ChatClient {
             emit(.notSent(target: nick, text: text, reason: "\(nick) is not on the server now; send it again when they are back"))
             return
         case "ERROR":
-            serverErrorText = message.params.first ?? ""
+            // "Closing Link: host (reason)" says less than the reason alone.
+            var errorText = message.params.first ?? ""
+            if errorText.hasPrefix("Closing Link: ") { errorText.removeFirst(14) }
+            serverErrorText = errorText
             connection.close(reason: "closed by the server: \(message.params.first ?? "")")
             if userStopReason != nil {
                 // The expected answer to our QUIT, not an error.

@@ -103,7 +103,7 @@ public struct ClientState: Sendable {
         }
         emit(.connectionLost)
         if wasRegistered {
-            let text = "── connection lost" + (reason.isEmpty ? "" : " (\(reason))") + "; what you type is held until it is back ──"
+            let text = "── connection lost" + (reason.isEmpty ? "" : ": \(reason)") + " — what you type is held until it is back ──"
             for id in marked {
                 say(ChatLine(time: now, kind: .info, text: text), to: id)
                 droppedSince.insert(id)

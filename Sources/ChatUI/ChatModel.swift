@@ -8,6 +8,8 @@ public enum SidebarItem: Equatable, Sendable {
     /// A member, listed under a room (the same person may be under several); choosing them
     /// makes them the recipient of a direct message.
     case user(String, room: ConversationID)
+    /// A label over a group of rows (the direct conversations); the arrows pass over it.
+    case heading(String)
 }
 
 /// Something the model asks its shell to do.
@@ -115,7 +117,7 @@ public struct ChatModel: Sendable {
     /// The name Enter sends to: the selected room or person ("" for the server window).
     public var target: String {
         switch selection {
-        case .conversation(.server): return ""
+        case .conversation(.server), .heading: return ""
         case .conversation(let id): return state[id]?.name ?? id.key
         case .user(let nick, _): return nick
         }
@@ -129,6 +131,7 @@ public struct ChatModel: Sendable {
         switch selection {
         case .conversation(let id): return id
         case .user(let nick, let room): return state[.direct(state.key(for: nick))] != nil ? .direct(state.key(for: nick)) : room
+        case .heading: return .server
         }
     }
 
@@ -152,17 +155,22 @@ public struct ChatModel: Sendable {
                 listed.insert(state.key(for: member.nick))
             }
         }
-        for conversation in state.orderedConversations where conversation.kind == .direct {
-            if !listed.contains(conversation.id.key) { items.append(.conversation(conversation.id)) }
-        }
+        // Direct conversations with people in none of our rooms, under a heading so they do
+        // not read as members of the last room.
+        let directs = state.orderedConversations.filter { $0.kind == .direct && !listed.contains($0.id.key) }
+        if !directs.isEmpty { items.append(.heading("direct")) }
+        for conversation in directs { items.append(.conversation(conversation.id)) }
         items.append(.conversation(.server))
         return items
     }
 
     /// Rows the arrows stop at: not your own (you cannot pick yourself).
     func isSelectable(_ item: SidebarItem) -> Bool {
-        if case .user(let nick, _) = item { return !state.isMe(nick) }
-        return true
+        switch item {
+        case .user(let nick, _): return !state.isMe(nick)
+        case .heading: return false
+        case .conversation: return true
+        }
     }
 
     public var totalUnread: Int {

@@ -173,7 +173,14 @@ public struct LineEditor: Equatable, Sendable {
     /// The part of the line to show in `width` columns, scrolled so the cursor is visible,
     /// and the cursor's column within it.
     public func visible(width: Int) -> (text: String, cursorColumn: Int) {
-        guard width > 1 else { return ("", 0) }
+        let shown = window(width: width)
+        return (shown.text, shown.cursorColumn)
+    }
+
+    /// The part of the line that fits in `width` columns around the cursor, and whether text is
+    /// hidden before or after it (the input row marks both).
+    public func window(width: Int) -> (text: String, cursorColumn: Int, hiddenBefore: Bool, hiddenAfter: Bool) {
+        guard width > 1 else { return ("", 0, false, false) }
         var start = 0
         var columnsBeforeCursor = characters[..<cursor].reduce(0) { $0 + DisplayWidth.of($1) }
         // Keep the cursor inside the window, with a column to spare at the right edge.
@@ -183,12 +190,14 @@ public struct LineEditor: Equatable, Sendable {
         }
         var text = ""
         var used = 0
+        var end = start
         for character in characters[start...] {
             let w = DisplayWidth.of(character)
             if used + w > width { break }
             text.append(character)
             used += w
+            end += 1
         }
-        return (text, columnsBeforeCursor)
+        return (text, columnsBeforeCursor, start > 0, end < characters.count)
     }
 }

@@ -244,6 +244,8 @@ extension ChatModel {
             return String(conversation.unread) + (conversation.mentioned ? "!" : "")
         }
         switch item {
+        case .heading(let text):
+            return ("── " + text + " ──", "", Palette.dim)
         case .conversation(.server):
             return ("(server)", badge(state[.server]).isEmpty ? "" : "•", Palette.dim)
         case .conversation(let id):
@@ -298,7 +300,8 @@ extension ChatModel {
             return "disconnected: \(reason)"
         case .reconnecting(_, let reason):
             let seconds = max(0, Int(((reconnectAt ?? now) - now).rounded(.up)))
-            return (seconds > 0 ? "reconnecting in \(seconds) s" : "reconnecting now") + " (\(reason))"
+            // A long wait says how to skip it.
+            return (seconds > 0 ? "reconnecting in \(seconds) s" : "reconnecting now") + (seconds >= 10 ? ", /reconnect: now" : "") + " (\(reason))"
         case .stopped(let reason):
             return "disconnected: \(reason) (/reconnect to connect again)"
         }
@@ -317,10 +320,12 @@ extension ChatModel {
             screen.cursor = nil
             return
         }
-        let prompt = "> "
-        screen.put(prompt, x: 0, y: y, limit: width, style: Palette.dim)
-        let available = max(0, width - prompt.count)
-        let (text, cursorColumn) = editor.visible(width: available)
+        let available = max(0, width - 2)
+        let shown = editor.window(width: available)
+        let (text, cursorColumn) = (shown.text, shown.cursorColumn)
+        // "<" in place of the prompt when the line goes on to the left of the window.
+        let prompt = shown.hiddenBefore ? "< " : "> "
+        screen.put(prompt, x: 0, y: y, limit: width, style: shown.hiddenBefore ? Palette.highlight : Palette.dim)
         screen.put(text, x: prompt.count, y: y, limit: available)
         screen.cursor = (min(width - 1, prompt.count + cursorColumn), y)
     }

@@ -199,6 +199,8 @@ extension ChatModel {
             if id.kind == .room, let room = state[id] { currentRoom = room.name }
         case .user(_, let room):
             if let room = state[room] { currentRoom = room.name }
+        case .heading:
+            break
         }
         return []
     }

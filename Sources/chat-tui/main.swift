@@ -59,11 +59,10 @@ func joinHint(bind: String?, port: Int) -> [String] {
     if addresses.isEmpty {
         return ["Hosting on port \(port); no network address found: others on this machine join with chat-tui --host 127.0.0.1\(portFlag)"]
     }
+    // Short lines, one command each, so none wraps in the middle of a command on a narrow pane.
     var lines = ["Hosting your room on port \(port). Others join with:"]
-    for address in addresses {
-        let shown = address.contains(":") ? "[\(address)]" : address
-        lines.append("  chat-tui --host \(address)\(portFlag)    (or irssi -c \(shown) -p \(port))")
-    }
+    for address in addresses { lines.append("  chat-tui --host \(address)\(portFlag)") }
+    lines.append("or from irssi: /connect \(addresses[0]) \(port); on this machine: chat-tui --host 127.0.0.1\(portFlag)")
     return lines
 }
 

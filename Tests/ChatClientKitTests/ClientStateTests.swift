@@ -212,7 +212,7 @@ struct ClientStateTests {
         let marked: [ConversationID] = events.compactMap { if case .line(let id, _) = $0 { return id } else { return nil } }
         #expect(marked == [.room("#lobby"), .direct("bob")],
                 "one marker in #lobby, one in the conversation with bob")
-        #expect(state.conversation("bob")?.lines.last?.text == "── connection lost (connection reset); what you type is held until it is back ──")
+        #expect(state.conversation("bob")?.lines.last?.text == "── connection lost: connection reset — what you type is held until it is back ──")
         // A failed retry adds nothing; coming back marks the same conversations.
         #expect(state.connectionLost(reason: "refused", now: 2001) == [.connectionLost])
         _ = state.apply(try! IRCMessage(parsing: ":srv 001 alice :Welcome"), now: 2002)

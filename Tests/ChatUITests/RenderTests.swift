@@ -94,7 +94,7 @@ struct RenderTests {
             ":bob!b@h PRIVMSG alice :are you there?",
             ":dave!d@h PRIVMSG alice :hi from outside",
         ])
-        // bob's 2! (a direct message counts as a mention), dave (in no room) listed with 1!.
+        // bob's 2! (a direct message counts as a mention), dave (in no room) listed with 1! under a heading.
         expectScreen(model, [
             " #lobby (4)                                                 ",
             "                                               │#lobby      ",
@@ -102,9 +102,9 @@ struct RenderTests {
             "                                               │+bob      2!",
             "                                               │ carol      ",
             "                                               │ 小明       ",
+            "                                               │── direct ──",
             "                                               │dave      1!",
             "                                               │(server)    ",
-            "                                               │            ",
             "10:05 -!- You joined #lobby                    │            ",
             " alice │ connected │ Enter sends to #lobby                  ",
             ">                                                           ",
@@ -418,4 +418,38 @@ struct TransferRenderTests {
             ">                                                                       ",
         ])
     }
+}
+
+@Suite("input row")
+struct InputRowTests {
+    @Test("a line longer than the row shows < where text is hidden to the left")
+    func hiddenLeft() {
+        var model = lobbyModel(width: 30, height: 5)
+        model.editor.set(String(repeating: "0123456789", count: 5))
+        expectScreen(model, [
+            " #lobby (4)                   ",
+            "                              ",
+            "10:05 -!- You joined #lobby   ",
+            " alice │ connected │ Enter…   ",
+            "< 345678901234567890123456789 ",
+        ])
+        model.editor.set("short")
+        expectScreen(model, [
+            " #lobby (4)                   ",
+            "                              ",
+            "10:05 -!- You joined #lobby   ",
+            " alice │ connected │ Enter…   ",
+            "> short                       ",
+        ])
+    }
+}
+
+@Test("the arrows pass over the direct heading: from the last member of the last room straight to dave")
+func headingSkipped() {
+    var model = lobbyModel(extra: [":dave!d@h PRIVMSG alice :hi from outside"])
+    model.selection = .user("小明", room: .room("#lobby"))
+    _ = model.update(.key(.down))
+    #expect(model.selection == .conversation(.direct("dave")))
+    _ = model.update(.key(.up))
+    #expect(model.selection == .user("小明", room: .room("#lobby")))
 }
