@@ -78,8 +78,10 @@ struct ChatClientTests {
         let log = EventLog.watching(client)
         await client.start()
         #expect(try await log.stopReason() == "wrong password: Password incorrect")
-        try await Task.sleep(for: .seconds(1))
-        #expect(await !log.all().contains { if case .status(.connecting(_, _, 2)) = $0 { return true } else { return false } })
+        // Stopped is the loop's last word: one attempt before it, and no retry was scheduled.
+        let events = await log.all()
+        #expect(events.filter { if case .status(.connecting) = $0 { return true } else { return false } }.count == 1)
+        #expect(!events.contains { if case .status(.reconnecting) = $0 { return true } else { return false } })
     }
 
     @Test("an invalid nickname is an error with the server's reason")

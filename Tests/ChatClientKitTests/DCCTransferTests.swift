@@ -137,7 +137,9 @@ struct DCCTransferTests {
         await pair.bob.rejectTransfer(offer.id)
         _ = try await waitForTransfer(pair.alice) { $0.state == .rejected }
         try await pair.aliceLog.line(in: "bob", containing: "bob rejected note.txt")
-        try await Task.sleep(for: .milliseconds(500))
+        // The listener closes when the worker sees the rejection: wait for that, not for a time.
+        let deadline = Monotonic.now() + 10
+        while isListening(offered.port) && Monotonic.now() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(!isListening(offered.port))
         await pair.stop()
     }
