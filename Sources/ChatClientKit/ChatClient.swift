@@ -178,14 +178,16 @@ public actor ChatClient {
     }
 
     /// Adds a client-side note (an error the user should see) to a conversation.
-    public func note(_ text: String, in conversation: ConversationID, isError: Bool = true) {
+    /// `name`: how to spell a direct conversation this opens (the folded key otherwise).
+    public func note(_ text: String, in conversation: ConversationID, isError: Bool = true, name: String? = nil) {
         let place = state[conversation] == nil && conversation.kind != .direct ? .server : conversation
-        for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: isError ? .error : .info, text: text), to: place) { emit(event) }
+        let line = ChatLine(time: Date().timeIntervalSince1970, kind: isError ? .error : .info, text: text)
+        for event in state.line(line, to: place, name: name) { emit(event) }
     }
 
     /// A note about a person or a room, by name, in the conversation with them.
     func note(_ text: String, in name: String, isError: Bool = true) {
-        note(text, in: state.id(for: name), isError: isError)
+        note(text, in: state.id(for: name), isError: isError, name: name)
     }
 
     /// Where answers to the user's last command go: the conversation it was typed in.

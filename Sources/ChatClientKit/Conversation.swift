@@ -29,6 +29,9 @@ public struct ChatLine: Sendable, Equatable {
     public var msgid: String?
     /// A number the client gives its own held lines, so the one sent is the one that goes.
     public var serial: UInt64 = 0
+    /// Said before now (history filling a gap, a replay): placed by its time. Live lines go at
+    /// the end in the order they arrive, whatever their clocks say (ours and the server's differ).
+    public var isHistory = false
 
     public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
         self.time = time
@@ -116,7 +119,7 @@ public struct Conversation: Sendable, Equatable {
     public mutating func insert(_ line: ChatLine) -> Bool {
         if keepsLines {
             var index = lines.endIndex
-            if let last = lines.last, last.time > line.time {
+            if line.isHistory, let last = lines.last, last.time > line.time {
                 // Binary search for the first line later than this one.
                 var low = 0, high = lines.count
                 while low < high {

@@ -36,6 +36,8 @@ public final class LineConnection: Sendable {
 
     /// The most inputs that ever waited for the consumer at once.
     public var pendingHighWater: Int { shared.withLock { $0.highWater } }
+    /// Lines handed out and not yet taken.
+    public var waitingLines: Int { shared.withLock { $0.pending } }
 
     /// How many lines may wait for the consumer before the thread stops reading.
     public static let inputLimit = 2048
@@ -79,31 +81,87 @@ public final class LineConnection: Sendable {
     }
 
     /// Resolves and connects off the caller's thread; cancelling the calling task gives up at
-    /// once (`.cancelled`), whatever the connect was waiting for.
+    /// once (`.cancelled`), whatever the connect was waiting for (a slow name lookup included:
+    /// its thread finishes on its own and closes what it got).
     public static func open(host: String, port: Int, timeout: Double,
                             clock: @escaping @Sendable () -> Double = Monotonic.now) async throws(TransportError) -> LineConnection {
         Sockets.ignoreSIGPIPE()
-        let (cancelRead, cancelWrite) = makePipe()
+        let attempt = ConnectAttempt()
         let result: Result<Int32, TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
+                guard attempt.wait(continuation) else { return }
                 let thread = Thread {
-                    continuation.resume(returning: Result { () throws(TransportError) -> Int32 in
-                        try Sockets.connect(host: host, port: port, timeout: timeout, cancel: cancelRead, nonBlocking: true)
-                    })
+                    let outcome = Result { () throws(TransportError) -> Int32 in
+                        try Sockets.connect(host: host, port: port, timeout: timeout, cancel: attempt.cancelRead, nonBlocking: true)
+                    }
+                    attempt.finish(outcome)
                 }
                 thread.start()
             }
         } onCancel: {
-            var byte: UInt8 = 1
-            _ = Glibc.write(cancelWrite, &byte, 1)
-        }
-        Glibc.close(cancelRead)
-        Glibc.close(cancelWrite)
-        if Task.isCancelled, case .success(let fd) = result {
-            Glibc.close(fd)
-            throw .cancelled
+            attempt.cancel()
         }
         return LineConnection(fd: try result.get(), clock: clock)
+    }
+
+    /// One connect: whichever comes first, its result or a cancel, answers the caller once.
+    private final class ConnectAttempt: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<Result<Int32, TransportError>, Never>?
+            var cancelled = false
+            var finished = false
+        }
+        private let state = Mutex(State())
+        let cancelRead: Int32
+        private let cancelWrite: Int32
+
+        init() { (cancelRead, cancelWrite) = LineConnection.makePipe() }
+
+        /// Keeps the continuation; false (answered already) when the task was cancelled before.
+        func wait(_ continuation: CheckedContinuation<Result<Int32, TransportError>, Never>) -> Bool {
+            let cancelled = state.withLock { state -> Bool in
+                if state.cancelled { return true }
+                state.continuation = continuation
+                return false
+            }
+            if cancelled {
+                continuation.resume(returning: .failure(.cancelled))
+                state.withLock { _ in closePipe() }
+            }
+            return !cancelled
+        }
+
+        func cancel() {
+            let waiting = state.withLock { state -> CheckedContinuation<Result<Int32, TransportError>, Never>? in
+                guard !state.finished, !state.cancelled else { return nil }
+                state.cancelled = true
+                var byte: UInt8 = 1
+                _ = Glibc.write(cancelWrite, &byte, 1)
+                defer { state.continuation = nil }
+                return state.continuation
+            }
+            waiting?.resume(returning: .failure(.cancelled))
+        }
+
+        /// The connect thread's result: to the caller, or closed when the caller has gone.
+        func finish(_ result: Result<Int32, TransportError>) {
+            let waiting = state.withLock { state -> CheckedContinuation<Result<Int32, TransportError>, Never>? in
+                state.finished = true
+                closePipe()
+                defer { state.continuation = nil }
+                return state.continuation
+            }
+            if let waiting {
+                waiting.resume(returning: result)
+            } else if case .success(let fd) = result {
+                Glibc.close(fd)
+            }
+        }
+
+        private func closePipe() {
+            Glibc.close(cancelRead)
+            Glibc.close(cancelWrite)
+        }
     }
 
     /// Queues bytes (whole lines) for the peer; never blocks. Past `outputLimit` waiting bytes
@@ -203,7 +261,10 @@ public final class LineConnection: Sendable {
                 var events: Int16 = 0
                 if reading { events |= Int16(POLLIN) }
                 if queued > 0 { events |= Int16(POLLOUT) }
-                var pfds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: connection.wakeRead, events: Int16(POLLIN), revents: 0)]
+                // A socket we neither read nor write is left out (fd -1), or its ERR/HUP would
+                // wake poll at once, again and again, until the consumer catches up.
+                var pfds = [pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
+                            pollfd(fd: connection.wakeRead, events: Int16(POLLIN), revents: 0)]
                 let ready = poll(&pfds, 2, queued > 0 ? 500 : -1)
                 if ready < 0 && errno != EINTR { reason = "poll failed: \(TransportError.errnoText(errno))"; break }
                 if pfds[1].revents != 0 {
@@ -220,18 +281,19 @@ public final class LineConnection: Sendable {
                     // room for lines keeps the untaken lines at the limit, never past it.
                     let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, room), 0) }
                     if count > 0 {
-                        var handed = 0
+                        var framed: [Input] = []
                         buffer.withUnsafeBufferPointer { raw in
-                            framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
-                                switch framed {
-                                case .line(let line): continuation.yield(.line(line))
-                                case .overlong(let discarded): continuation.yield(.overlong(discardedBytes: discarded))
+                            framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { piece in
+                                switch piece {
+                                case .line(let line): framed.append(.line(line))
+                                case .overlong(let discarded): framed.append(.overlong(discardedBytes: discarded))
                                 }
-                                handed += 1
                             }
                         }
-                        if handed > 0 {
-                            connection.shared.withLock { $0.pending += handed; $0.highWater = max($0.highWater, $0.pending) }
+                        // Counted before they are handed out, so a `taken()` never runs ahead of the count.
+                        if !framed.isEmpty {
+                            connection.shared.withLock { $0.pending += framed.count; $0.highWater = max($0.highWater, $0.pending) }
+                            for input in framed { continuation.yield(input) }
                         }
                         continue
                     }

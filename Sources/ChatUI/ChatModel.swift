@@ -91,6 +91,8 @@ public struct ChatModel: Sendable {
     public var hostHintShownInRoom = false
     /// `/list` asked for rooms; the picker opens when they arrive.
     public var awaitingRoomList = false
+    /// A conversation a command asked to show before it exists (/query): shown once opened.
+    public var pendingShow: ConversationID?
     /// The /list picker is open, with this row selected (Up/Down, Enter joins, Esc closes).
     public var roomPicker: Int?
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.

@@ -85,6 +85,11 @@ extension ChatModel {
                 commands.append(.bell)
             }
             return commands
+        case .opened(let id, _) where id == pendingShow:
+            pendingShow = nil
+            selection = .conversation(id)
+            reconcileSelection()
+            return []
         case .left, .closed, .members, .memberJoined, .memberLeft, .memberChanged, .connectionLost, .opened, .nickChanged:
             reconcileSelection()
             return []
@@ -333,6 +338,11 @@ extension ChatModel {
         for command in CommandInterpreter.run(line, commandContext) {
             switch command {
             case .show(let id):
+                guard state[id] != nil else {
+                    // Opened by the command just before (/query): go there when the client says it is open.
+                    pendingShow = id
+                    continue
+                }
                 selection = .conversation(id)
                 if id.kind == .room, let room = state[id] { currentRoom = room.name }
                 reconcileSelection()

@@ -53,7 +53,8 @@ enum LinesMode {
         func context() -> CommandContext {
             let room = current.name.flatMap { book.isChannel($0) ? $0 : nil } ?? book.joinedRooms.first
             let here = current.name.map { book.id(for: $0) }.flatMap { book[$0] != nil ? $0 : nil } ?? .server
-            return CommandContext(book: book, here: here, room: room, target: target() ?? "", registered: everRegistered)
+            // Registered or not, a /msg is the client's to hold until it is (the offline queue).
+            return CommandContext(book: book, here: here, room: room, target: target() ?? "", registered: true)
         }
 
         /// Plain lines go to the room joined last (as in irssi's window for it), or the person
@@ -126,15 +127,18 @@ enum LinesMode {
             }
             commands = [.send(text: text, to: room)]
         }
+        var opened: String?
         for command in commands {
             switch command {
+            case .open(let name):
+                opened = name
             case .irc(let message) where message.command == "JOIN":
                 await view.setCurrent(message.params.first?.split(separator: ",").last.map(String.init))
             case .irc(let message) where message.command == "PART":
                 await view.parted(message.params.first ?? "")
             case .show(let id):
                 let name = await view.book[id]?.name
-                await view.setCurrent(name ?? id.key)
+                await view.setCurrent(name ?? opened ?? id.key)
             default:
                 break
             }

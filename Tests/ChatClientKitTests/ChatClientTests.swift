@@ -179,3 +179,16 @@ func configFileWrite() throws {
     try ConfigFile.set("ignore", to: nil, in: path)
     #expect(String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self) == "# mine\nnick = alice\nbell = off\n")
 }
+
+@Test("a note about someone opens their conversation under their spelling, not the folded key")
+func noteKeepsSpelling() async throws {
+    let server = try TestServer()
+    let alice = ChatClient(config: config(port: server.port, nick: "alice"))
+    let log = EventLog.watching(alice)
+    await alice.start()
+    _ = try await log.registered()
+    await alice.sendFile("/nonexistent/file", to: "Foo[X]")
+    let opened = try await log.next("opened") { if case .opened = $0 { return true } else { return false } }
+    #expect(opened == .opened(.direct("foo{x}"), name: "Foo[X]"))
+    await alice.quit()
+}

@@ -10,15 +10,20 @@ struct ConversationBookTests {
         return line
     }
 
-    @Test("a line arriving late by its time is inserted at its place, not at the bottom")
+    @Test("a history line arriving late is inserted at its place by time; a live one at the bottom")
     func insertedByTime() {
         var book = ConversationBook(nick: "alice")
         let room = ConversationID.room("#lobby")
         book.apply(.joined(room, name: "#lobby", again: false))
         for (text, time) in [("one", 10.0), ("three", 30), ("two", 20), ("zero", 5), ("four", 40)] {
-            book.apply(.line(room, message(text, at: time)))
+            var line = message(text, at: time)
+            line.isHistory = true
+            book.apply(.line(room, line))
         }
         #expect(book[room]!.lines.map(\.text) == ["zero", "one", "two", "three", "four"])
+        // A live line goes at the end even when its clock is behind (the server's and ours differ).
+        book.apply(.line(room, message("live, stamped early", at: 1)))
+        #expect(book[room]!.lines.last?.text == "live, stamped early")
     }
 
     @Test("the same msgid twice is kept once; its unread counts once")

@@ -141,6 +141,7 @@ struct FloodTests {
             if case .closed = input { break }
         }
         #expect(lines == total, "every line arrives, in the end")
+        #expect(connection.waitingLines == 0, "the count of waiting lines comes back to zero (it drifted when counted after handing out)")
         #expect(connection.pendingHighWater <= LineConnection.inputLimit, "never more than the limit waited")
         connection.close(reason: "done")
     }

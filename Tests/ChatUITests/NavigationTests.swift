@@ -263,3 +263,12 @@ func roomPicker() {
     _ = model.update(.key(.escape))
     #expect(model.roomPicker == nil && model.selection == .conversation(.room("#lobby")))
 }
+
+@Test("/query NICK goes to the new conversation once the client has opened it")
+func queryShows() {
+    var model = threeRooms(size: 1)
+    model.editor.set("/query Dave")
+    #expect(model.update(.key(.enter)) == [.open("Dave")])
+    model.receive(.opened(.direct("dave"), name: "Dave"))
+    #expect(model.selection == .conversation(.direct("dave")) && model.target == "Dave")
+}

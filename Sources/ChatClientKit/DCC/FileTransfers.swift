@@ -171,29 +171,28 @@ public final class FileTransfers: Sendable {
     }
 
     func add(_ make: (Int) -> TransferInfo) -> TransferInfo {
-        let info = table.withLock { state in
+        // Published under the lock, so the views see each transfer's changes in the order made.
+        table.withLock { state in
             let info = make(state.next)
             state.items[info.id] = info
             state.next += 1
+            publish(info)
             return info
         }
-        publish(info)
-        return info
     }
 
     /// Applies an event; returns the transfer as it is now (nil for an unknown id).
     @discardableResult
     func record(_ id: Int, _ event: TransferEvent) -> TransferInfo? {
-        let (info, changed) = table.withLock { state -> (TransferInfo?, Bool) in
-            guard var info = state.items[id] else { return (nil, false) }
+        table.withLock { state -> TransferInfo? in
+            guard var info = state.items[id] else { return nil }
             let before = Int(info.fraction * 100)
-            guard info.apply(event) else { return (info, false) }
+            guard info.apply(event) else { return info }
             state.items[id] = info
-            if case .progress = event { return (info, Int(info.fraction * 100) != before) }
-            return (info, true)
+            if case .progress = event, Int(info.fraction * 100) == before { return info }
+            publish(info)
+            return info
         }
-        if changed, let info { publish(info) }
-        return info
     }
 
     func first(where match: (TransferInfo) -> Bool) -> TransferInfo? {
