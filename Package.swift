@@ -16,8 +16,14 @@ let package = Package(
             pkgConfig: "ncursesw",
             providers: [.apt(["libncurses-dev"])]
         ),
+        // OpenSSL 3, for TLS on both sides (and, later, hashes and key derivation).
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "IRCWire"),
-        .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem"]),
+        .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem", "COpenSSL"]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport"]),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "IRCWire"]),

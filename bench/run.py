@@ -69,7 +69,7 @@ class Server:
         self.log = open(os.path.join(self.dir, "out.log"), "w")
         if kind == "chat-tui":
             command = [CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port),
-                       "--sendq", str(64 << 20), "--ping-interval", "600"]
+                       "--sendq", str(64 << 20), "--ping-interval", "600", "--tls-port", "0"]
         elif kind == "ngircd":
             command = ["/usr/sbin/ngircd", "-n", "-f", self.config("ngircd.conf.in", "ngircd.conf")]
         elif kind == "inspircd":

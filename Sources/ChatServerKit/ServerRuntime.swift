@@ -18,16 +18,27 @@ final class ServerRuntime {
         var waitingForWritable = false
         var queuedForFlush = false
         var closing = false
+        /// Set on the TLS port; the handshake runs inside the loop, a step per readiness.
+        let tls: TLSSession?
+        /// On the plain port: the first bytes are checked for a TLS ClientHello.
+        var firstRead = true
 
-        init(id: ConnectionID, fd: Int32, peer: String) {
+        init(id: ConnectionID, fd: Int32, peer: String, tls: TLSSession?) {
             self.id = id
             self.fd = fd
             self.peer = peer
+            self.tls = tls
         }
+
+        var handshaking: Bool { tls.map { !$0.handshakeDone } ?? false }
     }
 
     private var state: ServerState
     private let listeners: [Int32]
+    /// Per listener: the TLS context when it is the TLS port.
+    private let listenerTLS: [TLSContext?]
+    /// The TLS port, named to a client that speaks TLS to the plain one.
+    private let tlsPort: Int?
     private let epoll: Epoll
     private let control: ServerHandle
     private let sendQueueLimit: Int
@@ -47,10 +58,12 @@ final class ServerRuntime {
     private static let wakeupToken = UInt64.max
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
 
-    init(state: ServerState, listeners: [Int32], control: ServerHandle, sendQueueLimit: Int,
+    init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int,
          logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
         self.state = state
         self.listeners = listeners
+        self.listenerTLS = listenerTLS
+        self.tlsPort = tlsPort
         self.control = control
         self.sendQueueLimit = sendQueueLimit
         self.logger = logger
@@ -95,17 +108,22 @@ final class ServerRuntime {
             return
         }
         if event.token >= Self.listenerToken(listeners.count - 1) {
-            acceptAll(listeners[Int(Self.listenerToken(0) - event.token)])
+            let index = Int(Self.listenerToken(0) - event.token)
+            acceptAll(listeners[index], tls: listenerTLS[index])
             return
         }
         guard let connection = connections[event.token] else { return }
+        if connection.handshaking {
+            if event.readable || event.writable || event.failed { read(connection) }
+            return
+        }
         if event.writable { queueFlush(connection) }
         if event.readable || event.failed { read(connection) }
     }
 
     // MARK: Accepting
 
-    private func acceptAll(_ listener: Int32) {
+    private func acceptAll(_ listener: Int32, tls: TLSContext?) {
         // A bounded batch per turn keeps a connect storm from starving established clients.
         for _ in 0..<256 {
             let accepted: (fd: Int32, peer: sockaddr_storage)?
@@ -122,7 +140,8 @@ final class ServerRuntime {
             let id = nextID
             nextID += 1
             let peer = SocketAddress.describe(address)
-            let connection = Connection(id: ConnectionID(id), fd: fd, peer: peer)
+            let connection = Connection(id: ConnectionID(id), fd: fd, peer: peer,
+                                        tls: tls.map { TLSSession(context: $0, fd: fd, server: true) })
             do {
                 try epoll.add(fd, token: id)
             } catch {
@@ -134,6 +153,12 @@ final class ServerRuntime {
             state.connected(connection.id, host: SocketAddress.host(of: address), peer: peer, now: WallClock.now())
             apply()
         }
+    }
+
+    private func setWritable(_ connection: Connection, _ writable: Bool) {
+        guard connection.waitingForWritable != writable else { return }
+        connection.waitingForWritable = writable
+        epoll.modify(connection.fd, token: connection.id.raw, writable: writable)
     }
 
     private func pauseListeners() {
@@ -149,10 +174,41 @@ final class ServerRuntime {
     // MARK: Reading
 
     private func read(_ connection: Connection) {
+        if let tls = connection.tls, !tls.handshakeDone {
+            // A handshake step: whatever it waits for is what epoll watches next. A client that
+            // stalls here costs one idle socket until the registration timeout closes it.
+            switch tls.handshake() {
+            case .done:
+                setWritable(connection, !connection.output.isEmpty)
+                queueFlush(connection)
+            case .wantRead:
+                setWritable(connection, false)
+                return
+            case .wantWrite:
+                setWritable(connection, true)
+                return
+            case .failed(let reason):
+                logger("[\(connection.peer)] TLS handshake failed: \(PlainText.visible(reason))")
+                lost(connection, reason: "TLS handshake failed")
+                return
+            }
+        }
         // One read per turn: level-triggered epoll brings us back while data remains, so a
         // flooding peer gets its share and no more.
-        switch SocketRead.once(connection.fd, into: &readBuffer) {
+        let result = connection.tls.map { $0.read(into: &readBuffer) } ?? SocketRead.once(connection.fd, into: &readBuffer)
+        switch result {
         case .data(let count):
+            if connection.firstRead {
+                connection.firstRead = false
+                // 0x16 0x03: a TLS handshake record on the plain port. Say where TLS is, in plain text.
+                if connection.tls == nil, count >= 2, readBuffer[0] == 0x16, readBuffer[1] == 0x03 {
+                    let port = tlsPort.map { "port \($0)" } ?? "no port: TLS is off on this server"
+                    logger("[\(connection.peer)] spoke TLS to the plain port; told to use \(port)")
+                    connection.output.append(IRCMessage(command: "ERROR", params: ["This is the plain-text port; TLS is on \(port)"]).serialized())
+                    markClosing(connection)
+                    return
+                }
+            }
             let now = WallClock.now()
             readBuffer.withUnsafeBufferPointer { raw in
                 connection.framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
@@ -271,8 +327,9 @@ final class ServerRuntime {
         flushQueue.removeAll(keepingCapacity: true)
         for connection in queue {
             connection.queuedForFlush = false
-            guard !connection.closing, connections[connection.id.raw] != nil else { continue }
-            switch connection.output.flush(to: connection.fd) {
+            guard !connection.closing, connections[connection.id.raw] != nil, !connection.handshaking else { continue }
+            let flushed = connection.tls.map { connection.output.flush(to: $0) } ?? connection.output.flush(to: connection.fd)
+            switch flushed {
             case .done:
                 if connection.waitingForWritable {
                     connection.waitingForWritable = false
@@ -299,7 +356,14 @@ final class ServerRuntime {
             toClose.removeAll()
             for connection in closing {
                 // Last words (ERROR) go out if the socket takes them now; a stalled peer gets nothing more.
-                _ = connection.output.flush(to: connection.fd)
+                if let tls = connection.tls {
+                    if tls.handshakeDone {
+                        _ = connection.output.flush(to: tls)
+                        tls.shutdown()
+                    }
+                } else {
+                    _ = connection.output.flush(to: connection.fd)
+                }
                 epoll.remove(connection.fd)
                 Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
                 close(connection.fd)
@@ -311,7 +375,11 @@ final class ServerRuntime {
     private func shutdown() {
         for connection in connections.values {
             connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
-            _ = connection.output.flush(to: connection.fd)
+            if let tls = connection.tls {
+                if tls.handshakeDone { _ = connection.output.flush(to: tls); tls.shutdown() }
+            } else {
+                _ = connection.output.flush(to: connection.fd)
+            }
             close(connection.fd)
         }
         connections.removeAll()
@@ -324,12 +392,15 @@ final class ServerRuntime {
 public final class ServerHandle: Sendable {
     /// The port the server listens on (useful when it was started on port 0).
     public let port: Int
+    /// The TLS port, when there is one.
+    public let tlsPort: Int?
     let wakeup: Wakeup
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(port: Int, wakeup: Wakeup) {
+    init(port: Int, tlsPort: Int?, wakeup: Wakeup) {
         self.port = port
+        self.tlsPort = tlsPort
         self.wakeup = wakeup
     }
 
@@ -346,13 +417,20 @@ public final class ServerHandle: Sendable {
 
     /// Binds the listeners now (so errors such as a busy port surface at once), then runs the
     /// loop on the calling thread when `blocking`, or on a new thread.
-    public static func start(config: ServerConfig, bind: String?, port: Int, sendQueueLimit: Int = 1 << 20,
-                             blocking: Bool = false,
+    /// `tls`: a second port speaking TLS with this context (port 0: any free port).
+    public static func start(config: ServerConfig, bind: String?, port: Int, tls: (port: Int, context: TLSContext)? = nil,
+                             sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
-        let listeners = try Sockets.listen(bind: bind, port: port)
-        let handle = ServerHandle(port: Sockets.boundPort(listeners[0]), wakeup: try Wakeup())
-        let runtime = try ServerRuntime(state: ServerState(config: config), listeners: listeners, control: handle,
+        let plain = try Sockets.listen(bind: bind, port: port)
+        var secure: [Int32] = []
+        if let tls {
+            do { secure = try Sockets.listen(bind: bind, port: tls.port) } catch { plain.forEach { close($0) }; throw error }
+        }
+        let handle = ServerHandle(port: Sockets.boundPort(plain[0]), tlsPort: secure.first.map(Sockets.boundPort), wakeup: try Wakeup())
+        let runtime = try ServerRuntime(state: ServerState(config: config), listeners: plain + secure,
+                                        listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context },
+                                        tlsPort: handle.tlsPort, control: handle,
                                         sendQueueLimit: sendQueueLimit, logger: logger)
         let box = RuntimeBox(runtime)
         if blocking {

@@ -50,6 +50,24 @@ public struct OutputBuffer: Sendable {
         return .done
     }
 
+    /// Writes as much as a TLS session takes now.
+    public mutating func flush(to session: TLSSession) -> FlushResult {
+        while start < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                session.write(UnsafeRawBufferPointer(rebasing: raw[start...]))
+            }
+            guard let written else { return .failed(errno: EPIPE) }
+            if written == 0 {
+                compact()
+                return .wouldBlock
+            }
+            start += written
+        }
+        bytes = []
+        start = 0
+        return .done
+    }
+
     private mutating func compact() {
         if start > 64 * 1024 || start > bytes.count / 2 {
             bytes.removeSubrange(0..<start)

@@ -21,6 +21,11 @@ struct Arguments {
     var pingTimeout: Double?
     var registrationTimeout: Double = 60
     var sendQueueBytes = 1 << 20
+    /// The TLS port (0: no TLS).
+    var tlsPort = 6697
+    var tlsCertificate: String?
+    var tlsKey: String?
+    var dataDirectory: String?
     var host: String?
     var nick: String?
     var rooms: [String] = []
@@ -92,6 +97,13 @@ struct Arguments {
         },
         Flag(name: "register-timeout", value: "SECS", scope: .hosting, help: "time a new connection has to register (default 60)") { a, v throws(Problem) in a.registrationTimeout = try positive("register-timeout", v) },
         Flag(name: "sendq", value: "BYTES", scope: .hosting, help: "bytes queued for a slow reader before it is dropped (default 1048576)") { a, v throws(Problem) in a.sendQueueBytes = Int(try positive("sendq", v)) },
+        Flag(name: "tls-port", value: "N", scope: .hosting, help: "also listen with TLS on this port (default 6697; 0: no TLS)") { a, v throws(Problem) in
+            guard let port = Int(v), (0...65535).contains(port) else { throw Problem(description: "--tls-port wants a port number from 0 to 65535, not \(v)") }
+            a.tlsPort = port
+        },
+        Flag(name: "tls-cert", value: "FILE", scope: .hosting, help: "the TLS certificate chain, PEM (default: a self-signed one made in the data directory)") { a, v in a.tlsCertificate = v },
+        Flag(name: "tls-key", value: "FILE", scope: .hosting, help: "the certificate's private key, PEM") { a, v in a.tlsKey = v },
+        Flag(name: "data-dir", value: "DIR", scope: .hosting, help: "where the server keeps its certificate (default ~/.local/share/chat-tui/server)") { a, v in a.dataDirectory = v },
         Flag(name: "log", value: "FILE", scope: .hosting, help: "with the chat screen, where the server's log goes (default ~/.local/state/chat-tui/server.log)") { a, v in a.logPath = v },
         // Joining
         Flag(name: "lines", value: nil, scope: .joining, help: "no full screen: events print one per line; plain lines go to the room joined last") { a, _ in a.lines = true },

@@ -66,6 +66,45 @@ func joinHint(bind: String?, port: Int) -> [String] {
     return lines
 }
 
+/// The TLS context for `--serve`: the given certificate, or a self-signed one kept in the
+/// data directory (made on first start, its key readable only by us). Nil with `--tls-port 0`.
+func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContext, certificate: String, fingerprint: String, made: Bool, selfSigned: Bool)? {
+    guard arguments.tlsPort != 0 else { return nil }
+    var certificate = arguments.tlsCertificate, key = arguments.tlsKey
+    var made = false
+    if certificate == nil || key == nil {
+        guard certificate == nil && key == nil else { fail("--tls-cert and --tls-key go together") }
+        let directory = arguments.dataDirectory ?? (NSHomeDirectory() + "/.local/share/chat-tui/server")
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            fail("cannot make the data directory \(directory): \(error.localizedDescription)")
+        }
+        certificate = directory + "/tls-certificate.pem"
+        key = directory + "/tls-key.pem"
+        do {
+            made = try TLSCertificates.ensureSelfSigned(certificate: certificate!, key: key!, name: serverName)
+        } catch {
+            fail("\(error)")
+        }
+    }
+    let context: TLSContext
+    do {
+        context = try TLSContext.server(certificate: certificate!, key: key!)
+    } catch {
+        fail("\(error)")
+    }
+    let fingerprint = TLSCertificates.fingerprint(ofFile: certificate!) ?? "?"
+    return (context, certificate!, fingerprint, made, TLSCertificates.isSelfSigned(file: certificate!))
+}
+
+/// How to join over TLS, for the host's screen.
+func tlsHint(port: Int, fingerprint: String, selfSigned: Bool) -> [String] {
+    var lines = ["TLS on port \(port): irssi /connect -tls HOST \(port)" + (selfSigned ? " (add -tls_verify no: the certificate is self-signed)" : "")]
+    if selfSigned { lines.append("Certificate SHA-256 (for people to check): \(fingerprint)") }
+    return lines
+}
+
 /// Random bytes from the kernel, as hex.
 func randomToken(bytes: Int) -> String {
     var generator = SystemRandomNumberGenerator()
@@ -126,14 +165,19 @@ func runServer(_ arguments: Arguments) async -> Never {
     let logger: @Sendable (String) -> Void = { text in
         writeLine(ServerTime.format(WallClock.now()) + " " + text, to: logTarget)
     }
+    let tls = setUpTLS(arguments, serverName: config.name)
     let handle: ServerHandle
     do {
         handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
+                                        tls: tls.map { (port: arguments.tlsPort, context: $0.context) },
                                         sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
-        fail("cannot listen: \(error)")
+        fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
     }
     logger("listening on \(arguments.bind ?? "*") port \(handle.port), room \(config.room ?? "none"), open-file limit \(limit)")
+    if let tls, let tlsPort = handle.tlsPort {
+        logger("TLS on port \(tlsPort), certificate \(tls.certificate)\(tls.made ? " (made now, self-signed)" : ""), SHA-256 \(tls.fingerprint)")
+    }
     if withScreen {
         // The host chats as a user of their own room.
         var client = clientConfig(arguments)
@@ -141,7 +185,8 @@ func runServer(_ arguments: Arguments) async -> Never {
         client.port = handle.port
         client.operLogin = ("host", hostSecret)
         let app = ChatApp(client: ChatClient(config: client), options: arguments,
-                          hostHint: joinHint(bind: arguments.bind, port: handle.port))
+                          hostHint: joinHint(bind: arguments.bind, port: handle.port)
+                            + (tls.flatMap { tls in handle.tlsPort.map { tlsHint(port: $0, fingerprint: tls.fingerprint, selfSigned: tls.selfSigned) } } ?? []))
         let code = await app.run()
         handle.stop()
         exit(code)

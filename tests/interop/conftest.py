@@ -34,6 +34,9 @@ class Server:
         self.port = free_port()
         self.log_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"chat-tui-server-{self.port}.log")
         self.log = open(self.log_path, "w")
+        # TLS only where a test asks for it (`--tls-port`): every server would want 6697 otherwise.
+        if "--tls-port" not in extra:
+            extra = ("--tls-port", "0", *extra)
         self.process = subprocess.Popen(
             [BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port), *extra],
             stdout=self.log, stderr=subprocess.STDOUT)

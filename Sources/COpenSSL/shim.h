@@ -1,0 +1,128 @@
+// OpenSSL 3 for chat-tui: the library's own functions are used directly from Swift; what
+// Swift cannot import (function-like macros, variadic calls) is wrapped here in small
+// static inline functions.
+#ifndef CHAT_TUI_OPENSSL_SHIM_H
+#define CHAT_TUI_OPENSSL_SHIM_H
+
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <openssl/pem.h>
+#include <openssl/ec.h>
+#include <openssl/rand.h>
+#include <openssl/bn.h>
+#include <stdio.h>
+#include <string.h>
+
+/// The last OpenSSL error as text (and the queue cleared), for messages a user reads.
+static inline void chat_tls_last_error(char *out, size_t length) {
+    unsigned long code = ERR_get_error();
+    if (code == 0) { snprintf(out, length, "unknown TLS error"); return; }
+    ERR_error_string_n(code, out, length);
+    ERR_clear_error();
+}
+
+/// A server context: TLS 1.2 and 1.3 only, the certificate chain and key from PEM files,
+/// partial writes from a buffer that may move (our output buffers compact). NULL on failure.
+static inline SSL_CTX *chat_tls_server_context(const char *certificate, const char *key, char *error, size_t length) {
+    SSL_CTX *context = SSL_CTX_new(TLS_server_method());
+    if (!context) { chat_tls_last_error(error, length); return NULL; }
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (SSL_CTX_use_certificate_chain_file(context, certificate) != 1
+        || SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) != 1
+        || SSL_CTX_check_private_key(context) != 1) {
+        chat_tls_last_error(error, length);
+        SSL_CTX_free(context);
+        return NULL;
+    }
+    return context;
+}
+
+/// A client context: TLS 1.2 and 1.3, the system's trust store, partial writes.
+static inline SSL_CTX *chat_tls_client_context(char *error, size_t length) {
+    SSL_CTX *context = SSL_CTX_new(TLS_client_method());
+    if (!context) { chat_tls_last_error(error, length); return NULL; }
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_default_verify_paths(context);
+    return context;
+}
+
+/// Makes a P-256 key and a self-signed certificate for `name`, valid ten years, and writes
+/// them as PEM. Returns 1 on success.
+static inline int chat_tls_make_self_signed(const char *certificatePath, const char *keyPath, const char *name,
+                                            char *error, size_t length) {
+    int ok = 0;
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *certificate = X509_new();
+    FILE *file = NULL;
+    if (!key || !certificate) goto done;
+    X509_set_version(certificate, 2);
+    unsigned char serial[16];
+    if (RAND_bytes(serial, sizeof serial) != 1) goto done;
+    serial[0] &= 0x7f;
+    BIGNUM *number = BN_bin2bn(serial, sizeof serial, NULL);
+    if (!number) goto done;
+    BN_to_ASN1_INTEGER(number, X509_get_serialNumber(certificate));
+    BN_free(number);
+    X509_gmtime_adj(X509_getm_notBefore(certificate), -3600);
+    X509_gmtime_adj(X509_getm_notAfter(certificate), 10L * 365 * 24 * 3600);
+    X509_set_pubkey(certificate, key);
+    X509_NAME *subject = X509_get_subject_name(certificate);
+    X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8, (const unsigned char *)name, -1, -1, 0);
+    X509_set_issuer_name(certificate, subject);
+    if (!X509_sign(certificate, key, EVP_sha256())) goto done;
+    file = fopen(keyPath, "w");
+    if (!file || !PEM_write_PrivateKey(file, key, NULL, NULL, 0, NULL, NULL)) goto done;
+    fclose(file);
+    file = fopen(certificatePath, "w");
+    if (!file || !PEM_write_X509(file, certificate)) goto done;
+    ok = 1;
+done:
+    if (!ok) chat_tls_last_error(error, length);
+    if (file) fclose(file);
+    X509_free(certificate);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+/// The SHA-256 of a PEM certificate file's DER form into `out` (32 bytes). Returns 1 on success.
+static inline int chat_tls_file_fingerprint(const char *certificatePath, unsigned char *out) {
+    FILE *file = fopen(certificatePath, "r");
+    if (!file) return 0;
+    X509 *certificate = PEM_read_X509(file, NULL, NULL, NULL);
+    fclose(file);
+    if (!certificate) return 0;
+    unsigned int size = 0;
+    int ok = X509_digest(certificate, EVP_sha256(), out, &size) == 1 && size == 32;
+    X509_free(certificate);
+    return ok;
+}
+
+/// Whether a PEM certificate file is self-signed (its issuer is its subject).
+static inline int chat_tls_file_is_self_signed(const char *certificatePath) {
+    FILE *file = fopen(certificatePath, "r");
+    if (!file) return 0;
+    X509 *certificate = PEM_read_X509(file, NULL, NULL, NULL);
+    fclose(file);
+    if (!certificate) return 0;
+    int same = X509_NAME_cmp(X509_get_subject_name(certificate), X509_get_issuer_name(certificate)) == 0;
+    X509_free(certificate);
+    return same;
+}
+
+/// The SHA-256 of the peer's certificate on a connection (32 bytes). Returns 1 when there is one.
+static inline int chat_tls_peer_fingerprint(SSL *ssl, unsigned char *out) {
+    X509 *certificate = SSL_get1_peer_certificate(ssl);
+    if (!certificate) return 0;
+    unsigned int size = 0;
+    int ok = X509_digest(certificate, EVP_sha256(), out, &size) == 1 && size == 32;
+    X509_free(certificate);
+    return ok;
+}
+
+static inline long chat_tls_set_host_name(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
+
+#endif

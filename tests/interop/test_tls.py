@@ -1,0 +1,131 @@
+"""TLS on the server: a raw `openssl s_client` registers, catgirl (TLS only) joins a room,
+a TLS hello on the plain port is answered in plain text, a stalled handshake delays nobody,
+and the self-signed certificate is made once and kept."""
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+
+import pytest
+
+from conftest import BINARY, RawClient, Server, free_port, sha256, wait_for
+
+SOCKET = f"chat-tui-tls-{os.getpid()}"
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    tls_port = free_port()
+    server = Server("--tls-port", str(tls_port), "--data-dir", str(tmp_path / "data"))
+    server.tls_port = tls_port
+    server.data = tmp_path / "data"
+    yield server
+    server.stop()
+
+
+def tls_socket(port):
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return context.wrap_socket(raw)
+
+
+def read_until(sock, text, limit=1 << 16):
+    seen = b""
+    while text.encode() not in seen and len(seen) < limit:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        seen += chunk
+    return seen.decode(errors="replace")
+
+
+def test_openssl_s_client_registers_and_the_key_is_private(tls_server):
+    session = subprocess.run(
+        ["openssl", "s_client", "-connect", f"127.0.0.1:{tls_server.tls_port}", "-quiet", "-verify_quiet"],
+        input="NICK viaopenssl\r\nUSER u 0 * :u\r\nQUIT :done\r\n", capture_output=True, text=True, timeout=20)
+    assert " 001 viaopenssl " in session.stdout, session.stdout + session.stderr
+    key = tls_server.data / "tls-key.pem"
+    assert oct(os.stat(key).st_mode & 0o777) == "0o600"
+    log = tls_server.log_text()
+    assert "(made now, self-signed), SHA-256 " in log and "registered as viaopenssl" in log
+
+
+def test_the_certificate_is_kept_across_restarts(tmp_path):
+    data = tmp_path / "data"
+    fingerprints, made = [], []
+    for _ in range(2):
+        server = Server("--tls-port", str(free_port()), "--data-dir", str(data))
+        wait_for(lambda: "SHA-256" in server.log_text(), 10, "the TLS line", server.log_text)
+        log = server.log_text()
+        fingerprints.append(log.split("SHA-256 ")[1].split()[0])
+        made.append("made now" in log)
+        server.stop()
+    assert fingerprints[0] == fingerprints[1] and made == [True, False]
+
+
+def test_a_tls_hello_on_the_plain_port_is_told_where_tls_is(tls_server):
+    sock = socket.create_connection(("127.0.0.1", tls_server.port), timeout=10)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with pytest.raises((ssl.SSLError, OSError)):
+        context.wrap_socket(sock)
+    # The same again by hand, to read the answer: a ClientHello's first bytes, then the reply.
+    raw = socket.create_connection(("127.0.0.1", tls_server.port), timeout=10)
+    raw.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+    answer = read_until(raw, "\r\n")
+    assert answer == f"ERROR :This is the plain-text port; TLS is on port {tls_server.tls_port}\r\n"
+    assert f"spoke TLS to the plain port; told to use port {tls_server.tls_port}" in tls_server.log_text()
+
+
+def test_a_stalled_handshake_delays_nobody(tls_server):
+    # Half a ClientHello, then silence: the loop must not wait on it.
+    stalled = socket.create_connection(("127.0.0.1", tls_server.tls_port), timeout=10)
+    stalled.sendall(b"\x16\x03\x01\x02\x00\x01\x00")
+    silent = socket.create_connection(("127.0.0.1", tls_server.tls_port), timeout=10)
+    bystander = tls_socket(tls_server.tls_port)
+    bystander.sendall(b"NICK bystander\r\nUSER b 0 * :b\r\nPING :still-here\r\n")
+    assert "PONG" in read_until(bystander, "still-here")
+    plain = RawClient(tls_server.port)
+    plain.register("plainuser")
+    bystander.sendall(b"PRIVMSG #lobby :over tls\r\n")
+    plain.wait_for(lambda l: l.endswith("PRIVMSG #lobby :over tls"))
+    for s in (stalled, silent, bystander):
+        s.close()
+
+
+def tmux(*args):
+    return subprocess.run(["tmux", "-u", "-L", SOCKET, *args], check=True, capture_output=True, text=True).stdout
+
+
+def test_catgirl_joins_over_tls(tls_server, tmp_path):
+    if not shutil.which("catgirl") or not shutil.which("tmux"):
+        pytest.fail("catgirl and tmux are needed: make deps installs them")
+    # catgirl -o prints the server's certificate; -t trusts that one (it is self-signed).
+    printed = subprocess.run(["catgirl", "-o", "-h", "127.0.0.1", "-p", str(tls_server.tls_port)],
+                             capture_output=True, text=True, timeout=20)
+    assert "BEGIN CERTIFICATE" in printed.stdout, printed.stderr
+    trusted = tmp_path / "chat-tui.pem"
+    trusted.write_text(printed.stdout)
+    assert open(tls_server.data / "tls-certificate.pem").read().strip() in printed.stdout
+    peer = RawClient(tls_server.port)
+    peer.register("peer")
+    home = tmp_path / "home"
+    home.mkdir()
+    try:
+        tmux("new-session", "-d", "-s", "catgirl", "-x", "100", "-y", "30",
+             f"HOME={home} LANG=C.UTF-8 TERM=xterm-256color catgirl -h 127.0.0.1 -p {tls_server.tls_port} "
+             f"-t {trusted} -n kitty -j '#lobby'")
+        peer.wait_for(lambda l: l.startswith(":kitty!") and " JOIN " in l, timeout=20)
+        peer.send("PRIVMSG #lobby :hello kitty")
+        wait_for(lambda: "hello kitty" in tmux("capture-pane", "-p", "-t", "catgirl"), 20, "catgirl to show the message",
+                 lambda: tmux("capture-pane", "-p", "-t", "catgirl"))
+        tmux("send-keys", "-t", "catgirl", "-l", "meow from catgirl")
+        tmux("send-keys", "-t", "catgirl", "Enter")
+        peer.wait_for(lambda l: l.startswith(":kitty!") and l.endswith("PRIVMSG #lobby :meow from catgirl"), timeout=20)
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
