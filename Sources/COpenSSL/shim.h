@@ -125,4 +125,13 @@ static inline int chat_tls_peer_fingerprint(SSL *ssl, unsigned char *out) {
 
 static inline long chat_tls_set_host_name(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
 
+/// Whether the chain verified against the trust store and matched the host name checked with
+/// SSL_set1_host; otherwise the reason into `out`.
+static inline int chat_tls_verified(SSL *ssl, char *out, size_t length) {
+    long result = SSL_get_verify_result(ssl);
+    if (result == X509_V_OK) return 1;
+    snprintf(out, length, "%s", X509_verify_cert_error_string(result));
+    return 0;
+}
+
 #endif

@@ -197,6 +197,49 @@ public actor ChatClient {
     /// transfer commands, /ignore).
     public func replyIn(_ id: ConversationID) { state.replyConversation = id }
 
+    // MARK: TLS trust
+
+    private var clientTLS: TLSContext?
+
+    private func tlsContext() throws(TransportError) -> TLSContext {
+        if let clientTLS { return clientTLS }
+        do {
+            let context = try TLSContext.client()
+            clientTLS = context
+            return context
+        } catch {
+            throw .tls(host: config.host, port: config.port, reason: error.description)
+        }
+    }
+
+    /// Why a certificate is refused, or nil when it is accepted: the pinned one, one the
+    /// system trusts for this host name, or one the user trusted before (known-servers).
+    func refusal(of certificate: PeerCertificate) -> String? {
+        let server = "\(config.host):\(config.port)"
+        if let pin = config.tlsFingerprint {
+            return KnownServers.normalise(pin) == KnownServers.normalise(certificate.fingerprint) ? nil
+                : "the certificate of \(server) is \(certificate.fingerprint), not the pinned \(pin)"
+        }
+        if certificate.problem == nil { return nil }
+        let known = config.knownServersPath.flatMap { KnownServers.fingerprint(for: server, in: $0) }
+        if let known {
+            if KnownServers.normalise(known) == KnownServers.normalise(certificate.fingerprint) { return nil }
+            return "the certificate of \(server) changed: it was \(known), now it is \(certificate.fingerprint); "
+                + "if the server really has a new one, remove its line from \(config.knownServersPath ?? "known-servers")"
+        }
+        emit(.unknownCertificate(server: server, fingerprint: certificate.fingerprint, problem: certificate.problem ?? ""))
+        return "the certificate of \(server) is not trusted (\(certificate.problem ?? "")); its SHA-256 is \(certificate.fingerprint): "
+            + "pin it with --tls-fingerprint \(certificate.fingerprint)"
+    }
+
+    /// The user trusts this certificate: remembered in known-servers, and we connect again.
+    public func trustCertificate(_ fingerprint: String) {
+        if let path = config.knownServersPath {
+            KnownServers.remember("\(config.host):\(config.port)", fingerprint, in: path)
+        }
+        start()
+    }
+
     // MARK: The connection loop
 
     private func run() async {
@@ -208,8 +251,18 @@ public actor ChatClient {
             attempt += 1
             emit(.status(.connecting(host: config.host, port: config.port, attempt: attempt)))
             do {
-                let connection = try await LineConnection.open(host: config.host, port: config.port, timeout: config.connectTimeout)
+                let connection = try await LineConnection.open(host: config.host, port: config.port, timeout: config.connectTimeout,
+                                                               tls: config.tls ? try tlsContext() : nil)
                 guard keepConnected else { connection.close(reason: "stopped"); break }
+                if let certificate = connection.certificate, let refusal = refusal(of: certificate) {
+                    connection.close(reason: refusal)
+                    fatalReason = refusal
+                    lastReason = refusal
+                    for event in state.connectionLost(reason: lastReason, now: Date().timeIntervalSince1970) { emit(event) }
+                    keepConnected = false
+                    emit(.status(.stopped(reason: refusal)))
+                    break
+                }
                 let reason = await session(connection)
                 connection.close(reason: reason.text)
                 if state.isRegistered || reason.registered { attempt = 0; registeredOnce = true }

@@ -54,6 +54,13 @@ public struct ClientConfig: Sendable {
                               wantedCapabilities: wantedCapabilities, sasl: sasl)
     }
 
+    /// Speak TLS (the default for port 6697).
+    public var tls = false
+    /// The server certificate's SHA-256 (hex, colons optional): only that certificate is accepted.
+    public var tlsFingerprint: String?
+    /// Certificates the user chose to trust, `host:port FINGERPRINT` per line (like SSH's known_hosts).
+    public var knownServersPath: String?
+
     /// SASL PLAIN credentials (account, password): sent when the server offers `sasl`.
     public var sasl: (account: String, password: String)?
 

@@ -59,6 +59,9 @@ public enum ClientEvent: Sendable, Equatable {
     case error(String)
     /// Round-trip time of the last heartbeat, in seconds.
     case lag(Double)
+    /// The server's TLS certificate is not trusted by the system and not known: the client
+    /// stopped; `trustCertificate` remembers it and connects again.
+    case unknownCertificate(server: String, fingerprint: String, problem: String)
     /// A message typed while offline could not be sent.
     case notSent(target: String, text: String, reason: String)
 }

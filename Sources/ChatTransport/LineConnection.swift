@@ -58,10 +58,17 @@ public final class LineConnection: Sendable {
     private let wakeWrite: Int32
     /// Seconds on a clock that never jumps (a test's own clock in tests).
     private let clock: @Sendable () -> Double
+    /// The TLS session, when the connection is TLS (used by the I/O thread only, after the
+    /// handshake finished on the connect thread).
+    private let tls: TLSBox?
+    /// The server's certificate, on a TLS connection.
+    public let certificate: PeerCertificate?
 
-    private init(fd: Int32, clock: @escaping @Sendable () -> Double) {
+    private init(fd: Int32, tls: TLSSession?, clock: @escaping @Sendable () -> Double) {
         self.fd = fd
         self.clock = clock
+        self.tls = tls.map(TLSBox.init)
+        certificate = tls.map { PeerCertificate(fingerprint: $0.peerFingerprint.map(TLSCertificates.format) ?? "", problem: $0.verificationProblem) }
         peer = SocketAddress.peer(of: fd).map(SocketAddress.describe) ?? "?"
         localHost = SocketAddress.local(of: fd).map(SocketAddress.host(of:)) ?? "?"
         shared = Mutex(Shared())
@@ -83,16 +90,27 @@ public final class LineConnection: Sendable {
     /// Resolves and connects off the caller's thread; cancelling the calling task gives up at
     /// once (`.cancelled`), whatever the connect was waiting for (a slow name lookup included:
     /// its thread finishes on its own and closes what it got).
-    public static func open(host: String, port: Int, timeout: Double,
+    /// `tls`: speak TLS, checking the certificate against `host` (the outcome is
+    /// `certificate`; deciding whether to go on is the caller's).
+    public static func open(host: String, port: Int, timeout: Double, tls: TLSContext? = nil,
                             clock: @escaping @Sendable () -> Double = Monotonic.now) async throws(TransportError) -> LineConnection {
         Sockets.ignoreSIGPIPE()
         let attempt = ConnectAttempt()
-        let result: Result<Int32, TransportError> = await withTaskCancellationHandler {
+        let result: Result<Connected, TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 guard attempt.wait(continuation) else { return }
                 let thread = Thread {
-                    let outcome = Result { () throws(TransportError) -> Int32 in
-                        try Sockets.connect(host: host, port: port, timeout: timeout, cancel: attempt.cancelRead, nonBlocking: true)
+                    let outcome = Result { () throws(TransportError) -> Connected in
+                        let deadline = Monotonic.now() + timeout
+                        let fd = try Sockets.connect(host: host, port: port, timeout: timeout, cancel: attempt.cancelRead, nonBlocking: true)
+                        guard let tls else { return Connected(fd: fd, session: nil) }
+                        do throws(TransportError) {
+                            return Connected(fd: fd, session: try handshake(TLSSession(context: tls, fd: fd, server: false, hostName: host),
+                                                                           fd: fd, cancel: attempt.cancelRead, deadline: deadline, host: host, port: port))
+                        } catch {
+                            Glibc.close(fd)
+                            throw error
+                        }
                     }
                     attempt.finish(outcome)
                 }
@@ -101,13 +119,43 @@ public final class LineConnection: Sendable {
         } onCancel: {
             attempt.cancel()
         }
-        return LineConnection(fd: try result.get(), clock: clock)
+        let connected = try result.get()
+        return LineConnection(fd: connected.fd, tls: connected.session?.session, clock: clock)
+    }
+
+    /// A connected socket and its TLS session, handed from the connect thread to the caller.
+    struct Connected: @unchecked Sendable {
+        let fd: Int32
+        let session: TLSBox?
+        init(fd: Int32, session: TLSSession?) {
+            self.fd = fd
+            self.session = session.map(TLSBox.init)
+        }
+    }
+
+    /// Runs a client handshake to its end on the connect thread, polling the socket and the
+    /// cancel pipe, within the connect timeout.
+    static func handshake(_ session: TLSSession, fd: Int32, cancel: Int32, deadline: Double, host: String, port: Int) throws(TransportError) -> TLSSession {
+        while true {
+            let events: Int16
+            switch session.handshake() {
+            case .done: return session
+            case .wantRead: events = Int16(POLLIN)
+            case .wantWrite: events = Int16(POLLOUT)
+            case .failed(let reason): throw .tls(host: host, port: port, reason: reason)
+            }
+            let remaining = deadline - Monotonic.now()
+            if remaining <= 0 { throw .tls(host: host, port: port, reason: "the TLS handshake timed out") }
+            var pfds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: cancel, events: Int16(POLLIN), revents: 0)]
+            _ = poll(&pfds, 2, Int32(max(1, remaining * 1000)))
+            if pfds[1].revents != 0 { throw .cancelled }
+        }
     }
 
     /// One connect: whichever comes first, its result or a cancel, answers the caller once.
     private final class ConnectAttempt: Sendable {
         private struct State {
-            var continuation: CheckedContinuation<Result<Int32, TransportError>, Never>?
+            var continuation: CheckedContinuation<Result<Connected, TransportError>, Never>?
             var cancelled = false
             var finished = false
         }
@@ -118,7 +166,7 @@ public final class LineConnection: Sendable {
         init() { (cancelRead, cancelWrite) = LineConnection.makePipe() }
 
         /// Keeps the continuation; false (answered already) when the task was cancelled before.
-        func wait(_ continuation: CheckedContinuation<Result<Int32, TransportError>, Never>) -> Bool {
+        func wait(_ continuation: CheckedContinuation<Result<Connected, TransportError>, Never>) -> Bool {
             let cancelled = state.withLock { state -> Bool in
                 if state.cancelled { return true }
                 state.continuation = continuation
@@ -132,7 +180,7 @@ public final class LineConnection: Sendable {
         }
 
         func cancel() {
-            let waiting = state.withLock { state -> CheckedContinuation<Result<Int32, TransportError>, Never>? in
+            let waiting = state.withLock { state -> CheckedContinuation<Result<Connected, TransportError>, Never>? in
                 guard !state.finished, !state.cancelled else { return nil }
                 state.cancelled = true
                 var byte: UInt8 = 1
@@ -144,8 +192,8 @@ public final class LineConnection: Sendable {
         }
 
         /// The connect thread's result: to the caller, or closed when the caller has gone.
-        func finish(_ result: Result<Int32, TransportError>) {
-            let waiting = state.withLock { state -> CheckedContinuation<Result<Int32, TransportError>, Never>? in
+        func finish(_ result: Result<Connected, TransportError>) {
+            let waiting = state.withLock { state -> CheckedContinuation<Result<Connected, TransportError>, Never>? in
                 state.finished = true
                 closePipe()
                 defer { state.continuation = nil }
@@ -153,8 +201,8 @@ public final class LineConnection: Sendable {
             }
             if let waiting {
                 waiting.resume(returning: result)
-            } else if case .success(let fd) = result {
-                Glibc.close(fd)
+            } else if case .success(let connected) = result {
+                Glibc.close(connected.fd)
             }
         }
 
@@ -265,7 +313,9 @@ public final class LineConnection: Sendable {
                 // wake poll at once, again and again, until the consumer catches up.
                 var pfds = [pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
                             pollfd(fd: connection.wakeRead, events: Int16(POLLIN), revents: 0)]
-                let ready = poll(&pfds, 2, queued > 0 ? 500 : -1)
+                // Plaintext the TLS session already holds is readable now, whatever the socket says.
+                let held = reading && (connection.tls?.session.buffered ?? false)
+                let ready = poll(&pfds, 2, held ? 0 : queued > 0 ? 500 : -1)
                 if ready < 0 && errno != EINTR { reason = "poll failed: \(TransportError.errnoText(errno))"; break }
                 if pfds[1].revents != 0 {
                     while drain.withUnsafeMutableBytes({ Glibc.read(connection.wakeRead, $0.baseAddress, $0.count) }) > 0 {}
@@ -276,10 +326,20 @@ public final class LineConnection: Sendable {
                     if let failure { reason = failure; break }
                     if progressed { lastProgress = now() }
                 }
-                if reading && revents & Int32(POLLIN | POLLERR | POLLHUP) != 0 {
+                if reading && (held || revents & Int32(POLLIN | POLLERR | POLLHUP) != 0) {
                     // Every line ends in a byte of its own, so reading no more bytes than there is
                     // room for lines keeps the untaken lines at the limit, never past it.
-                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, room), 0) }
+                    let count: Int
+                    if let session = connection.tls?.session {
+                        switch session.read(into: &buffer, limit: room) {
+                        case .data(let n): count = n
+                        case .wouldBlock: continue
+                        case .endOfStream: count = 0
+                        case .failed(let code): count = -1; errno = code
+                        }
+                    } else {
+                        count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, room), 0) }
+                    }
                     if count > 0 {
                         var framed: [Input] = []
                         buffer.withUnsafeBufferPointer { raw in
@@ -316,6 +376,7 @@ public final class LineConnection: Sendable {
                 state.output = []
                 state.sentOffset = 0
             }
+            connection.tls?.session.shutdown()
             Glibc.shutdown(fd, Int32(SHUT_RDWR))
             continuation.yield(.closed(reason: reason))
             continuation.finish()
@@ -327,8 +388,18 @@ public final class LineConnection: Sendable {
             connection.shared.withLock { state -> (String?, Bool) in
                 let start = state.sentOffset
                 while state.sentOffset < state.output.count {
-                    let n = state.output.withUnsafeBytes {
-                        Glibc.send(fd, $0.baseAddress! + state.sentOffset, $0.count - state.sentOffset, Int32(MSG_NOSIGNAL))
+                    let n: Int
+                    if let session = connection.tls?.session {
+                        let offset = state.sentOffset
+                        guard let written = state.output.withUnsafeBytes({ session.write(UnsafeRawBufferPointer(rebasing: $0[offset...])) }) else {
+                            return ("write failed (TLS)", false)
+                        }
+                        if written == 0 { break }
+                        n = written
+                    } else {
+                        n = state.output.withUnsafeBytes {
+                            Glibc.send(fd, $0.baseAddress! + state.sentOffset, $0.count - state.sentOffset, Int32(MSG_NOSIGNAL))
+                        }
                     }
                     if n > 0 { state.sentOffset += n; continue }
                     let code = errno
@@ -349,4 +420,19 @@ public final class LineConnection: Sendable {
             }
         }
     }
+}
+
+/// A TLS session handed between threads: made and shaken hands on the connect thread, then
+/// used only by the connection's I/O thread.
+final class TLSBox: @unchecked Sendable {
+    let session: TLSSession
+    init(_ session: TLSSession) { self.session = session }
+}
+
+/// The server's certificate as a TLS client saw it.
+public struct PeerCertificate: Sendable, Equatable {
+    /// SHA-256 of the certificate, `AB:CD:…`.
+    public let fingerprint: String
+    /// Why it did not verify against the system's trust store for the host name; nil when it did.
+    public let problem: String?
 }

@@ -57,7 +57,8 @@ public final class TLSSession {
     let ssl: OpaquePointer
     public private(set) var handshakeDone = false
 
-    /// `server`: accept; else connect, sending `hostName` for SNI.
+    /// `server`: accept; else connect, sending `hostName` for SNI and checking the
+    /// certificate against it (the outcome is read after the handshake: `verification`).
     public init(context: TLSContext, fd: Int32, server: Bool, hostName: String? = nil) {
         ssl = SSL_new(context.context)
         SSL_set_fd(ssl, fd)
@@ -65,9 +66,22 @@ public final class TLSSession {
             SSL_set_accept_state(ssl)
         } else {
             SSL_set_connect_state(ssl)
-            if let hostName { _ = chat_tls_set_host_name(ssl, hostName) }
+            if let hostName {
+                // SNI is for names; an address is checked as one.
+                if hostName.contains(where: \.isLetter) && !hostName.contains(":") { _ = chat_tls_set_host_name(ssl, hostName) }
+                _ = SSL_set1_host(ssl, hostName)
+            }
         }
     }
+
+    /// After a client handshake: nil when the certificate verified for the host name, else why not.
+    public var verificationProblem: String? {
+        var text = [CChar](repeating: 0, count: 256)
+        return chat_tls_verified(ssl, &text, text.count) == 1 ? nil : cText(text)
+    }
+
+    /// Plaintext already decrypted and waiting inside the session (the socket will not say so).
+    public var buffered: Bool { SSL_pending(ssl) > 0 }
 
     deinit { SSL_free(ssl) }
 
@@ -82,9 +96,9 @@ public final class TLSSession {
         return progress(after: result)
     }
 
-    /// Reads decrypted bytes into `buffer`.
-    public func read(into buffer: inout [UInt8]) -> SocketRead.Result {
-        let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
+    /// Reads decrypted bytes into `buffer` (at most `limit`).
+    public func read(into buffer: inout [UInt8], limit: Int = .max) -> SocketRead.Result {
+        let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(min($0.count, limit))) }
         if count > 0 { return .data(Int(count)) }
         switch SSL_get_error(ssl, count) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock

@@ -13,6 +13,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     case closed
     /// The caller gave up (a connect cancelled by quitting).
     case cancelled
+    case tls(host: String, port: Int, reason: String)
     /// More was written than the peer has read, past the bound: it stopped reading.
     case outputFull(bytes: Int)
 
@@ -27,6 +28,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
         case .system(let call, let code): return "\(call) failed: \(Self.errnoText(code))"
         case .closed: return "connection closed"
         case .cancelled: return "cancelled"
+        case .tls(let host, let port, let reason): return "TLS with \(host) port \(port) failed: \(reason)"
         case .outputFull(let bytes): return "the peer stopped reading (\(bytes) bytes waiting to be sent)"
         }
     }

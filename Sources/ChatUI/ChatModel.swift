@@ -28,6 +28,8 @@ public enum UICommand: Equatable, Sendable {
     case show(ConversationID)
     /// A LIST is asked for: the screen opens its picker when the rooms arrive.
     case awaitRoomList
+    /// The user trusts this server certificate (remember it, connect again).
+    case trustCertificate(String)
     case disconnect
     case reconnect
     case quit(reason: String)
@@ -95,6 +97,8 @@ public struct ChatModel: Sendable {
     public var pendingShow: ConversationID?
     /// The /list picker is open, with this row selected (Up/Down, Enter joins, Esc closes).
     public var roomPicker: Int?
+    /// A TLS certificate nobody vouches for, waiting for the user's y or n (trust on first use).
+    public var pendingTrust: (server: String, fingerprint: String)?
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
     public var confirmingQuit = false
     /// The people in our rooms besides us.

@@ -315,6 +315,11 @@ extension ChatModel {
             screen.cursor = nil
             return
         }
+        if let trust = pendingTrust {
+            screen.put(Ellipsis.fit("Trust \(trust.server)'s certificate \(trust.fingerprint)? y/n", width: width), x: 0, y: y, limit: width, style: Palette.highlight)
+            screen.cursor = nil
+            return
+        }
         if let lines = pendingPaste {
             screen.put("Paste \(lines.count) lines to \(target)? y/n", x: 0, y: y, limit: width, style: Palette.highlight)
             screen.cursor = nil

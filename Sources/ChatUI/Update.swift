@@ -22,6 +22,7 @@ extension ChatModel {
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
             if confirmingQuit { return answerQuit(key) }
+            if let trust = pendingTrust { return answerTrust(key, fingerprint: trust.fingerprint) }
             if roomPicker != nil { return pickRoom(key) }
             return press(key)
         }
@@ -46,6 +47,10 @@ extension ChatModel {
                 roomPicker = 0
             }
             return []
+        case .unknownCertificate(let server, let fingerprint, let problem):
+            pendingTrust = (server, fingerprint)
+            return [.note("The certificate of \(server) is not trusted (\(problem)). Its SHA-256 is \(fingerprint): "
+                          + "if the server's owner gives you the same, answer y to trust it from now on", conversation: .server, isError: true)]
         case .notSent(let target, let text, let reason):
             // Said where the line was meant to go, with its text, so it can be sent again.
             let place = state[state.id(for: target)] != nil ? state.id(for: target) : .server
@@ -295,6 +300,22 @@ extension ChatModel {
         default: break
         }
         return []
+    }
+
+    mutating func answerTrust(_ key: Key, fingerprint: String) -> [UICommand] {
+        switch key {
+        case .character("y"), .character("Y"):
+            pendingTrust = nil
+            return [.trustCertificate(fingerprint)]
+        case .character("n"), .character("N"), .escape, .enter:
+            pendingTrust = nil
+            return [.note("Not trusted: not connected (/reconnect asks again)", conversation: .server, isError: false)]
+        case .control("c"):
+            pendingTrust = nil
+            return [.quit(reason: "Leaving")]
+        default:
+            return []
+        }
     }
 
     mutating func answerQuit(_ key: Key) -> [UICommand] {

@@ -1,4 +1,5 @@
 import Foundation
+import ChatClientKit
 import IRCWire
 
 /// The command line, parsed. Every flag is documented in `usage`.
@@ -31,6 +32,9 @@ struct Arguments {
     var rooms: [String] = []
     var lines = false
     var connectTimeout: Double = 10
+    /// nil: TLS when the port is 6697.
+    var tls: Bool?
+    var tlsFingerprint: String?
     var bell = true
     var timestampSeconds = false
     var scrollback = 10_000
@@ -107,6 +111,12 @@ struct Arguments {
         Flag(name: "log", value: "FILE", scope: .hosting, help: "with the chat screen, where the server's log goes (default ~/.local/state/chat-tui/server.log)") { a, v in a.logPath = v },
         // Joining
         Flag(name: "lines", value: nil, scope: .joining, help: "no full screen: events print one per line; plain lines go to the room joined last") { a, _ in a.lines = true },
+        Flag(name: "tls", value: nil, scope: .joining, help: "speak TLS (the default for port 6697); the certificate is checked against the system's trust store") { a, _ in a.tls = true },
+        Flag(name: "tls-fingerprint", value: "HEX", scope: .joining, help: "accept only the server certificate with this SHA-256 (colons optional); implies --tls") { a, v throws(Problem) in
+            guard KnownServers.normalise(v).count == 64 else { throw Problem(description: "--tls-fingerprint wants the certificate's SHA-256: 64 hex digits, colons optional") }
+            a.tlsFingerprint = v
+            a.tls = true
+        },
         Flag(name: "connect-timeout", value: "SECS", scope: .joining, help: "give up a connection attempt after this long (default 10)") { a, v throws(Problem) in a.connectTimeout = try positive("connect-timeout", v) },
         // Both
         Flag(name: "port", value: "N", scope: .both, help: "the port to listen on, or the server's port (default 6667)") { a, v throws(Problem) in

@@ -51,6 +51,7 @@ enum CommandRunner {
         case .listTransfers:
             await client.replyIn(here)
             await client.listTransfers()
+        case .trustCertificate(let fingerprint): await client.trustCertificate(fingerprint)
         case .quit, .bell, .redraw, .show, .awaitRoomList:
             return false
         }

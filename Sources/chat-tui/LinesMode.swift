@@ -195,6 +195,8 @@ enum LinesMode {
             }
         case .error(let text):
             return "\(clock(now)) !!! \(PlainText.visible(text))"
+        case .unknownCertificate:
+            return nil // the stop that follows says what to do
         case .notSent(let target, let text, let reason):
             return "\(clock(now)) !!! not sent to \(target): \(PlainText.visible(text)) (\(reason))"
         case .roomList(let rooms):

@@ -117,6 +117,9 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     config.rooms = arguments.rooms
     config.password = arguments.password
     config.connectTimeout = arguments.connectTimeout
+    config.tls = arguments.tls ?? (arguments.port == 6697)
+    config.tlsFingerprint = arguments.tlsFingerprint
+    config.knownServersPath = NSHomeDirectory() + "/.local/share/chat-tui/client/known-servers"
     config.pingInterval = arguments.pingInterval ?? 30
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.scrollbackLimit = arguments.scrollback

@@ -192,3 +192,93 @@ func noteKeepsSpelling() async throws {
     #expect(opened == .opened(.direct("foo{x}"), name: "Foo[X]"))
     await alice.quit()
 }
+
+@Suite("TLS from the client", .serialized)
+struct ClientTLSTests {
+    func tlsConfig(_ server: TestServer, nick: String, known: String) -> ClientConfig {
+        var settings = config(port: server.tlsPort!, nick: nick)
+        settings.tls = true
+        settings.knownServersPath = known
+        return settings
+    }
+
+    func knownFile() -> String { NSTemporaryDirectory() + "known-servers-" + UUID().uuidString }
+
+    @Test("the pinned certificate registers over TLS and chats with a plain-text user")
+    func pinned() async throws {
+        let certificate = try TestCertificate()
+        let server = try TestServer(tls: certificate.context)
+        var settings = tlsConfig(server, nick: "secure", known: knownFile())
+        settings.tlsFingerprint = certificate.fingerprint.replacingOccurrences(of: ":", with: "").lowercased()
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        #expect(try await log.registered() == "secure")
+        let plain = try server.client()
+        try plain.register("plain")
+        await client.send("over TLS", to: "#lobby")
+        _ = try plain.readUntil { $0.command == "PRIVMSG" && $0.params.last == "over TLS" }
+        await client.quit()
+    }
+
+    @Test("a wrong pin is refused with both fingerprints, and no retry")
+    func wrongPin() async throws {
+        let certificate = try TestCertificate()
+        let server = try TestServer(tls: certificate.context)
+        var settings = tlsConfig(server, nick: "pinned", known: knownFile())
+        settings.tlsFingerprint = String(repeating: "AB", count: 32)
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        let reason = try await log.stopReason()
+        #expect(reason.contains("is \(certificate.fingerprint), not the pinned"), "\(reason)")
+    }
+
+    @Test("an unknown self-signed certificate stops with its fingerprint; trusted, it is remembered and used")
+    func trustOnFirstUse() async throws {
+        let certificate = try TestCertificate()
+        let server = try TestServer(tls: certificate.context)
+        let known = knownFile()
+        let client = ChatClient(config: tlsConfig(server, nick: "tofu", known: known))
+        let log = EventLog.watching(client)
+        await client.start()
+        let asked = try await log.next("unknown certificate") { if case .unknownCertificate = $0 { return true } else { return false } }
+        #expect(asked == .unknownCertificate(server: "127.0.0.1:\(server.tlsPort!)", fingerprint: certificate.fingerprint, problem: "self-signed certificate"))
+        #expect(try await log.stopReason().contains("pin it with --tls-fingerprint \(certificate.fingerprint)"))
+        await client.trustCertificate(certificate.fingerprint)
+        #expect(try await log.registered() == "tofu")
+        #expect(KnownServers.fingerprint(for: "127.0.0.1:\(server.tlsPort!)", in: known) == certificate.fingerprint)
+        await client.quit()
+    }
+
+    @Test("our client joins ngircd over TLS, its certificate pinned")
+    func ngircdOverTLS() async throws {
+        let certificate = try TestCertificate(name: "irc.ngircd.test")
+        let server = try ServerProcess.ngircd(tls: certificate)
+        var settings = config(port: server.tlsPort, nick: "tlsfan", rooms: ["#secure"])
+        settings.tls = true
+        settings.tlsFingerprint = certificate.fingerprint
+        settings.knownServersPath = knownFile()
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        #expect(try await log.registered() == "tlsfan")
+        try await log.line(in: "#secure", containing: "You joined #secure")
+        await client.quit()
+    }
+
+    @Test("a known server whose certificate changed is refused, both fingerprints shown")
+    func changedCertificate() async throws {
+        let certificate = try TestCertificate()
+        let server = try TestServer(tls: certificate.context)
+        let known = knownFile()
+        let old = String(repeating: "01:", count: 31) + "01"
+        KnownServers.remember("127.0.0.1:\(server.tlsPort!)", old, in: known)
+        let client = ChatClient(config: tlsConfig(server, nick: "wary", known: known))
+        let log = EventLog.watching(client)
+        await client.start()
+        let reason = try await log.stopReason()
+        #expect(reason.contains("changed: it was \(old), now it is \(certificate.fingerprint)"), "\(reason)")
+        #expect(!(await log.all()).contains { if case .unknownCertificate = $0 { return true } else { return false } }, "not offered for trust again")
+    }
+}

@@ -97,6 +97,7 @@ func waitForPort(_ port: Int, timeout: Double = 10) throws {
 final class ServerProcess {
     let child: ChildProcess
     let port: Int
+    var tlsPort = 0
 
     init(executable: String, arguments: [String], port: Int) throws {
         self.port = port
@@ -114,8 +115,10 @@ final class ServerProcess {
     }
 
     /// ngircd from Debian with a configuration written for this test.
-    static func ngircd() throws -> ServerProcess {
+    /// `tls`: also a TLS port (`tlsPort`) with this certificate.
+    static func ngircd(tls: TestCertificate? = nil) throws -> ServerProcess {
         let port = try freePort()
+        let tlsPort = tls == nil ? 0 : try freePort()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ngircd-\(port)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let config = """
@@ -131,10 +134,19 @@ final class ServerProcess {
         \tDNS = no
         \tIdent = no
         \tPAM = no
-        """
+        """ + (tls.map { """
+
+        [SSL]
+        \tCertFile = \($0.directory)/cert.pem
+        \tKeyFile = \($0.directory)/key.pem
+        \tPorts = \(tlsPort)
+        """ } ?? "")
         let path = directory.appendingPathComponent("ngircd.conf")
         try config.write(to: path, atomically: true, encoding: .utf8)
-        return try ServerProcess(executable: "/usr/sbin/ngircd", arguments: ["-n", "-f", path.path], port: port)
+        let process = try ServerProcess(executable: "/usr/sbin/ngircd", arguments: ["-n", "-f", path.path], port: port)
+        process.tlsPort = tlsPort
+        if tls != nil { try waitForPort(tlsPort) }
+        return process
     }
 
     func kill9() {

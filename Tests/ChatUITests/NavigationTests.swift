@@ -272,3 +272,15 @@ func queryShows() {
     model.receive(.opened(.direct("dave"), name: "Dave"))
     #expect(model.selection == .conversation(.direct("dave")) && model.target == "Dave")
 }
+
+@Test("an unknown certificate asks y/n on the input row; y trusts it")
+func trustPrompt() {
+    var model = lobbyModel(width: 60, height: 6)
+    let fingerprint = "AB:CD:EF"
+    let said = model.receive(.unknownCertificate(server: "irc.example:6697", fingerprint: fingerprint, problem: "self-signed certificate"))
+    #expect(said.count == 1)
+    #expect(draw(model).lines[5] == "Trust irc.example:6697's certificate AB:CD:EF? y/n          ")
+    #expect(model.update(.key(.character("x"))) == [])
+    #expect(model.update(.key(.character("y"))) == [.trustCertificate(fingerprint)])
+    #expect(model.pendingTrust == nil && draw(model).lines[5].hasPrefix("> "))
+}

@@ -124,14 +124,20 @@ public final class TestServer {
     public let handle: ServerHandle
     public var port: Int { handle.port }
 
-    public init(configure: (inout ServerConfig) -> Void = { _ in }, bind: String? = "127.0.0.1", sendQueueLimit: Int = 1 << 20) throws {
+    /// `tls`: a TLS port too, with this context (see `TestCertificate`).
+    public init(configure: (inout ServerConfig) -> Void = { _ in }, bind: String? = "127.0.0.1", sendQueueLimit: Int = 1 << 20,
+                tls: TLSContext? = nil) throws {
         var config = ServerConfig()
         config.name = "test.server"
         configure(&config)
         let box = LogBox()
-        handle = try ServerHandle.start(config: config, bind: bind, port: 0, sendQueueLimit: sendQueueLimit) { box.append($0) }
+        handle = try ServerHandle.start(config: config, bind: bind, port: 0, tls: tls.map { (port: 0, context: $0) },
+                                        sendQueueLimit: sendQueueLimit) { box.append($0) }
         logBox = box
     }
+
+    /// The TLS port, when started with `tls`.
+    public var tlsPort: Int? { handle.tlsPort }
 
     private let logBox: LogBox
 
@@ -149,3 +155,19 @@ public final class LogBox: Sendable {
     public var lines: [String] { storage.withLock { $0 } }
 }
 
+
+/// A self-signed certificate made in a temporary directory, for TLS tests.
+public struct TestCertificate {
+    public let directory: String
+    public let context: TLSContext
+    public let fingerprint: String
+
+    public init(name: String = "test.server") throws {
+        directory = NSTemporaryDirectory() + "chat-tui-cert-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let certificate = directory + "/cert.pem", key = directory + "/key.pem"
+        _ = try TLSCertificates.ensureSelfSigned(certificate: certificate, key: key, name: name)
+        context = try TLSContext.server(certificate: certificate, key: key)
+        fingerprint = TLSCertificates.fingerprint(ofFile: certificate) ?? ""
+    }
+}
