@@ -1,10 +1,11 @@
+import ChatTransport
 import IRCWire
 
 /// An IRC operator: OPER NAME PASSWORD gives user mode +o when the password matches the hash.
 public struct OperatorBlock: Sendable, Equatable {
     public var name: String
-    /// `sha256:SALT:HEX`, HEX being SHA-256 of SALT followed by the password (`chat-tui
-    /// --hash-password` makes one). The trust issue replaces this with OpenSSL's PBKDF2.
+    /// `pbkdf2-sha256:ITERATIONS:SALT:HEX` (`chat-tui --hash-password` makes one, with
+    /// 100,000 iterations); the older `sha256:SALT:HEX` (SHA-256 of salt and password) is still read.
     public var passwordHash: String
 
     public init(name: String, passwordHash: String) {
@@ -12,21 +13,28 @@ public struct OperatorBlock: Sendable, Equatable {
         self.passwordHash = passwordHash
     }
 
-    public static func hash(_ password: String, salt: String) -> String {
-        "sha256:\(salt):" + SHA256.hash(Array((salt + password).utf8))
+    /// PBKDF2-HMAC-SHA-256 of the password. A random secret of 128 bits (the host's own
+    /// operator login) needs no stretching: `iterations: 1` keeps OPER cheap for it.
+    public static func hash(_ password: String, salt: String, iterations: Int = 100_000) -> String {
+        let derived = Crypto.pbkdf2SHA256(password: Array(password.utf8), salt: Array(salt.utf8), iterations: iterations)
+        return "pbkdf2-sha256:\(iterations):\(salt):" + Crypto.hex(derived)
     }
 
     /// Checked when OPER names no block, so an unknown name costs the same as a wrong password.
     static let standIn = OperatorBlock(name: "", passwordHash: hash("", salt: "stand-in"))
 
     public func accepts(_ password: String) -> Bool {
-        let parts = passwordHash.split(separator: ":", maxSplits: 2).map(String.init)
-        guard parts.count == 3, parts[0] == "sha256" else { return false }
-        let candidate = OperatorBlock.hash(password, salt: parts[1])
-        // Compare without an early exit, so timing says nothing about how much matched.
-        var difference = UInt8(candidate.utf8.count == passwordHash.utf8.count ? 0 : 1)
-        for (a, b) in zip(candidate.utf8, passwordHash.utf8) { difference |= a ^ b }
-        return difference == 0
+        let parts = passwordHash.split(separator: ":").map(String.init)
+        let candidate: String
+        if parts.count == 4, parts[0] == "pbkdf2-sha256", let iterations = Int(parts[1]), iterations > 0 {
+            candidate = OperatorBlock.hash(password, salt: parts[2], iterations: iterations)
+        } else if parts.count == 3, parts[0] == "sha256" {
+            candidate = "sha256:\(parts[1]):" + Crypto.hex(Crypto.sha256(Array((parts[1] + password).utf8)))
+        } else {
+            return false
+        }
+        // Compared over the UTF-8 bytes in constant time: timing says nothing about how much matched.
+        return Crypto.constantTimeEqual(Array(candidate.utf8), Array(passwordHash.utf8))
     }
 }
 

@@ -94,7 +94,8 @@ struct Arguments {
         Flag(name: "motd", value: "FILE", scope: .hosting, help: "message of the day, one line per line of FILE") { a, v in a.motdPath = v },
         Flag(name: "oper", value: "NAME:HASH", scope: .hosting, help: "an IRC operator (OPER NAME PASSWORD); repeat for more; your own user on the screen is always one") { a, v throws(Problem) in
             let parts = v.split(separator: ":", maxSplits: 1).map(String.init)
-            guard parts.count == 2, parts[1].hasPrefix("sha256:"), parts[1].split(separator: ":").count == 3 else {
+            let fields = parts.count == 2 ? parts[1].split(separator: ":").count : 0
+            guard parts.count == 2, (parts[1].hasPrefix("pbkdf2-sha256:") && fields == 4) || (parts[1].hasPrefix("sha256:") && fields == 3) else {
                 throw Problem(description: "--oper needs NAME:HASH, the hash from chat-tui --hash-password")
             }
             a.operators.append((parts[0], parts[1]))

@@ -143,7 +143,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     // known only to this process, which its client sends with OPER after registering.
     let hostSecret = randomToken(bytes: 16)
     let withScreenPlanned = !arguments.headless && hasTerminal
-    if withScreenPlanned { config.operators.append(OperatorBlock(name: "host", passwordHash: OperatorBlock.hash(hostSecret, salt: randomToken(bytes: 8)))) }
+    if withScreenPlanned { config.operators.append(OperatorBlock(name: "host", passwordHash: OperatorBlock.hash(hostSecret, salt: randomToken(bytes: 8), iterations: 1))) }
     config.pingInterval = arguments.pingInterval ?? 90
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.registrationTimeout = arguments.registrationTimeout

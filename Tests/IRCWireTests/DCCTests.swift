@@ -81,29 +81,3 @@ struct SafeFileNameTests {
         #expect(SafeFileName.unique("notes", exists: taken.contains) == "notes (2)", "a .part file holds its name too")
     }
 }
-
-@Suite("SHA-256")
-struct SHA256Tests {
-    @Test("FIPS 180 test vectors", arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-    ])
-    func vectors(_ text: String, _ digest: String) {
-        #expect(SHA256.hash(Array(text.utf8)) == digest)
-    }
-
-    @Test("a million a's, fed in uneven pieces")
-    func million() {
-        var hasher = SHA256()
-        var fed = 0
-        var piece = 1
-        while fed < 1_000_000 {
-            let count = min(piece, 1_000_000 - fed)
-            hasher.update([UInt8](repeating: UInt8(ascii: "a"), count: count))
-            fed += count
-            piece = piece * 3 % 1000 + 1
-        }
-        #expect(SHA256.hex(hasher.finalize()) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-    }
-}

@@ -56,3 +56,20 @@ def test_with_no_arguments_the_config_file_decides(tmp_path, server):
     # With flags on the command line, a joining-only setting in the file does not break --serve.
     (config / "config").write_text("lines = true\n")
     assert run("--serve", "--headless", "--port", "99999", env=env).stderr.strip().endswith("not \"99999\"")
+
+
+def test_hash_password_makes_a_pbkdf2_hash_that_oper_accepts():
+    from conftest import RawClient, Server
+    made = subprocess.run([BINARY, "--hash-password"], input="s3cret\n", capture_output=True, text=True, timeout=30)
+    digest = made.stdout.strip()
+    assert digest.startswith("pbkdf2-sha256:100000:") and len(digest.split(":")) == 4, digest
+    server = Server("--oper", f"root:{digest}")
+    try:
+        client = RawClient(server.port)
+        client.register("admin")
+        client.send("OPER root wrong")
+        client.wait_for(lambda l: " 464 " in l)
+        client.send("OPER root s3cret")
+        client.wait_for(lambda l: " 381 " in l)
+    finally:
+        server.stop()

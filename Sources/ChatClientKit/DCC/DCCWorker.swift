@@ -171,13 +171,13 @@ enum DCCWorker {
         let file = open(path, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { return "" }
         defer { close(file) }
-        var hasher = SHA256()
+        var hasher = SHA256Hasher()
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n = read(file, &buffer, buffer.count)
             if n <= 0 { break }
             buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
-        return SHA256.hex(hasher.finalize())
+        return Crypto.hex(hasher.finalize())
     }
 }
