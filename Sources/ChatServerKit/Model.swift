@@ -16,7 +16,10 @@ final class Session {
     var caps = CapabilitySet() { didSet { variant = caps.variant } }
     /// How relayed messages are written for this connection, kept ready for every fan-out.
     private(set) var variant = RenderVariant()
-    var password: String?
+    /// With a server password: PASS matched. Until then a NICK is only remembered, not
+    /// claimed, so nobody can squat a name without the password.
+    var passwordAccepted = false
+    var pendingNick: String?
     var failedOperAttempts = 0
     /// A draft/multiline batch the client has opened and not yet closed.
     var openBatch: MultilineBatch?

@@ -1,3 +1,4 @@
+import ChatTransport
 import IRCWire
 
 extension ServerState {
@@ -75,17 +76,49 @@ extension ServerState {
             reply(request.session, .alreadyRegistered, "You may not reregister")
             return
         }
-        request.session.password = request.params[0]
+        let session = request.session
+        guard let password = config.password else { return }
+        let address = session.user.address
+        var failures = passwordFailures[address] ?? (0, request.now)
+        if request.now - failures.since >= 60 { failures = (0, request.now) }
+        if failures.count >= 3 {
+            reply(session, .passwdMismatch, "Too many wrong passwords from your address; try again in a minute")
+            closeLink(session, reason: "Bad password", now: request.now)
+            return
+        }
+        // Compared in constant time over the UTF-8 bytes: not by String's canonical equivalence,
+        // and with no early exit that would time how much matched.
+        if Crypto.constantTimeEqual(Array(request.params[0].utf8), Array(password.utf8)) {
+            session.passwordAccepted = true
+            // A NICK sent before PASS takes effect now.
+            if let pending = session.pendingNick {
+                session.pendingNick = nil
+                changeNick(pending, session: session, now: request.now)
+            }
+            return
+        }
+        failures.count += 1
+        passwordFailures[address] = failures
+        if failures.count == 1 {
+            log(session, "error: wrong password from \(address)")
+        } else if failures.count == 3 {
+            log(session, "error: three wrong passwords from \(address) within a minute; refusing its PASS until the minute is over")
+        }
+        reply(session, .passwdMismatch, "Password incorrect")
+        closeLink(session, reason: "Bad password", now: request.now)
     }
 
     // NICK <nickname>
     mutating func handleNick(_ request: Request) {
-        let session = request.session
-        let user = session.user
         guard let wanted = request.params.first, !wanted.isEmpty else {
-            reply(session, .noNicknameGiven, "No nickname given")
+            reply(request.session, .noNicknameGiven, "No nickname given")
             return
         }
+        changeNick(wanted, session: request.session, now: request.now)
+    }
+
+    mutating func changeNick(_ wanted: String, session: Session, now: Double) {
+        let user = session.user
         // The look-alike keys, taken once: checked here, stored when the name is claimed.
         let keys = NameKeys.of(wanted, casemapping)
         if let problem = nickProblem(wanted, keys: keys, for: user) {
@@ -94,6 +127,12 @@ extension ServerState {
             return
         }
         if user.nick == wanted { return }
+        if config.password != nil && !session.passwordAccepted {
+            // Remembered, not claimed: the name is taken only once the password is right.
+            session.pendingNick = wanted
+            completeRegistrationIfReady(session, now: now)
+            return
+        }
         // Taken before the change: the announcement comes from the old name.
         let oldNick = user.nick
         let oldPrefix = user.prefix
@@ -101,13 +140,13 @@ extension ServerState {
         if let old = oldNick { releaseNick(old, of: user, wasOnline: session.registered && !sameName) }
         claimNick(wanted, keys: keys, for: user)
         if session.registered {
-            if let old = oldNick, !sameName { rememberDeparture(user, nick: old, now: request.now) }
+            if let old = oldNick, !sameName { rememberDeparture(user, nick: old, now: now) }
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
-            deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: request.now)
+            deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now)
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")
-            if !sameName { notifyMonitors(online: user, now: request.now) }
+            if !sameName { notifyMonitors(online: user, now: now) }
         } else {
-            completeRegistrationIfReady(session, now: request.now)
+            completeRegistrationIfReady(session, now: now)
         }
     }
 
@@ -200,13 +239,14 @@ extension ServerState {
 
     mutating func completeRegistrationIfReady(_ session: Session, now: Double) {
         let user = session.user
-        guard !session.registered, !session.capNegotiating, let nick = user.nick, user.username != nil else { return }
-        if let password = config.password, session.password != password {
-            reply(session, .passwdMismatch, "Password incorrect")
-            log(session, "error: wrong or missing password from \(nick)")
+        guard !session.registered, !session.capNegotiating, user.nick != nil || session.pendingNick != nil, user.username != nil else { return }
+        if config.password != nil && !session.passwordAccepted {
+            reply(session, .passwdMismatch, "Password required")
+            log(session, "error: no password from \(user.address)")
             closeLink(session, reason: "Bad password", now: now)
             return
         }
+        guard let nick = user.nick else { return }
         session.registered = true
         registeredCount += 1
         peakRegistered = max(peakRegistered, registeredCount)

@@ -29,6 +29,9 @@ public struct ServerState {
     var messageIDs = MessageIDs()
     var nextBatch: UInt64 = 1
     public internal(set) var registeredCount = 0
+    /// Wrong server passwords per address in the current minute: past three, PASS from there
+    /// is refused unchecked until the minute is over, and the log says so once.
+    var passwordFailures: [String: (count: Int, since: Double)] = [:]
     /// The most users registered at once since the start, for 265 and 266.
     var peakRegistered = 0
     /// Registered users with +i and with +o, kept as counts so LUSERS (sent on every

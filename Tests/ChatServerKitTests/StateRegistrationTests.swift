@@ -66,7 +66,15 @@ struct StateRegistrationTests {
     func password(given: String?, accepted: Bool) {
         var h = Harness { $0.password = "secret" }
         let id = h.connect()
-        if let given { h.send(id, "PASS \(given)") }
+        if let given {
+            h.send(id, "PASS \(given)")
+            if !accepted {
+                // A wrong PASS is answered at once.
+                #expect(h.commands(to: id) == ["464", "ERROR"])
+                #expect(h.out.closed == [id])
+                return
+            }
+        }
         h.send(id, "NICK alice", "USER a 0 * :A")
         if accepted {
             #expect(h.commands(to: id).first == "001")
@@ -74,6 +82,55 @@ struct StateRegistrationTests {
             #expect(h.commands(to: id) == ["464", "ERROR"])
             #expect(h.out.closed == [id])
         }
+    }
+
+    @Test("with a server password, a NICK without it claims nothing: the real alice is not told 433")
+    func noSquatting() {
+        var h = Harness { $0.password = "secret" }
+        let squatter = h.connect()
+        h.send(squatter, "CAP LS 302", "NICK alice", "USER s 0 * :S")
+        #expect(h.commands(to: squatter).filter { $0 != "CAP" }.isEmpty, "CAP LS holds registration; nothing claimed, nothing said")
+        let alice = h.connect()
+        h.send(alice, "PASS secret", "NICK alice", "USER a 0 * :A")
+        #expect(h.commands(to: alice).first == "001")
+        h.send(squatter, "CAP END")
+        #expect(h.commands(to: squatter) == ["464", "ERROR"])
+    }
+
+    @Test("NICK before PASS is fine: the name is claimed when the password is right")
+    func nickBeforePass() {
+        var h = Harness { $0.password = "secret" }
+        let id = h.connect()
+        h.send(id, "NICK alice", "PASS secret", "USER a 0 * :A")
+        #expect(h.commands(to: id).first == "001")
+    }
+
+    @Test("the password is compared as bytes: a decomposed é is not the composed one")
+    func bytesNotEquivalence() {
+        var h = Harness { $0.password = "caf\u{E9}" }
+        let id = h.connect()
+        h.send(id, "PASS cafe\u{301}")
+        #expect(h.commands(to: id) == ["464", "ERROR"])
+    }
+
+    @Test("three wrong passwords from one address within a minute: the next PASS is refused unchecked, logged once")
+    func throttled() {
+        var h = Harness { $0.password = "secret" }
+        var logged: [String] = []
+        for _ in 0..<3 {
+            let id = h.connect()
+            logged += h.send(id, "PASS guess").logs
+            #expect(h.commands(to: id) == ["464", "ERROR"])
+        }
+        let id = h.connect()
+        logged += h.send(id, "PASS secret").logs
+        #expect(h.lines(to: id).first?.hasSuffix(":Too many wrong passwords from your address; try again in a minute") == true)
+        logged = logged.filter { $0.contains("wrong password") }
+        #expect(logged.count == 2, "the first failure and the start of the throttle: \(logged)")
+        h.now += 61
+        let later = h.connect()
+        h.send(later, "PASS secret", "NICK alice", "USER a 0 * :A")
+        #expect(h.commands(to: later).first == "001", "a minute later the right password works")
     }
 
     @Test("commands before registration get 451; unknown ones 421")
