@@ -19,6 +19,8 @@ final class Session {
     /// With a server password: PASS matched. Until then a NICK is only remembered, not
     /// claimed, so nobody can squat a name without the password.
     var passwordAccepted = false
+    /// Came in over TLS (WHOIS 671; `sts` is offered as a duration, not a port).
+    var secure = false
     var pendingNick: String?
     var failedOperAttempts = 0
     /// A draft/multiline batch the client has opened and not yet closed.

@@ -114,6 +114,7 @@ extension ServerState {
         reply(session, .whoisServer, name, config.name, config.network)
         if other.isOperator { reply(session, .whoisOperator, name, "is an IRC operator") }
         if other.isBot { reply(session, .whoisBot, name, "is a bot") }
+        if other.sessions.contains(where: \.secure) { reply(session, .whoisSecure, name, "is using a secure connection") }
         if let account = other.account { reply(session, .whoisAccount, name, account, "is logged in as") }
         if let away = other.away { reply(session, .away, name, away) }
         reply(session, .whoisIdle, name, String(max(0, Int(request.now - other.lastSpoke))), String(Int(other.signedOnAt)),

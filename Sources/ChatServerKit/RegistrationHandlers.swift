@@ -18,9 +18,13 @@ extension ServerState {
             session.capVersion = max(session.capVersion, version)
             // 302 clients get values, and cap-notify without asking for it.
             if session.capVersion >= 302 { session.caps.insert(.capNotify) }
-            let words = Capability.allCases.map { cap -> String in
+            var words = Capability.allCases.map { cap -> String in
                 if version >= 302, let value = cap.value(config) { return "\(cap.rawValue)=\(value)" }
                 return cap.rawValue
+            }
+            // STS: on the plain port, where TLS is; over TLS, how long to insist on it.
+            if let sts = config.sts {
+                words.append(session.secure ? "sts=duration=\(sts.duration)" : "sts=port=\(sts.port),duration=\(sts.duration)")
             }
             // Lines stay under 512 bytes: `CAP * LS * :…` continues, the last has no `*`.
             var lines: [[String]] = [[]]

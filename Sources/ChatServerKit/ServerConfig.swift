@@ -86,6 +86,9 @@ public struct ServerConfig: Sendable {
     /// Rooms invited to at once, per room kept (cleared when the invitee joins or the room ends).
     public var inviteListLimit = 100
     public var version = "chat-tui-0.2"
+    /// A Strict Transport Security policy to advertise (only with a certificate clients can
+    /// verify): the TLS port, and how long clients should insist on TLS, in seconds.
+    public var sts: (port: Int, duration: Int)?
     /// When the server started, seconds since 1970, for 003.
     public var createdAt: Double = 0
 

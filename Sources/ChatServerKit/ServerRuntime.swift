@@ -35,8 +35,8 @@ final class ServerRuntime {
 
     private var state: ServerState
     private let listeners: [Int32]
-    /// Per listener: the TLS context when it is the TLS port.
-    private let listenerTLS: [TLSContext?]
+    /// Per listener: the TLS context when it is the TLS port (replaced on a reload).
+    private var listenerTLS: [TLSContext?]
     /// The TLS port, named to a client that speaks TLS to the plain one.
     private let tlsPort: Int?
     private let epoll: Epoll
@@ -105,6 +105,11 @@ final class ServerRuntime {
     private func handle(_ event: Epoll.Event) {
         if event.token == Self.wakeupToken {
             control.wakeup.drain()
+            // A new certificate (SIGHUP): new connections get it; those up keep theirs.
+            if let context = control.takeReplacementTLS() {
+                listenerTLS = listenerTLS.map { $0 == nil ? nil : context }
+                logger("TLS certificate reloaded")
+            }
             return
         }
         if event.token >= Self.listenerToken(listeners.count - 1) {
@@ -150,7 +155,7 @@ final class ServerRuntime {
                 continue
             }
             connections[id] = connection
-            state.connected(connection.id, host: SocketAddress.host(of: address), peer: peer, now: WallClock.now())
+            state.connected(connection.id, host: SocketAddress.host(of: address), peer: peer, secure: connection.tls != nil, now: WallClock.now())
             apply()
         }
     }
@@ -406,6 +411,16 @@ public final class ServerHandle: Sendable {
 
     var stopRequested: Bool { stopping.load(ordering: .acquiring) }
 
+    private let replacementTLS = Mutex<TLSContext?>(nil)
+
+    /// Uses this TLS context for connections accepted from now on; connected clients stay.
+    public func replaceTLS(_ context: TLSContext) {
+        replacementTLS.withLock { $0 = context }
+        wakeup.signal()
+    }
+
+    func takeReplacementTLS() -> TLSContext? { replacementTLS.withLock { state in defer { state = nil }; return state } }
+
     /// Asks the loop to stop and waits until it has closed every socket.
     public func stop() {
         stopping.store(true, ordering: .releasing)
@@ -418,16 +433,18 @@ public final class ServerHandle: Sendable {
     /// Binds the listeners now (so errors such as a busy port surface at once), then runs the
     /// loop on the calling thread when `blocking`, or on a new thread.
     /// `tls`: a second port speaking TLS with this context (port 0: any free port).
+    /// `plaintext: false`: only the TLS port listens (`port` is then that one).
     public static func start(config: ServerConfig, bind: String?, port: Int, tls: (port: Int, context: TLSContext)? = nil,
-                             sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
+                             plaintext: Bool = true, sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
-        let plain = try Sockets.listen(bind: bind, port: port)
+        let plain = plaintext || tls == nil ? try Sockets.listen(bind: bind, port: port) : []
         var secure: [Int32] = []
         if let tls {
             do { secure = try Sockets.listen(bind: bind, port: tls.port) } catch { plain.forEach { close($0) }; throw error }
         }
-        let handle = ServerHandle(port: Sockets.boundPort(plain[0]), tlsPort: secure.first.map(Sockets.boundPort), wakeup: try Wakeup())
+        let tlsPort = secure.first.map(Sockets.boundPort)
+        let handle = ServerHandle(port: plain.first.map(Sockets.boundPort) ?? tlsPort ?? 0, tlsPort: tlsPort, wakeup: try Wakeup())
         let runtime = try ServerRuntime(state: ServerState(config: config), listeners: plain + secure,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context },
                                         tlsPort: handle.tlsPort, control: handle,

@@ -71,10 +71,11 @@ public struct ServerState {
 
     // MARK: Events from the runtime
 
-    public mutating func connected(_ id: ConnectionID, host: String, peer: String, now: Double) {
+    public mutating func connected(_ id: ConnectionID, host: String, peer: String, secure: Bool = false, now: Double) {
         let user = User(id: UserID(nextUserID), host: host, now: now)
         nextUserID += 1
         let session = Session(connection: id, user: user, peer: peer, now: now)
+        session.secure = secure
         user.sessions = [session]
         users[user.id] = user
         sessions[id] = session

@@ -45,6 +45,7 @@ public enum Numeric: String, Sendable {
     case topic = "332"
     case topicWhoTime = "333"
     case whoisBot = "335"
+    case whoisSecure = "671"
     case inviteList = "336"
     case endOfInviteList = "337"
     case whoisActually = "338"

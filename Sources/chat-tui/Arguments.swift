@@ -9,6 +9,8 @@ struct Arguments {
     var mode: Mode = .help
     var headless = false
     var port = 6667
+    /// --port was given (joining with --tls without it means 6697).
+    var portGiven = false
     var bind: String?
     /// nil: `--room none`, no automatic join.
     var room: String? = "#lobby"
@@ -27,6 +29,7 @@ struct Arguments {
     var tlsCertificate: String?
     var tlsKey: String?
     var dataDirectory: String?
+    var plaintext = true
     var host: String?
     var nick: String?
     var rooms: [String] = []
@@ -108,6 +111,7 @@ struct Arguments {
         },
         Flag(name: "tls-cert", value: "FILE", scope: .hosting, help: "the TLS certificate chain, PEM (default: a self-signed one made in the data directory)") { a, v in a.tlsCertificate = v },
         Flag(name: "tls-key", value: "FILE", scope: .hosting, help: "the certificate's private key, PEM") { a, v in a.tlsKey = v },
+        Flag(name: "no-plaintext", value: nil, scope: .hosting, help: "TLS only: no plain-text port (for a server facing the internet)") { a, _ in a.plaintext = false },
         Flag(name: "data-dir", value: "DIR", scope: .hosting, help: "where the server keeps its certificate (default ~/.local/share/chat-tui/server)") { a, v in a.dataDirectory = v },
         Flag(name: "log", value: "FILE", scope: .hosting, help: "with the chat screen, where the server's log goes (default ~/.local/state/chat-tui/server.log)") { a, v in a.logPath = v },
         // Joining
@@ -125,6 +129,7 @@ struct Arguments {
                 throw Problem(description: "--port needs a number from 0 to 65535, not \"\(v)\"")
             }
             a.port = port
+            a.portGiven = true
         },
         Flag(name: "nick", value: "NAME", scope: .both, help: "your nickname (default: your login name); if taken, NAME_ is tried") { a, v throws(Problem) in
             if let problem = IRCNames.nickProblem(v, maxBytes: 30) { throw Problem(description: "--nick \(v): \(problem)") }

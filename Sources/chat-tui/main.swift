@@ -68,7 +68,7 @@ func joinHint(bind: String?, port: Int) -> [String] {
 
 /// The TLS context for `--serve`: the given certificate, or a self-signed one kept in the
 /// data directory (made on first start, its key readable only by us). Nil with `--tls-port 0`.
-func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContext, certificate: String, fingerprint: String, made: Bool, selfSigned: Bool)? {
+func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContext, certificate: String, key: String, fingerprint: String, made: Bool, selfSigned: Bool)? {
     guard arguments.tlsPort != 0 else { return nil }
     var certificate = arguments.tlsCertificate, key = arguments.tlsKey
     var made = false
@@ -95,13 +95,21 @@ func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContex
         fail("\(error)")
     }
     let fingerprint = TLSCertificates.fingerprint(ofFile: certificate!) ?? "?"
-    return (context, certificate!, fingerprint, made, TLSCertificates.isSelfSigned(file: certificate!))
+    return (context, certificate!, key!, fingerprint, made, TLSCertificates.isSelfSigned(file: certificate!))
 }
 
-/// How to join over TLS, for the host's screen.
-func tlsHint(port: Int, fingerprint: String, selfSigned: Bool) -> [String] {
-    var lines = ["TLS on port \(port): irssi /connect -tls HOST \(port)" + (selfSigned ? " (add -tls_verify no: the certificate is self-signed)" : "")]
-    if selfSigned { lines.append("Certificate SHA-256 (for people to check): \(fingerprint)") }
+/// How to join over TLS, for the host's screen: the exact command, pinned to our certificate
+/// when it is self-signed.
+func tlsHint(bind: String?, port: Int, fingerprint: String, selfSigned: Bool) -> [String] {
+    let addresses = bind.map { $0 == "::" || $0 == "0.0.0.0" ? LocalAddresses.all() : [$0] } ?? LocalAddresses.all()
+    let portFlag = port == 6697 ? "" : " --port \(port)"
+    var lines = ["Over TLS (port \(port)):"]
+    for address in addresses.isEmpty ? ["127.0.0.1"] : addresses {
+        lines.append("  chat-tui --host \(address)\(portFlag)" + (selfSigned ? " --tls-fingerprint \(fingerprint)" : " --tls"))
+    }
+    if selfSigned {
+        lines.append("the certificate is self-signed: SHA-256 \(fingerprint); irssi /connect -tls -tls_verify no HOST \(port)")
+    }
     return lines
 }
 
@@ -118,6 +126,8 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     config.password = arguments.password
     config.connectTimeout = arguments.connectTimeout
     config.tls = arguments.tls ?? (arguments.port == 6697)
+    // TLS without a port is TLS's port, as irssi's -tls is.
+    if config.tls && !arguments.portGiven { config.port = 6697 }
     config.tlsFingerprint = arguments.tlsFingerprint
     config.knownServersPath = NSHomeDirectory() + "/.local/share/chat-tui/client/known-servers"
     config.pingInterval = arguments.pingInterval ?? 30
@@ -169,15 +179,20 @@ func runServer(_ arguments: Arguments) async -> Never {
         writeLine(ServerTime.format(WallClock.now()) + " " + text, to: logTarget)
     }
     let tls = setUpTLS(arguments, serverName: config.name)
+    if !arguments.plaintext && tls == nil { fail("--no-plaintext needs TLS: not with --tls-port 0") }
+    // A certificate clients can verify makes a Strict Transport Security policy worth
+    // advertising; a self-signed one would only lock people out.
+    if let tls, !tls.selfSigned { config.sts = (port: arguments.tlsPort, duration: 30 * 24 * 3600) }
     let handle: ServerHandle
     do {
         handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
-                                        tls: tls.map { (port: arguments.tlsPort, context: $0.context) },
+                                        tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
                                         sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
         fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
     }
-    logger("listening on \(arguments.bind ?? "*") port \(handle.port), room \(config.room ?? "none"), open-file limit \(limit)")
+    logger("listening on \(arguments.bind ?? "*") " + (arguments.plaintext ? "port \(handle.port)" : "TLS only")
+           + ", room \(config.room ?? "none"), open-file limit \(limit)")
     if let tls, let tlsPort = handle.tlsPort {
         logger("TLS on port \(tlsPort), certificate \(tls.certificate)\(tls.made ? " (made now, self-signed)" : ""), SHA-256 \(tls.fingerprint)")
     }
@@ -186,15 +201,34 @@ func runServer(_ arguments: Arguments) async -> Never {
         var client = clientConfig(arguments)
         client.host = arguments.bind.map { $0 == "::" || $0 == "0.0.0.0" ? "127.0.0.1" : $0 } ?? "127.0.0.1"
         client.port = handle.port
+        if !arguments.plaintext, let tls {
+            // Only TLS listens: the host's own client speaks it too, pinned to our certificate.
+            client.tls = true
+            client.tlsFingerprint = tls.fingerprint
+        } else {
+            client.tls = false
+        }
         client.operLogin = ("host", hostSecret)
         let app = ChatApp(client: ChatClient(config: client), options: arguments,
-                          hostHint: joinHint(bind: arguments.bind, port: handle.port)
-                            + (tls.flatMap { tls in handle.tlsPort.map { tlsHint(port: $0, fingerprint: tls.fingerprint, selfSigned: tls.selfSigned) } } ?? []))
+                          hostHint: (arguments.plaintext ? joinHint(bind: arguments.bind, port: handle.port) : [])
+                            + (tls.flatMap { tls in handle.tlsPort.map { tlsHint(bind: arguments.bind, port: $0, fingerprint: tls.fingerprint, selfSigned: tls.selfSigned) } } ?? []))
         let code = await app.run()
         handle.stop()
         exit(code)
     }
 
+    // SIGHUP reloads the certificate (a renewed one) without dropping anyone.
+    signal(SIGHUP, SIG_IGN)
+    let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+    reload.setEventHandler {
+        guard let tls else { return }
+        do {
+            handle.replaceTLS(try TLSContext.server(certificate: tls.certificate, key: tls.key))
+        } catch {
+            logger("SIGHUP: the certificate was not reloaded: \(error)")
+        }
+    }
+    reload.resume()
     // Stop cleanly on Ctrl-C or a polite kill: clients get an ERROR line rather than a reset.
     // A parent may have started us with these blocked; unblock them or they never arrive.
     var stopSignals = sigset_t()
@@ -216,6 +250,6 @@ func runServer(_ arguments: Arguments) async -> Never {
     // The server runs on its own thread; this task only waits for a signal to end the process.
     while true {
         try? await Task.sleep(for: .seconds(3600))
-        withExtendedLifetime(signals) {}
+        withExtendedLifetime((signals, reload)) {}
     }
 }

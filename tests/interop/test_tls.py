@@ -129,3 +129,93 @@ def test_catgirl_joins_over_tls(tls_server, tmp_path):
         peer.wait_for(lambda l: l.startswith(":kitty!") and l.endswith("PRIVMSG #lobby :meow from catgirl"), timeout=20)
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+
+
+def make_ca_signed(directory, name="chat.example"):
+    """A CA and a certificate it signed for `name`, with the openssl command-line tool."""
+    directory.mkdir(parents=True, exist_ok=True)
+    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=directory)
+    run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "ca.key",
+        "-out", "ca.pem", "-days", "2", "-subj", "/CN=test CA")
+    run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "leaf.key",
+        "-out", "leaf.csr", "-subj", f"/CN={name}")
+    (directory / "ext.cnf").write_text(f"subjectAltName=DNS:{name},IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", "leaf.pem", "-days", "2", "-extfile", "ext.cnf")
+    return directory / "leaf.pem", directory / "leaf.key", directory / "ca.pem"
+
+
+def cap_ls(sock):
+    sock.sendall(b"CAP LS 302\r\n")
+    return read_until(sock, "\r\n").strip()
+
+
+def test_a_verifiable_certificate_advertises_sts_and_whois_says_secure(tmp_path):
+    cert, key, _ = make_ca_signed(tmp_path / "pki")
+    tls_port = free_port()
+    server = Server("--tls-port", str(tls_port), "--tls-cert", str(cert), "--tls-key", str(key), "--data-dir", str(tmp_path / "data"))
+    try:
+        plain = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        assert f"sts=port={tls_port},duration=2592000" in cap_ls(plain)
+        secure = tls_socket(tls_port)
+        listed = cap_ls(secure)
+        assert "sts=duration=2592000" in listed and "sts=port" not in listed
+        secure.sendall(b"CAP END\r\nNICK shielded\r\nUSER s 0 * :s\r\nWHOIS shielded\r\n")
+        assert "671 shielded shielded :is using a secure connection" in read_until(secure, " 318 ")
+    finally:
+        server.stop()
+
+
+def test_self_signed_advertises_no_sts(tls_server):
+    plain = socket.create_connection(("127.0.0.1", tls_server.port), timeout=10)
+    assert "sts=" not in cap_ls(plain)
+
+
+def test_no_plaintext_closes_the_plain_port(tmp_path):
+    tls_port = free_port()
+    server = Server.__new__(Server)
+    # Started by hand: the fixture waits for the plain port, which must stay closed here.
+    server.port = free_port()
+    log = open(tmp_path / "log", "w")
+    process = subprocess.Popen([BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(server.port),
+                                "--tls-port", str(tls_port), "--no-plaintext", "--data-dir", str(tmp_path / "data")],
+                               stdout=log, stderr=subprocess.STDOUT)
+    try:
+        from conftest import wait_for_port
+        wait_for_port(tls_port)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", server.port), timeout=2)
+        secure = tls_socket(tls_port)
+        secure.sendall(b"NICK only\r\nUSER o 0 * :o\r\n")
+        assert " 001 only " in read_until(secure, " 001 ")
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+        log.close()
+
+
+def test_sighup_reloads_the_certificate_without_dropping_anyone(tmp_path):
+    cert, key, _ = make_ca_signed(tmp_path / "first")
+    live = tmp_path / "live"
+    live.mkdir()
+    shutil.copy(cert, live / "cert.pem")
+    shutil.copy(key, live / "key.pem")
+    tls_port = free_port()
+    server = Server("--tls-port", str(tls_port), "--tls-cert", str(live / "cert.pem"), "--tls-key", str(live / "key.pem"),
+                    "--data-dir", str(tmp_path / "data"))
+    try:
+        before = tls_socket(tls_port)
+        first = before.getpeercert(binary_form=True)
+        before.sendall(b"NICK stayer\r\nUSER s 0 * :s\r\n")
+        read_until(before, " 366 ")
+        renewed, renewed_key, _ = make_ca_signed(tmp_path / "second")
+        shutil.copy(renewed, live / "cert.pem")
+        shutil.copy(renewed_key, live / "key.pem")
+        server.process.send_signal(1)
+        wait_for(lambda: "TLS certificate reloaded" in server.log_text(), 10, "the reload", server.log_text)
+        after = tls_socket(tls_port)
+        assert after.getpeercert(binary_form=True) != first, "a new connection gets the new certificate"
+        before.sendall(b"PING :still-here\r\n")
+        assert "still-here" in read_until(before, "still-here"), "the connection from before is still up"
+    finally:
+        server.stop()
