@@ -22,17 +22,26 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // SQLite, for the server's accounts (and history, later).
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         .target(name: "IRCWire"),
         .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem", "COpenSSL"]),
+        // The database: accounts with SCRAM credentials. No IRC logic.
+        .target(name: "ChatStore", dependencies: ["CSQLite", "ChatTransport"]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport"]),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "IRCWire"]),
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
-        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
+        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
         // The load generator for `make bench`: plain IRC on IRCWire and ChatTransport.
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
+        .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore", "ChatTransport"]),
         // Helpers shared by the test targets: a line-level IRC client and a server on a free port.
         .target(name: "IRCTestSupport", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire"], path: "Tests/IRCTestSupport"),
         .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire", "IRCTestSupport"]),

@@ -20,6 +20,10 @@ func fail(_ message: String) -> Never {
 }
 
 let configPath = (ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? NSHomeDirectory() + "/.config") + "/chat-tui/config"
+// `chat-tui account …` manages the server's accounts and exits.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "account" {
+    AccountCommand.run(Array(CommandLine.arguments.dropFirst(2)))
+}
 let arguments: Arguments
 do {
     let fromFile = try Arguments.fromConfigFile(configPath)

@@ -1,0 +1,140 @@
+import ChatTransport
+
+/// SCRAM-SHA-256 credentials (RFC 5802, RFC 7677): what the server keeps of a password.
+/// Nothing here gives the password back: logging in proves knowledge of it (SCRAM), or hands
+/// it over once to be derived and compared (PLAIN).
+public struct SCRAMCredential: Equatable, Sendable {
+    public let salt: [UInt8]
+    public let iterations: Int
+    public let storedKey: [UInt8]
+    public let serverKey: [UInt8]
+
+    public static let defaultIterations = 100_000
+
+    public init(salt: [UInt8], iterations: Int, storedKey: [UInt8], serverKey: [UInt8]) {
+        self.salt = salt
+        self.iterations = iterations
+        self.storedKey = storedKey
+        self.serverKey = serverKey
+    }
+
+    /// SaltedPassword = PBKDF2(password, salt, i); ClientKey = HMAC(SaltedPassword, "Client Key");
+    /// StoredKey = SHA-256(ClientKey); ServerKey = HMAC(SaltedPassword, "Server Key").
+    public static func derive(password: String, salt: [UInt8] = Crypto.randomBytes(16),
+                              iterations: Int = defaultIterations) -> SCRAMCredential {
+        let salted = Crypto.pbkdf2SHA256(password: Array(password.utf8), salt: salt, iterations: iterations)
+        let clientKey = Crypto.hmacSHA256(key: salted, Array("Client Key".utf8))
+        return SCRAMCredential(salt: salt, iterations: iterations, storedKey: Crypto.sha256(clientKey),
+                               serverKey: Crypto.hmacSHA256(key: salted, Array("Server Key".utf8)))
+    }
+
+    /// Whether `password` is the one these keys were made from (PLAIN), compared in constant time.
+    public func matches(password: String) -> Bool {
+        let candidate = SCRAMCredential.derive(password: password, salt: salt, iterations: iterations)
+        return Crypto.constantTimeEqual(candidate.storedKey, storedKey)
+    }
+}
+
+/// One account as listed.
+public struct AccountRecord: Equatable, Sendable {
+    public let name: String
+    public let createdAt: Int64
+    public let certificates: [String]
+
+    public init(name: String, createdAt: Int64, certificates: [String]) {
+        self.name = name
+        self.createdAt = createdAt
+        self.certificates = certificates
+    }
+}
+
+/// Accounts in the server's database: a name (folded `key` for lookups, `name` as written),
+/// its SCRAM credential, and certificate fingerprints for SASL EXTERNAL.
+public final class AccountStore {
+    public let database: Database
+
+    public enum Problem: Error, Equatable, CustomStringConvertible {
+        case exists(String)
+        case missing(String)
+        case database(String)
+
+        public var description: String {
+            switch self {
+            case .exists(let name): return "an account named \(name) exists already"
+            case .missing(let name): return "there is no account named \(name)"
+            case .database(let text): return "database: \(text)"
+            }
+        }
+    }
+
+    public init(database: Database) throws(Problem) {
+        self.database = database
+        do {
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS accounts (
+                    key TEXT PRIMARY KEY, name TEXT NOT NULL, salt BLOB NOT NULL, iterations INTEGER NOT NULL,
+                    stored_key BLOB NOT NULL, server_key BLOB NOT NULL, created_at INTEGER NOT NULL);
+                CREATE TABLE IF NOT EXISTS account_certificates (
+                    fingerprint TEXT PRIMARY KEY, key TEXT NOT NULL REFERENCES accounts(key) ON DELETE CASCADE);
+                """)
+        } catch {
+            throw .database(error.description)
+        }
+    }
+
+    public func add(name: String, key: String, credential: SCRAMCredential, now: Int64) throws(Problem) {
+        guard try lookup(key) == nil else { throw .exists(name) }
+        try run("INSERT INTO accounts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [.text(key), .text(name), .blob(credential.salt), .integer(Int64(credential.iterations)),
+                 .blob(credential.storedKey), .blob(credential.serverKey), .integer(now)])
+    }
+
+    public func setCredential(key: String, _ credential: SCRAMCredential) throws(Problem) {
+        try run("UPDATE accounts SET salt = ?, iterations = ?, stored_key = ?, server_key = ? WHERE key = ?",
+                [.blob(credential.salt), .integer(Int64(credential.iterations)), .blob(credential.storedKey),
+                 .blob(credential.serverKey), .text(key)])
+        if database.changes == 0 { throw .missing(key) }
+    }
+
+    public func delete(key: String) throws(Problem) {
+        try run("DELETE FROM accounts WHERE key = ?", [.text(key)])
+        if database.changes == 0 { throw .missing(key) }
+    }
+
+    /// The account's name as written and its credential.
+    public func lookup(_ key: String) throws(Problem) -> (name: String, credential: SCRAMCredential)? {
+        let rows = try run("SELECT name, salt, iterations, stored_key, server_key FROM accounts WHERE key = ?", [.text(key)])
+        guard let row = rows.first, case .text(let name) = row[0], case .blob(let salt) = row[1], case .integer(let iterations) = row[2],
+              case .blob(let stored) = row[3], case .blob(let server) = row[4] else { return nil }
+        return (name, SCRAMCredential(salt: salt, iterations: Int(iterations), storedKey: stored, serverKey: server))
+    }
+
+    public func list() throws(Problem) -> [AccountRecord] {
+        let rows = try run("SELECT a.name, a.created_at, group_concat(c.fingerprint, ' ') FROM accounts a "
+                           + "LEFT JOIN account_certificates c ON c.key = a.key GROUP BY a.key ORDER BY a.key")
+        return rows.compactMap { row in
+            guard case .text(let name) = row[0], case .integer(let created) = row[1] else { return nil }
+            var certificates: [String] = []
+            if case .text(let joined) = row[2] { certificates = joined.split(separator: " ").map(String.init) }
+            return AccountRecord(name: name, createdAt: created, certificates: certificates)
+        }
+    }
+
+    /// A certificate (SHA-256, normalised by the caller) that logs in as this account with EXTERNAL.
+    public func addCertificate(key: String, fingerprint: String) throws(Problem) {
+        guard try lookup(key) != nil else { throw .missing(key) }
+        try run("INSERT OR REPLACE INTO account_certificates VALUES (?, ?)", [.text(fingerprint), .text(key)])
+    }
+
+    public func account(forCertificate fingerprint: String) throws(Problem) -> String? {
+        let rows = try run("SELECT a.name FROM account_certificates c JOIN accounts a ON a.key = c.key WHERE c.fingerprint = ?",
+                           [.text(fingerprint)])
+        if case .text(let name)? = rows.first?.first { return name }
+        return nil
+    }
+
+    @discardableResult
+    private func run(_ sql: String, _ parameters: [Database.Value] = []) throws(Problem) -> [[Database.Value]] {
+        do { return try database.query(sql, parameters) } catch { throw .database(error.description) }
+    }
+}

@@ -1,0 +1,86 @@
+import CSQLite
+
+/// One SQLite database file, used from one thread at a time. WAL mode, so readers never wait
+/// for the writer; errors carry SQLite's own message.
+public final class Database {
+    let handle: OpaquePointer
+
+    public struct Failure: Error, CustomStringConvertible, Equatable {
+        public let description: String
+    }
+
+    public init(path: String) throws(Failure) {
+        var opened: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        guard sqlite3_open_v2(path, &opened, flags, nil) == SQLITE_OK, let opened else {
+            let text = opened.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let opened { sqlite3_close(opened) }
+            throw Failure(description: "cannot open \(path): \(text)")
+        }
+        handle = opened
+        sqlite3_busy_timeout(handle, 5000)
+        try execute("PRAGMA journal_mode = WAL")
+        try execute("PRAGMA foreign_keys = ON")
+    }
+
+    deinit { sqlite3_close(handle) }
+
+    /// Runs statements that return no rows.
+    public func execute(_ sql: String) throws(Failure) {
+        var error: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
+            let text = error.map { String(cString: $0) } ?? "error"
+            sqlite3_free(error)
+            throw Failure(description: text)
+        }
+    }
+
+    public enum Value: Equatable, Sendable {
+        case text(String)
+        case blob([UInt8])
+        case integer(Int64)
+        case null
+    }
+
+    /// Runs one statement with its parameters (`?`), returning every row.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [Value] = []) throws(Failure) -> [[Value]] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw Failure(description: String(cString: sqlite3_errmsg(handle)))
+        }
+        defer { sqlite3_finalize(statement) }
+        for (index, value) in parameters.enumerated() {
+            let position = Int32(index + 1)
+            switch value {
+            case .text(let text): sqlite3_bind_text(statement, position, text, -1, chat_sqlite_transient())
+            case .blob(let bytes): _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), chat_sqlite_transient()) }
+            case .integer(let number): sqlite3_bind_int64(statement, position, number)
+            case .null: sqlite3_bind_null(statement, position)
+            }
+        }
+        var rows: [[Value]] = []
+        while true {
+            let step = sqlite3_step(statement)
+            if step == SQLITE_DONE { break }
+            guard step == SQLITE_ROW else { throw Failure(description: String(cString: sqlite3_errmsg(handle))) }
+            var row: [Value] = []
+            for column in 0..<sqlite3_column_count(statement) {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                case SQLITE_BLOB:
+                    let count = Int(sqlite3_column_bytes(statement, column))
+                    let base = sqlite3_column_blob(statement, column)
+                    row.append(.blob(base.map { Array(UnsafeRawBufferPointer(start: $0, count: count)) } ?? []))
+                default: row.append(.null)
+                }
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    /// Rows changed by the last statement.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+}

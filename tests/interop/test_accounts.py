@@ -1,0 +1,32 @@
+"""`chat-tui account …`: the host manages accounts from the shell; the database keeps SCRAM
+credentials only, readable by the host alone."""
+import os
+import subprocess
+
+from conftest import BINARY
+
+
+def account(data, *words, stdin=None):
+    return subprocess.run([BINARY, "account", *words, "--data-dir", str(data)], input=stdin,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_accounts_from_the_shell(tmp_path):
+    data = tmp_path / "data"
+    added = account(data, "add", "Alice", stdin="from stdin\n")
+    assert added.returncode == 0 and added.stdout.strip() == "account Alice added", added.stderr
+    assert account(data, "add", "bob", "--password", "pw").returncode == 0
+    duplicate = account(data, "add", "ALICE", "--password", "x")
+    assert duplicate.returncode == 2 and "an account named ALICE exists already" in duplicate.stderr
+    bad = account(data, "add", "9lives", "--password", "x")
+    assert bad.returncode == 2 and "cannot be an account name" in bad.stderr
+    assert account(data, "cert", "add", "bob", ":".join(["AB"] * 32)).returncode == 0
+    assert account(data, "passwd", "alice", "--password", "new").stdout.strip() == "password of alice changed"
+    listed = account(data, "list").stdout.splitlines()
+    assert listed == ["Alice", "bob  certificates: " + "AB" * 32]
+    assert account(data, "delete", "ALICE").returncode == 0
+    assert account(data, "list").stdout.splitlines() == ["bob  certificates: " + "AB" * 32]
+    assert oct(os.stat(data / "server.db").st_mode & 0o777) == "0o600"
+    for name in os.listdir(data):
+        with open(data / name, "rb") as f:
+            assert b"from stdin" not in f.read(), f"{name} holds a password"
