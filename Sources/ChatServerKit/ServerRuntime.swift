@@ -47,6 +47,9 @@ final class ServerRuntime {
     private var nextID: UInt64 = 1
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
+    /// TLS connections whose session holds bytes already read from the socket: epoll will not
+    /// say so, so they are read again next turn.
+    private var heldTLS: [Connection] = []
     private var toClose: [Connection] = []
     /// Connections found dead this turn, told to the state together (`processDepartures`).
     private var departures: [(ConnectionID, String)] = []
@@ -75,11 +78,16 @@ final class ServerRuntime {
     func run() {
         var nextTick = Monotonic.now() + 1
         while !control.stopRequested {
-            let timeout = Int32(max(0, min(1000, (nextTick - Monotonic.now()) * 1000)))
+            let timeout = heldTLS.isEmpty ? Int32(max(0, min(1000, (nextTick - Monotonic.now()) * 1000))) : 0
             let events = epoll.wait(timeoutMilliseconds: timeout)
             eventsThisTick += events.count
             for event in events {
                 handle(event)
+            }
+            if !heldTLS.isEmpty {
+                let held = heldTLS
+                heldTLS.removeAll()
+                for connection in held where !connection.closing && connections[connection.id.raw] != nil { read(connection) }
             }
             let now = Monotonic.now()
             if let paused = listenersPausedUntil, now >= paused { resumeListeners() }
@@ -227,6 +235,8 @@ final class ServerRuntime {
                     apply()
                 }
             }
+            // One TLS record per read: what the session already holds is read next turn.
+            if let tls = connection.tls, tls.buffered, !connection.closing { heldTLS.append(connection) }
         case .wouldBlock:
             return
         case .endOfStream:

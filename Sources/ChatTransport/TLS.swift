@@ -81,7 +81,7 @@ public final class TLSSession {
     }
 
     /// Plaintext already decrypted and waiting inside the session (the socket will not say so).
-    public var buffered: Bool { SSL_pending(ssl) > 0 }
+    public var buffered: Bool { SSL_has_pending(ssl) == 1 }
 
     deinit { SSL_free(ssl) }
 

@@ -219,3 +219,19 @@ def test_sighup_reloads_the_certificate_without_dropping_anyone(tmp_path):
         assert "still-here" in read_until(before, "still-here"), "the connection from before is still up"
     finally:
         server.stop()
+
+
+def test_lines_pipelined_over_tls_all_arrive(tls_server):
+    watcher = RawClient(tls_server.port)
+    watcher.register("watcher")
+    sender = tls_socket(tls_server.tls_port)
+    sender.sendall(b"NICK piper\r\nUSER p 0 * :p\r\n")
+    read_until(sender, " 366 ")
+    # Many records in one burst, then a PING: every line must be read, none left in the session.
+    burst = b"".join(b"PRIVMSG #lobby :line %d\r\n" % i for i in range(3000))
+    sender.sendall(burst + b"PING :after-burst\r\n")
+    assert "after-burst" in read_until(sender, "after-burst", limit=1 << 22)
+    seen = []
+    watcher.wait_for(lambda l: seen.append(l) or l.endswith(":line 2999"), timeout=20)
+    numbers = [int(l.rsplit(" ", 1)[1]) for l in seen if " PRIVMSG #lobby :line " in l]
+    assert numbers == list(range(3000))
