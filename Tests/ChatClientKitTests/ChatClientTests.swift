@@ -232,6 +232,7 @@ struct ClientTLSTests {
         await client.start()
         let reason = try await log.stopReason()
         #expect(reason.contains("is \(certificate.fingerprint), not the pinned"), "\(reason)")
+        #expect(await log.all().filter { if case .status(.connecting) = $0 { return true } else { return false } }.count == 1, "no retry")
     }
 
     @Test("an unknown self-signed certificate stops with its fingerprint; trusted, it is remembered and used")
