@@ -29,7 +29,10 @@ static inline SSL_CTX *chat_tls_server_context(const char *certificate, const ch
     SSL_CTX *context = SSL_CTX_new(TLS_server_method());
     if (!context) { chat_tls_last_error(error, length); return NULL; }
     SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
-    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    // Idle connections give their buffers back; a peer that closes without close_notify is an
+    // end of stream, not a protocol error.
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (SSL_CTX_use_certificate_chain_file(context, certificate) != 1
         || SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) != 1
         || SSL_CTX_check_private_key(context) != 1) {
@@ -45,7 +48,8 @@ static inline SSL_CTX *chat_tls_client_context(char *error, size_t length) {
     SSL_CTX *context = SSL_CTX_new(TLS_client_method());
     if (!context) { chat_tls_last_error(error, length); return NULL; }
     SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
-    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
     SSL_CTX_set_default_verify_paths(context);
     return context;
 }
@@ -98,6 +102,32 @@ static inline int chat_tls_file_fingerprint(const char *certificatePath, unsigne
     unsigned int size = 0;
     int ok = X509_digest(certificate, EVP_sha256(), out, &size) == 1 && size == 32;
     X509_free(certificate);
+    return ok;
+}
+
+/// Whether a PEM chain file's first certificate verifies against the system's trust store
+/// (the rest of the file as intermediates): only then is an STS policy worth advertising.
+static inline int chat_tls_file_verifies(const char *certificatePath) {
+    FILE *file = fopen(certificatePath, "r");
+    if (!file) return 0;
+    X509 *leaf = PEM_read_X509(file, NULL, NULL, NULL);
+    STACK_OF(X509) *chain = sk_X509_new_null();
+    X509 *extra;
+    while (leaf && chain && (extra = PEM_read_X509(file, NULL, NULL, NULL)) != NULL) sk_X509_push(chain, extra);
+    ERR_clear_error();
+    fclose(file);
+    int ok = 0;
+    X509_STORE *store = X509_STORE_new();
+    X509_STORE_CTX *context = X509_STORE_CTX_new();
+    if (leaf && chain && store && context && X509_STORE_set_default_paths(store) == 1
+        && X509_STORE_CTX_init(context, store, leaf, chain) == 1) {
+        ok = X509_verify_cert(context) == 1;
+    }
+    ERR_clear_error();
+    X509_STORE_CTX_free(context);
+    X509_STORE_free(store);
+    sk_X509_pop_free(chain, X509_free);
+    X509_free(leaf);
     return ok;
 }
 

@@ -82,17 +82,21 @@ extension ServerState {
         }
         let session = request.session
         guard let password = config.password else { return }
-        let address = session.user.address
+        let address = Self.throttleKey(session.user.address)
         var failures = passwordFailures[address] ?? (0, request.now)
         if request.now - failures.since >= 60 { failures = (0, request.now) }
-        if failures.count >= 3 {
+        // Loopback is exempt: the host's own screen, and whoever else is on this machine, are
+        // not locked out by a neighbour's guesses.
+        let loopback = session.user.address == "127.0.0.1" || session.user.address == "::1"
+        if failures.count >= 3 && !loopback {
             reply(session, .passwdMismatch, "Too many wrong passwords from your address; try again in a minute")
             closeLink(session, reason: "Bad password", now: request.now)
             return
         }
         // Compared in constant time over the UTF-8 bytes: not by String's canonical equivalence,
         // and with no early exit that would time how much matched.
-        if Crypto.constantTimeEqual(Array(request.params[0].utf8), Array(password.utf8)) {
+        // Digests compared, so neither the bytes nor the length leak through timing.
+        if Crypto.constantTimeEqual(Crypto.sha256(Array(request.params[0].utf8)), Crypto.sha256(Array(password.utf8))) {
             session.passwordAccepted = true
             // A NICK sent before PASS takes effect now.
             if let pending = session.pendingNick {
@@ -102,7 +106,7 @@ extension ServerState {
             return
         }
         failures.count += 1
-        passwordFailures[address] = failures
+        if !loopback { passwordFailures[address] = failures }
         if failures.count == 1 {
             log(session, "error: wrong password from \(address)")
         } else if failures.count == 3 {
@@ -123,6 +127,13 @@ extension ServerState {
 
     mutating func changeNick(_ wanted: String, session: Session, now: Double) {
         let user = session.user
+        if config.password != nil && !session.passwordAccepted && !session.registered {
+            // Remembered, not claimed, not even checked: without the password nobody learns
+            // which names are online (433), and the name is taken only once it is right.
+            session.pendingNick = wanted
+            completeRegistrationIfReady(session, now: now)
+            return
+        }
         // The look-alike keys, taken once: checked here, stored when the name is claimed.
         let keys = NameKeys.of(wanted, casemapping)
         if let problem = nickProblem(wanted, keys: keys, for: user) {
@@ -131,12 +142,6 @@ extension ServerState {
             return
         }
         if user.nick == wanted { return }
-        if config.password != nil && !session.passwordAccepted {
-            // Remembered, not claimed: the name is taken only once the password is right.
-            session.pendingNick = wanted
-            completeRegistrationIfReady(session, now: now)
-            return
-        }
         // Taken before the change: the announcement comes from the old name.
         let oldNick = user.nick
         let oldPrefix = user.prefix
@@ -152,6 +157,20 @@ extension ServerState {
         } else {
             completeRegistrationIfReady(session, now: now)
         }
+    }
+
+    /// What password failures are counted by: the address, or an IPv6 address's /64 (a host
+    /// gets a whole /64 and could otherwise walk through it).
+    static func throttleKey(_ address: String) -> String {
+        guard address.contains(":") else { return address }
+        var groups = address.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        if let gap = groups.firstIndex(of: ""), groups.filter(\.isEmpty).count <= 2 || groups.count < 8 {
+            // Expand "::" so the first four groups are the /64.
+            let missing = 8 - groups.filter { !$0.isEmpty }.count
+            groups.removeAll { $0.isEmpty }
+            groups.insert(contentsOf: Array(repeating: "0", count: missing), at: min(gap, groups.count))
+        }
+        return groups.prefix(4).joined(separator: ":") + "::/64"
     }
 
     struct NickRefusal {

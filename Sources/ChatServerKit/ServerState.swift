@@ -120,6 +120,8 @@ public struct ServerState {
     /// Called about once a second: closes connections that never registered, pings quiet ones,
     /// and declares dead those that did not answer.
     public mutating func tick(now: Double) {
+        // Password failures older than their minute are forgotten.
+        if !passwordFailures.isEmpty { passwordFailures = passwordFailures.filter { now - $0.value.since < 60 } }
         var timedOut: [(Session, String)] = []
         for session in sessions.values {
             if !session.registered {

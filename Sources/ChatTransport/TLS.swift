@@ -56,6 +56,8 @@ public final class TLSSession {
 
     let ssl: OpaquePointer
     public private(set) var handshakeDone = false
+    /// A fatal error happened (SSL_ERROR_SSL or SYSCALL): no shutdown may be attempted then.
+    private var failed = false
 
     /// `server`: accept; else connect, sending `hostName` for SNI and checking the
     /// certificate against it (the outcome is read after the handshake: `verification`).
@@ -76,18 +78,24 @@ public final class TLSSession {
 
     /// After a client handshake: nil when the certificate verified for the host name, else why not.
     public var verificationProblem: String? {
+        guard peerFingerprint != nil else { return "the server sent no certificate" }
         var text = [CChar](repeating: 0, count: 256)
         return chat_tls_verified(ssl, &text, text.count) == 1 ? nil : cText(text)
     }
 
     /// Plaintext already decrypted and waiting inside the session (the socket will not say so).
-    public var buffered: Bool { SSL_has_pending(ssl) == 1 }
+    /// (Decrypted and ready: a half-received record does not count, or a poll would spin on it.)
+    public var buffered: Bool { SSL_pending(ssl) > 0 }
 
     deinit { SSL_free(ssl) }
 
     /// Advances the handshake.
     public func handshake() -> Progress {
         if handshakeDone { return .done }
+        // Each call starts with a clean error queue: the queue is per thread, and a leftover
+        // from another connection would make SSL_get_error report that one's failure here.
+        ERR_clear_error()
+        errno = 0
         let result = SSL_do_handshake(ssl)
         if result == 1 {
             handshakeDone = true
@@ -98,15 +106,20 @@ public final class TLSSession {
 
     /// Reads decrypted bytes into `buffer` (at most `limit`).
     public func read(into buffer: inout [UInt8], limit: Int = .max) -> SocketRead.Result {
+        ERR_clear_error()
+        errno = 0
         let count = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32(min($0.count, limit))) }
         if count > 0 { return .data(Int(count)) }
         switch SSL_get_error(ssl, count) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
         case SSL_ERROR_ZERO_RETURN: return .endOfStream
         case SSL_ERROR_SYSCALL:
+            failed = true
+            let code = errno
             ERR_clear_error()
-            return errno == 0 ? .endOfStream : .failed(errno: errno)
+            return code == 0 ? .endOfStream : .failed(errno: code)
         default:
+            failed = true
             ERR_clear_error()
             return .failed(errno: EPROTO)
         }
@@ -114,19 +127,28 @@ public final class TLSSession {
 
     /// Writes bytes; how many went (0: it waits for the socket), or nil when the connection failed.
     public func write(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        if failed { return nil }
         guard bytes.count > 0 else { return 0 }
+        ERR_clear_error()
+        errno = 0
         let count = SSL_write(ssl, bytes.baseAddress, Int32(bytes.count))
         if count > 0 { return Int(count) }
         switch SSL_get_error(ssl, count) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return 0
         default:
+            failed = true
             ERR_clear_error()
             return nil
         }
     }
 
     /// Sends close_notify, without waiting for the peer's.
-    public func shutdown() { _ = SSL_shutdown(ssl) }
+    public func shutdown() {
+        guard handshakeDone, !failed else { return }
+        ERR_clear_error()
+        _ = SSL_shutdown(ssl)
+        ERR_clear_error()
+    }
 
     /// SHA-256 of the peer's certificate, if it sent one.
     public var peerFingerprint: [UInt8]? {
@@ -139,9 +161,11 @@ public final class TLSSession {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
         case SSL_ERROR_SYSCALL:
+            failed = true
             ERR_clear_error()
             return .failed(errno == 0 ? "the peer closed the connection" : TransportError.errnoText(errno))
         default:
+            failed = true
             var text = [CChar](repeating: 0, count: 256)
             chat_tls_last_error(&text, text.count)
             return .failed(cText(text))
@@ -174,6 +198,9 @@ public enum TLSCertificates {
     }
 
     public static func isSelfSigned(file path: String) -> Bool { chat_tls_file_is_self_signed(path) == 1 }
+
+    /// Whether the chain in this file verifies against the system's trust store.
+    public static func verifies(file path: String) -> Bool { chat_tls_file_verifies(path) == 1 }
 
     public static func format(_ digest: [UInt8]) -> String {
         digest.map { byte in

@@ -26,6 +26,7 @@ struct Arguments {
     var sendQueueBytes = 1 << 20
     /// The TLS port (0: no TLS).
     var tlsPort = 6697
+    var tlsPortGiven = false
     var tlsCertificate: String?
     var tlsKey: String?
     var dataDirectory: String?
@@ -108,6 +109,7 @@ struct Arguments {
         Flag(name: "tls-port", value: "N", scope: .hosting, help: "also listen with TLS on this port (default 6697; 0: no TLS)") { a, v throws(Problem) in
             guard let port = Int(v), (0...65535).contains(port) else { throw Problem(description: "--tls-port wants a port number from 0 to 65535, not \(v)") }
             a.tlsPort = port
+            a.tlsPortGiven = true
         },
         Flag(name: "tls-cert", value: "FILE", scope: .hosting, help: "the TLS certificate chain, PEM (default: a self-signed one made in the data directory)") { a, v in a.tlsCertificate = v },
         Flag(name: "tls-key", value: "FILE", scope: .hosting, help: "the certificate's private key, PEM") { a, v in a.tlsKey = v },

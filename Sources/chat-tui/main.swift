@@ -182,18 +182,34 @@ func runServer(_ arguments: Arguments) async -> Never {
     let logger: @Sendable (String) -> Void = { text in
         writeLine(ServerTime.format(WallClock.now()) + " " + text, to: logTarget)
     }
-    let tls = setUpTLS(arguments, serverName: config.name)
+    var arguments = arguments
+    // --no-plaintext --port N: N is the TLS port. --port 6697 alone: that is the TLS port's
+    // default, so the plain port has it and TLS is off unless --tls-port says where.
+    if !arguments.plaintext && !arguments.tlsPortGiven { arguments.tlsPort = arguments.port }
+    if arguments.plaintext && !arguments.tlsPortGiven && arguments.port == arguments.tlsPort { arguments.tlsPort = 0 }
+    if arguments.plaintext && arguments.tlsPort == arguments.port && arguments.tlsPort != 0 {
+        fail("--port and --tls-port are both \(arguments.port): give them different ports")
+    }
+    var tls = setUpTLS(arguments, serverName: config.name)
     if !arguments.plaintext && tls == nil { fail("--no-plaintext needs TLS: not with --tls-port 0") }
-    // A certificate clients can verify makes a Strict Transport Security policy worth
-    // advertising; a self-signed one would only lock people out.
-    if let tls, !tls.selfSigned { config.sts = (port: arguments.tlsPort, duration: 30 * 24 * 3600) }
-    let handle: ServerHandle
+    // Only a certificate clients can verify makes a Strict Transport Security policy worth
+    // advertising; a self-signed or private-CA one would lock people out for a month.
+    if let tls, TLSCertificates.verifies(file: tls.certificate) { config.sts = (port: arguments.tlsPort, duration: 30 * 24 * 3600) }
+    var handle: ServerHandle
     do {
         handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
                                         tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
                                         sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
-        fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
+        // The default TLS port taken (another room on this machine): go on without TLS, saying so.
+        guard tls != nil, arguments.plaintext, !arguments.tlsPortGiven, case TransportError.addressInUse = error,
+              let plainOnly = try? ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
+                                                      sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
+            fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
+        }
+        logger("TLS is off: port \(arguments.tlsPort) is in use (--tls-port N picks another)")
+        tls = nil
+        handle = plainOnly
     }
     logger("listening on \(arguments.bind ?? "*") " + (arguments.plaintext ? "port \(handle.port)" : "TLS only")
            + ", room \(config.room ?? "none"), open-file limit \(limit)")
@@ -228,6 +244,7 @@ func runServer(_ arguments: Arguments) async -> Never {
         guard let tls else { return }
         do {
             handle.replaceTLS(try TLSContext.server(certificate: tls.certificate, key: tls.key))
+            logger("SIGHUP: certificate \(tls.certificate) reloaded, SHA-256 \(TLSCertificates.fingerprint(ofFile: tls.certificate) ?? "?")")
         } catch {
             logger("SIGHUP: the certificate was not reloaded: \(error)")
         }

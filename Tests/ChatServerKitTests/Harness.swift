@@ -16,10 +16,10 @@ struct Harness {
         state = ServerState(config: config)
     }
 
-    mutating func connect() -> ConnectionID {
+    mutating func connect(from host: String = "127.0.0.1") -> ConnectionID {
         let id = ConnectionID(nextID)
         nextID += 1
-        state.connected(id, host: "127.0.0.1", peer: "127.0.0.1:\(40000 + id.raw)", now: now)
+        state.connected(id, host: host, peer: "\(host):\(40000 + id.raw)", now: now)
         _ = state.takeOutbox()
         return id
     }

@@ -117,18 +117,25 @@ struct StateRegistrationTests {
     func throttled() {
         var h = Harness { $0.password = "secret" }
         var logged: [String] = []
-        for _ in 0..<3 {
-            let id = h.connect()
+        for i in 0..<3 {
+            // One IPv6 /64: each guess from another address in it.
+            let id = h.connect(from: "2001:db8:1:2::\(i + 1)")
             logged += h.send(id, "PASS guess").logs
             #expect(h.commands(to: id) == ["464", "ERROR"])
         }
-        let id = h.connect()
+        let id = h.connect(from: "2001:db8:1:2:ffff::9")
         logged += h.send(id, "PASS secret").logs
         #expect(h.lines(to: id).first?.hasSuffix(":Too many wrong passwords from your address; try again in a minute") == true)
         logged = logged.filter { $0.contains("wrong password") }
         #expect(logged.count == 2, "the first failure and the start of the throttle: \(logged)")
+        let elsewhere = h.connect(from: "2001:db8:1:3::1")
+        h.send(elsewhere, "PASS secret", "NICK bob", "USER b 0 * :B")
+        #expect(h.commands(to: elsewhere).first == "001", "the next /64 is not locked out")
+        let local = h.connect()
+        h.send(local, "PASS secret", "NICK carol", "USER c 0 * :C")
+        #expect(h.commands(to: local).first == "001", "loopback is never locked out")
         h.now += 61
-        let later = h.connect()
+        let later = h.connect(from: "2001:db8:1:2::7")
         h.send(later, "PASS secret", "NICK alice", "USER a 0 * :A")
         #expect(h.commands(to: later).first == "001", "a minute later the right password works")
     }
@@ -206,4 +213,22 @@ struct StateRegistrationTests {
         #expect(out.messages(to: bob).map(\.line) == [":alice!u@127.0.0.1 QUIT :Ping timeout: 52 seconds"])
         #expect(out.messages(to: alice).last?.command == "ERROR")
     }
+}
+
+@Test("without the password, a taken nickname is not revealed (no 433 before PASS)")
+func noNickOracle() {
+    var h = Harness { $0.password = "secret" }
+    let alice = h.connect()
+    h.send(alice, "PASS secret", "NICK alice", "USER a 0 * :A")
+    let prober = h.connect(from: "192.0.2.9")
+    h.send(prober, "NICK alice")
+    #expect(h.commands(to: prober).isEmpty)
+}
+
+@Test("the /64 an IPv6 address is throttled by", arguments: [
+    ("2001:db8:1:2::1", "2001:db8:1:2::/64"), ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+    ("2001:db8::1", "2001:db8:0:0::/64"), ("192.0.2.1", "192.0.2.1"),
+])
+func throttleKeys(_ address: String, _ key: String) {
+    #expect(ServerState.throttleKey(address) == key)
 }

@@ -150,8 +150,10 @@ def cap_ls(sock):
     return read_until(sock, "\r\n").strip()
 
 
-def test_a_verifiable_certificate_advertises_sts_and_whois_says_secure(tmp_path):
-    cert, key, _ = make_ca_signed(tmp_path / "pki")
+def test_a_verifiable_certificate_advertises_sts_and_whois_says_secure(tmp_path, monkeypatch):
+    cert, key, ca = make_ca_signed(tmp_path / "pki")
+    # The server checks its chain against the system store: here, a store of this CA alone.
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
     tls_port = free_port()
     server = Server("--tls-port", str(tls_port), "--tls-cert", str(cert), "--tls-key", str(key), "--data-dir", str(tmp_path / "data"))
     try:
@@ -169,6 +171,60 @@ def test_a_verifiable_certificate_advertises_sts_and_whois_says_secure(tmp_path)
 def test_self_signed_advertises_no_sts(tls_server):
     plain = socket.create_connection(("127.0.0.1", tls_server.port), timeout=10)
     assert "sts=" not in cap_ls(plain)
+
+
+def test_a_private_ca_advertises_no_sts(tmp_path):
+    cert, key, _ = make_ca_signed(tmp_path / "pki")
+    server = Server("--tls-port", str(free_port()), "--tls-cert", str(cert), "--tls-key", str(key), "--data-dir", str(tmp_path / "data"))
+    try:
+        plain = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        assert "sts=" not in cap_ls(plain)
+    finally:
+        server.stop()
+
+
+def test_a_peer_closing_without_close_notify_harms_no_one_else(tls_server):
+    # Handshake, then a bare FIN: OpenSSL calls it an unexpected EOF. It must not leave an
+    # error behind that a later read or write on another connection would take for its own.
+    for _ in range(5):
+        raw = socket.create_connection(("127.0.0.1", tls_server.tls_port), timeout=10)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        wrapped = context.wrap_socket(raw)
+        # Close the descriptor under the TLS layer: a FIN with no close_notify before it.
+        socket.socket(fileno=wrapped.detach()).close()
+    # A record split across two TCP writes: the server's read wants more bytes in between.
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    tls = context.wrap_bio(incoming, outgoing)
+    raw = socket.create_connection(("127.0.0.1", tls_server.tls_port), timeout=10)
+    while True:
+        try:
+            tls.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            raw.sendall(outgoing.read())
+            incoming.write(raw.recv(65536))
+    raw.sendall(outgoing.read())
+    tls.write(b"NICK splitter\r\nUSER s 0 * :s\r\nPING :split-record\r\n")
+    record = outgoing.read()
+    raw.sendall(record[:7])
+    time.sleep(0.2)  # best effort, not synchronisation: gives the server the first part alone
+    raw.sendall(record[7:])
+    seen = b""
+    while b"split-record" not in seen:
+        chunk = raw.recv(65536)
+        assert chunk, "the server dropped the connection"
+        incoming.write(chunk)
+        try:
+            seen += tls.read(65536)
+        except ssl.SSLWantReadError:
+            pass
+    assert b"PONG" in seen
+    assert "Protocol error" not in tls_server.log_text()
 
 
 def test_no_plaintext_closes_the_plain_port(tmp_path):
