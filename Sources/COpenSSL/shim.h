@@ -14,6 +14,7 @@
 #include <openssl/bn.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
 
 /// The last OpenSSL error as text (and the queue cleared), for messages a user reads.
 static inline void chat_tls_last_error(char *out, size_t length) {
@@ -77,15 +78,22 @@ static inline int chat_tls_make_self_signed(const char *certificatePath, const c
     X509_NAME *subject = X509_get_subject_name(certificate);
     X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8, (const unsigned char *)name, -1, -1, 0);
     X509_set_issuer_name(certificate, subject);
-    if (!X509_sign(certificate, key, EVP_sha256())) goto done;
+    if (X509_NAME_entry_count(subject) != 1 || !X509_sign(certificate, key, EVP_sha256())) goto done;
     file = fopen(keyPath, "w");
-    if (!file || !PEM_write_PrivateKey(file, key, NULL, NULL, 0, NULL, NULL)) goto done;
-    fclose(file);
+    if (!file) { snprintf(error, length, "%s: %s", keyPath, strerror(errno)); goto written; }
+    if (!PEM_write_PrivateKey(file, key, NULL, NULL, 0, NULL, NULL)) goto done;
+    // A close that fails (a full disk) is a failed write.
+    if (fclose(file) != 0) { file = NULL; snprintf(error, length, "%s: %s", keyPath, strerror(errno)); goto written; }
     file = fopen(certificatePath, "w");
-    if (!file || !PEM_write_X509(file, certificate)) goto done;
+    if (!file) { snprintf(error, length, "%s: %s", certificatePath, strerror(errno)); goto written; }
+    if (!PEM_write_X509(file, certificate)) goto done;
+    int closed = fclose(file);
+    file = NULL;
+    if (closed != 0) { snprintf(error, length, "%s: %s", certificatePath, strerror(errno)); goto written; }
     ok = 1;
 done:
     if (!ok) chat_tls_last_error(error, length);
+written:
     if (file) fclose(file);
     X509_free(certificate);
     EVP_PKEY_free(key);

@@ -215,9 +215,9 @@ final class ServerRuntime {
                 connection.firstRead = false
                 // 0x16 0x03: a TLS handshake record on the plain port. Say where TLS is, in plain text.
                 if connection.tls == nil, count >= 2, readBuffer[0] == 0x16, readBuffer[1] == 0x03 {
-                    let port = tlsPort.map { "port \($0)" } ?? "no port: TLS is off on this server"
-                    logger("[\(connection.peer)] spoke TLS to the plain port; told to use \(port)")
-                    connection.output.append(IRCMessage(command: "ERROR", params: ["This is the plain-text port; TLS is on \(port)"]).serialized())
+                    let answer = tlsPort.map { "This is the plain-text port; TLS is on port \($0)" } ?? "This server does not speak TLS; connect without it"
+                    logger("[\(connection.peer)] spoke TLS to the plain port; told: \(answer)")
+                    connection.output.append(IRCMessage(command: "ERROR", params: [answer]).serialized())
                     markClosing(connection)
                     return
                 }

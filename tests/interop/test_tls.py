@@ -79,7 +79,7 @@ def test_a_tls_hello_on_the_plain_port_is_told_where_tls_is(tls_server):
     raw.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
     answer = read_until(raw, "\r\n")
     assert answer == f"ERROR :This is the plain-text port; TLS is on port {tls_server.tls_port}\r\n"
-    assert f"spoke TLS to the plain port; told to use port {tls_server.tls_port}" in tls_server.log_text()
+    assert f"spoke TLS to the plain port; told: This is the plain-text port; TLS is on port {tls_server.tls_port}" in tls_server.log_text()
 
 
 def test_a_stalled_handshake_delays_nobody(tls_server):
