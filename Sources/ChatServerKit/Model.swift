@@ -21,6 +21,10 @@ final class Session {
     var passwordAccepted = false
     /// Came in over TLS (WHOIS 671; `sts` is offered as a duration, not a port).
     var secure = false
+    /// Counted against its address's connection limit (what `removeSession` gives back).
+    var limitKey: String?
+    /// Counted among the unregistered connections.
+    var countedUnregistered = false
     var pendingNick: String?
     var failedOperAttempts = 0
     /// A draft/multiline batch the client has opened and not yet closed.

@@ -271,6 +271,10 @@ extension ServerState {
         }
         guard let nick = user.nick else { return }
         session.registered = true
+        if session.countedUnregistered {
+            unregisteredConnections -= 1
+            session.countedUnregistered = false
+        }
         registeredCount += 1
         peakRegistered = max(peakRegistered, registeredCount)
         log(session, "registered as \(nick) (\(user.prefix))")

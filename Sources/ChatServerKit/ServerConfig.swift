@@ -57,6 +57,10 @@ public struct ServerConfig: Sendable {
     public var adminInfo = ["chat-tui host", "", ""]
     /// Seconds a connection may take to register.
     public var registrationTimeout: Double = 60
+    /// Connections per address (an IPv6 /64), new connections per address per 10 minutes, and
+    /// unregistered connections in all (ergo's 16 and 32 are the defaults); loopback is exempt.
+    /// Nil: no limits (the benchmarks, which say so).
+    public var connectionLimits: ConnectionLimits? = ConnectionLimits()
     /// Seconds of silence before the server sends PING.
     public var pingInterval: Double = 90
     /// Seconds after that PING with no reply before the connection is declared dead.
@@ -133,3 +137,20 @@ public struct ServerConfig: Sendable {
 }
 
 public typealias ISupportTokens = [(String, String)]
+
+/// How many connections one address may hold and open.
+public struct ConnectionLimits: Sendable, Equatable {
+    public var perAddress = 16
+    public var newPerWindow = 32
+    public var window: Double = 600
+    public var unregistered = 2000
+    public var exemptLoopback = true
+
+    public init(perAddress: Int = 16, newPerWindow: Int = 32, window: Double = 600, unregistered: Int = 2000, exemptLoopback: Bool = true) {
+        self.perAddress = perAddress
+        self.newPerWindow = newPerWindow
+        self.window = window
+        self.unregistered = unregistered
+        self.exemptLoopback = exemptLoopback
+    }
+}

@@ -32,6 +32,13 @@ public struct ServerState {
     /// Wrong server passwords per address in the current minute: past three, PASS from there
     /// is refused unchecked until the minute is over, and the log says so once.
     var passwordFailures: [String: (count: Int, since: Double)] = [:]
+    /// Open connections per address key, the times of recent new ones, and the unregistered.
+    var connectionsPerAddress: [String: Int] = [:]
+    var recentConnections: [String: [Double]] = [:]
+    var unregisteredConnections = 0
+    var ticksSincePrune = 0
+    /// Addresses refused in the current window, so the log says so once.
+    var refusedAddresses: Set<String> = []
     /// The most users registered at once since the start, for 265 and 266.
     var peakRegistered = 0
     /// Registered users with +i and with +o, kept as counts so LUSERS (sent on every
@@ -80,6 +87,50 @@ public struct ServerState {
         users[user.id] = user
         sessions[id] = session
         log(session, "connected")
+        admit(session, now: now)
+    }
+
+    /// Applies the connection limits to a new connection: past them it is told why and closed.
+    mutating func admit(_ session: Session, now: Double) {
+        guard let limits = config.connectionLimits else { return }
+        let address = session.user.address
+        if limits.exemptLoopback && (address == "127.0.0.1" || address == "::1" || address.hasPrefix("127.")) { return }
+        let key = Self.throttleKey(address)
+        var recent = (recentConnections[key] ?? []).filter { now - $0 < limits.window }
+        let refusal: String?
+        if (connectionsPerAddress[key] ?? 0) >= limits.perAddress {
+            refusal = "Too many connections from your address (\(limits.perAddress))"
+        } else if recent.count >= limits.newPerWindow {
+            refusal = "Too many new connections from your address; try again in \(Int(limits.window / 60)) minutes"
+        } else if unregisteredConnections >= limits.unregistered {
+            refusal = "The server is busy; try again in a moment"
+        } else {
+            refusal = nil
+        }
+        if let refusal {
+            if refusedAddresses.insert(key).inserted { log(session, "refused \(key): \(refusal)") }
+            closeLink(session, reason: refusal, now: now)
+            return
+        }
+        recent.append(now)
+        recentConnections[key] = recent
+        connectionsPerAddress[key, default: 0] += 1
+        session.limitKey = key
+        unregisteredConnections += 1
+        session.countedUnregistered = true
+    }
+
+    /// A connection leaves the counts it was in.
+    mutating func releaseLimits(_ session: Session) {
+        if let key = session.limitKey {
+            connectionsPerAddress[key, default: 1] -= 1
+            if connectionsPerAddress[key] == 0 { connectionsPerAddress[key] = nil }
+            session.limitKey = nil
+        }
+        if session.countedUnregistered {
+            unregisteredConnections -= 1
+            session.countedUnregistered = false
+        }
     }
 
     /// The connection is gone (closed by the peer, reset, unwritable); tell everyone who shared a room.
@@ -122,6 +173,15 @@ public struct ServerState {
     public mutating func tick(now: Double) {
         // Password failures older than their minute are forgotten.
         if !passwordFailures.isEmpty { passwordFailures = passwordFailures.filter { now - $0.value.since < 60 } }
+        if let window = config.connectionLimits?.window, ticksSincePrune >= 60 {
+            ticksSincePrune = 0
+            recentConnections = recentConnections.compactMapValues { times in
+                let kept = times.filter { now - $0 < window }
+                return kept.isEmpty ? nil : kept
+            }
+            refusedAddresses = []
+        }
+        ticksSincePrune += 1
         var timedOut: [(Session, String)] = []
         for session in sessions.values {
             if !session.registered {
@@ -402,6 +462,7 @@ public struct ServerState {
 
     mutating func removeSession(_ session: Session, quitMessage: String, now: Double) {
         guard sessions.removeValue(forKey: session.connection) != nil else { return }
+        releaseLimits(session)
         let user = session.user
         user.sessions.removeAll { $0 === session }
         if response?.session === session { response = nil }

@@ -1,5 +1,6 @@
 import Foundation
 import ChatClientKit
+import ChatServerKit
 import IRCWire
 
 /// The command line, parsed. Every flag is documented in `usage`.
@@ -31,6 +32,8 @@ struct Arguments {
     var tlsKey: String?
     var dataDirectory: String?
     var plaintext = true
+    /// nil: the defaults; `off`: none.
+    var limits: ConnectionLimits? = ConnectionLimits()
     var host: String?
     var nick: String?
     var rooms: [String] = []
@@ -113,6 +116,12 @@ struct Arguments {
         },
         Flag(name: "tls-cert", value: "FILE", scope: .hosting, help: "the TLS certificate chain, PEM (default: a self-signed one made in the data directory)") { a, v in a.tlsCertificate = v },
         Flag(name: "tls-key", value: "FILE", scope: .hosting, help: "the certificate's private key, PEM") { a, v in a.tlsKey = v },
+        Flag(name: "limits", value: "N:M|off", scope: .hosting, help: "connections per address at once and new ones per 10 minutes (default 16:32; loopback exempt; off: none)") { a, v throws(Problem) in
+            if v == "off" { a.limits = nil; return }
+            let parts = v.split(separator: ":").compactMap { Int($0) }
+            guard parts.count == 2, parts.allSatisfy({ $0 > 0 }) else { throw Problem(description: "--limits wants N:M (at once : new per 10 minutes) or off") }
+            a.limits = ConnectionLimits(perAddress: parts[0], newPerWindow: parts[1])
+        },
         Flag(name: "no-plaintext", value: nil, scope: .hosting, help: "TLS only: no plain-text port (for a server facing the internet)") { a, _ in a.plaintext = false },
         Flag(name: "data-dir", value: "DIR", scope: .hosting, help: "where the server keeps its certificate (default ~/.local/share/chat-tui/server)") { a, v in a.dataDirectory = v },
         Flag(name: "log", value: "FILE", scope: .hosting, help: "with the chat screen, where the server's log goes (default ~/.local/state/chat-tui/server.log)") { a, v in a.logPath = v },

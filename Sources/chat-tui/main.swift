@@ -161,6 +161,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.pingInterval = arguments.pingInterval ?? 90
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.registrationTimeout = arguments.registrationTimeout
+    config.connectionLimits = arguments.limits
     config.createdAt = WallClock.now()
     if let path = arguments.motdPath {
         guard let text = FileManager.default.contents(atPath: path) else { fail("cannot read the MOTD file \(path)") }

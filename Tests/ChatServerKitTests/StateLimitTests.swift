@@ -193,3 +193,61 @@ func roomImpersonation(_ name: String) {
     h.send(alice, "JOIN \(name)")
     #expect(h.commands(to: alice) == ["479"])
 }
+
+@Suite("connection limits")
+struct ConnectionLimitTests {
+    @Test("16 connections from one address at once; the 17th is told why and closed; one leaving makes room")
+    func perAddress() {
+        var h = Harness()
+        var open: [ConnectionID] = []
+        for _ in 0..<16 {
+            let id = h.connect(from: "198.51.100.7")
+            #expect(h.state.sessionCount(for: id))
+            open.append(id)
+        }
+        let refused = h.connect(from: "198.51.100.7")
+        #expect(!h.state.sessionCount(for: refused))
+        h.send(open[0], "QUIT")
+        let again = h.connect(from: "198.51.100.7")
+        #expect(h.state.sessionCount(for: again), "a slot freed by a departure")
+    }
+
+    @Test("32 new connections per address per 10 minutes; a /64 is one address; loopback is exempt")
+    func newPerWindow() {
+        var h = Harness()
+        for i in 0..<32 {
+            let id = h.connect(from: "2001:db8:5:6::\(i + 1)")
+            h.send(id, "QUIT")
+        }
+        let refused = h.connect(from: "2001:db8:5:6::99")
+        #expect(!h.state.sessionCount(for: refused))
+        for _ in 0..<100 {
+            let local = h.connect()
+            #expect(h.state.sessionCount(for: local))
+        }
+        h.now += 601
+        h.state.tick(now: h.now)
+        let later = h.connect(from: "2001:db8:5:6::99")
+        #expect(h.state.sessionCount(for: later), "ten minutes later")
+    }
+
+    @Test("the refusal is an ERROR saying why, logged once per address")
+    func told() {
+        var h = Harness { $0.connectionLimits = ConnectionLimits(perAddress: 1, newPerWindow: 10) }
+        _ = h.connect(from: "203.0.113.5")
+        var logs: [String] = []
+        for _ in 0..<3 {
+            let id = ConnectionID(UInt64(h.state.sessions.count + 100))
+            h.state.connected(id, host: "203.0.113.5", peer: "203.0.113.5:1", now: h.now)
+            let out = h.state.takeOutbox()
+            logs += out.logs.filter { $0.contains("refused") }
+            #expect(out.messages(to: id).map(\.line) == ["ERROR :Closing Link: 203.0.113.5 (Too many connections from your address (1))"])
+        }
+        #expect(logs.count == 1)
+    }
+}
+
+extension ServerState {
+    /// Whether the connection is still open (admitted).
+    func sessionCount(for id: ConnectionID) -> Bool { sessions[id] != nil }
+}
