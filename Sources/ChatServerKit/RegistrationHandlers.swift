@@ -87,7 +87,7 @@ extension ServerState {
         if request.now - failures.since >= 60 { failures = (0, request.now) }
         // Loopback is exempt: the host's own screen, and whoever else is on this machine, are
         // not locked out by a neighbour's guesses.
-        let loopback = session.user.address == "127.0.0.1" || session.user.address == "::1"
+        let loopback = Self.isLoopback(session.user.address)
         if failures.count >= 3 && !loopback {
             reply(session, .passwdMismatch, "Too many wrong passwords from your address; try again in a minute")
             closeLink(session, reason: "Bad password", now: request.now)
@@ -158,6 +158,9 @@ extension ServerState {
             completeRegistrationIfReady(session, now: now)
         }
     }
+
+    /// This machine itself (127.0.0.0/8, ::1): exempt from the per-address limits.
+    static func isLoopback(_ address: String) -> Bool { address == "::1" || address.hasPrefix("127.") }
 
     /// What password failures are counted by: the address, or an IPv6 address's /64 (a host
     /// gets a whole /64 and could otherwise walk through it).

@@ -370,15 +370,7 @@ final class ServerRuntime {
             let closing = toClose
             toClose.removeAll()
             for connection in closing {
-                // Last words (ERROR) go out if the socket takes them now; a stalled peer gets nothing more.
-                if let tls = connection.tls {
-                    if tls.handshakeDone {
-                        _ = connection.output.flush(to: tls)
-                        tls.shutdown()
-                    }
-                } else {
-                    _ = connection.output.flush(to: connection.fd)
-                }
+                sendLastWords(connection)
                 epoll.remove(connection.fd)
                 Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
                 close(connection.fd)
@@ -387,14 +379,22 @@ final class ServerRuntime {
         }
     }
 
+    /// Last words (ERROR) go out if the socket takes them now, then close_notify on TLS; a
+    /// stalled peer gets nothing more.
+    private func sendLastWords(_ connection: Connection) {
+        if let tls = connection.tls {
+            guard tls.handshakeDone else { return }
+            _ = connection.output.flush(to: tls)
+            tls.shutdown()
+        } else {
+            _ = connection.output.flush(to: connection.fd)
+        }
+    }
+
     private func shutdown() {
         for connection in connections.values {
             connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
-            if let tls = connection.tls {
-                if tls.handshakeDone { _ = connection.output.flush(to: tls); tls.shutdown() }
-            } else {
-                _ = connection.output.flush(to: connection.fd)
-            }
+            sendLastWords(connection)
             close(connection.fd)
         }
         connections.removeAll()

@@ -94,7 +94,7 @@ public struct ServerState {
     mutating func admit(_ session: Session, now: Double) {
         guard let limits = config.connectionLimits else { return }
         let address = session.user.address
-        if limits.exemptLoopback && (address == "127.0.0.1" || address == "::1" || address.hasPrefix("127.")) { return }
+        if limits.exemptLoopback && Self.isLoopback(address) { return }
         let key = Self.throttleKey(address)
         var recent = (recentConnections[key] ?? []).filter { now - $0 < limits.window }
         let refusal: String?

@@ -53,9 +53,8 @@ public final class LineConnection: Sendable {
     public let localHost: String
     private let shared: Mutex<Shared>
     private let fd: Int32
-    /// The I/O thread sleeps in poll on the socket and on this pipe's read end.
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    /// The I/O thread sleeps in poll on the socket and on this (the server loop's eventfd kind).
+    private let wakeup: Wakeup
     /// Seconds on a clock that never jumps (a test's own clock in tests).
     private let clock: @Sendable () -> Double
     /// The TLS session, when the connection is TLS (used by the I/O thread only, after the
@@ -64,7 +63,8 @@ public final class LineConnection: Sendable {
     /// The server's certificate, on a TLS connection.
     public let certificate: PeerCertificate?
 
-    private init(fd: Int32, tls: TLSSession?, clock: @escaping @Sendable () -> Double) {
+    private init(fd: Int32, tls: TLSSession?, wakeup: Wakeup, clock: @escaping @Sendable () -> Double) {
+        self.wakeup = wakeup
         self.fd = fd
         self.clock = clock
         self.tls = tls.map(TLSBox.init)
@@ -72,7 +72,6 @@ public final class LineConnection: Sendable {
         peer = SocketAddress.peer(of: fd).map(SocketAddress.describe) ?? "?"
         localHost = SocketAddress.local(of: fd).map(SocketAddress.host(of:)) ?? "?"
         shared = Mutex(Shared())
-        (wakeRead, wakeWrite) = Self.makePipe()
         let (stream, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         input = stream
         let loop = IOLoop(connection: self, continuation: continuation)
@@ -83,8 +82,6 @@ public final class LineConnection: Sendable {
 
     deinit {
         Glibc.close(fd)
-        Glibc.close(wakeRead)
-        Glibc.close(wakeWrite)
     }
 
     /// Resolves and connects off the caller's thread; cancelling the calling task gives up at
@@ -95,18 +92,19 @@ public final class LineConnection: Sendable {
     public static func open(host: String, port: Int, timeout: Double, tls: TLSContext? = nil,
                             clock: @escaping @Sendable () -> Double = Monotonic.now) async throws(TransportError) -> LineConnection {
         Sockets.ignoreSIGPIPE()
-        let attempt = ConnectAttempt()
+        let attempt = try ConnectAttempt()
+        let wakeup = try Wakeup()
         let result: Result<Connected, TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 guard attempt.wait(continuation) else { return }
                 let thread = Thread {
                     let outcome = Result { () throws(TransportError) -> Connected in
                         let deadline = Monotonic.now() + timeout
-                        let fd = try Sockets.connect(host: host, port: port, timeout: timeout, cancel: attempt.cancelRead, nonBlocking: true)
+                        let fd = try Sockets.connect(host: host, port: port, timeout: timeout, cancel: attempt.cancel.fd, nonBlocking: true)
                         guard let tls else { return Connected(fd: fd, session: nil) }
                         do throws(TransportError) {
                             return Connected(fd: fd, session: try handshake(TLSSession(context: tls, fd: fd, server: false, hostName: host),
-                                                                           fd: fd, cancel: attempt.cancelRead, deadline: deadline, host: host, port: port))
+                                                                           fd: fd, cancel: attempt.cancel.fd, deadline: deadline, host: host, port: port))
                         } catch {
                             Glibc.close(fd)
                             throw error
@@ -117,10 +115,10 @@ public final class LineConnection: Sendable {
                 thread.start()
             }
         } onCancel: {
-            attempt.cancel()
+            attempt.giveUp()
         }
         let connected = try result.get()
-        return LineConnection(fd: connected.fd, tls: connected.session?.session, clock: clock)
+        return LineConnection(fd: connected.fd, tls: connected.session?.session, wakeup: wakeup, clock: clock)
     }
 
     /// A connected socket and its TLS session, handed from the connect thread to the caller.
@@ -160,10 +158,10 @@ public final class LineConnection: Sendable {
             var finished = false
         }
         private let state = Mutex(State())
-        let cancelRead: Int32
-        private let cancelWrite: Int32
+        /// Signalled when the caller gives up; the connect polls it.
+        let cancel: Wakeup
 
-        init() { (cancelRead, cancelWrite) = LineConnection.makePipe() }
+        init() throws(TransportError) { cancel = try Wakeup() }
 
         /// Keeps the continuation; false (answered already) when the task was cancelled before.
         func wait(_ continuation: CheckedContinuation<Result<Connected, TransportError>, Never>) -> Bool {
@@ -172,19 +170,15 @@ public final class LineConnection: Sendable {
                 state.continuation = continuation
                 return false
             }
-            if cancelled {
-                continuation.resume(returning: .failure(.cancelled))
-                state.withLock { _ in closePipe() }
-            }
+            if cancelled { continuation.resume(returning: .failure(.cancelled)) }
             return !cancelled
         }
 
-        func cancel() {
+        func giveUp() {
             let waiting = state.withLock { state -> CheckedContinuation<Result<Connected, TransportError>, Never>? in
                 guard !state.finished, !state.cancelled else { return nil }
                 state.cancelled = true
-                var byte: UInt8 = 1
-                _ = Glibc.write(cancelWrite, &byte, 1)
+                cancel.signal()
                 defer { state.continuation = nil }
                 return state.continuation
             }
@@ -195,7 +189,6 @@ public final class LineConnection: Sendable {
         func finish(_ result: Result<Connected, TransportError>) {
             let waiting = state.withLock { state -> CheckedContinuation<Result<Connected, TransportError>, Never>? in
                 state.finished = true
-                closePipe()
                 defer { state.continuation = nil }
                 return state.continuation
             }
@@ -204,11 +197,6 @@ public final class LineConnection: Sendable {
             } else if case .success(let connected) = result {
                 Glibc.close(connected.fd)
             }
-        }
-
-        private func closePipe() {
-            Glibc.close(cancelRead)
-            Glibc.close(cancelWrite)
         }
     }
 
@@ -252,21 +240,7 @@ public final class LineConnection: Sendable {
         if resume { wake() }
     }
 
-    /// A pipe, both ends non-blocking and closed on exec.
-    static func makePipe() -> (Int32, Int32) {
-        var fds: [Int32] = [-1, -1]
-        _ = fds.withUnsafeMutableBufferPointer { pipe($0.baseAddress!) }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        return (fds[0], fds[1])
-    }
-
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = Glibc.write(wakeWrite, &byte, 1)
-    }
+    private func wake() { wakeup.signal() }
 
     /// The I/O thread: poll, read while the consumer keeps up, send what is queued.
     private struct IOLoop: @unchecked Sendable {
@@ -278,7 +252,6 @@ public final class LineConnection: Sendable {
             let fd = connection.fd
             var framer = LineFramer()
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-            var drain = [UInt8](repeating: 0, count: 64)
             let now = connection.clock
             // When output last moved: set when it starts waiting, and on every byte sent.
             var lastProgress = now()
@@ -312,13 +285,13 @@ public final class LineConnection: Sendable {
                 // A socket we neither read nor write is left out (fd -1), or its ERR/HUP would
                 // wake poll at once, again and again, until the consumer catches up.
                 var pfds = [pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
-                            pollfd(fd: connection.wakeRead, events: Int16(POLLIN), revents: 0)]
+                            pollfd(fd: connection.wakeup.fd, events: Int16(POLLIN), revents: 0)]
                 // Plaintext the TLS session already holds is readable now, whatever the socket says.
                 let held = reading && (connection.tls?.session.buffered ?? false)
                 let ready = poll(&pfds, 2, held ? 0 : queued > 0 ? 500 : -1)
                 if ready < 0 && errno != EINTR { reason = "poll failed: \(TransportError.errnoText(errno))"; break }
                 if pfds[1].revents != 0 {
-                    while drain.withUnsafeMutableBytes({ Glibc.read(connection.wakeRead, $0.baseAddress, $0.count) }) > 0 {}
+                    connection.wakeup.drain()
                 }
                 let revents = Int32(pfds[0].revents)
                 if revents & Int32(POLLOUT) != 0 || (queued > 0 && revents & Int32(POLLERR | POLLHUP) == 0) {

@@ -203,10 +203,7 @@ public enum TLSCertificates {
     public static func verifies(file path: String) -> Bool { chat_tls_file_verifies(path) == 1 }
 
     public static func format(_ digest: [UInt8]) -> String {
-        digest.map { byte in
-            let hex = String(byte, radix: 16, uppercase: true)
-            return hex.count == 1 ? "0" + hex : hex
-        }.joined(separator: ":")
+        digest.map { Crypto.hex([$0]).uppercased() }.joined(separator: ":")
     }
 }
 

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import ChatClientKit
 import ChatStore
 import ChatTransport
 import IRCWire
@@ -70,9 +71,9 @@ enum AccountCommand {
                     writeLine(record.name + (record.certificates.isEmpty ? "" : "  certificates: " + record.certificates.joined(separator: " ")), to: 1)
                 }
             case ("cert", 4) where positional[1] == "add":
-                let fingerprint = positional[3].uppercased().filter(\.isHexDigit)
+                let fingerprint = KnownServers.normalise(positional[3])
                 guard fingerprint.count == 64 else { fail("a certificate fingerprint is its SHA-256: 64 hex digits, colons optional") }
-                try accounts.addCertificate(key: key(positional[2]), fingerprint: String(fingerprint))
+                try accounts.addCertificate(key: key(positional[2]), fingerprint: fingerprint)
                 writeLine("certificate added to \(positional[2])", to: 1)
             default:
                 fail(usage)

@@ -57,8 +57,13 @@ case .hashPassword:
 }
 
 /// How others on the network join this room: the machine's LAN addresses with the port.
+/// The addresses others reach us at: the bound one, or every LAN address when bound to all.
+func joinAddresses(bind: String?) -> [String] {
+    bind.map { $0 == "::" || $0 == "0.0.0.0" ? LocalAddresses.all() : [$0] } ?? LocalAddresses.all()
+}
+
 func joinHint(bind: String?, port: Int) -> [String] {
-    let addresses = bind.map { $0 == "::" || $0 == "0.0.0.0" ? LocalAddresses.all() : [$0] } ?? LocalAddresses.all()
+    let addresses = joinAddresses(bind: bind)
     let portFlag = port == 6667 ? "" : " --port \(port)"
     if addresses.isEmpty {
         return ["Hosting on port \(port); no network address found: others on this machine join with chat-tui --host 127.0.0.1\(portFlag)"]
@@ -105,7 +110,7 @@ func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContex
 /// How to join over TLS, for the host's screen: the exact command, pinned to our certificate
 /// when it is self-signed.
 func tlsHint(bind: String?, port: Int, fingerprint: String, selfSigned: Bool) -> [String] {
-    let addresses = bind.map { $0 == "::" || $0 == "0.0.0.0" ? LocalAddresses.all() : [$0] } ?? LocalAddresses.all()
+    let addresses = joinAddresses(bind: bind)
     let portFlag = port == 6697 ? "" : " --port \(port)"
     var lines = ["Over TLS (port \(port)):"]
     for address in addresses.isEmpty ? ["127.0.0.1"] : addresses {
