@@ -316,7 +316,8 @@ extension ChatModel {
             return
         }
         if let trust = pendingTrust {
-            screen.put(Ellipsis.fit("Trust \(trust.server)'s certificate \(trust.fingerprint)? y/n", width: width), x: 0, y: y, limit: width, style: Palette.highlight)
+            // The question first, so a narrow row still shows what to answer.
+            screen.put(Ellipsis.fit("Trust \(trust.server)'s certificate? y/n  (SHA-256 \(trust.fingerprint))", width: width), x: 0, y: y, limit: width, style: Palette.highlight)
             screen.cursor = nil
             return
         }

@@ -21,7 +21,7 @@ enum AccountCommand {
     static func run(_ words: [String]) -> Never {
         var positional: [String] = []
         var password: String?
-        var directory = NSHomeDirectory() + "/.local/share/chat-tui/server"
+        var directory = homeDirectory + "/.local/share/chat-tui/server"
         var index = 0
         while index < words.count {
             switch words[index] {

@@ -19,7 +19,10 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-let configPath = (ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? NSHomeDirectory() + "/.config") + "/chat-tui/config"
+/// $HOME as the user set it (Foundation's NSHomeDirectory reads the password database
+/// instead, so `HOME=/tmp/x chat-tui` would still write into the real home).
+let homeDirectory = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+let configPath = (ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? homeDirectory + "/.config") + "/chat-tui/config"
 // `chat-tui account …` manages the server's accounts and exits.
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "account" {
     AccountCommand.run(Array(CommandLine.arguments.dropFirst(2)))
@@ -83,7 +86,7 @@ func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContex
     var made = false
     if certificate == nil || key == nil {
         guard certificate == nil && key == nil else { fail("--tls-cert and --tls-key go together") }
-        let directory = arguments.dataDirectory ?? (NSHomeDirectory() + "/.local/share/chat-tui/server")
+        let directory = arguments.dataDirectory ?? (homeDirectory + "/.local/share/chat-tui/server")
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
@@ -138,7 +141,7 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     // TLS without a port is TLS's port, as irssi's -tls is.
     if config.tls && !arguments.portGiven { config.port = 6697 }
     config.tlsFingerprint = arguments.tlsFingerprint
-    config.knownServersPath = NSHomeDirectory() + "/.local/share/chat-tui/client/known-servers"
+    config.knownServersPath = homeDirectory + "/.local/share/chat-tui/client/known-servers"
     config.pingInterval = arguments.pingInterval ?? 30
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.scrollbackLimit = arguments.scrollback
@@ -179,7 +182,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     var logFD: Int32 = 1
     if withScreen {
         // The screen belongs to curses: the server's log goes to a file.
-        let path = arguments.logPath ?? (NSHomeDirectory() + "/.local/state/chat-tui/server.log")
+        let path = arguments.logPath ?? (homeDirectory + "/.local/state/chat-tui/server.log")
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         if logFD < 0 { fail("cannot write the server log \(path): \(String(cString: strerror(errno)))") }

@@ -279,7 +279,8 @@ func trustPrompt() {
     let fingerprint = "AB:CD:EF"
     let said = model.receive(.unknownCertificate(server: "irc.example:6697", fingerprint: fingerprint, problem: "self-signed certificate"))
     #expect(said.count == 1)
-    #expect(draw(model).lines[5] == "Trust irc.example:6697's certificate AB:CD:EF? y/n          ")
+    // Too long for 60 columns: the fingerprint is cut, the question and y/n stay.
+    #expect(draw(model).lines[5] == "Trust irc.example:6697's certificate? y/n  (SHA-256…        ")
     #expect(model.update(.key(.character("x"))) == [])
     #expect(model.update(.key(.character("y"))) == [.trustCertificate(fingerprint)])
     #expect(model.pendingTrust == nil && draw(model).lines[5].hasPrefix("> "))

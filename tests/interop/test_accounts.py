@@ -30,3 +30,11 @@ def test_accounts_from_the_shell(tmp_path):
     for name in os.listdir(data):
         with open(data / name, "rb") as f:
             assert b"from stdin" not in f.read(), f"{name} holds a password"
+
+
+def test_home_decides_where_the_data_goes(tmp_path):
+    # $HOME, not the password database: isolating a run with HOME=… must work.
+    env = dict(os.environ, HOME=str(tmp_path))
+    made = subprocess.run([BINARY, "account", "add", "carol", "--password", "pw"], env=env, capture_output=True, text=True, timeout=60)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / ".local/share/chat-tui/server/server.db").exists()
