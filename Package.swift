@@ -31,8 +31,8 @@ let package = Package(
         .target(name: "IRCWire"),
         .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem", "COpenSSL"]),
         // The database: accounts with SCRAM credentials. No IRC logic.
-        .target(name: "ChatStore", dependencies: ["CSQLite", "ChatTransport"]),
-        .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport"]),
+        .target(name: "ChatStore", dependencies: ["CSQLite", "ChatTransport", "IRCWire"]),
+        .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "IRCWire"]),
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
@@ -41,12 +41,12 @@ let package = Package(
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
-        .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore", "ChatTransport"]),
+        .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore", "ChatTransport", "IRCWire"]),
         // Helpers shared by the test targets: a line-level IRC client and a server on a free port.
-        .target(name: "IRCTestSupport", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire"], path: "Tests/IRCTestSupport"),
-        .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "IRCWire", "IRCTestSupport"]),
+        .target(name: "IRCTestSupport", dependencies: ["ChatServerKit", "ChatStore", "ChatTransport", "IRCWire"], path: "Tests/IRCTestSupport"),
+        .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "ChatStore", "IRCWire", "IRCTestSupport"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "ChatClientKit", "IRCWire"]),
-        .testTarget(name: "ChatClientKitTests", dependencies: ["ChatClientKit", "ChatServerKit", "ChatTransport", "IRCWire", "IRCTestSupport"]),
+        .testTarget(name: "ChatClientKitTests", dependencies: ["ChatClientKit", "ChatServerKit", "ChatStore", "ChatTransport", "IRCWire", "IRCTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

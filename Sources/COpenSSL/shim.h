@@ -24,6 +24,13 @@ static inline void chat_tls_last_error(char *out, size_t length) {
     ERR_clear_error();
 }
 
+/// Any client certificate is accepted (self-signed ones too): it is not a proof of anything by
+/// itself, only a key whose fingerprint an account may have registered for SASL EXTERNAL.
+static inline int chat_tls_accept_any_certificate(int preverified, X509_STORE_CTX *store) {
+    (void)preverified; (void)store;
+    return 1;
+}
+
 /// A server context: TLS 1.2 and 1.3 only, the certificate chain and key from PEM files,
 /// partial writes from a buffer that may move (our output buffers compact). NULL on failure.
 static inline SSL_CTX *chat_tls_server_context(const char *certificate, const char *key, char *error, size_t length) {
@@ -41,6 +48,8 @@ static inline SSL_CTX *chat_tls_server_context(const char *certificate, const ch
         SSL_CTX_free(context);
         return NULL;
     }
+    // Ask for a client certificate, without requiring one.
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, chat_tls_accept_any_certificate);
     return context;
 }
 
@@ -53,6 +62,17 @@ static inline SSL_CTX *chat_tls_client_context(char *error, size_t length) {
     SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
     SSL_CTX_set_default_verify_paths(context);
     return context;
+}
+
+/// Presents a client certificate (for SASL EXTERNAL) from PEM files. Returns 1 on success.
+static inline int chat_tls_use_client_certificate(SSL_CTX *context, const char *certificate, const char *key, char *error, size_t length) {
+    if (SSL_CTX_use_certificate_chain_file(context, certificate) != 1
+        || SSL_CTX_use_PrivateKey_file(context, key, SSL_FILETYPE_PEM) != 1
+        || SSL_CTX_check_private_key(context) != 1) {
+        chat_tls_last_error(error, length);
+        return 0;
+    }
+    return 1;
 }
 
 /// Makes a P-256 key and a self-signed certificate for `name`, valid ten years, and writes

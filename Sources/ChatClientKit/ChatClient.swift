@@ -204,7 +204,7 @@ public actor ChatClient {
     private func tlsContext() throws(TransportError) -> TLSContext {
         if let clientTLS { return clientTLS }
         do {
-            let context = try TLSContext.client()
+            let context = try TLSContext.client(certificate: config.tlsClientCertificate, key: config.tlsClientKey)
             clientTLS = context
             return context
         } catch {
@@ -467,7 +467,7 @@ public actor ChatClient {
             case .capabilities(let set): state.capabilities = set
             case .registered: break // the 001 itself is folded into the state next
             case .notice(let text):
-                for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: .error, text: text), to: .server) { emit(event) }
+                for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: .info, text: text), to: .server) { emit(event) }
             case .refuse(let reason):
                 fatalReason = reason
                 connection.close(reason: reason)

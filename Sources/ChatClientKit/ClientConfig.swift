@@ -61,8 +61,19 @@ public struct ClientConfig: Sendable {
     /// Certificates the user chose to trust, `host:port FINGERPRINT` per line (like SSH's known_hosts).
     public var knownServersPath: String?
 
-    /// SASL PLAIN credentials (account, password): sent when the server offers `sasl`.
-    public var sasl: (account: String, password: String)?
+    /// The account to log in to with SASL (`--sasl-user`): SCRAM-SHA-256 when offered, PLAIN
+    /// only over TLS unless `saslPlainInsecure`, EXTERNAL with a client certificate.
+    public var saslAccount: String?
+    public var saslPassword: String?
+    public var saslPlainInsecure = false
+    /// A client certificate (PEM) to present over TLS, and its key (nil: in the same file).
+    public var tlsClientCertificate: String?
+    public var tlsClientKey: String?
+
+    var sasl: SASLLogin? {
+        saslAccount.map { SASLLogin(account: $0, password: saslPassword, allowPlain: tls || saslPlainInsecure,
+                                    external: tls && tlsClientCertificate != nil) }
+    }
 
     /// A USER name: our nickname when it is plain ASCII, else a safe stand-in.
     var userName: String {

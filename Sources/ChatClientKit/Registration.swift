@@ -1,5 +1,30 @@
 import Foundation
+import ChatTransport
 import IRCWire
+
+/// Who to log in as with SASL, and with what.
+public struct SASLLogin: Sendable, Equatable {
+    public var account: String
+    /// nil: only EXTERNAL (a client certificate) can log in.
+    public var password: String?
+    /// PLAIN sends the password itself: only over TLS, unless the user allowed it (`--sasl-plain-insecure`).
+    public var allowPlain: Bool
+    /// A client certificate is presented (EXTERNAL).
+    public var external: Bool
+
+    public init(account: String, password: String?, allowPlain: Bool, external: Bool = false) {
+        self.account = account
+        self.password = password
+        self.allowPlain = allowPlain
+        self.external = external
+    }
+
+    /// The mechanisms we would use, best first: EXTERNAL with a certificate, SCRAM-SHA-256
+    /// (the password never leaves us), PLAIN where allowed.
+    var candidates: [String] {
+        (external ? ["EXTERNAL"] : []) + (password != nil ? ["SCRAM-SHA-256"] + (allowPlain ? ["PLAIN"] : []) : [])
+    }
+}
 
 /// Registration with a server as a pure state machine: it says what to send at the start and
 /// answers each message of the registration dance (CAP LS/REQ/ACK/NAK/NEW/DEL, SASL PLAIN,
@@ -11,11 +36,14 @@ public struct Registration: Sendable {
         public var realName: String
         public var password: String?
         public var wantedCapabilities: [String]
-        /// SASL PLAIN credentials, when the user has an account.
-        public var sasl: (account: String, password: String)?
+        /// The account to log in to, when the user has one: registration does not finish without it.
+        public var sasl: SASLLogin?
+        /// The SCRAM nonce (random in use; fixed in tests, so the machine stays pure).
+        public var nonce: String
 
         public init(nick: String, userName: String, realName: String, password: String? = nil,
-                    wantedCapabilities: [String], sasl: (account: String, password: String)? = nil) {
+                    wantedCapabilities: [String], sasl: SASLLogin? = nil, nonce: String = SCRAMClient.randomNonce()) {
+            self.nonce = nonce
             self.nick = nick
             self.userName = userName
             self.realName = realName
@@ -47,7 +75,7 @@ public struct Registration: Sendable {
         case capabilities(Set<String>)
         /// 001 arrived: registered as this nickname.
         case registered(nick: String)
-        /// SASL did not log us in; registration goes on without an account.
+        /// Something for the user to read (logged in as whom).
         case notice(String)
         /// Stop, and do not reconnect: the reason is for the user.
         case refuse(String)
@@ -63,6 +91,13 @@ public struct Registration: Sendable {
     /// NICKLEN, once 005 said it (a retry never passes it).
     public var nickLength = 30
     private var retries = 0
+    /// SASL: the mechanisms still to try, the one under way, how far it got, the chunks of the
+    /// server's current message, and the SCRAM exchange.
+    private var mechanisms: [String] = []
+    public private(set) var mechanism: String?
+    private var step = 0
+    private var incoming = ""
+    private var scram: SCRAMClient?
 
     public init(_ settings: Settings) {
         self.settings = settings
@@ -74,6 +109,8 @@ public struct Registration: Sendable {
         phase = .listing
         offered = [:]
         acknowledged = []
+        mechanisms = []
+        mechanism = nil
         var out: [Action] = [.send(IRCMessage("CAP", "LS", "302"))]
         if let password = settings.password { out.append(.send(IRCMessage("PASS", password))) }
         out.append(.send(IRCMessage("NICK", nick)))
@@ -103,25 +140,37 @@ public struct Registration: Sendable {
             // The server knows no CAP (or not this subcommand): register without.
             return endNegotiation()
         case "AUTHENTICATE":
-            guard phase == .authenticating, p.first == "+", let sasl = settings.sasl else { return [] }
-            let payload = Data("\(sasl.account)\u{0}\(sasl.account)\u{0}\(sasl.password)".utf8).base64EncodedString()
-            // Chunks of 400 bytes; a payload of exactly a multiple of 400 ends with "+".
-            var out: [Action] = []
-            var rest = Substring(payload)
-            repeat {
-                let chunk = rest.prefix(400)
-                rest = rest.dropFirst(chunk.count)
-                out.append(.send(IRCMessage("AUTHENTICATE", String(chunk))))
-                if rest.isEmpty && chunk.count == 400 { out.append(.send(IRCMessage("AUTHENTICATE", "+"))) }
-            } while !rest.isEmpty
-            return out
+            guard phase == .authenticating, let chunk = p.first else { return [] }
+            if chunk != "+" { incoming += chunk }
+            // A full chunk: more follow.
+            if chunk.utf8.count == 400 { return [] }
+            let text = incoming
+            incoming = ""
+            return authenticate(text.isEmpty ? [] : Base64.decode(text))
         case "903", "907":
             return phase == .authenticating ? endNegotiation() : []
-        case "902", "904", "905", "906", "908":
-            guard phase == .authenticating else { return [] }
-            let reason = p.last ?? "SASL authentication failed"
-            return [.notice("Not logged in (\(reason)); going on without an account")] + endNegotiation()
-        case "900", "901":
+        case "908":
+            // The mechanisms the server has: the next attempt picks among them.
+            let listed = Set((message.param(1) ?? "").uppercased().split(separator: ",").map(String.init))
+            mechanisms.removeAll { !listed.contains($0) }
+            return []
+        case "904", "905":
+            guard phase == .authenticating, let sasl = settings.sasl else { return [] }
+            // Refused before anything was proved: the mechanism itself, so try the next one.
+            if step == 0, !mechanisms.isEmpty { return nextMechanism() }
+            var reason = p.last ?? "SASL authentication failed"
+            for prefix in ["SASL authentication failed: ", "SASL authentication failed"] where reason.hasPrefix(prefix) && reason != prefix {
+                reason = String(reason.dropFirst(prefix.count))
+            }
+            if reason == "SASL authentication failed" { reason = "the server refused the login" }
+            return refuse("login failed for \(sasl.account): \(reason)")
+        case "902", "906":
+            guard phase == .authenticating, let sasl = settings.sasl else { return [] }
+            return refuse("login failed for \(sasl.account): \(p.last ?? "refused")")
+        case "900":
+            if let account = message.param(2) { return [.notice("Logged in as \(account)")] }
+            return []
+        case "901":
             return []
         case "433", "436", "437":
             guard phase != .registered else { return [] }
@@ -181,16 +230,20 @@ public struct Registration: Sendable {
             for name in list {
                 if name.hasPrefix("-") { acknowledged.remove(String(name.dropFirst())) } else { acknowledged.insert(name) }
             }
-            var out: [Action] = [.capabilities(acknowledged)]
+            let out: [Action] = [.capabilities(acknowledged)]
             guard phase == .requesting else { return out }
             if acknowledged.contains("sasl"), settings.sasl != nil {
                 phase = .authenticating
-                out.append(.send(IRCMessage("AUTHENTICATE", "PLAIN")))
-                return out
+                return out + nextMechanism()
+            }
+            if let sasl = settings.sasl {
+                return out + refuse("login failed for \(sasl.account): the server did not grant SASL")
             }
             return out + endNegotiation()
         case "NAK":
-            return phase == .requesting ? endNegotiation() : []
+            guard phase == .requesting else { return [] }
+            if let sasl = settings.sasl { return refuse("login failed for \(sasl.account): the server did not grant SASL") }
+            return endNegotiation()
         default:
             return []
         }
@@ -198,16 +251,91 @@ public struct Registration: Sendable {
 
     mutating func request(from available: Set<String>) -> [Action] {
         var wanted = settings.wantedCapabilities.filter { available.contains($0) }
-        if settings.sasl != nil, available.contains("sasl"), offersPlain, !wanted.contains("sasl") { wanted.append("sasl") }
+        if let sasl = settings.sasl {
+            // Asked to log in: without a way to, registering would only look like success.
+            guard available.contains("sasl") else {
+                return refuse("login failed for \(sasl.account): the server offers no SASL login (join without --sasl-user, or ask its host)")
+            }
+            // `sasl=PLAIN,EXTERNAL` lists mechanisms; a bare `sasl` (CAP 301) promises nothing, so try ours in turn.
+            let listed = (offered["sasl"] ?? "").uppercased().split(separator: ",").map(String.init)
+            mechanisms = listed.isEmpty ? sasl.candidates : sasl.candidates.filter(listed.contains)
+            if mechanisms.isEmpty {
+                if listed.contains("PLAIN") && sasl.password != nil {
+                    return refuse("login failed for \(sasl.account): the server offers only PLAIN, which would send your password "
+                                  + "in clear over this plain-text connection (use --tls, or --sasl-plain-insecure)")
+                }
+                return refuse("login failed for \(sasl.account): the server offers \(listed.joined(separator: ", ")), none of which we can use"
+                              + (sasl.external ? "" : " (EXTERNAL needs --tls-cert)"))
+            }
+            if !wanted.contains("sasl") { wanted.append("sasl") }
+        }
         guard !wanted.isEmpty else { return endNegotiation() }
         phase = .requesting
         return [.send(IRCMessage("CAP", "REQ", wanted.joined(separator: " ")))]
     }
 
-    /// `sasl=PLAIN,EXTERNAL` lists mechanisms; a bare `sasl` (CAP 301) promises nothing, so try.
-    var offersPlain: Bool {
-        guard let value = offered["sasl"], !value.isEmpty else { return true }
-        return value.split(separator: ",").contains { $0.uppercased() == "PLAIN" }
+    /// Starts the next mechanism to try.
+    mutating func nextMechanism() -> [Action] {
+        guard !mechanisms.isEmpty, let sasl = settings.sasl else {
+            return refuse("login failed for \(settings.sasl?.account ?? "?"): the server accepted none of our login mechanisms")
+        }
+        let next = mechanisms.removeFirst()
+        mechanism = next
+        step = 0
+        incoming = ""
+        scram = next == "SCRAM-SHA-256" ? SCRAMClient(user: sasl.account, password: sasl.password ?? "", nonce: settings.nonce) : nil
+        return [.send(IRCMessage("AUTHENTICATE", next))]
+    }
+
+    /// One whole message from the server in the exchange (nil: it was not base64).
+    mutating func authenticate(_ payload: [UInt8]?) -> [Action] {
+        guard let sasl = settings.sasl, let mechanism else { return [] }
+        guard let payload else { return abort("login failed for \(sasl.account): the server sent a malformed SASL message") }
+        defer { step += 1 }
+        switch (mechanism, step) {
+        case ("PLAIN", 0):
+            return sendAuthenticate(Array("\(sasl.account)\u{0}\(sasl.account)\u{0}\(sasl.password ?? "")".utf8))
+        case ("EXTERNAL", 0):
+            // Empty: the account is the one the certificate belongs to.
+            return [.send(IRCMessage("AUTHENTICATE", "+"))]
+        case ("SCRAM-SHA-256", 0):
+            return sendAuthenticate(Array((scram?.first ?? "").utf8))
+        case ("SCRAM-SHA-256", 1):
+            do {
+                guard let final = try scram?.final(serverFirst: String(decoding: payload, as: UTF8.self)) else { return [] }
+                return sendAuthenticate(Array(final.utf8))
+            } catch {
+                return abort("login failed for \(sasl.account): \(error)")
+            }
+        case ("SCRAM-SHA-256", 2):
+            do {
+                try scram?.verify(serverFinal: String(decoding: payload, as: UTF8.self))
+            } catch {
+                return abort("login failed for \(sasl.account): \(error)")
+            }
+            return [.send(IRCMessage("AUTHENTICATE", "+"))]
+        default:
+            return abort("login failed for \(sasl.account): the server's SASL exchange went on longer than \(mechanism) does")
+        }
+    }
+
+    /// Tells the server we give up (`AUTHENTICATE *`) and stops.
+    mutating func abort(_ reason: String) -> [Action] {
+        [.send(IRCMessage("AUTHENTICATE", "*"))] + refuse(reason)
+    }
+
+    /// A message in 400-byte chunks; a whole last chunk is followed by `+`.
+    func sendAuthenticate(_ bytes: [UInt8]) -> [Action] {
+        let payload = Base64.encode(bytes)
+        var out: [Action] = []
+        var rest = Substring(payload)
+        repeat {
+            let chunk = rest.prefix(400)
+            rest = rest.dropFirst(chunk.count)
+            out.append(.send(IRCMessage("AUTHENTICATE", String(chunk))))
+            if rest.isEmpty && chunk.count == 400 { out.append(.send(IRCMessage("AUTHENTICATE", "+"))) }
+        } while !rest.isEmpty
+        return out
     }
 
     mutating func endNegotiation() -> [Action] {

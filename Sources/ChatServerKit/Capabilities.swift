@@ -1,6 +1,7 @@
 /// The IRCv3 capabilities this server implements; only these are advertised.
 public enum Capability: String, CaseIterable, Sendable {
     case accountNotify = "account-notify"
+    case accountRegistration = "draft/account-registration"
     case accountTag = "account-tag"
     case awayNotify = "away-notify"
     case batch
@@ -15,6 +16,7 @@ public enum Capability: String, CaseIterable, Sendable {
     case multiline = "draft/multiline"
     case multiPrefix = "multi-prefix"
     case noImplicitNames = "no-implicit-names"
+    case sasl
     case serverTime = "server-time"
     case setname
     case standardReplies = "standard-replies"
@@ -26,6 +28,9 @@ public enum Capability: String, CaseIterable, Sendable {
     func value(_ config: ServerConfig) -> String? {
         switch self {
         case .multiline: return "max-bytes=\(config.multilineMaxBytes),max-lines=\(config.multilineMaxLines)"
+        case .sasl: return "PLAIN,EXTERNAL,SCRAM-SHA-256"
+        // REGISTER works before CAP END; the account is named after the nickname.
+        case .accountRegistration: return "before-connect"
         default: return nil
         }
     }

@@ -27,6 +27,22 @@ final class Session {
     var countedUnregistered = false
     var pendingNick: String?
     var failedOperAttempts = 0
+    /// The SASL exchange under way, and the chunks of its current message.
+    var sasl: SASLExchange?
+    var saslBuffer = ""
+    /// A PBKDF2 for this connection (PLAIN, REGISTER, OPER) is on the worker: registration waits for it.
+    var verifying = false
+    var loginOfUnknownAccount = false
+    /// Lines that arrived while `verifying`, handled in order once the answer is in.
+    var heldLines: [[UInt8]] = []
+    /// The label of the command whose answer is being checked (labeled-response).
+    var deferredLabel: String?
+    /// The OPER name being checked.
+    var operName: String?
+    /// SHA-256 of the client certificate shown in the TLS handshake (uppercase hex), for SASL EXTERNAL.
+    var clientCertificate: String?
+    /// Holding an account's name without being logged in to it: renamed at this time.
+    var nickProtectionDeadline: Double?
     /// A draft/multiline batch the client has opened and not yet closed.
     var openBatch: MultilineBatch?
     let connectedAt: Double

@@ -3,7 +3,7 @@ import IRCWire
 extension ServerState {
     // OPER <name> <password>
     mutating func handleOper(_ request: Request) {
-        let session = request.session, user = request.user
+        let session = request.session
         // No operators at all: 491. An unknown name gets the same 464 as a wrong password, as in
         // ergo, so that OPER does not tell which names exist.
         guard !config.operators.isEmpty else {
@@ -15,15 +15,28 @@ extension ServerState {
             reply(session, .passwdMismatch, "Password incorrect")
             return
         }
+        if session.verifying { return }
+        guard pendingPasswordChecks < config.maxPendingPasswordChecks else {
+            reply(session, .passwdMismatch, "The server is busy; try again in a moment")
+            return
+        }
         // Every block of that name is tried (the host's own and one from --oper may share it);
         // an unknown name is hashed against a stand-in, so timing does not tell names apart.
+        // The hashing (PBKDF2) runs on the worker; `operChecked` has the answer.
         let candidates = config.operators.filter { $0.name == request.params[0] }
-        let matched = candidates.first { $0.accepts(request.params[1]) }
-        if candidates.isEmpty { _ = OperatorBlock.standIn.accepts(request.params[1]) }
-        guard let block = matched else {
+        session.operName = request.params[0]
+        requestCheck(session, .oper(blocks: candidates.isEmpty ? [OperatorBlock.standIn] : candidates), password: request.params[1])
+    }
+
+    mutating func operChecked(_ session: Session, block name: String?, now: Double) {
+        let user = session.user
+        let asked = session.operName ?? ""
+        session.operName = nil
+        // The stand-in's name is empty: it never makes anyone an operator.
+        guard let name, !name.isEmpty else {
             session.failedOperAttempts += 1
             reply(session, .passwdMismatch, "Password incorrect")
-            log(session, "error: failed OPER as \"\(request.params[0])\" by \(user.replyName)")
+            log(session, "error: failed OPER as \"\(asked)\" by \(user.replyName)")
             return
         }
         if !user.isOperator {
@@ -31,14 +44,14 @@ extension ServerState {
             send(session, IRCMessage(source: user.prefix, command: "MODE", params: [user.replyName, "+o"]))
         }
         reply(session, .youreOper, "You are now an IRC operator")
-        log(session, "\(user.replyName) is now an operator (\(block.name))")
+        log(session, "\(user.replyName) is now an operator (\(name))")
         // An operator runs the room everyone joins: the host's own user gets +o there.
         if let room = config.room {
             let key = casemapping.fold(room)
             if let status = membership.status(of: user.id, in: key), !status.op, let channel = channels[key] {
                 membership.setStatus(user.id, in: key, "o", true)
                 let mode = IRCMessage(source: config.name, command: "MODE", params: [channel.name, "+o", user.replyName])
-                deliver(mode, toRoom: key, now: request.now)
+                deliver(mode, toRoom: key, now: now)
             }
         }
     }

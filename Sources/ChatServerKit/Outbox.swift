@@ -54,6 +54,8 @@ public struct Outbox: Sendable {
         /// Write what is queued for the connection, then close it; the state has already forgotten it.
         case close(ConnectionID)
         case log(String)
+        /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
+        case checkPassword(PasswordCheck)
     }
 
     public var items: [Item] = []

@@ -18,7 +18,7 @@ extension ServerState {
             session.capVersion = max(session.capVersion, version)
             // 302 clients get values, and cap-notify without asking for it.
             if session.capVersion >= 302 { session.caps.insert(.capNotify) }
-            var words = Capability.allCases.map { cap -> String in
+            var words = Capability.allCases.filter(offers).map { cap -> String in
                 if version >= 302, let value = cap.value(config) { return "\(cap.rawValue)=\(value)" }
                 return cap.rawValue
             }
@@ -48,7 +48,7 @@ extension ServerState {
             var acceptable = !asked.trimmingPrefix(" ").isEmpty
             for word in asked.split(separator: " ") {
                 let remove = word.hasPrefix("-")
-                guard let cap = Capability(rawValue: String(remove ? word.dropFirst() : word)) else {
+                guard let cap = Capability(rawValue: String(remove ? word.dropFirst() : word)), offers(cap) else {
                     acceptable = false
                     break
                 }
@@ -141,6 +141,13 @@ extension ServerState {
             log(session, "error: nickname \"\(wanted)\" refused (\(problem.numeric.rawValue)): \(problem.reason)")
             return
         }
+        // An account's name, by someone not logged in to it: strict refuses it; otherwise the
+        // change goes through with a warning (before registration, SASL may still log them in).
+        let protectedBy = session.registered ? protectingAccount(of: wanted, for: user) : nil
+        if protectedBy != nil && config.nickProtection == .strict {
+            reply(session, .nicknameInUse, wanted, "Nickname is reserved by an account; log in to it with SASL to use it")
+            return
+        }
         if user.nick == wanted { return }
         // Taken before the change: the announcement comes from the old name.
         let oldNick = user.nick
@@ -154,6 +161,7 @@ extension ServerState {
             deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now)
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")
             if !sameName { notifyMonitors(online: user, now: now) }
+            if let account = protectedBy { warnNickProtected(session, account: account, now: now) } else { session.nickProtectionDeadline = nil }
         } else {
             completeRegistrationIfReady(session, now: now)
         }
@@ -198,6 +206,9 @@ extension ServerState {
             if let reserved = reservedSkeletons[skeleton] {
                 return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks like \(reserved), which is reserved")
             }
+        }
+        if let account = accountLookalike(wanted, keys: keys) {
+            return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like the account \(account)")
         }
         // After the look-alike checks, so that `аlice` is told whom it looks like, not only that it mixes scripts.
         if let problem = NameSafety.nickProblem(wanted) {
@@ -266,6 +277,13 @@ extension ServerState {
     mutating func completeRegistrationIfReady(_ session: Session, now: Double) {
         let user = session.user
         guard !session.registered, !session.capNegotiating, user.nick != nil || session.pendingNick != nil, user.username != nil else { return }
+        // A password being checked (SASL PLAIN, REGISTER) holds registration until its answer.
+        if session.verifying { return }
+        // SASL 3.2: registration completing mid-exchange aborts the exchange.
+        if session.sasl != nil {
+            endSASL(session)
+            reply(session, .saslAborted, "SASL authentication aborted")
+        }
         if config.password != nil && !session.passwordAccepted {
             reply(session, .passwdMismatch, "Password required")
             log(session, "error: no password from \(user.address)")
@@ -273,6 +291,13 @@ extension ServerState {
             return
         }
         guard let nick = user.nick else { return }
+        let protectedBy = protectingAccount(of: nick, for: user)
+        if protectedBy != nil && config.nickProtection == .strict {
+            reply(session, .nicknameInUse, nick, "Nickname is reserved by an account; log in to it with SASL to use it")
+            releaseNick(nick, of: user, wasOnline: false)
+            user.nick = nil
+            return
+        }
         session.registered = true
         if session.countedUnregistered {
             unregisteredConnections -= 1
@@ -290,6 +315,7 @@ extension ServerState {
         sendLusers(session)
         sendMotd(session)
         notifyMonitors(online: user, now: now)
+        if let account = protectedBy { warnNickProtected(session, account: account, now: now) }
         if let room = config.room { join(session, channelName: room, key: nil, now: now) }
     }
 

@@ -95,6 +95,19 @@ public struct ServerConfig: Sendable {
     public var sts: (port: Int, duration: Int)?
     /// When the server started, seconds since 1970, for 003.
     public var createdAt: Double = 0
+    /// draft/account-registration: users may make accounts with REGISTER (`--registration open|closed`).
+    public var accountRegistration = true
+    /// What happens to someone using an account's name without logging in to it.
+    public var nickProtection = NickProtection.rename(after: 30)
+    /// PBKDF2 iterations of accounts made with REGISTER.
+    public var accountIterations = 100_000
+    /// Failed logins allowed per minute from one address (an IPv6 /64) and for one account.
+    public var loginFailuresPerAddress = 5
+    public var loginFailuresPerAccount = 10
+    /// Accounts one address may make per hour.
+    public var accountsPerAddressPerHour = 3
+    /// PBKDF2s waiting for the worker at once; past it, logins are told to try again.
+    public var maxPendingPasswordChecks = 64
 
     public init() {}
 
@@ -137,6 +150,15 @@ public struct ServerConfig: Sendable {
 }
 
 public typealias ISupportTokens = [(String, String)]
+
+/// `--nick-protection`: an account's name used by someone not logged in to it.
+public enum NickProtection: Sendable, Equatable {
+    /// Allowed, with a warning; renamed to a guest nickname after this many seconds (ergo's "timeout").
+    case rename(after: Double)
+    /// Refused at once (433), as ergo's "strict".
+    case strict
+    case off
+}
 
 /// How many connections one address may hold and open.
 public struct ConnectionLimits: Sendable, Equatable {

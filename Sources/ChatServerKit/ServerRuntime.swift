@@ -3,8 +3,55 @@ import Glibc
 #endif
 import Foundation
 import Synchronization
+import ChatStore
 import ChatTransport
 import IRCWire
+
+/// The thread that runs password hashing (PBKDF2) for the loop: the loop hands it a check and
+/// goes on; the answer is taken on the next wake-up. One thread: on two cores the other is the loop's.
+final class PasswordWorker: Sendable {
+    private let jobs = Mutex<(queue: [PasswordCheck], stopped: Bool)>(([], false))
+    private let results = Mutex<[(PasswordCheck, PasswordOutcome)]>([])
+    private let ready = DispatchSemaphore(value: 0)
+    private let wakeup: Wakeup
+
+    init(wakeup: Wakeup) {
+        self.wakeup = wakeup
+        let thread = Thread { [self] in work() }
+        thread.name = "chat-tui passwords"
+        thread.start()
+    }
+
+    func submit(_ check: PasswordCheck) {
+        jobs.withLock { $0.queue.append(check) }
+        ready.signal()
+    }
+
+    func takeResults() -> [(PasswordCheck, PasswordOutcome)] {
+        results.withLock { taken in defer { taken.removeAll() }; return taken }
+    }
+
+    func stop() {
+        jobs.withLock { $0.stopped = true }
+        ready.signal()
+    }
+
+    private func work() {
+        while true {
+            ready.wait()
+            let next: PasswordCheck? = jobs.withLock { state in
+                state.stopped || state.queue.isEmpty ? nil : state.queue.removeFirst()
+            }
+            guard let check = next else {
+                if jobs.withLock({ $0.stopped }) { return }
+                continue
+            }
+            let outcome = check.run()
+            results.withLock { $0.append((check, outcome)) }
+            wakeup.signal()
+        }
+    }
+}
 
 /// The shell around `ServerState`: owns the sockets, the epoll loop and the clock, feeds the
 /// state events, and applies what it decides. One thread; one `send` per connection per loop turn.
@@ -57,6 +104,7 @@ final class ServerRuntime {
     private var ticks = 0
     private var lastTrim = 0
     private var eventsThisTick = 0
+    private let passwords: PasswordWorker
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
     private static let wakeupToken = UInt64.max
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
@@ -70,6 +118,7 @@ final class ServerRuntime {
         self.control = control
         self.sendQueueLimit = sendQueueLimit
         self.logger = logger
+        passwords = PasswordWorker(wakeup: control.wakeup)
         epoll = try Epoll()
         for (index, fd) in listeners.enumerated() { try epoll.add(fd, token: Self.listenerToken(index)) }
         try epoll.add(control.wakeup.fd, token: Self.wakeupToken)
@@ -113,6 +162,10 @@ final class ServerRuntime {
     private func handle(_ event: Epoll.Event) {
         if event.token == Self.wakeupToken {
             control.wakeup.drain()
+            for (check, outcome) in passwords.takeResults() {
+                state.passwordChecked(check, outcome, now: WallClock.now())
+                apply()
+            }
             // A new certificate (SIGHUP): new connections get it; those up keep theirs.
             if let context = control.takeReplacementTLS() {
                 listenerTLS = listenerTLS.map { $0 == nil ? nil : context }
@@ -192,6 +245,8 @@ final class ServerRuntime {
             // stalls here costs one idle socket until the registration timeout closes it.
             switch tls.handshake() {
             case .done:
+                state.secured(connection.id, clientCertificate: tls.peerFingerprint)
+                apply()
                 setWritable(connection, !connection.output.isEmpty)
                 queueFlush(connection)
             case .wantRead:
@@ -289,6 +344,8 @@ final class ServerRuntime {
                     if let connection = connections[id.raw] { markClosing(connection) }
                 case .log(let text):
                     logger(text)
+                case .checkPassword(let check):
+                    passwords.submit(check)
                 }
             }
         }
@@ -399,6 +456,7 @@ final class ServerRuntime {
         }
         connections.removeAll()
         for fd in listeners { close(fd) }
+        passwords.stop()
         logger("server stopped")
     }
 }
@@ -445,7 +503,7 @@ public final class ServerHandle: Sendable {
     /// `tls`: a second port speaking TLS with this context (port 0: any free port).
     /// `plaintext: false`: only the TLS port listens (`port` is then that one).
     public static func start(config: ServerConfig, bind: String?, port: Int, tls: (port: Int, context: TLSContext)? = nil,
-                             plaintext: Bool = true, sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
+                             plaintext: Bool = true, accounts: AccountStore? = nil, sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
         let plain = plaintext || tls == nil ? try Sockets.listen(bind: bind, port: port) : []
@@ -455,7 +513,7 @@ public final class ServerHandle: Sendable {
         }
         let tlsPort = secure.first.map(Sockets.boundPort)
         let handle = ServerHandle(port: plain.first.map(Sockets.boundPort) ?? tlsPort ?? 0, tlsPort: tlsPort, wakeup: try Wakeup())
-        let runtime = try ServerRuntime(state: ServerState(config: config), listeners: plain + secure,
+        let runtime = try ServerRuntime(state: ServerState(config: config, accounts: accounts), listeners: plain + secure,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context },
                                         tlsPort: handle.tlsPort, control: handle,
                                         sendQueueLimit: sendQueueLimit, logger: logger)

@@ -1,3 +1,5 @@
+import ChatStore
+import ChatTransport
 import IRCWire
 
 /// The whole server as a value: it takes events (a connection opened, a line arrived, a
@@ -39,6 +41,17 @@ public struct ServerState {
     var ticksSincePrune = 0
     /// Addresses refused in the current window, so the log says so once.
     var refusedAddresses: Set<String> = []
+    /// The account database (nil: no accounts, no SASL). Read on the loop (an indexed row);
+    /// the PBKDF2 of a password never runs here (`PasswordCheck`).
+    let accounts: AccountStore?
+    /// PBKDF2s handed to the worker and not answered yet.
+    var pendingPasswordChecks = 0
+    /// Failed logins in the current minute, by `address KEY` and `account NAME`.
+    var loginFailures: [String: (count: Int, since: Double)] = [:]
+    /// Accounts made through REGISTER in the last hour, per address key.
+    var accountsCreated: [String: [Double]] = [:]
+    /// Keys the stand-in credentials of unknown account names (SCRAM salts that stay the same).
+    let standInSecret = Crypto.randomBytes(32)
     /// The most users registered at once since the start, for 265 and 266.
     var peakRegistered = 0
     /// Registered users with +i and with +o, kept as counts so LUSERS (sent on every
@@ -52,8 +65,9 @@ public struct ServerState {
     /// Skeletons of the reserved nicknames, to the name as configured.
     let reservedSkeletons: [String: String]
 
-    public init(config: ServerConfig) {
+    public init(config: ServerConfig, accounts: AccountStore? = nil) {
         self.config = config
+        self.accounts = accounts
         targetLimits = config.targetLimits
         isupportTokens = config.isupport.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
         var reserved: [String: String] = [:]
@@ -88,6 +102,12 @@ public struct ServerState {
         sessions[id] = session
         log(session, "connected")
         admit(session, now: now)
+    }
+
+    /// The TLS handshake finished; `certificate` is the SHA-256 of the client's certificate, if it showed one (SASL EXTERNAL).
+    public mutating func secured(_ id: ConnectionID, clientCertificate: [UInt8]?) {
+        guard let session = sessions[id] else { return }
+        session.clientCertificate = clientCertificate.map { Crypto.hex($0).uppercased() }
     }
 
     /// Applies the connection limits to a new connection: past them it is told why and closed.
@@ -144,6 +164,16 @@ public struct ServerState {
         guard let session = sessions[id] else { return }
         session.lastActivity = now
         session.pingSentAt = nil
+        // While a password is checked off the loop, the client's next lines wait, so replies
+        // keep the order of the commands (a PING after OPER is answered after OPER).
+        if session.verifying {
+            guard session.heldLines.count < 256 else {
+                closeLink(session, reason: "Too many lines sent while a password was being checked", now: now)
+                return
+            }
+            session.heldLines.append(line)
+            return
+        }
         // message-tags: a client's tag data is at most 4094 bytes (plus `@` and the space).
         if line.first == UInt8(ascii: "@"), let space = line.firstIndex(of: UInt8(ascii: " ")), space > 4095 {
             sendNow(session, numeric(session, .inputTooLong, "Input line was too long"))
@@ -173,6 +203,14 @@ public struct ServerState {
     public mutating func tick(now: Double) {
         // Password failures older than their minute are forgotten.
         if !passwordFailures.isEmpty { passwordFailures = passwordFailures.filter { now - $0.value.since < 60 } }
+        if !loginFailures.isEmpty { loginFailures = loginFailures.filter { now - $0.value.since < 60 } }
+        if !accountsCreated.isEmpty, ticksSincePrune >= 60 {
+            accountsCreated = accountsCreated.compactMapValues { times in
+                let kept = times.filter { now - $0 < 3600 }
+                return kept.isEmpty ? nil : kept
+            }
+        }
+        enforceNickProtection(now: now)
         if let window = config.connectionLimits?.window, ticksSincePrune >= 60 {
             ticksSincePrune = 0
             recentConnections = recentConnections.compactMapValues { times in
@@ -332,6 +370,7 @@ public struct ServerState {
             outbox.items.append(.send(session.connection, bytes))
             return
         }
+        if buffer.deferred && buffer.messages.isEmpty { return }
         variant.insert(.label)
         variant.insert(.batch)
         var bytes: [UInt8] = []
@@ -529,21 +568,13 @@ public struct ServerState {
     }
 }
 
-/// The keys under which a name's look-alikes are found: the skeleton of the folded name, and the
-/// folded skeleton of the name as typed. Folding first loses the confusables that depend on
-/// case (`I` looks like `l`, `0` like `O`, but `i` and `o` map to nothing), so `aIice` and
-/// `B0B` are caught only by the second.
-enum NameKeys {
-    static func of(_ name: String, _ casemapping: Casemapping) -> Set<String> {
-        [Confusables.skeleton(casemapping.fold(name)), casemapping.fold(Confusables.skeleton(name))]
-    }
-}
-
 /// The replies to one command, held until it is done.
 struct ResponseBuffer {
     let session: Session
     let label: String?
     var messages: [(IRCMessage, Stamp?)] = []
+    /// The command's answer comes later (a password check): no ACK now.
+    var deferred = false
 }
 
 /// `msgid` values: unique, opaque, and sortable by time (milliseconds since 1970 in the high

@@ -1,4 +1,5 @@
 import ChatTransport
+import IRCWire
 
 /// SCRAM-SHA-256 credentials (RFC 5802, RFC 7677): what the server keeps of a password.
 /// Nothing here gives the password back: logging in proves knowledge of it (SCRAM), or hands
@@ -49,23 +50,30 @@ public struct AccountRecord: Equatable, Sendable {
 }
 
 /// Accounts in the server's database: a name (folded `key` for lookups, `name` as written),
-/// its SCRAM credential, and certificate fingerprints for SASL EXTERNAL.
+/// its SCRAM credential, certificate fingerprints for SASL EXTERNAL, and the look-alike keys
+/// of its name (TR39 skeletons, `NameKeys`), so no account and no nickname can imitate it.
+/// Names fold as nicknames do on our server (RFC 1459 casemapping).
 public final class AccountStore {
     public let database: Database
 
     public enum Problem: Error, Equatable, CustomStringConvertible {
         case exists(String)
+        case looksLike(String, existing: String)
         case missing(String)
         case database(String)
 
         public var description: String {
             switch self {
             case .exists(let name): return "an account named \(name) exists already"
+            case .looksLike(let name, let existing): return "\(name) looks too much like the account \(existing)"
             case .missing(let name): return "there is no account named \(name)"
             case .database(let text): return "database: \(text)"
             }
         }
     }
+
+    /// The folded form of an account name, its key.
+    public static func key(_ name: String) -> String { Casemapping.rfc1459.fold(name) }
 
     public init(database: Database) throws(Problem) {
         self.database = database
@@ -76,17 +84,47 @@ public final class AccountStore {
                     stored_key BLOB NOT NULL, server_key BLOB NOT NULL, created_at INTEGER NOT NULL);
                 CREATE TABLE IF NOT EXISTS account_certificates (
                     fingerprint TEXT PRIMARY KEY, key TEXT NOT NULL REFERENCES accounts(key) ON DELETE CASCADE);
+                CREATE TABLE IF NOT EXISTS account_skeletons (
+                    skeleton TEXT PRIMARY KEY, key TEXT NOT NULL REFERENCES accounts(key) ON DELETE CASCADE);
                 """)
         } catch {
             throw .database(error.description)
         }
+        // Accounts made before the look-alike keys were kept get theirs now.
+        for row in try run("SELECT key, name FROM accounts WHERE key NOT IN (SELECT key FROM account_skeletons)") {
+            guard case .text(let key) = row[0], case .text(let name) = row[1] else { continue }
+            for skeleton in NameKeys.of(name, .rfc1459) {
+                try run("INSERT OR IGNORE INTO account_skeletons VALUES (?, ?)", [.text(skeleton), .text(key)])
+            }
+        }
     }
 
-    public func add(name: String, key: String, credential: SCRAMCredential, now: Int64) throws(Problem) {
+    /// Adds an account; refused when the name, or a look-alike of it, is an account already.
+    public func add(name: String, credential: SCRAMCredential, now: Int64) throws(Problem) {
+        let key = Self.key(name)
         guard try lookup(key) == nil else { throw .exists(name) }
-        try run("INSERT INTO accounts VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [.text(key), .text(name), .blob(credential.salt), .integer(Int64(credential.iterations)),
-                 .blob(credential.storedKey), .blob(credential.serverKey), .integer(now)])
+        let skeletons = NameKeys.of(name, .rfc1459)
+        if let existing = try owner(ofKeys: skeletons) { throw .looksLike(name, existing: existing) }
+        try run("BEGIN")
+        do {
+            try run("INSERT INTO accounts VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [.text(key), .text(name), .blob(credential.salt), .integer(Int64(credential.iterations)),
+                     .blob(credential.storedKey), .blob(credential.serverKey), .integer(now)])
+            for skeleton in skeletons { try run("INSERT INTO account_skeletons VALUES (?, ?)", [.text(skeleton), .text(key)]) }
+            try run("COMMIT")
+        } catch {
+            _ = try? database.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The name of the account one of these look-alike keys belongs to.
+    public func owner(ofKeys keys: Set<String>) throws(Problem) -> String? {
+        for skeleton in keys.sorted() {
+            let rows = try run("SELECT a.name FROM account_skeletons s JOIN accounts a ON a.key = s.key WHERE s.skeleton = ?", [.text(skeleton)])
+            if case .text(let name)? = rows.first?.first { return name }
+        }
+        return nil
     }
 
     public func setCredential(key: String, _ credential: SCRAMCredential) throws(Problem) {

@@ -21,13 +21,20 @@ public final class TLSContext: @unchecked Sendable {
         return TLSContext(context)
     }
 
-    /// The client side, trusting the system's certificate store.
-    public static func client() throws(TLSError) -> TLSContext {
+    /// The client side, trusting the system's certificate store; with a certificate and key
+    /// (PEM files, one file may hold both) it presents them, for SASL EXTERNAL.
+    public static func client(certificate: String? = nil, key: String? = nil) throws(TLSError) -> TLSContext {
         var error = [CChar](repeating: 0, count: 256)
         guard let context = chat_tls_client_context(&error, error.count) else {
             throw .configuration(cText(error))
         }
-        return TLSContext(context)
+        let made = TLSContext(context)
+        if let certificate {
+            guard chat_tls_use_client_certificate(context, certificate, key ?? certificate, &error, error.count) == 1 else {
+                throw .configuration("cannot use the client certificate \(certificate): \(cText(error))")
+            }
+        }
+        return made
     }
 }
 

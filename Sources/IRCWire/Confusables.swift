@@ -158,3 +158,13 @@ struct ConfusableTables: Sendable {
         if !fields.isEmpty { body(fields) }
     }
 }
+
+/// The keys under which a name's look-alikes are found: the skeleton of the folded name, and the
+/// folded skeleton of the name as typed. Folding first loses the confusables that depend on
+/// case (`I` looks like `l`, `0` like `O`, but `i` and `o` map to nothing), so `aIice` and
+/// `B0B` are caught only by the second.
+public enum NameKeys {
+    public static func of(_ name: String, _ casemapping: Casemapping) -> Set<String> {
+        [Confusables.skeleton(casemapping.fold(name)), casemapping.fold(Confusables.skeleton(name))]
+    }
+}

@@ -122,6 +122,13 @@ public enum Numeric: String, Sendable {
     case monListFull = "734"
     case loggedIn = "900"
     case loggedOut = "901"
+    case nickLocked = "902"
+    case saslSuccess = "903"
+    case saslFail = "904"
+    case saslTooLong = "905"
+    case saslAborted = "906"
+    case saslAlready = "907"
+    case saslMechanisms = "908"
 }
 
 extension IRCMessage {

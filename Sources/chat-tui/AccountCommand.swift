@@ -49,14 +49,15 @@ enum AccountCommand {
         // Account names follow the nickname rules and fold as nicknames do on our server.
         func key(_ name: String) -> String {
             if let problem = IRCNames.nickProblem(name, maxBytes: 30) { fail("\(name) cannot be an account name: \(problem)") }
-            return Casemapping.rfc1459.fold(name)
+            return AccountStore.key(name)
         }
         do {
             switch (verb, positional.count) {
             case ("add", 2):
-                let name = positional[1], folded = key(name)
+                let name = positional[1]
+                _ = key(name)
                 let secret = password ?? readPassword("Password for \(name): ")
-                try accounts.add(name: name, key: folded, credential: SCRAMCredential.derive(password: secret), now: Int64(WallClock.now()))
+                try accounts.add(name: name, credential: SCRAMCredential.derive(password: secret), now: Int64(WallClock.now()))
                 writeLine("account \(name) added", to: 1)
             case ("passwd", 2):
                 let name = positional[1], folded = key(name)

@@ -42,6 +42,9 @@ struct Arguments {
     /// nil: TLS when the port is 6697.
     var tls: Bool?
     var tlsFingerprint: String?
+    var saslUser: String?
+    var saslPassword: String?
+    var saslPlainInsecure = false
     var bell = true
     var timestampSeconds = false
     var scrollback = 10_000
@@ -53,6 +56,9 @@ struct Arguments {
     var ignore: [String] = []
     /// Where the server logs when the chat screen owns the terminal.
     var logPath: String?
+    /// draft/account-registration: users may make accounts themselves.
+    var registrationOpen = true
+    var nickProtection = NickProtection.rename(after: 30)
 
     struct Problem: Error, CustomStringConvertible {
         let description: String
@@ -114,8 +120,7 @@ struct Arguments {
             a.tlsPort = port
             a.tlsPortGiven = true
         },
-        Flag(name: "tls-cert", value: "FILE", scope: .hosting, help: "the TLS certificate chain, PEM (default: a self-signed one made in the data directory)") { a, v in a.tlsCertificate = v },
-        Flag(name: "tls-key", value: "FILE", scope: .hosting, help: "the certificate's private key, PEM") { a, v in a.tlsKey = v },
+
         Flag(name: "limits", value: "N:M|off", scope: .hosting, help: "connections per address at once and new ones per 10 minutes (default 16:32; loopback exempt; off: none)") { a, v throws(Problem) in
             if v == "off" { a.limits = nil; return }
             let parts = v.split(separator: ":").compactMap { Int($0) }
@@ -123,7 +128,19 @@ struct Arguments {
             a.limits = ConnectionLimits(perAddress: parts[0], newPerWindow: parts[1])
         },
         Flag(name: "no-plaintext", value: nil, scope: .hosting, help: "TLS only: no plain-text port (for a server facing the internet)") { a, _ in a.plaintext = false },
-        Flag(name: "data-dir", value: "DIR", scope: .hosting, help: "where the server keeps its certificate (default ~/.local/share/chat-tui/server)") { a, v in a.dataDirectory = v },
+        Flag(name: "data-dir", value: "DIR", scope: .hosting, help: "where the server keeps its certificate and accounts (default ~/.local/share/chat-tui/server)") { a, v in a.dataDirectory = v },
+        Flag(name: "registration", value: "open|closed", scope: .hosting, help: "whether users may make accounts themselves with REGISTER (default open; closed: only chat-tui account add)") { a, v throws(Problem) in
+            guard v == "open" || v == "closed" else { throw Problem(description: "--registration wants open or closed, not \(v)") }
+            a.registrationOpen = v == "open"
+        },
+        Flag(name: "nick-protection", value: "rename|strict|off", scope: .hosting, help: "an account's nickname used without logging in: renamed after 30 s (default), refused at once, or allowed") { a, v throws(Problem) in
+            switch v {
+            case "rename": a.nickProtection = .rename(after: 30)
+            case "strict": a.nickProtection = .strict
+            case "off": a.nickProtection = .off
+            default: throw Problem(description: "--nick-protection wants rename, strict or off, not \(v)")
+            }
+        },
         Flag(name: "log", value: "FILE", scope: .hosting, help: "with the chat screen, where the server's log goes (default ~/.local/state/chat-tui/server.log)") { a, v in a.logPath = v },
         // Joining
         Flag(name: "lines", value: nil, scope: .joining, help: "no full screen: events print one per line; plain lines go to the room joined last") { a, _ in a.lines = true },
@@ -133,6 +150,9 @@ struct Arguments {
             a.tlsFingerprint = v
             a.tls = true
         },
+        Flag(name: "sasl-user", value: "ACCOUNT", scope: .joining, help: "log in to this account (SASL: SCRAM-SHA-256, PLAIN only over TLS, EXTERNAL with --tls-cert); a failed login stops") { a, v in a.saslUser = v },
+        Flag(name: "sasl-password", value: "SECRET", scope: .joining, help: "the account's password (else the config file's sasl-password, else asked for)") { a, v in a.saslPassword = v },
+        Flag(name: "sasl-plain-insecure", value: nil, scope: .joining, help: "allow SASL PLAIN without TLS, sending the password in clear") { a, _ in a.saslPlainInsecure = true },
         Flag(name: "connect-timeout", value: "SECS", scope: .joining, help: "give up a connection attempt after this long (default 10)") { a, v throws(Problem) in a.connectTimeout = try positive("connect-timeout", v) },
         // Both
         Flag(name: "port", value: "N", scope: .both, help: "the port to listen on, or the server's port (default 6667)") { a, v throws(Problem) in
@@ -146,6 +166,8 @@ struct Arguments {
             if let problem = IRCNames.nickProblem(v, maxBytes: 30) { throw Problem(description: "--nick \(v): \(problem)") }
             a.nick = v
         },
+        Flag(name: "tls-cert", value: "FILE", scope: .both, help: "hosting: the TLS certificate chain, PEM (default: a self-signed one in the data directory); joining: a client certificate to present (SASL EXTERNAL)") { a, v in a.tlsCertificate = v },
+        Flag(name: "tls-key", value: "FILE", scope: .both, help: "the certificate's private key, PEM (joining: default, the certificate's own file)") { a, v in a.tlsKey = v },
         Flag(name: "password", value: "SECRET", scope: .both, help: "hosting: clients must send PASS SECRET; joining: the server's password") { a, v in a.password = v },
         Flag(name: "join", value: "'#a,#b'", scope: .both, help: "rooms to join after connecting") { a, v throws(Problem) in
             a.rooms = v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
@@ -234,7 +256,7 @@ struct Arguments {
     static func fromConfigFile(_ path: String) throws(Problem) -> [String] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         var flags: [String] = []
-        let bare: Set<String> = ["lines", "headless", "serve"]
+        let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure"]
         for (number, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import ChatServerKit
 import ChatClientKit
+import ChatStore
 import ChatTransport
 import IRCWire
 
@@ -78,6 +79,29 @@ func joinHint(bind: String?, port: Int) -> [String] {
     return lines
 }
 
+/// The server's data directory (certificate, accounts), made readable only by us.
+func dataDirectory(_ arguments: Arguments) -> String {
+    let directory = arguments.dataDirectory ?? (homeDirectory + "/.local/share/chat-tui/server")
+    do {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    } catch {
+        fail("cannot make the data directory \(directory): \(error.localizedDescription)")
+    }
+    return directory
+}
+
+/// The account database in the data directory (made on first start; only we may read it).
+func openAccounts(_ arguments: Arguments) -> AccountStore {
+    let path = dataDirectory(arguments) + "/server.db"
+    let previous = umask(0o077)
+    defer { umask(previous) }
+    do {
+        return try AccountStore(database: Database(path: path))
+    } catch {
+        fail("cannot open the account database \(path): \(error)")
+    }
+}
+
 /// The TLS context for `--serve`: the given certificate, or a self-signed one kept in the
 /// data directory (made on first start, its key readable only by us). Nil with `--tls-port 0`.
 func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContext, certificate: String, key: String, fingerprint: String, made: Bool, selfSigned: Bool)? {
@@ -86,12 +110,7 @@ func setUpTLS(_ arguments: Arguments, serverName: String) -> (context: TLSContex
     var made = false
     if certificate == nil || key == nil {
         guard certificate == nil && key == nil else { fail("--tls-cert and --tls-key go together") }
-        let directory = arguments.dataDirectory ?? (homeDirectory + "/.local/share/chat-tui/server")
-        do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            fail("cannot make the data directory \(directory): \(error.localizedDescription)")
-        }
+        let directory = dataDirectory(arguments)
         certificate = directory + "/tls-certificate.pem"
         key = directory + "/tls-key.pem"
         do {
@@ -141,6 +160,18 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     // TLS without a port is TLS's port, as irssi's -tls is.
     if config.tls && !arguments.portGiven { config.port = 6697 }
     config.tlsFingerprint = arguments.tlsFingerprint
+    if let certificate = arguments.tlsCertificate {
+        config.tlsClientCertificate = certificate
+        config.tlsClientKey = arguments.tlsKey
+    }
+    config.saslAccount = arguments.saslUser
+    config.saslPassword = arguments.saslPassword
+    config.saslPlainInsecure = arguments.saslPlainInsecure
+    // No password and no certificate to log in with: asked for now, before the screen starts.
+    if let account = arguments.saslUser, arguments.saslPassword == nil, !(config.tls && arguments.tlsCertificate != nil) {
+        guard isatty(0) == 1 else { fail("--sasl-user \(account): give --sasl-password (or sasl-password in the config file)") }
+        config.saslPassword = AccountCommand.readPassword("Password for the account \(account): ")
+    }
     config.knownServersPath = homeDirectory + "/.local/share/chat-tui/client/known-servers"
     config.pingInterval = arguments.pingInterval ?? 30
     config.pingTimeout = arguments.pingTimeout ?? 60
@@ -170,7 +201,10 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.registrationTimeout = arguments.registrationTimeout
     config.connectionLimits = arguments.limits
+    config.accountRegistration = arguments.registrationOpen
+    config.nickProtection = arguments.nickProtection
     config.createdAt = WallClock.now()
+    let accounts = openAccounts(arguments)
     if let path = arguments.motdPath {
         guard let text = FileManager.default.contents(atPath: path) else { fail("cannot read the MOTD file \(path)") }
         config.motd = String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
@@ -208,12 +242,12 @@ func runServer(_ arguments: Arguments) async -> Never {
     do {
         handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
                                         tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
-                                        sendQueueLimit: arguments.sendQueueBytes, logger: logger)
+                                        accounts: accounts, sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
         // The default TLS port taken (another room on this machine): go on without TLS, saying so.
         guard tls != nil, arguments.plaintext, !arguments.tlsPortGiven, case TransportError.addressInUse = error,
               let plainOnly = try? ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
-                                                      sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
+                                                      accounts: accounts, sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
             fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
         }
         logger("TLS is off: port \(arguments.tlsPort) is in use (--tls-port N picks another)")
@@ -228,6 +262,9 @@ func runServer(_ arguments: Arguments) async -> Never {
     if withScreen {
         // The host chats as a user of their own room.
         var client = clientConfig(arguments)
+        // Hosting, --tls-cert is the server's certificate, not one for the host's own client.
+        client.tlsClientCertificate = nil
+        client.tlsClientKey = nil
         client.host = arguments.bind.map { $0 == "::" || $0 == "0.0.0.0" ? "127.0.0.1" : $0 } ?? "127.0.0.1"
         client.port = handle.port
         if !arguments.plaintext, let tls {

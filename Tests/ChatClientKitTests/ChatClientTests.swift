@@ -283,3 +283,61 @@ struct ClientTLSTests {
         #expect(!(await log.all()).contains { if case .unknownCertificate = $0 { return true } else { return false } }, "not offered for trust again")
     }
 }
+
+@Suite("SASL from the client", .serialized)
+struct ClientSASLTests {
+    @Test("SCRAM-SHA-256 against our server: logged in before registering (told so), the account on WHOIS")
+    func scram() async throws {
+        let server = try TestServer(accounts: try accountStore())
+        var settings = config(port: server.port, nick: "alice")
+        settings.saslAccount = "alice"
+        settings.saslPassword = "correct horse"
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "*", containing: "Logged in as alice")
+        #expect(try await log.registered() == "alice")
+        let other = try server.client()
+        try other.register("bob")
+        other.send("WHOIS alice")
+        let account = try other.expect("330")
+        #expect(account.params[2] == "alice")
+        await client.quit()
+    }
+
+    @Test("a wrong password is a clear stop, with no reconnect")
+    func wrongPassword() async throws {
+        let server = try TestServer(accounts: try accountStore())
+        var settings = config(port: server.port, nick: "alice")
+        settings.saslAccount = "alice"
+        settings.saslPassword = "battery staple"
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        #expect(try await log.stopReason() == "login failed for alice: wrong account name or password")
+        #expect(!(await log.all()).contains { if case .status(.reconnecting) = $0 { return true } else { return false } })
+    }
+
+    @Test("EXTERNAL over TLS: the client certificate registered to the account logs in")
+    func external() async throws {
+        let serverCertificate = try TestCertificate()
+        let clientCertificate = try TestCertificate(name: "alice")
+        let accounts = try accountStore()
+        try accounts.addCertificate(key: "alice", fingerprint: KnownServers.normalise(clientCertificate.fingerprint))
+        let server = try TestServer(tls: serverCertificate.context, accounts: accounts)
+        var settings = config(port: server.tlsPort!, nick: "alice")
+        settings.tls = true
+        settings.tlsFingerprint = serverCertificate.fingerprint
+        settings.knownServersPath = NSTemporaryDirectory() + "known-" + UUID().uuidString
+        settings.saslAccount = "alice"
+        settings.tlsClientCertificate = clientCertificate.directory + "/cert.pem"
+        settings.tlsClientKey = clientCertificate.directory + "/key.pem"
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "*", containing: "Logged in as alice")
+        #expect(try await log.registered() == "alice")
+        #expect(server.logLines.contains { $0.contains("alice logged in as alice") })
+        await client.quit()
+    }
+}

@@ -6,7 +6,7 @@ import IRCWire
 /// every action expected back, in order.
 struct RegistrationCase: Sendable, CustomTestStringConvertible {
     let name: String
-    var sasl: (account: String, password: String)? = nil
+    var sasl: SASLLogin? = nil
     var password: String? = nil
     let received: [String]
     let expected: [Registration.Action]
@@ -36,24 +36,39 @@ let registrationCases: [RegistrationCase] = [
     RegistrationCase(name: "a server without CAP (421) registers anyway", received: [
         ":srv 421 * CAP :Unknown command",
     ], expected: [send("CAP END")], phase: .welcoming),
-    RegistrationCase(name: "SASL PLAIN: REQ sasl, AUTHENTICATE PLAIN, the payload, 903, CAP END",
-                     sasl: ("alice", "secret"), received: [
+    RegistrationCase(name: "SASL PLAIN over TLS: REQ sasl, AUTHENTICATE PLAIN, the payload, 900 (told), 903, CAP END",
+                     sasl: SASLLogin(account: "alice", password: "secret", allowPlain: true), received: [
         ":srv CAP * LS :sasl=PLAIN,EXTERNAL",
         ":srv CAP * ACK :sasl",
         "AUTHENTICATE +",
         ":srv 900 * alice!a@h alice :You are now logged in as alice",
         ":srv 903 * :SASL authentication successful",
     ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE PLAIN"),
-                  send("AUTHENTICATE YWxpY2UAYWxpY2UAc2VjcmV0"), send("CAP END")], phase: .welcoming),
-    RegistrationCase(name: "SASL failure (904) goes on without an account and says so",
-                     sasl: ("alice", "wrong"), received: [
-        ":srv CAP * LS :sasl", ":srv CAP * ACK :sasl", "AUTHENTICATE +", ":srv 904 * :SASL authentication failed",
+                  send("AUTHENTICATE YWxpY2UAYWxpY2UAc2VjcmV0"), .notice("Logged in as alice"), send("CAP END")], phase: .welcoming),
+    RegistrationCase(name: "a failed login (904) is a clear stop, with the server's reason, not a registration without the account",
+                     sasl: SASLLogin(account: "alice", password: "wrong", allowPlain: true), received: [
+        ":srv CAP * LS :sasl=PLAIN", ":srv CAP * ACK :sasl", "AUTHENTICATE +",
+        ":srv 904 * :SASL authentication failed: wrong account name or password",
     ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE PLAIN"),
                   send("AUTHENTICATE YWxpY2UAYWxpY2UAd3Jvbmc="),
-                  .notice("Not logged in (SASL authentication failed); going on without an account"), send("CAP END")]),
-    RegistrationCase(name: "sasl offered without PLAIN is not requested", sasl: ("alice", "pw"), received: [
-        ":srv CAP * LS :sasl=EXTERNAL",
-    ], expected: [send("CAP END")]),
+                  .refuse("login failed for alice: wrong account name or password")],
+                     phase: .refused("login failed for alice: wrong account name or password")),
+    RegistrationCase(name: "PLAIN alone over plain text is refused before the password is sent",
+                     sasl: SASLLogin(account: "alice", password: "pw", allowPlain: false), received: [
+        ":srv CAP * LS :sasl=PLAIN",
+    ], expected: [.refuse("login failed for alice: the server offers only PLAIN, which would send your password in clear over this plain-text connection (use --tls, or --sasl-plain-insecure)")]),
+    RegistrationCase(name: "SCRAM preferred; refused as a mechanism (908, 904) it falls back to PLAIN where allowed",
+                     sasl: SASLLogin(account: "alice", password: "secret", allowPlain: true), received: [
+        ":srv CAP * LS :sasl", ":srv CAP * ACK :sasl",
+        ":srv 908 * PLAIN :are available SASL mechanisms", ":srv 904 * :SASL authentication failed", "AUTHENTICATE +",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE SCRAM-SHA-256"), send("AUTHENTICATE PLAIN"),
+                  send("AUTHENTICATE YWxpY2UAYWxpY2UAc2VjcmV0")]),
+    RegistrationCase(name: "a server with no SASL when asked to log in: a clear stop", sasl: SASLLogin(account: "alice", password: "pw", allowPlain: true), received: [
+        ":srv CAP * LS :server-time",
+    ], expected: [.refuse("login failed for alice: the server offers no SASL login (join without --sasl-user, or ask its host)")]),
+    RegistrationCase(name: "EXTERNAL with a client certificate: an empty answer", sasl: SASLLogin(account: "alice", password: nil, allowPlain: true, external: true), received: [
+        ":srv CAP * LS :sasl=PLAIN,EXTERNAL", ":srv CAP * ACK :sasl", "AUTHENTICATE +", ":srv 903 * :SASL authentication successful",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE EXTERNAL"), send("AUTHENTICATE +"), send("CAP END")]),
     RegistrationCase(name: "433 before 001: an underscore, and again", received: [
         ":srv 433 * alice :Nickname is already in use",
         ":srv 433 * alice_ :Nickname is already in use",
@@ -106,13 +121,33 @@ struct RegistrationTests {
         if let phase = example.phase { #expect(machine.phase == phase) }
     }
 
+    @Test("SCRAM-SHA-256 step by step is RFC 7677's example exchange; a forged server signature aborts")
+    func scram() {
+        func machine() -> Registration {
+            var machine = Registration(.init(nick: "user", userName: "u", realName: "u", wantedCapabilities: [],
+                                             sasl: SASLLogin(account: "user", password: "pencil", allowPlain: false), nonce: "rOprNGfwEbeRWgbNEkqO"))
+            _ = machine.start()
+            _ = machine.received(try! IRCMessage(parsing: ":srv CAP * LS :sasl=SCRAM-SHA-256,PLAIN"))
+            #expect(machine.received(try! IRCMessage(parsing: ":srv CAP * ACK :sasl")) == [.capabilities(["sasl"]), send("AUTHENTICATE SCRAM-SHA-256")])
+            #expect(machine.received(try! IRCMessage(parsing: "AUTHENTICATE +")) == [send("AUTHENTICATE biwsbj11c2VyLHI9ck9wck5HZndFYmVSV2diTkVrcU8=")])
+            #expect(machine.received(try! IRCMessage(parsing: "AUTHENTICATE cj1yT3ByTkdmd0ViZVJXZ2JORWtxTyVodllEcFdVYTJSYVRDQWZ1eEZJbGopaE5sRiRrMCxzPVcyMlphSjBTTlk3c29Fc1VFamI2Z1E9PSxpPTQwOTY=")) == [send("AUTHENTICATE Yz1iaXdzLHI9ck9wck5HZndFYmVSV2diTkVrcU8laHZZRHBXVWEyUmFUQ0FmdXhGSWxqKWhObEYkazAscD1kSHpiWmFwV0lrNGpVaE4rVXRlOXl0YWc5empmTUhnc3FtbWl6N0FuZFZRPQ==")])
+            return machine
+        }
+        var good = machine()
+        #expect(good.received(try! IRCMessage(parsing: "AUTHENTICATE dj02cnJpVFJCaTIzV3BSUi93dHVwK21NaFVaVW4vZEI1bkxUSlJzamw5NUc0PQ==")) == [send("AUTHENTICATE +")])
+        #expect(good.received(try! IRCMessage(parsing: ":srv 903 * :SASL authentication successful")) == [send("CAP END")])
+        var forged = machine()
+        #expect(forged.received(try! IRCMessage(parsing: "AUTHENTICATE dj03cnJpVFJCaTIzV3BSUi93dHVwK21NaFVaVW4vZEI1bkxUSlJzamw5NUc0PQ==")) == [send("AUTHENTICATE *"),
+            .refuse("login failed for user: the server could not prove it knows the password (not the real server?)")])
+    }
+
     @Test("a SASL payload of 400 bytes or more goes in chunks, and a whole chunk is followed by +")
     func longPayload() {
         // 300 bytes of password make a 400+ byte base64 payload.
         let password = String(repeating: "p", count: 294)
-        var machine = Registration(.init(nick: "a", userName: "a", realName: "a", wantedCapabilities: [], sasl: ("al", password)))
+        var machine = Registration(.init(nick: "a", userName: "a", realName: "a", wantedCapabilities: [], sasl: SASLLogin(account: "al", password: password, allowPlain: true)))
         _ = machine.start()
-        _ = machine.received(try! IRCMessage(parsing: ":srv CAP * LS :sasl"))
+        _ = machine.received(try! IRCMessage(parsing: ":srv CAP * LS :sasl=PLAIN"))
         _ = machine.received(try! IRCMessage(parsing: ":srv CAP * ACK :sasl"))
         let chunks = machine.received(try! IRCMessage(parsing: "AUTHENTICATE +")).compactMap { action -> String? in
             if case .send(let message) = action { return message.params.first } else { return nil }

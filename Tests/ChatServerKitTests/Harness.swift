@@ -1,6 +1,7 @@
 import Testing
 @testable import ChatServerKit
 import IRCWire
+import ChatStore
 
 /// Drives `ServerState` directly, with no sockets: connect, send lines, read the outbox.
 struct Harness {
@@ -9,11 +10,46 @@ struct Harness {
     private var nextID: UInt64 = 1
     var out = Outbox()
 
-    init(configure: (inout ServerConfig) -> Void = { _ in }) {
+    init(accounts: AccountStore? = nil, configure: (inout ServerConfig) -> Void = { _ in }) {
         var config = ServerConfig()
         config.name = "test.server"
         configure(&config)
-        state = ServerState(config: config)
+        state = ServerState(config: config, accounts: accounts)
+    }
+
+    /// Runs the password checks the state asked for, as the runtime's worker does (here inline,
+    /// unless `holdingChecks`), and adds what their answers produced.
+    var holdingChecks = false
+    var heldChecks: [PasswordCheck] = []
+
+    mutating func runChecks(_ outbox: Outbox) -> Outbox {
+        var result = outbox
+        var index = 0
+        while index < result.items.count {
+            if case .checkPassword(let check) = result.items[index] {
+                if holdingChecks {
+                    heldChecks.append(check)
+                } else {
+                    state.passwordChecked(check, check.run(), now: now)
+                    result.items += state.takeOutbox().items
+                }
+            }
+            index += 1
+        }
+        return result
+    }
+
+    /// Answers the held checks now.
+    @discardableResult
+    mutating func releaseChecks() -> Outbox {
+        var result = Outbox()
+        for check in heldChecks {
+            state.passwordChecked(check, check.run(), now: now)
+            result.items += state.takeOutbox().items
+        }
+        heldChecks = []
+        out = result
+        return result
     }
 
     mutating func connect(from host: String = "127.0.0.1") -> ConnectionID {
@@ -28,7 +64,7 @@ struct Harness {
     @discardableResult
     mutating func send(_ id: ConnectionID, _ lines: String...) -> Outbox {
         for line in lines { state.received(Array(line.utf8), from: id, now: now) }
-        out = state.takeOutbox()
+        out = runChecks(state.takeOutbox())
         return out
     }
 
@@ -42,7 +78,7 @@ struct Harness {
     mutating func tick(advance seconds: Double) -> Outbox {
         now += seconds
         state.tick(now: now)
-        out = state.takeOutbox()
+        out = runChecks(state.takeOutbox())
         return out
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import IRCWire
 import ChatStore
 import ChatTransport
 
@@ -30,8 +31,12 @@ struct AccountTests {
     func lifecycle() throws {
         let accounts = try store()
         let first = SCRAMCredential.derive(password: "one", iterations: 1000)
-        try accounts.add(name: "Alice", key: "alice", credential: first, now: 100)
-        #expect(throws: AccountStore.Problem.exists("ALICE")) { try accounts.add(name: "ALICE", key: "alice", credential: first, now: 101) }
+        try accounts.add(name: "Alice", credential: first, now: 100)
+        #expect(throws: AccountStore.Problem.exists("ALICE")) { try accounts.add(name: "ALICE", credential: first, now: 101) }
+        #expect(throws: AccountStore.Problem.looksLike("AIice", existing: "Alice"), "a look-alike of an account is refused") {
+            try accounts.add(name: "AIice", credential: first, now: 101)
+        }
+        #expect(try accounts.owner(ofKeys: NameKeys.of("aIice", .rfc1459)) == "Alice")
         #expect(try accounts.lookup("alice")?.name == "Alice")
         #expect(try accounts.lookup("alice")?.credential == first)
         let second = SCRAMCredential.derive(password: "two", iterations: 1000)
@@ -50,7 +55,7 @@ struct AccountTests {
     func nothingReversible() throws {
         let path = NSTemporaryDirectory() + "chat-tui-accounts-\(UUID().uuidString).db"
         let accounts = try AccountStore(database: Database(path: path))
-        try accounts.add(name: "bob", key: "bob", credential: SCRAMCredential.derive(password: "correct horse battery", iterations: 1000), now: 1)
+        try accounts.add(name: "bob", credential: SCRAMCredential.derive(password: "correct horse battery", iterations: 1000), now: 1)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: path)) + ((try? Data(contentsOf: URL(fileURLWithPath: path + "-wal"))) ?? Data())
         #expect(bytes.range(of: Data("correct horse battery".utf8)) == nil)
     }

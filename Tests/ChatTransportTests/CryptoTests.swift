@@ -1,5 +1,6 @@
 import Testing
 import ChatTransport
+import IRCWire
 
 /// Known answers for the OpenSSL primitives chat-tui uses (the vectors the hand-written
 /// SHA-256 was tested with, kept now that OpenSSL computes it).
@@ -50,5 +51,30 @@ struct CryptoTests {
         #expect(Crypto.unhex("00ff7A") == [0, 255, 122])
         #expect(Crypto.unhex("0g") == nil)
         #expect(Crypto.randomBytes(16).count == 16)
+    }
+
+    @Test("the SCRAM client reproduces RFC 7677's example exchange, and refuses a forged server signature")
+    func scramClient() throws {
+        var client = SCRAMClient(user: "user", password: "pencil", nonce: "rOprNGfwEbeRWgbNEkqO")
+        #expect(client.first == "n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
+        let final = try client.final(serverFirst: "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+        #expect(final == "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+        try client.verify(serverFinal: "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+        #expect(throws: SCRAMClient.Problem.serverNotVerified) { try client.verify(serverFinal: "v=7rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=") }
+        // A nonce that does not extend ours, or an absurd iteration count, is refused before any work.
+        var other = SCRAMClient(user: "user", password: "pencil", nonce: "abc")
+        #expect(throws: SCRAMClient.Problem.malformed("its nonce")) { try other.final(serverFirst: "r=xyz123,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096") }
+        #expect(throws: SCRAMClient.Problem.malformed("the iteration count")) { try other.final(serverFirst: "r=abc123,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=999999999") }
+    }
+
+    @Test("base64 both ways, strictly", arguments: [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")])
+    func base64(_ plain: String, _ encoded: String) {
+        #expect(Base64.encode(Array(plain.utf8)) == encoded)
+        #expect(Base64.decode(encoded) == Array(plain.utf8))
+    }
+
+    @Test("base64 that is not: wrong length, foreign letters, padding in the middle")
+    func base64Refusals() {
+        for bad in ["Zg=", "Zm9v!A==", "Zg==Zm9v", "Z===", "Zm9v\n"] { #expect(Base64.decode(bad) == nil, "\(bad)") }
     }
 }

@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 import ChatServerKit
+import ChatStore
 import ChatTransport
 import IRCWire
 
@@ -126,13 +127,13 @@ public final class TestServer {
 
     /// `tls`: a TLS port too, with this context (see `TestCertificate`).
     public init(configure: (inout ServerConfig) -> Void = { _ in }, bind: String? = "127.0.0.1", sendQueueLimit: Int = 1 << 20,
-                tls: TLSContext? = nil) throws {
+                tls: TLSContext? = nil, accounts: AccountStore? = nil) throws {
         var config = ServerConfig()
         config.name = "test.server"
         configure(&config)
         let box = LogBox()
         handle = try ServerHandle.start(config: config, bind: bind, port: 0, tls: tls.map { (port: 0, context: $0) },
-                                        sendQueueLimit: sendQueueLimit) { box.append($0) }
+                                        accounts: accounts, sendQueueLimit: sendQueueLimit) { box.append($0) }
         logBox = box
     }
 
@@ -155,6 +156,17 @@ public final class LogBox: Sendable {
     public var lines: [String] { storage.withLock { $0 } }
 }
 
+
+/// A real account database in a temporary file, with these accounts (password "correct horse").
+/// 4096 iterations: SCRAM's minimum, quick in tests.
+public func accountStore(_ names: [String] = ["alice"]) throws -> AccountStore {
+    let path = NSTemporaryDirectory() + "chat-tui-test-accounts-\(UUID().uuidString).db"
+    let store = try AccountStore(database: Database(path: path))
+    for name in names {
+        try store.add(name: name, credential: SCRAMCredential.derive(password: "correct horse", iterations: 4096), now: 1)
+    }
+    return store
+}
 
 /// A self-signed certificate made in a temporary directory, for TLS tests.
 public struct TestCertificate {

@@ -2,6 +2,7 @@
 import os
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -37,6 +38,9 @@ class Server:
         # TLS only where a test asks for it (`--tls-port`): every server would want 6697 otherwise.
         if "--tls-port" not in extra:
             extra = ("--tls-port", "0", *extra)
+        # The account database (and any certificate) in a directory of its own, not in $HOME.
+        if "--data-dir" not in extra:
+            extra = ("--data-dir", tempfile.mkdtemp(prefix="chat-tui-data-"), *extra)
         self.process = subprocess.Popen(
             [BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port), *extra],
             stdout=self.log, stderr=subprocess.STDOUT)

@@ -1,0 +1,535 @@
+import ChatStore
+import ChatTransport
+import IRCWire
+
+/// A password to check or derive, which costs a PBKDF2 (about 100,000 HMACs): the state asks
+/// for it in the outbox and the runtime runs it on a worker thread, so the loop never waits for
+/// it; the answer comes back as `ServerState.passwordChecked`.
+public struct PasswordCheck: Sendable, Equatable {
+    public enum Purpose: Sendable, Equatable {
+        /// SASL PLAIN: does the password match this account's credential?
+        case login(account: String, credential: SCRAMCredential)
+        /// draft/account-registration: make the new account's credential.
+        case register(account: String, iterations: Int)
+        /// OPER: which of these blocks (all of one name, or the stand-in) accepts it.
+        case oper(blocks: [OperatorBlock])
+    }
+
+    public let connection: ConnectionID
+    public let purpose: Purpose
+    let password: String
+
+    /// The work itself (on the worker thread, or inline in tests).
+    public func run() -> PasswordOutcome {
+        switch purpose {
+        case .login(_, let credential): return .matched(credential.matches(password: password))
+        case .register(_, let iterations): return .derived(SCRAMCredential.derive(password: password, iterations: iterations))
+        case .oper(let blocks): return .operator(blocks.first { $0.accepts(password) }?.name)
+        }
+    }
+}
+
+public enum PasswordOutcome: Sendable, Equatable {
+    case matched(Bool)
+    case derived(SCRAMCredential)
+    case `operator`(String?)
+}
+
+/// One SASL exchange in progress on a connection (SASL 3.2 over AUTHENTICATE).
+enum SASLExchange {
+    case plain
+    case external
+    /// SCRAM-SHA-256, waiting for the client-first message.
+    case scramFirst
+    /// Server-first sent: what the proof is checked against. `account` is nil for a name with
+    /// no account (the exchange goes on, so the answer does not tell names apart, and fails).
+    case scramFinal(account: String?, credential: SCRAMCredential, authPrefix: String, nonce: String, header: String)
+    /// Server-final sent; logged in when the client answers `+`.
+    case scramDone(account: String)
+}
+
+extension ServerState {
+    static let saslMechanisms = "PLAIN,EXTERNAL,SCRAM-SHA-256"
+
+    /// Whether this server offers a capability: accounts need the database; registration needs it open.
+    func offers(_ cap: Capability) -> Bool {
+        switch cap {
+        case .sasl: return accounts != nil
+        case .accountRegistration: return accounts != nil && config.accountRegistration
+        default: return true
+        }
+    }
+
+    // AUTHENTICATE <mechanism> | <base64 chunk> | + | *
+    mutating func handleAuthenticate(_ request: Request) {
+        let session = request.session
+        let argument = request.params[0]
+        guard accounts != nil, session.caps.contains(.sasl) else {
+            reply(session, .saslFail, "SASL authentication failed: request the sasl capability first")
+            return
+        }
+        // A password being checked: the exchange is over until the answer comes.
+        if session.verifying { return }
+        if session.user.account != nil {
+            reply(session, .saslAlready, "You have already authenticated using SASL")
+            return
+        }
+        guard let exchange = session.sasl else {
+            switch argument.uppercased() {
+            case "PLAIN": session.sasl = .plain
+            case "EXTERNAL": session.sasl = .external
+            case "SCRAM-SHA-256": session.sasl = .scramFirst
+            case "*":
+                reply(session, .saslAborted, "SASL authentication aborted")
+                return
+            default:
+                reply(session, .saslMechanisms, Self.saslMechanisms, "are available SASL mechanisms")
+                reply(session, .saslFail, "SASL authentication failed")
+                return
+            }
+            session.saslBuffer = ""
+            send(session, IRCMessage(command: "AUTHENTICATE", params: ["+"]))
+            return
+        }
+        if argument == "*" {
+            endSASL(session)
+            reply(session, .saslAborted, "SASL authentication aborted")
+            return
+        }
+        // A chunk is at most 400 bytes; a message, however many chunks, at most 4 KiB here.
+        guard argument.utf8.count <= 400, session.saslBuffer.utf8.count + argument.utf8.count <= 4096 else {
+            endSASL(session)
+            reply(session, .saslTooLong, "SASL message too long")
+            return
+        }
+        if argument != "+" { session.saslBuffer += argument }
+        // A full chunk means more follow (ended by `+` when the message is a multiple of 400).
+        if argument.utf8.count == 400 { return }
+        let text = session.saslBuffer
+        session.saslBuffer = ""
+        guard let payload = text.isEmpty ? [] : Base64.decode(text) else {
+            saslFailed(session, account: nil, reason: "the message was not base64", now: request.now)
+            return
+        }
+        switch exchange {
+        case .plain: plainLogin(session, payload, now: request.now)
+        case .external: externalLogin(session, payload, now: request.now)
+        case .scramFirst: scramFirst(session, payload, now: request.now)
+        case .scramFinal(let account, let credential, let authPrefix, let nonce, let header):
+            scramFinal(session, payload, account: account, credential: credential, authPrefix: authPrefix, nonce: nonce,
+                       header: header, now: request.now)
+        case .scramDone(let account):
+            // The client has checked our signature and says so with an empty answer.
+            guard payload.isEmpty else {
+                saslFailed(session, account: account, reason: "unexpected data after the server's signature", now: request.now)
+                return
+            }
+            loggedIn(session, account: account, now: request.now)
+        }
+    }
+
+    func fold(_ name: String) -> String { AccountStore.key(name) }
+
+    /// PLAIN: `authzid NUL authcid NUL password`; the identity asked for must be the one proved.
+    mutating func plainLogin(_ session: Session, _ payload: [UInt8], now: Double) {
+        let parts = payload.split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        guard parts.count == 3, !parts[1].isEmpty else {
+            saslFailed(session, account: nil, reason: "malformed PLAIN message", now: now)
+            return
+        }
+        let (authzid, authcid, password) = (parts[0], parts[1], parts[2])
+        guard authzid.isEmpty || fold(authzid) == fold(authcid) else {
+            saslFailed(session, account: authcid, reason: "cannot log in as another account", now: now)
+            return
+        }
+        if refusedByThrottle(session, account: authcid, now: now) { return }
+        guard pendingPasswordChecks < config.maxPendingPasswordChecks else {
+            endSASL(session)
+            reply(session, .saslFail, "SASL authentication failed: the server is busy, try again in a moment")
+            return
+        }
+        // An unknown account costs the same PBKDF2 as a wrong password, so timing tells no names.
+        let found = lookupAccount(authcid, session: session)
+        let credential = found?.credential ?? standInCredential(authcid)
+        requestCheck(session, .login(account: found?.name ?? authcid, credential: credential), password: password)
+        if found == nil { session.loginOfUnknownAccount = true }
+    }
+
+    /// EXTERNAL: the client certificate presented during the TLS handshake names the account.
+    mutating func externalLogin(_ session: Session, _ payload: [UInt8], now: Double) {
+        guard let fingerprint = session.clientCertificate else {
+            saslFailed(session, account: nil, reason: "no client certificate was presented", now: now, count: false)
+            return
+        }
+        let account: String?
+        do { account = try accounts?.account(forCertificate: fingerprint) } catch {
+            outbox.items.append(.log("accounts: \(error)"))
+            account = nil
+        }
+        guard let account else {
+            saslFailed(session, account: nil, reason: "the certificate \(fingerprint.prefix(16))… belongs to no account", now: now, count: false)
+            return
+        }
+        let asked = String(decoding: payload, as: UTF8.self)
+        guard asked.isEmpty || fold(asked) == fold(account) else {
+            saslFailed(session, account: asked, reason: "the certificate belongs to \(account), not \(asked)", now: now, count: false)
+            return
+        }
+        loggedIn(session, account: account, now: now)
+    }
+
+    /// SCRAM client-first: `n,,n=NAME,r=NONCE` (no channel binding). Answered with our nonce
+    /// added, the salt and the iteration count.
+    mutating func scramFirst(_ session: Session, _ payload: [UInt8], now: Double) {
+        let message = String(decoding: payload, as: UTF8.self)
+        // gs2 header: `n` or `y` (the client could bind but thinks we cannot), no authzid or the same one.
+        let fields = message.split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 3, fields[0] == "n" || fields[0] == "y" else {
+            saslFailed(session, account: nil, reason: fields.first?.hasPrefix("p=") == true
+                       ? "channel binding is not supported" : "malformed SCRAM client-first message", now: now)
+            return
+        }
+        let bare = fields[2]
+        var name: String?, clientNonce: String?
+        for attribute in bare.split(separator: ",") {
+            if attribute.hasPrefix("n=") { name = Self.scramUnescape(String(attribute.dropFirst(2))) }
+            if attribute.hasPrefix("r=") { clientNonce = String(attribute.dropFirst(2)) }
+            if attribute.hasPrefix("m=") { name = nil; break }
+        }
+        let authzid = fields[1].hasPrefix("a=") ? Self.scramUnescape(String(fields[1].dropFirst(2))) : nil
+        guard let name, !name.isEmpty, let clientNonce, !clientNonce.isEmpty, authzid.map({ fold($0) == fold(name) }) ?? true else {
+            saslFailed(session, account: name, reason: "malformed SCRAM client-first message", now: now)
+            return
+        }
+        if refusedByThrottle(session, account: name, now: now) { return }
+        let found = lookupAccount(name, session: session)
+        let credential = found?.credential ?? standInCredential(name)
+        let nonce = clientNonce + Base64.encode(Crypto.randomBytes(18))
+        let serverFirst = "r=\(nonce),s=\(Base64.encode(credential.salt)),i=\(credential.iterations)"
+        session.sasl = .scramFinal(account: found?.name, credential: credential, authPrefix: bare + "," + serverFirst,
+                                   nonce: nonce, header: fields[0] + "," + fields[1] + ",")
+        sendAuthenticate(session, Array(serverFirst.utf8))
+    }
+
+    /// SCRAM client-final: `c=biws,r=NONCE,p=PROOF`. The proof XOR the client signature is the
+    /// client key, whose SHA-256 must be the stored key; we answer with our own signature.
+    mutating func scramFinal(_ session: Session, _ payload: [UInt8], account: String?, credential: SCRAMCredential,
+                             authPrefix: String, nonce: String, header: String, now: Double) {
+        let message = String(decoding: payload, as: UTF8.self)
+        guard let proofRange = message.range(of: ",p=") else {
+            saslFailed(session, account: account, reason: "malformed SCRAM client-final message", now: now)
+            return
+        }
+        let withoutProof = String(message[..<proofRange.lowerBound])
+        let proof = Base64.decode(String(message[proofRange.upperBound...])) ?? []
+        var binding: String?, echoedNonce: String?
+        for attribute in withoutProof.split(separator: ",") {
+            if attribute.hasPrefix("c=") { binding = String(attribute.dropFirst(2)) }
+            if attribute.hasPrefix("r=") { echoedNonce = String(attribute.dropFirst(2)) }
+        }
+        guard binding == Base64.encode(Array(header.utf8)), echoedNonce == nonce, proof.count == 32 else {
+            saslFailed(session, account: account, reason: "the SCRAM client-final message does not match", now: now)
+            return
+        }
+        let authMessage = Array((authPrefix + "," + withoutProof).utf8)
+        let signature = Crypto.hmacSHA256(key: credential.storedKey, authMessage)
+        let clientKey = zip(proof, signature).map { $0 ^ $1 }
+        guard let account, Crypto.constantTimeEqual(Crypto.sha256(clientKey), credential.storedKey) else {
+            saslFailed(session, account: account, reason: Self.badCredentials, logged: account == nil ? "no such account" : "wrong password", now: now)
+            return
+        }
+        session.sasl = .scramDone(account: account)
+        let serverSignature = Crypto.hmacSHA256(key: credential.serverKey, authMessage)
+        sendAuthenticate(session, Array(("v=" + Base64.encode(serverSignature)).utf8))
+    }
+
+    /// RFC 5802: `=2C` is a comma and `=3D` an equals sign in a SCRAM name.
+    static func scramUnescape(_ text: String) -> String {
+        text.replacingOccurrences(of: "=2C", with: ",").replacingOccurrences(of: "=3D", with: "=")
+    }
+
+    /// Sends a SASL message in 400-byte chunks, with `+` after a full last chunk.
+    mutating func sendAuthenticate(_ session: Session, _ bytes: [UInt8]) {
+        let text = Base64.encode(bytes)
+        var rest = Substring(text)
+        repeat {
+            let chunk = rest.prefix(400)
+            rest = rest.dropFirst(chunk.count)
+            send(session, IRCMessage(command: "AUTHENTICATE", params: [String(chunk)]))
+            if rest.isEmpty && chunk.count == 400 { send(session, IRCMessage(command: "AUTHENTICATE", params: ["+"])) }
+        } while !rest.isEmpty
+    }
+
+    func lookupAccount(_ name: String, session: Session) -> (name: String, credential: SCRAMCredential)? {
+        do { return try accounts?.lookup(fold(name)) } catch { return nil }
+    }
+
+    /// A credential for a name with no account, the same for every attempt at that name (so a
+    /// SCRAM salt does not change between tries and give it away), that no password matches.
+    func standInCredential(_ name: String) -> SCRAMCredential {
+        let seed = Crypto.hmacSHA256(key: standInSecret, Array(fold(name).utf8))
+        return SCRAMCredential(salt: Array(seed.prefix(16)), iterations: config.accountIterations,
+                               storedKey: Crypto.sha256(seed), serverKey: seed)
+    }
+
+    /// Hands a PBKDF2 to the worker. The command's response (and its label) waits for the answer.
+    mutating func requestCheck(_ session: Session, _ purpose: PasswordCheck.Purpose, password: String) {
+        session.verifying = true
+        pendingPasswordChecks += 1
+        if response?.session === session {
+            response?.deferred = true
+            session.deferredLabel = response?.label
+        }
+        outbox.items.append(.checkPassword(PasswordCheck(connection: session.connection, purpose: purpose, password: password)))
+    }
+
+    /// The answer to a PBKDF2 the runtime ran off the loop.
+    public mutating func passwordChecked(_ check: PasswordCheck, _ outcome: PasswordOutcome, now: Double) {
+        pendingPasswordChecks = max(0, pendingPasswordChecks - 1)
+        guard let session = sessions[check.connection], session.verifying else { return }
+        session.verifying = false
+        response = ResponseBuffer(session: session, label: session.deferredLabel)
+        session.deferredLabel = nil
+        answer(check, outcome, session: session, now: now)
+        flushResponse()
+        // The lines that waited for this answer, in order, until one starts another check.
+        while !session.verifying, !session.heldLines.isEmpty, sessions[session.connection] != nil {
+            received(session.heldLines.removeFirst(), from: session.connection, now: now)
+        }
+    }
+
+    mutating func answer(_ check: PasswordCheck, _ outcome: PasswordOutcome, session: Session, now: Double) {
+        switch (check.purpose, outcome) {
+        case (.login(let account, _), .matched(let matched)):
+            let unknown = session.loginOfUnknownAccount
+            session.loginOfUnknownAccount = false
+            if matched && !unknown {
+                loggedIn(session, account: account, now: now)
+            } else {
+                saslFailed(session, account: account, reason: Self.badCredentials, logged: unknown ? "no such account" : "wrong password", now: now)
+            }
+            completeRegistrationIfReady(session, now: now)
+        case (.register(let account, _), .derived(let credential)):
+            finishRegistration(session, account: account, credential: credential, now: now)
+            completeRegistrationIfReady(session, now: now)
+        case (.oper, .operator(let name)):
+            operChecked(session, block: name, now: now)
+        default:
+            break
+        }
+    }
+
+    /// Logged in: 900 and 903, account-notify to those who share a room, and the nickname is safe.
+    mutating func loggedIn(_ session: Session, account: String, now: Double) {
+        endSASL(session)
+        let user = session.user
+        user.account = account
+        reply(session, .loggedIn, user.prefix, account, "You are now logged in as \(account)")
+        reply(session, .saslSuccess, "SASL authentication successful")
+        log(session, "\(user.replyName) logged in as \(account)")
+        if let nick = user.nick, fold(nick) == fold(account) { session.nickProtectionDeadline = nil }
+        if session.registered { accountChanged(user, now: now) }
+    }
+
+    /// 904, counted against the address and the account (not when no secret was guessed).
+    /// One answer for a wrong password and an unknown name, so a login attempt tells no names.
+    static let badCredentials = "wrong account name or password"
+
+    mutating func saslFailed(_ session: Session, account: String?, reason: String, logged: String? = nil, now: Double, count: Bool = true) {
+        endSASL(session)
+        reply(session, .saslFail, "SASL authentication failed: \(reason)")
+        if count {
+            let keys = loginThrottleKeys(session, account: account)
+            for key in keys {
+                var entry = loginFailures[key] ?? (0, now)
+                if now - entry.since >= 60 { entry = (0, now) }
+                entry.count += 1
+                loginFailures[key] = entry
+            }
+        }
+        log(session, "error: login failed\(account.map { " for \($0)" } ?? ""): \(logged ?? reason)")
+    }
+
+    func loginThrottleKeys(_ session: Session, account: String?) -> [String] {
+        var keys: [String] = []
+        if !Self.isLoopback(session.user.address) { keys.append("address " + Self.throttleKey(session.user.address)) }
+        if let account { keys.append("account " + fold(account)) }
+        return keys
+    }
+
+    /// Past the failures allowed in a minute (per address, and per account from anywhere), a
+    /// login is refused unchecked until the minute is over. Successes are never counted.
+    func loginThrottled(_ session: Session, account: String, now: Double) -> String? {
+        for key in loginThrottleKeys(session, account: account) {
+            guard let entry = loginFailures[key], now - entry.since < 60 else { continue }
+            let limit = key.hasPrefix("address") ? config.loginFailuresPerAddress : config.loginFailuresPerAccount
+            if entry.count >= limit {
+                return "SASL authentication failed: too many failed logins \(key.hasPrefix("address") ? "from your address" : "for \(account)"); try again in a minute"
+            }
+        }
+        return nil
+    }
+
+    /// Ends the exchange with the throttle's 904 when the account or address is past its limit.
+    mutating func refusedByThrottle(_ session: Session, account: String, now: Double) -> Bool {
+        guard let refusal = loginThrottled(session, account: account, now: now) else { return false }
+        endSASL(session)
+        reply(session, .saslFail, refusal)
+        return true
+    }
+
+    mutating func endSASL(_ session: Session) {
+        session.sasl = nil
+        session.saslBuffer = ""
+    }
+
+    // MARK: draft/account-registration
+
+    // REGISTER <account> {<email> | *} <password>
+    mutating func handleRegister(_ request: Request) {
+        let session = request.session
+        let asked = request.params[0]
+        func fail(_ code: String, _ account: String, _ text: String) {
+            standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
+        }
+        guard let accounts, config.accountRegistration else {
+            fail("TEMPORARILY_UNAVAILABLE", asked, "Accounts are made by the host on this server (chat-tui account add)")
+            return
+        }
+        if let account = session.user.account {
+            fail("ALREADY_AUTHENTICATED", account, "You are already logged in as \(account)")
+            return
+        }
+        guard let nick = session.user.nick else {
+            standardReply(session, "FAIL", command: "REGISTER", code: "NEED_NICK", context: ["*"], always: true, "Send NICK first: the account is named after it")
+            return
+        }
+        let name = asked == "*" ? nick : asked
+        guard fold(name) == fold(nick) else {
+            fail("ACCOUNT_NAME_MUST_BE_NICK", name, "The account takes your nickname's name: change nickname to \(name) first")
+            return
+        }
+        if session.verifying { return }
+        let password = request.params.count > 2 ? request.params[2] : (request.params.count > 1 ? request.params[1] : "")
+        guard password.utf8.count >= 8 else {
+            fail("WEAK_PASSWORD", name, "Use a password of at least 8 characters")
+            return
+        }
+        guard password.utf8.count <= 300, !password.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            fail("UNACCEPTABLE_PASSWORD", name, "A password is at most 300 bytes, without control characters")
+            return
+        }
+        if let problem = IRCNames.nickProblem(name, maxBytes: config.nickLength) ?? NameSafety.nickProblem(name) {
+            fail("BAD_ACCOUNT_NAME", name, problem)
+            return
+        }
+        let keys = NameKeys.of(name, casemapping)
+        if let reserved = keys.compactMap({ reservedSkeletons[$0] }).first {
+            fail("BAD_ACCOUNT_NAME", name, "\(name) looks like \(reserved), which is reserved")
+            return
+        }
+        do {
+            if try accounts.lookup(fold(name)) != nil {
+                fail("ACCOUNT_EXISTS", name, "\(name) is an account already; log in with SASL, or pick another nickname")
+                return
+            }
+            if let existing = try accounts.owner(ofKeys: keys) {
+                fail("ACCOUNT_EXISTS", name, "\(name) looks too much like the account \(existing)")
+                return
+            }
+        } catch {
+            log(session, "accounts: \(error)")
+            fail("TEMPORARILY_UNAVAILABLE", name, "The account database is not available")
+            return
+        }
+        // New accounts per address per hour: a name grab from one host stops here.
+        let address = Self.throttleKey(session.user.address)
+        let recent = (accountsCreated[address] ?? []).filter { request.now - $0 < 3600 }
+        if !Self.isLoopback(session.user.address) && recent.count >= config.accountsPerAddressPerHour {
+            fail("TEMPORARILY_UNAVAILABLE", name, "Too many accounts made from your address; try again in an hour")
+            return
+        }
+        guard pendingPasswordChecks < config.maxPendingPasswordChecks else {
+            fail("TEMPORARILY_UNAVAILABLE", name, "The server is busy; try again in a moment")
+            return
+        }
+        requestCheck(session, .register(account: name, iterations: config.accountIterations), password: password)
+    }
+
+    mutating func finishRegistration(_ session: Session, account: String, credential: SCRAMCredential, now: Double) {
+        guard let accounts else { return }
+        do {
+            try accounts.add(name: account, credential: credential, now: Int64(now))
+        } catch {
+            let code: String
+            switch error {
+            case .exists, .looksLike: code = "ACCOUNT_EXISTS"
+            default: code = "TEMPORARILY_UNAVAILABLE"
+            }
+            log(session, "accounts: \(error)")
+            standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, error.description)
+            return
+        }
+        let address = Self.throttleKey(session.user.address)
+        accountsCreated[address, default: []].append(now)
+        log(session, "account \(account) registered by \(session.user.replyName)")
+        send(session, IRCMessage(source: config.name, command: "REGISTER", params: ["SUCCESS", account, "Account created; you are logged in"]))
+        loggedIn(session, account: account, now: now)
+    }
+
+    // VERIFY <account> <code>
+    mutating func handleVerify(_ request: Request) {
+        let session = request.session
+        if let account = session.user.account {
+            standardReply(session, "FAIL", command: "VERIFY", code: "ALREADY_AUTHENTICATED", context: [account], always: true,
+                          "You are already logged in as \(account)")
+        } else {
+            standardReply(session, "FAIL", command: "VERIFY", code: "INVALID_CODE", context: [request.params[0]], always: true,
+                          "This server sends no verification codes: REGISTER logs you in at once")
+        }
+    }
+
+    // MARK: Nickname protection
+
+    /// The account whose name this nickname is, when the user is not logged in to it.
+    func protectingAccount(of nick: String, for user: User) -> String? {
+        guard config.nickProtection != .off, let accounts else { return nil }
+        if let account = user.account, fold(account) == fold(nick) { return nil }
+        do { return try accounts.lookup(fold(nick))?.name } catch { return nil }
+    }
+
+    /// The account names a nickname looks like (not its own exact one), so `aIice` cannot pass for the account alice.
+    func accountLookalike(_ wanted: String, keys: Set<String>) -> String? {
+        guard let accounts else { return nil }
+        do {
+            guard let owner = try accounts.owner(ofKeys: keys), fold(owner) != fold(wanted) else { return nil }
+            return owner
+        } catch {
+            return nil
+        }
+    }
+
+    /// Someone took an account's name without logging in to it: told, and renamed after the grace period.
+    mutating func warnNickProtected(_ session: Session, account: String, now: Double) {
+        guard case .rename(let grace) = config.nickProtection else { return }
+        session.nickProtectionDeadline = now + grace
+        send(session, IRCMessage(source: config.name, command: "NOTICE", params: [session.user.replyName,
+            "\(account) is a registered account's nickname: log in to it (SASL) within \(Int(grace)) seconds, or you will be renamed"]))
+        log(session, "\(session.user.replyName) holds the account name \(account) without logging in; renamed in \(Int(grace)) s unless they log in")
+    }
+
+    /// From `tick`: users whose grace period ran out get a guest nickname.
+    mutating func enforceNickProtection(now: Double) {
+        let due = sessions.values.filter { ($0.nickProtectionDeadline ?? .infinity) <= now }.sorted { $0.connection < $1.connection }
+        for session in due {
+            session.nickProtectionDeadline = nil
+            guard session.registered, let nick = session.user.nick, let account = protectingAccount(of: nick, for: session.user) else { continue }
+            var number = session.user.id.raw
+            var guest = "Guest\(number)"
+            while nicks[fold(guest)] != nil { number += 100_000; guest = "Guest\(number)" }
+            send(session, IRCMessage(source: config.name, command: "NOTICE", params: [nick,
+                "You did not log in to the account \(account): you are now \(guest)"]))
+            changeNick(guest, session: session, now: now)
+        }
+    }
+}
