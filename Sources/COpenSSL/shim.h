@@ -48,8 +48,10 @@ static inline SSL_CTX *chat_tls_server_context(const char *certificate, const ch
         SSL_CTX_free(context);
         return NULL;
     }
-    // Ask for a client certificate, without requiring one.
+    // Ask for a client certificate, without requiring one. Asking needs a session ID context,
+    // or OpenSSL refuses to resume TLS 1.2 sessions.
     SSL_CTX_set_verify(context, SSL_VERIFY_PEER, chat_tls_accept_any_certificate);
+    SSL_CTX_set_session_id_context(context, (const unsigned char *)"chat-tui", 8);
     return context;
 }
 

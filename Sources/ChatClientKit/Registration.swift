@@ -148,7 +148,12 @@ public struct Registration: Sendable {
             incoming = ""
             return authenticate(text.isEmpty ? [] : Base64.decode(text))
         case "903", "907":
-            return phase == .authenticating ? endNegotiation() : []
+            guard phase == .authenticating else { return [] }
+            // With SCRAM, success counts only once the server has proved it knows the password.
+            if mechanism == "SCRAM-SHA-256", message.command == "903", step < 3, let sasl = settings.sasl {
+                return refuse("login failed for \(sasl.account): the server said yes without proving it knows the password (not the real server?)")
+            }
+            return endNegotiation()
         case "908":
             // The mechanisms the server has: the next attempt picks among them.
             let listed = Set((message.param(1) ?? "").uppercased().split(separator: ",").map(String.init))
@@ -156,8 +161,9 @@ public struct Registration: Sendable {
             return []
         case "904", "905":
             guard phase == .authenticating, let sasl = settings.sasl else { return [] }
-            // Refused before anything was proved: the mechanism itself, so try the next one.
-            if step == 0, !mechanisms.isEmpty { return nextMechanism() }
+            // Refused before anything was proved: the mechanism itself, so try the next one. (EXTERNAL
+            // is refused after our empty answer, when the certificate names no account.)
+            if step == 0 || mechanism == "EXTERNAL" && step <= 1 { return nextMechanism() }
             var reason = p.last ?? "SASL authentication failed"
             for prefix in ["SASL authentication failed: ", "SASL authentication failed"] where reason.hasPrefix(prefix) && reason != prefix {
                 reason = String(reason.dropFirst(prefix.count))

@@ -18,6 +18,8 @@ public struct PasswordCheck: Sendable, Equatable {
     public let connection: ConnectionID
     public let purpose: Purpose
     let password: String
+    /// The address key it counts against (at most two checks pending per address).
+    let address: String
 
     /// The work itself (on the worker thread, or inline in tests).
     public func run() -> PasswordOutcome {
@@ -33,6 +35,8 @@ public enum PasswordOutcome: Sendable, Equatable {
     case matched(Bool)
     case derived(SCRAMCredential)
     case `operator`(String?)
+    /// Not run: the connection closed while it waited.
+    case cancelled
 }
 
 /// One SASL exchange in progress on a connection (SASL 3.2 over AUTHENTICATE).
@@ -43,9 +47,9 @@ enum SASLExchange {
     case scramFirst
     /// Server-first sent: what the proof is checked against. `account` is nil for a name with
     /// no account (the exchange goes on, so the answer does not tell names apart, and fails).
-    case scramFinal(account: String?, credential: SCRAMCredential, authPrefix: String, nonce: String, header: String)
+    case scramFinal(asked: String, account: String?, credential: SCRAMCredential, authPrefix: String, nonce: String, header: String)
     /// Server-final sent; logged in when the client answers `+`.
-    case scramDone(account: String)
+    case scramDone(asked: String, account: String)
 }
 
 extension ServerState {
@@ -115,15 +119,16 @@ extension ServerState {
         case .plain: plainLogin(session, payload, now: request.now)
         case .external: externalLogin(session, payload, now: request.now)
         case .scramFirst: scramFirst(session, payload, now: request.now)
-        case .scramFinal(let account, let credential, let authPrefix, let nonce, let header):
-            scramFinal(session, payload, account: account, credential: credential, authPrefix: authPrefix, nonce: nonce,
+        case .scramFinal(let asked, let account, let credential, let authPrefix, let nonce, let header):
+            scramFinal(session, payload, asked: asked, account: account, credential: credential, authPrefix: authPrefix, nonce: nonce,
                        header: header, now: request.now)
-        case .scramDone(let account):
+        case .scramDone(let asked, let account):
             // The client has checked our signature and says so with an empty answer.
             guard payload.isEmpty else {
                 saslFailed(session, account: account, reason: "unexpected data after the server's signature", now: request.now)
                 return
             }
+            forgiveAttempt(session, account: asked)
             loggedIn(session, account: account, now: request.now)
         }
     }
@@ -143,11 +148,13 @@ extension ServerState {
             return
         }
         if refusedByThrottle(session, account: authcid, now: now) { return }
-        guard pendingPasswordChecks < config.maxPendingPasswordChecks else {
+        guard checkSlotFree(session) else {
             endSASL(session)
             reply(session, .saslFail, "SASL authentication failed: the server is busy, try again in a moment")
             return
         }
+        // Counted as it starts, so parallel attempts cannot all pass the throttle; forgiven on success.
+        countAttempt(session, account: authcid, now: now)
         // An unknown account costs the same PBKDF2 as a wrong password, so timing tells no names.
         let found = lookupAccount(authcid, session: session)
         let credential = found?.credential ?? standInCredential(authcid)
@@ -202,18 +209,19 @@ extension ServerState {
             return
         }
         if refusedByThrottle(session, account: name, now: now) { return }
+        countAttempt(session, account: name, now: now)
         let found = lookupAccount(name, session: session)
         let credential = found?.credential ?? standInCredential(name)
         let nonce = clientNonce + Base64.encode(Crypto.randomBytes(18))
         let serverFirst = "r=\(nonce),s=\(Base64.encode(credential.salt)),i=\(credential.iterations)"
-        session.sasl = .scramFinal(account: found?.name, credential: credential, authPrefix: bare + "," + serverFirst,
+        session.sasl = .scramFinal(asked: name, account: found?.name, credential: credential, authPrefix: bare + "," + serverFirst,
                                    nonce: nonce, header: fields[0] + "," + fields[1] + ",")
         sendAuthenticate(session, Array(serverFirst.utf8))
     }
 
     /// SCRAM client-final: `c=biws,r=NONCE,p=PROOF`. The proof XOR the client signature is the
     /// client key, whose SHA-256 must be the stored key; we answer with our own signature.
-    mutating func scramFinal(_ session: Session, _ payload: [UInt8], account: String?, credential: SCRAMCredential,
+    mutating func scramFinal(_ session: Session, _ payload: [UInt8], asked: String, account: String?, credential: SCRAMCredential,
                              authPrefix: String, nonce: String, header: String, now: Double) {
         let message = String(decoding: payload, as: UTF8.self)
         guard let proofRange = message.range(of: ",p=") else {
@@ -235,10 +243,11 @@ extension ServerState {
         let signature = Crypto.hmacSHA256(key: credential.storedKey, authMessage)
         let clientKey = zip(proof, signature).map { $0 ^ $1 }
         guard let account, Crypto.constantTimeEqual(Crypto.sha256(clientKey), credential.storedKey) else {
-            saslFailed(session, account: account, reason: Self.badCredentials, logged: account == nil ? "no such account" : "wrong password", now: now)
+            saslFailed(session, account: asked, reason: Self.badCredentials, logged: account == nil ? "no such account" : "wrong password",
+                       now: now, count: false)
             return
         }
-        session.sasl = .scramDone(account: account)
+        session.sasl = .scramDone(asked: asked, account: account)
         let serverSignature = Crypto.hmacSHA256(key: credential.serverKey, authMessage)
         sendAuthenticate(session, Array(("v=" + Base64.encode(serverSignature)).utf8))
     }
@@ -276,16 +285,28 @@ extension ServerState {
     mutating func requestCheck(_ session: Session, _ purpose: PasswordCheck.Purpose, password: String) {
         session.verifying = true
         pendingPasswordChecks += 1
+        let address = Self.throttleKey(session.user.address)
+        pendingChecksPerAddress[address, default: 0] += 1
         if response?.session === session {
             response?.deferred = true
             session.deferredLabel = response?.label
         }
-        outbox.items.append(.checkPassword(PasswordCheck(connection: session.connection, purpose: purpose, password: password)))
+        outbox.items.append(.checkPassword(PasswordCheck(connection: session.connection, purpose: purpose, password: password, address: address)))
+    }
+
+    /// Room for one more check: under the total, and under two per address (loopback aside),
+    /// so a few addresses cannot keep everyone else's logins waiting.
+    func checkSlotFree(_ session: Session) -> Bool {
+        guard pendingPasswordChecks < config.maxPendingPasswordChecks else { return false }
+        if Self.isLoopback(session.user.address) { return true }
+        return (pendingChecksPerAddress[Self.throttleKey(session.user.address)] ?? 0) < 2
     }
 
     /// The answer to a PBKDF2 the runtime ran off the loop.
     public mutating func passwordChecked(_ check: PasswordCheck, _ outcome: PasswordOutcome, now: Double) {
         pendingPasswordChecks = max(0, pendingPasswordChecks - 1)
+        pendingChecksPerAddress[check.address, default: 1] -= 1
+        if pendingChecksPerAddress[check.address] ?? 0 <= 0 { pendingChecksPerAddress[check.address] = nil }
         guard let session = sessions[check.connection], session.verifying else { return }
         session.verifying = false
         response = ResponseBuffer(session: session, label: session.deferredLabel)
@@ -293,7 +314,7 @@ extension ServerState {
         answer(check, outcome, session: session, now: now)
         flushResponse()
         // The lines that waited for this answer, in order, until one starts another check.
-        while !session.verifying, !session.heldLines.isEmpty, sessions[session.connection] != nil {
+        while !session.busy, !session.heldLines.isEmpty, sessions[session.connection] != nil {
             received(session.heldLines.removeFirst(), from: session.connection, now: now)
         }
     }
@@ -304,9 +325,11 @@ extension ServerState {
             let unknown = session.loginOfUnknownAccount
             session.loginOfUnknownAccount = false
             if matched && !unknown {
+                forgiveAttempt(session, account: account)
                 loggedIn(session, account: account, now: now)
             } else {
-                saslFailed(session, account: account, reason: Self.badCredentials, logged: unknown ? "no such account" : "wrong password", now: now)
+                saslFailed(session, account: account, reason: Self.badCredentials, logged: unknown ? "no such account" : "wrong password",
+                           now: now, count: false)
             }
             completeRegistrationIfReady(session, now: now)
         case (.register(let account, _), .derived(let credential)):
@@ -320,12 +343,12 @@ extension ServerState {
     }
 
     /// Logged in: 900 and 903, account-notify to those who share a room, and the nickname is safe.
-    mutating func loggedIn(_ session: Session, account: String, now: Double) {
+    mutating func loggedIn(_ session: Session, account: String, viaSASL: Bool = true, now: Double) {
         endSASL(session)
         let user = session.user
         user.account = account
         reply(session, .loggedIn, user.prefix, account, "You are now logged in as \(account)")
-        reply(session, .saslSuccess, "SASL authentication successful")
+        if viaSASL { reply(session, .saslSuccess, "SASL authentication successful") }
         log(session, "\(user.replyName) logged in as \(account)")
         if let nick = user.nick, fold(nick) == fold(account) { session.nickProtectionDeadline = nil }
         if session.registered { accountChanged(user, now: now) }
@@ -335,19 +358,32 @@ extension ServerState {
     /// One answer for a wrong password and an unknown name, so a login attempt tells no names.
     static let badCredentials = "wrong account name or password"
 
+    /// `count`: a failure before any secret was tried (a malformed message) still counts, so
+    /// garbage cannot be sent for free; a wrong password was counted when it started.
     mutating func saslFailed(_ session: Session, account: String?, reason: String, logged: String? = nil, now: Double, count: Bool = true) {
         endSASL(session)
         reply(session, .saslFail, "SASL authentication failed: \(reason)")
-        if count {
-            let keys = loginThrottleKeys(session, account: account)
-            for key in keys {
-                var entry = loginFailures[key] ?? (0, now)
-                if now - entry.since >= 60 { entry = (0, now) }
-                entry.count += 1
-                loginFailures[key] = entry
-            }
-        }
+        if count { countAttempt(session, account: account, now: now) }
         log(session, "error: login failed\(account.map { " for \($0)" } ?? ""): \(logged ?? reason)")
+    }
+
+    /// A login attempt counts against the address and the account asked for (known or not).
+    mutating func countAttempt(_ session: Session, account: String?, now: Double) {
+        for key in loginThrottleKeys(session, account: account) {
+            var entry = loginFailures[key] ?? (0, now)
+            if now - entry.since >= 60 { entry = (0, now) }
+            entry.count += 1
+            loginFailures[key] = entry
+        }
+    }
+
+    /// A successful login is not a failure: its attempt is taken back.
+    mutating func forgiveAttempt(_ session: Session, account: String) {
+        for key in loginThrottleKeys(session, account: account) {
+            guard var entry = loginFailures[key] else { continue }
+            entry.count -= 1
+            loginFailures[key] = entry.count > 0 ? entry : nil
+        }
     }
 
     func loginThrottleKeys(_ session: Session, account: String?) -> [String] {
@@ -410,7 +446,7 @@ extension ServerState {
             return
         }
         if session.verifying { return }
-        let password = request.params.count > 2 ? request.params[2] : (request.params.count > 1 ? request.params[1] : "")
+        let password = request.params[2]
         guard password.utf8.count >= 8 else {
             fail("WEAK_PASSWORD", name, "Use a password of at least 8 characters")
             return
@@ -449,10 +485,12 @@ extension ServerState {
             fail("TEMPORARILY_UNAVAILABLE", name, "Too many accounts made from your address; try again in an hour")
             return
         }
-        guard pendingPasswordChecks < config.maxPendingPasswordChecks else {
+        guard checkSlotFree(session) else {
             fail("TEMPORARILY_UNAVAILABLE", name, "The server is busy; try again in a moment")
             return
         }
+        // The slot is taken now, so parallel REGISTERs cannot pass the limit together; given back on failure.
+        accountsCreated[address, default: []].append(request.now)
         requestCheck(session, .register(account: name, iterations: config.accountIterations), password: password)
     }
 
@@ -468,13 +506,13 @@ extension ServerState {
             }
             log(session, "accounts: \(error)")
             standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, error.description)
+            let address = Self.throttleKey(session.user.address)
+            if let index = accountsCreated[address]?.lastIndex(of: now) ?? accountsCreated[address]?.indices.last { accountsCreated[address]?.remove(at: index) }
             return
         }
-        let address = Self.throttleKey(session.user.address)
-        accountsCreated[address, default: []].append(now)
         log(session, "account \(account) registered by \(session.user.replyName)")
         send(session, IRCMessage(source: config.name, command: "REGISTER", params: ["SUCCESS", account, "Account created; you are logged in"]))
-        loggedIn(session, account: account, now: now)
+        loggedIn(session, account: account, viaSASL: false, now: now)
     }
 
     // VERIFY <account> <code>
@@ -512,6 +550,9 @@ extension ServerState {
     /// Someone took an account's name without logging in to it: told, and renamed after the grace period.
     mutating func warnNickProtected(_ session: Session, account: String, now: Double) {
         guard case .rename(let grace) = config.nickProtection else { return }
+        // One grace period per account name and connection: going back and forth does not renew it.
+        if session.nickProtectionDeadline != nil { return }
+        session.graceGiven.insert(fold(account))
         session.nickProtectionDeadline = now + grace
         send(session, IRCMessage(source: config.name, command: "NOTICE", params: [session.user.replyName,
             "\(account) is a registered account's nickname: log in to it (SASL) within \(Int(grace)) seconds, or you will be renamed"]))
@@ -524,9 +565,13 @@ extension ServerState {
         for session in due {
             session.nickProtectionDeadline = nil
             guard session.registered, let nick = session.user.nick, let account = protectingAccount(of: nick, for: session.user) else { continue }
+            // A guest name nobody holds or imitates (nor an account's look-alike).
             var number = session.user.id.raw
             var guest = "Guest\(number)"
-            while nicks[fold(guest)] != nil { number += 100_000; guest = "Guest\(number)" }
+            while nickProblem(guest, keys: NameKeys.of(guest, casemapping), for: session.user) != nil || protectingAccount(of: guest, for: session.user) != nil {
+                number += 100_000
+                guest = "Guest\(number)"
+            }
             send(session, IRCMessage(source: config.name, command: "NOTICE", params: [nick,
                 "You did not log in to the account \(account): you are now \(guest)"]))
             changeNick(guest, session: session, now: now)

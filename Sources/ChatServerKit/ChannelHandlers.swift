@@ -40,6 +40,7 @@ extension ServerState {
                 }
             }
             channels[key] = Channel(name: name, createdAt: now)
+            sortedChannelKeys.insert(key)
             for skeleton in lookalikeKeys { channelSkeletons[skeleton] = key }
         } else if let refusal = admissionProblem(user, channels[key]!, key: given) {
             reply(session, refusal.numeric, channels[key]!.name, refusal.reason)
@@ -120,7 +121,7 @@ extension ServerState {
 
     // PART <channel>{,<channel>} [<reason>]
     mutating func handlePart(_ request: Request) {
-        let reason = request.params.count > 1 ? UTF8Boundary.prefix(request.params[1], maxBytes: config.kickLength) : nil
+        let reason = request.params.count > 1 ? UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[1]), maxBytes: config.kickLength) : nil
         let names = request.params[0].split(separator: ",").map(String.init)
         for name in names {
             guard let (key, _) = channel(named: name) else {
@@ -170,7 +171,7 @@ extension ServerState {
             reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
             return
         }
-        let topic = UTF8Boundary.prefix(request.params[1], maxBytes: config.topicLength)
+        let topic = UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[1]), maxBytes: config.topicLength)
         channels[key]!.topic = topic
         // nick!user@host, so clients can show who set it in full (irssi shows the host).
         channels[key]!.topicSetBy = request.user.prefix
@@ -252,8 +253,8 @@ extension ServerState {
     mutating func handleList(_ request: Request) {
         let session = request.session
         var wanted: Set<String>?
-        var masks: [(String, Bool)] = []
-        var conditions: [(Character, Character, Double)] = []
+        var masks: [(mask: String, include: Bool)] = []
+        var conditions: [(field: Character, op: Character, value: Double)] = []
         for param in request.params.prefix(2) {
             for word in param.split(separator: ",").map(String.init) {
                 if let first = word.first, first == ">" || first == "<", let n = Double(word.dropFirst()) {
@@ -269,29 +270,15 @@ extension ServerState {
             }
         }
         reply(session, .listStart, "Channel", "Users  Name")
-        for key in channels.keys.sorted() where wanted?.contains(key) ?? true {
-            guard let channel = channels[key] else { continue }
-            // A secret room is listed only to its members, even when asked for by name (InspIRCd does the same).
-            guard canSee(request.user, key: key) else { continue }
-            let count = membership.count(of: key)
-            var ok = true
-            for (mask, include) in masks where IRCNames.globMatch(mask, key) != include { ok = false }
-            for (field, op, n) in conditions {
-                let value: Double
-                switch field {
-                case "U": value = Double(count)
-                case "C": value = (request.now - channel.createdAt) / 60
-                // A room whose topic was never set matches no T condition (NaN compares false).
-                default: value = channel.topicSetAt == 0 ? .nan : (request.now - channel.topicSetAt) / 60
-                }
-                // C<n: created less than n minutes ago; C>n: more than n minutes ago (the modern docs).
-                if op == ">" ? !(value > n) : !(value < n) { ok = false }
-            }
-            guard ok else { continue }
-            let modes = channel.modeParameters(showKey: membership.isMember(request.user.id, of: key)).joined(separator: " ")
-            reply(session, .list, channel.name, String(count), "[\(modes)] \(channel.topic)")
+        let query = ListQuery(wanted: wanted, masks: masks, conditions: conditions)
+        // Rooms asked for by name (a line's worth at most) are answered at once; the whole
+        // list is made a step at a time as the client takes it (`LongReply`).
+        if let wanted {
+            for key in wanted.sorted() { listEntry(session, key: key, query: query, now: request.now) }
+            reply(session, .listEnd, "End of /LIST")
+            return
         }
-        reply(session, .listEnd, "End of /LIST")
+        startLongReply(session, .list(query, after: nil), now: request.now)
     }
 
     // KICK <channel> <user>{,<user>} [<comment>]
@@ -302,7 +289,7 @@ extension ServerState {
             reply(session, .noSuchChannel, name, "No such channel")
             return
         }
-        let comment = request.params.count > 2 ? UTF8Boundary.prefix(request.params[2], maxBytes: config.kickLength) : (request.user.nick ?? "")
+        let comment = request.params.count > 2 ? UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[2]), maxBytes: config.kickLength) : (request.user.nick ?? "")
         let targets = request.params[1].split(separator: ",").map(String.init)
         if exceedsTargetLimit(session, "KICK", targets) { return }
         for nick in targets {

@@ -27,7 +27,7 @@ extension ServerState {
         "PONG": ServerCommand(0, beforeRegistration: true) { _, _ in },
         "QUIT": ServerCommand(0, beforeRegistration: true) { $0.handleQuit($1) },
         "AUTHENTICATE": ServerCommand(1, beforeRegistration: true) { $0.handleAuthenticate($1) },
-        "REGISTER": ServerCommand(2, beforeRegistration: true) { $0.handleRegister($1) },
+        "REGISTER": ServerCommand(3, beforeRegistration: true) { $0.handleRegister($1) },
         "VERIFY": ServerCommand(2, beforeRegistration: true) { $0.handleVerify($1) },
         // Rooms
         "JOIN": ServerCommand(1) { $0.handleJoin($1) },

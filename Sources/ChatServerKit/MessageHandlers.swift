@@ -101,7 +101,7 @@ extension ServerState {
     // AWAY [<text>]
     mutating func handleAway(_ request: Request) {
         let session = request.session, user = request.user
-        let text = request.params.first.map { UTF8Boundary.prefix($0, maxBytes: config.awayLength) } ?? ""
+        let text = request.params.first.map { UTF8Boundary.prefix(PlainText.cleanFreeText($0), maxBytes: config.awayLength) } ?? ""
         user.away = text.isEmpty ? nil : text
         if text.isEmpty {
             reply(session, .unaway, "You are no longer marked as being away")
@@ -116,7 +116,7 @@ extension ServerState {
     // SETNAME :<realname>
     mutating func handleSetname(_ request: Request) {
         let session = request.session, user = request.user
-        let name = request.params[0]
+        let name = PlainText.cleanFreeText(request.params[0])
         guard !name.isEmpty, name.utf8.count <= config.realnameLength else {
             standardReply(session, "FAIL", command: "SETNAME", code: "INVALID_REALNAME", always: true,
                           "Real name must be 1 to \(config.realnameLength) bytes")

@@ -37,12 +37,19 @@ final class Session {
     var heldLines: [[UInt8]] = []
     /// The label of the command whose answer is being checked (labeled-response).
     var deferredLabel: String?
+    /// A reply made a step at a time, and the labeled-response batch it streams in.
+    var longReply: LongReply?
+    var replyBatch: String?
+    /// Its next lines must wait: a password is being checked, or a long reply made.
+    var busy: Bool { verifying || longReply != nil }
     /// The OPER name being checked.
     var operName: String?
     /// SHA-256 of the client certificate shown in the TLS handshake (uppercase hex), for SASL EXTERNAL.
     var clientCertificate: String?
     /// Holding an account's name without being logged in to it: renamed at this time.
     var nickProtectionDeadline: Double?
+    /// Account names this connection already had its grace period for: taking one again is refused.
+    var graceGiven: Set<String> = []
     /// A draft/multiline batch the client has opened and not yet closed.
     var openBatch: MultilineBatch?
     let connectedAt: Double

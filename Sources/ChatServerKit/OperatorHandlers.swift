@@ -67,7 +67,7 @@ extension ServerState {
             }
             return
         }
-        let comment = UTF8Boundary.prefix(request.params[1], maxBytes: config.kickLength)
+        let comment = UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[1]), maxBytes: config.kickLength)
         let reason = "Killed (\(user.replyName) (\(comment)))"
         log(session, "\(user.replyName) killed \(target.replyName): \(comment)")
         // The killed user sees the KILL and its own QUIT (the modern docs), then ERROR.

@@ -56,6 +56,9 @@ public struct Outbox: Sendable {
         case log(String)
         /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
         case checkPassword(PasswordCheck)
+        /// More of a long reply is to come: the runtime asks for it (`ServerState.continueReply`)
+        /// once the connection has taken most of what it has.
+        case continueReply(ConnectionID)
     }
 
     public var items: [Item] = []

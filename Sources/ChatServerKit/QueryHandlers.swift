@@ -16,12 +16,11 @@ extension ServerState {
             if let (key, channel) = channel(named: mask) {
                 let isMember = membership.isMember(asker.id, of: key)
                 if isMember || !channel.isSecret || asker.isOperator {
-                    let members = (membership.members[key] ?? [:]).sorted { $0.key < $1.key }
-                    for (_, status) in members {
-                        let other = status.user
-                        guard isMember || asker.isOperator || !other.isInvisible else { continue }
-                        whoReply(session, other, channel: channel.name, status: status, whox: whox, now: request.now)
-                    }
+                    // A big room's answer is made a step at a time as the client takes it.
+                    let members = (membership.members[key] ?? [:]).keys.sorted()
+                    startLongReply(session, .whoRoom(mask: mask, channelName: channel.name, key: key, members: members, next: 0,
+                                                     whox: whox, showAll: isMember || asker.isOperator), now: request.now)
+                    return
                 }
             }
         } else {

@@ -144,7 +144,9 @@ extension ServerState {
         // An account's name, by someone not logged in to it: strict refuses it; otherwise the
         // change goes through with a warning (before registration, SASL may still log them in).
         let protectedBy = session.registered ? protectingAccount(of: wanted, for: user) : nil
-        if protectedBy != nil && config.nickProtection == .strict {
+        // Strict, or this connection had its grace period for that name already (it was renamed, or left and came back).
+        if let account = protectedBy, config.nickProtection == .strict
+            || session.graceGiven.contains(fold(account)) && session.nickProtectionDeadline == nil {
             reply(session, .nicknameInUse, wanted, "Nickname is reserved by an account; log in to it with SASL to use it")
             return
         }
@@ -254,7 +256,7 @@ extension ServerState {
         }
         let username = String(String.UnicodeScalarView(safe.prefix(config.userLength)))
         session.user.username = username.isEmpty ? "user" : username
-        session.user.realname = UTF8Boundary.prefix(request.params[3], maxBytes: config.realnameLength)
+        session.user.realname = UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[3]), maxBytes: config.realnameLength)
         completeRegistrationIfReady(session, now: request.now)
     }
 
@@ -270,7 +272,7 @@ extension ServerState {
     // QUIT [<reason>]
     mutating func handleQuit(_ request: Request) {
         // "Quit: " even when the reason is empty (the modern docs), so nobody can fake a server's own QUIT reasons.
-        let reason = "Quit: " + (request.params.first.map { UTF8Boundary.prefix($0, maxBytes: config.kickLength) } ?? "")
+        let reason = "Quit: " + (request.params.first.map { UTF8Boundary.prefix(PlainText.cleanFreeText($0), maxBytes: config.kickLength) } ?? "")
         closeLink(request.session, reason: reason, now: request.now)
     }
 

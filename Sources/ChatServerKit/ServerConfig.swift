@@ -108,6 +108,8 @@ public struct ServerConfig: Sendable {
     public var accountsPerAddressPerHour = 3
     /// PBKDF2s waiting for the worker at once; past it, logins are told to try again.
     public var maxPendingPasswordChecks = 64
+    /// Rooms looked at (LIST) or members answered (WHO #room) in one step of a long reply.
+    public var longReplyStep = 256
 
     public init() {}
 
@@ -166,13 +168,24 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var newPerWindow = 32
     public var window: Double = 600
     public var unregistered = 2000
+    /// Loopback connections skip these limits and the pacing (the host's screen, local tools).
     public var exemptLoopback = true
+    /// Command pacing: lines a client may send at once, then per second after that
+    /// (a 20-line paste goes through at once; a flood is slowed to 4 lines a second).
+    public var burst = 20
+    public var linesPerSecond: Double = 4
+    /// Lines waiting for their turn per connection; past this the server stops reading it.
+    public var queuedLines = 256
 
-    public init(perAddress: Int = 16, newPerWindow: Int = 32, window: Double = 600, unregistered: Int = 2000, exemptLoopback: Bool = true) {
+    public init(perAddress: Int = 16, newPerWindow: Int = 32, window: Double = 600, unregistered: Int = 2000, exemptLoopback: Bool = true,
+                burst: Int = 20, linesPerSecond: Double = 4, queuedLines: Int = 256) {
         self.perAddress = perAddress
         self.newPerWindow = newPerWindow
         self.window = window
         self.unregistered = unregistered
         self.exemptLoopback = exemptLoopback
+        self.burst = burst
+        self.linesPerSecond = linesPerSecond
+        self.queuedLines = queuedLines
     }
 }

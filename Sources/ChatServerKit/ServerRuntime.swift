@@ -10,7 +10,7 @@ import IRCWire
 /// The thread that runs password hashing (PBKDF2) for the loop: the loop hands it a check and
 /// goes on; the answer is taken on the next wake-up. One thread: on two cores the other is the loop's.
 final class PasswordWorker: Sendable {
-    private let jobs = Mutex<(queue: [PasswordCheck], stopped: Bool)>(([], false))
+    private let jobs = Mutex<(queue: [PasswordCheck], cancelled: Set<ConnectionID>, stopped: Bool)>(([], [], false))
     private let results = Mutex<[(PasswordCheck, PasswordOutcome)]>([])
     private let ready = DispatchSemaphore(value: 0)
     private let wakeup: Wakeup
@@ -36,17 +36,24 @@ final class PasswordWorker: Sendable {
         ready.signal()
     }
 
+    /// The connection closed: its waiting check is answered `.cancelled` without being run.
+    func cancel(_ connection: ConnectionID) {
+        jobs.withLock { $0.cancelled.insert(connection) }
+    }
+
     private func work() {
         while true {
             ready.wait()
-            let next: PasswordCheck? = jobs.withLock { state in
-                state.stopped || state.queue.isEmpty ? nil : state.queue.removeFirst()
+            let next: (PasswordCheck, Bool)? = jobs.withLock { state in
+                guard !state.stopped, !state.queue.isEmpty else { return nil }
+                let check = state.queue.removeFirst()
+                return (check, state.cancelled.remove(check.connection) != nil)
             }
-            guard let check = next else {
+            guard let (check, cancelled) = next else {
                 if jobs.withLock({ $0.stopped }) { return }
                 continue
             }
-            let outcome = check.run()
+            let outcome = cancelled ? .cancelled : check.run()
             results.withLock { $0.append((check, outcome)) }
             wakeup.signal()
         }
@@ -69,6 +76,18 @@ final class ServerRuntime {
         let tls: TLSSession?
         /// On the plain port: the first bytes are checked for a TLS ClientHello.
         var firstRead = true
+        /// Lines read and not yet handed to the state (pacing, or the state busy with this
+        /// connection), oldest at `queueHead`.
+        var queue: [FramedLine] = []
+        var queueHead = 0
+        var queued: Int { queue.count - queueHead }
+        /// Command pacing (nil: none, as for loopback).
+        var pacer: Pacer?
+        /// The queue is full: its socket is not read until it drains.
+        var readPaused = false
+        /// Waiting in `paced` for its pacer; waiting in `continuing` for a long reply's next step.
+        var inPaced = false
+        var inContinuing = false
 
         init(id: ConnectionID, fd: Int32, peer: String, tls: TLSSession?) {
             self.id = id
@@ -105,6 +124,14 @@ final class ServerRuntime {
     private var lastTrim = 0
     private var eventsThisTick = 0
     private let passwords: PasswordWorker
+    /// Connections with a check at the worker (cancelled if they close first).
+    private var checking: Set<ConnectionID> = []
+    /// Connections with lines waiting for their pacer (or for the state to take them).
+    private var paced: [Connection] = []
+    /// Connections with a long reply to go on with once their output drains.
+    private var continuing: [Connection] = []
+    /// Below this much unsent output, a long reply's next step is made.
+    private static let continueBelow = 64 * 1024
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
     private static let wakeupToken = UInt64.max
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
@@ -127,7 +154,10 @@ final class ServerRuntime {
     func run() {
         var nextTick = Monotonic.now() + 1
         while !control.stopRequested {
-            let timeout = heldTLS.isEmpty ? Int32(max(0, min(1000, (nextTick - Monotonic.now()) * 1000))) : 0
+            var wake = nextTick
+            for connection in paced { wake = min(wake, connection.pacer?.readyAt(1) ?? 0) }
+            let ready = continuing.contains { $0.output.count < Self.continueBelow }
+            let timeout = heldTLS.isEmpty && !ready ? Int32(max(0, min(1000, (wake - Monotonic.now()) * 1000))) : 0
             let events = epoll.wait(timeoutMilliseconds: timeout)
             eventsThisTick += events.count
             for event in events {
@@ -138,6 +168,8 @@ final class ServerRuntime {
                 heldTLS.removeAll()
                 for connection in held where !connection.closing && connections[connection.id.raw] != nil { read(connection) }
             }
+            drainPaced()
+            continueReplies()
             let now = Monotonic.now()
             if let paused = listenersPausedUntil, now >= paused { resumeListeners() }
             if now >= nextTick {
@@ -163,8 +195,11 @@ final class ServerRuntime {
         if event.token == Self.wakeupToken {
             control.wakeup.drain()
             for (check, outcome) in passwords.takeResults() {
+                checking.remove(check.connection)
                 state.passwordChecked(check, outcome, now: WallClock.now())
                 apply()
+                // Its next lines waited for this answer.
+                if let connection = connections[check.connection.raw] { drain(connection) }
             }
             // A new certificate (SIGHUP): new connections get it; those up keep theirs.
             if let context = control.takeReplacementTLS() {
@@ -184,7 +219,8 @@ final class ServerRuntime {
             return
         }
         if event.writable { queueFlush(connection) }
-        if event.readable || event.failed { read(connection) }
+        // An error or hang-up is read even from a paused connection, to its end.
+        if event.readable || event.failed { read(connection, evenIfPaused: event.failed) }
     }
 
     // MARK: Accepting
@@ -216,7 +252,11 @@ final class ServerRuntime {
                 continue
             }
             connections[id] = connection
-            state.connected(connection.id, host: SocketAddress.host(of: address), peer: peer, secure: connection.tls != nil, now: WallClock.now())
+            let host = SocketAddress.host(of: address)
+            if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
+                connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
+            }
+            state.connected(connection.id, host: host, peer: peer, secure: connection.tls != nil, now: WallClock.now())
             apply()
         }
     }
@@ -224,7 +264,16 @@ final class ServerRuntime {
     private func setWritable(_ connection: Connection, _ writable: Bool) {
         guard connection.waitingForWritable != writable else { return }
         connection.waitingForWritable = writable
-        epoll.modify(connection.fd, token: connection.id.raw, writable: writable)
+        epoll.modify(connection.fd, token: connection.id.raw, readable: !connection.readPaused, writable: writable)
+    }
+
+    /// Stops or resumes reading a connection (its queue full, or drained again).
+    private func setReadPaused(_ connection: Connection, _ paused: Bool) {
+        guard connection.readPaused != paused else { return }
+        connection.readPaused = paused
+        epoll.modify(connection.fd, token: connection.id.raw, readable: !paused, writable: connection.waitingForWritable)
+        // Bytes TLS already decrypted are not announced by epoll: look at them again.
+        if !paused, let tls = connection.tls, tls.buffered { heldTLS.append(connection) }
     }
 
     private func pauseListeners() {
@@ -239,7 +288,7 @@ final class ServerRuntime {
 
     // MARK: Reading
 
-    private func read(_ connection: Connection) {
+    private func read(_ connection: Connection, evenIfPaused: Bool = false) {
         if let tls = connection.tls, !tls.handshakeDone {
             // A handshake step: whatever it waits for is what epoll watches next. A client that
             // stalls here costs one idle socket until the registration timeout closes it.
@@ -261,6 +310,8 @@ final class ServerRuntime {
                 return
             }
         }
+        // A full queue: nothing more is read until it drains (the kernel holds the rest back).
+        if connection.readPaused && !evenIfPaused { return }
         // One read per turn: level-triggered epoll brings us back while data remains, so a
         // flooding peer gets its share and no more.
         let result = connection.tls.map { $0.read(into: &readBuffer) } ?? SocketRead.once(connection.fd, into: &readBuffer)
@@ -277,21 +328,14 @@ final class ServerRuntime {
                     return
                 }
             }
-            let now = WallClock.now()
             readBuffer.withUnsafeBufferPointer { raw in
                 connection.framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
-                    guard !connection.closing else { return }
-                    switch framed {
-                    case .line(let line):
-                        state.received(line, from: connection.id, now: now)
-                    case .overlong(let discarded):
-                        state.receivedOverlongLine(from: connection.id, discardedBytes: discarded)
-                    }
-                    apply()
+                    connection.queue.append(framed)
                 }
             }
+            drain(connection)
             // One TLS record per read: what the session already holds is read next turn.
-            if let tls = connection.tls, tls.buffered, !connection.closing { heldTLS.append(connection) }
+            if let tls = connection.tls, tls.buffered, !connection.closing, !connection.readPaused { heldTLS.append(connection) }
         case .wouldBlock:
             return
         case .endOfStream:
@@ -303,8 +347,80 @@ final class ServerRuntime {
         }
     }
 
+    /// Hands queued lines to the state while its pacer allows and the state takes them; what
+    /// is left waits in `paced`. A full queue pauses reading; a drained one resumes it.
+    private func drain(_ connection: Connection) {
+        let now = Monotonic.now()
+        var waiting = false
+        while connection.queueHead < connection.queue.count, !connection.closing {
+            guard state.accepting(connection.id) else { break }
+            let framed = connection.queue[connection.queueHead]
+            if var pacer = connection.pacer {
+                let cost: Int
+                if case .line(let line) = framed { cost = Pacer.cost(of: line) } else { cost = 1 }
+                guard pacer.take(cost, now: now) else { waiting = true; break }
+                connection.pacer = pacer
+            }
+            connection.queueHead += 1
+            switch framed {
+            case .line(let line): state.received(line, from: connection.id, now: WallClock.now())
+            case .overlong(let discarded): state.receivedOverlongLine(from: connection.id, discardedBytes: discarded)
+            }
+            apply()
+        }
+        if connection.queueHead == connection.queue.count {
+            connection.queue.removeAll(keepingCapacity: connection.queue.count <= 64)
+            connection.queueHead = 0
+        } else if connection.queueHead >= 1024 {
+            connection.queue.removeFirst(connection.queueHead)
+            connection.queueHead = 0
+        }
+        if waiting && !connection.inPaced {
+            connection.inPaced = true
+            paced.append(connection)
+        }
+        let bound = state.config.connectionLimits?.queuedLines ?? 4096
+        if connection.queued >= bound { setReadPaused(connection, true) } else if connection.queued < bound / 2 { setReadPaused(connection, false) }
+    }
+
+    /// Connections whose pacer may allow their next line by now.
+    private func drainPaced() {
+        guard !paced.isEmpty else { return }
+        let now = Monotonic.now()
+        let due = paced.filter { ($0.pacer?.readyAt(1) ?? 0) <= now || $0.closing }
+        guard !due.isEmpty else { return }
+        paced.removeAll { ($0.pacer?.readyAt(1) ?? 0) <= now || $0.closing }
+        for connection in due {
+            connection.inPaced = false
+            if !connection.closing && connections[connection.id.raw] != nil { drain(connection) }
+        }
+    }
+
+    /// The next step of each long reply whose connection has taken most of the last one.
+    private func continueReplies() {
+        guard !continuing.isEmpty else { return }
+        let list = continuing
+        continuing.removeAll()
+        for connection in list {
+            connection.inContinuing = false
+            guard !connection.closing, connections[connection.id.raw] != nil else { continue }
+            if connection.output.count >= Self.continueBelow {
+                connection.inContinuing = true
+                continuing.append(connection)
+                continue
+            }
+            state.continueReply(connection.id, now: WallClock.now())
+            apply()
+            drain(connection)
+        }
+    }
+
     /// The peer is gone: every complete line it sent has been handled already.
     private func lost(_ connection: Connection, reason: String) {
+        guard !connection.closing else { return }
+        // Its last lines are handled before it goes, paced or not (the queue is bounded).
+        connection.pacer = nil
+        drain(connection)
         guard !connection.closing else { return }
         markClosing(connection)
         departures.append((connection.id, reason))
@@ -345,7 +461,13 @@ final class ServerRuntime {
                 case .log(let text):
                     logger(text)
                 case .checkPassword(let check):
+                    checking.insert(check.connection)
                     passwords.submit(check)
+                case .continueReply(let id):
+                    if let connection = connections[id.raw], !connection.inContinuing {
+                        connection.inContinuing = true
+                        continuing.append(connection)
+                    }
                 }
             }
         }
@@ -403,16 +525,12 @@ final class ServerRuntime {
             let flushed = connection.tls.map { connection.output.flush(to: $0) } ?? connection.output.flush(to: connection.fd)
             switch flushed {
             case .done:
-                if connection.waitingForWritable {
-                    connection.waitingForWritable = false
-                    epoll.modify(connection.fd, token: connection.id.raw, writable: false)
-                }
+                setWritable(connection, false)
             case .wouldBlock:
                 if connection.output.count > sendQueueLimit {
                     dropSlowReader(connection)
-                } else if !connection.waitingForWritable {
-                    connection.waitingForWritable = true
-                    epoll.modify(connection.fd, token: connection.id.raw, writable: true)
+                } else {
+                    setWritable(connection, true)
                 }
             case .failed(let code):
                 markClosing(connection, discardOutput: true)
@@ -428,6 +546,7 @@ final class ServerRuntime {
             toClose.removeAll()
             for connection in closing {
                 sendLastWords(connection)
+                if checking.contains(connection.id) { passwords.cancel(connection.id) }
                 epoll.remove(connection.fd)
                 Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
                 close(connection.fd)

@@ -17,6 +17,8 @@ public struct ServerState {
     var channels: [String: Channel] = [:]
     /// Skeletons of the folded room names, to the folded name.
     var channelSkeletons: [String: String] = [:]
+    /// The room keys in order, for LIST made in steps.
+    var sortedChannelKeys = SortedKeys()
     var membership = Membership()
     /// The rooms each user is invited to (the inverse of `Channel.invited`, changed with it).
     var invitations: [UserID: Set<String>] = [:]
@@ -46,6 +48,7 @@ public struct ServerState {
     let accounts: AccountStore?
     /// PBKDF2s handed to the worker and not answered yet.
     var pendingPasswordChecks = 0
+    var pendingChecksPerAddress: [String: Int] = [:]
     /// Failed logins in the current minute, by `address KEY` and `account NAME`.
     var loginFailures: [String: (count: Int, since: Double)] = [:]
     /// Accounts made through REGISTER in the last hour, per address key.
@@ -166,7 +169,7 @@ public struct ServerState {
         session.pingSentAt = nil
         // While a password is checked off the loop, the client's next lines wait, so replies
         // keep the order of the commands (a PING after OPER is answered after OPER).
-        if session.verifying {
+        if session.busy {
             guard session.heldLines.count < 256 else {
                 closeLink(session, reason: "Too many lines sent while a password was being checked", now: now)
                 return
@@ -265,8 +268,10 @@ public struct ServerState {
         defer {
             if warnInvalidUTF8 {
                 if response?.session === session {
-                    send(session, IRCMessage(source: config.name, command: "WARN",
-                                             params: [message.command, "INVALID_UTF8", "Invalid UTF-8 was replaced with U+FFFD"]))
+                    let warning = IRCMessage(source: config.name, command: "WARN",
+                                             params: [message.command, "INVALID_UTF8", "Invalid UTF-8 was replaced with U+FFFD"])
+                    // A command answered later (a password check) keeps its label for that answer.
+                    if response?.deferred == true { sendNow(session, warning) } else { send(session, warning) }
                 }
             }
         }
@@ -363,6 +368,17 @@ public struct ServerState {
         let session = buffer.session
         guard sessions[session.connection] != nil || !buffer.messages.isEmpty else { return }
         var variant = session.variant
+        if let batch = buffer.batch {
+            variant.insert(.batch)
+            var bytes: [UInt8] = []
+            for (message, stamp) in buffer.messages {
+                var message = message
+                if message.tag("batch") == nil { message.tags.insert(IRCTag("batch", batch), at: 0) }
+                bytes += Rendering.render(message, stamp, variant)
+            }
+            if !bytes.isEmpty { outbox.items.append(.send(session.connection, bytes)) }
+            return
+        }
         guard let label = buffer.label else {
             if buffer.messages.isEmpty { return }
             var bytes: [UInt8] = []
@@ -373,6 +389,20 @@ public struct ServerState {
         if buffer.deferred && buffer.messages.isEmpty { return }
         variant.insert(.label)
         variant.insert(.batch)
+        // A long reply goes on after this: its labelled batch opens now and closes with its last step.
+        if session.longReply != nil {
+            let reference = newBatchReference()
+            session.replyBatch = reference
+            var bytes = Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "BATCH",
+                                                    params: ["+" + reference, "labeled-response"]), nil, variant)
+            for (message, stamp) in buffer.messages {
+                var message = message
+                if message.tag("batch") == nil { message.tags.insert(IRCTag("batch", reference), at: 0) }
+                bytes += Rendering.render(message, stamp, variant)
+            }
+            outbox.items.append(.send(session.connection, bytes))
+            return
+        }
         var bytes: [UInt8] = []
         switch buffer.messages.count {
         case 0:
@@ -537,6 +567,7 @@ public struct ServerState {
 
     mutating func removeMember(_ id: UserID, from key: String) {
         if membership.remove(id, from: key), let channel = channels.removeValue(forKey: key) {
+            sortedChannelKeys.remove(key)
             for key in NameKeys.of(channel.name, casemapping) where channelSkeletons[key] == casemapping.fold(channel.name) {
                 channelSkeletons.removeValue(forKey: key)
             }
@@ -572,6 +603,8 @@ public struct ServerState {
 struct ResponseBuffer {
     let session: Session
     let label: String?
+    /// A step of a long reply streamed in a labeled-response batch: its lines carry this batch.
+    var batch: String? = nil
     var messages: [(IRCMessage, Stamp?)] = []
     /// The command's answer comes later (a password check): no ACK now.
     var deferred = false

@@ -40,8 +40,9 @@ public final class Epoll {
     }
 
     private func mask(readable: Bool = true, writable: Bool) -> UInt32 {
-        var mask: UInt32 = csystem_EPOLLRDHUP()
-        if readable { mask |= csystem_EPOLLIN() }
+        // A paused reader is not told of a half-close either (it would be told again every wait).
+        var mask: UInt32 = 0
+        if readable { mask |= csystem_EPOLLIN() | csystem_EPOLLRDHUP() }
         if writable { mask |= csystem_EPOLLOUT() }
         return mask
     }

@@ -1,5 +1,18 @@
 /// Received text made safe for a terminal that shows it as plain characters.
 public enum PlainText {
+    /// Free text (a real name, an away message, a topic, a reason) as the server keeps it: C0
+    /// and C1 control characters and DEL removed, except mIRC's formatting codes (bold, colour,
+    /// hex colour, reset, monospace, reverse, italic, strikethrough, underline), which clients
+    /// draw. Messages themselves are not cleaned: CTCP needs its \u{1}.
+    public static func cleanFreeText(_ text: String) -> String {
+        let formatting: Set<UInt32> = [0x02, 0x03, 0x04, 0x0F, 0x11, 0x16, 0x1D, 0x1E, 0x1F]
+        func removed(_ scalar: Unicode.Scalar) -> Bool {
+            (scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)) && !formatting.contains(scalar.value)
+        }
+        guard text.unicodeScalars.contains(where: removed) else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.filter { !removed($0) }))
+    }
+
     /// Removes mIRC formatting (bold, colours, …) and shows every other control character
     /// visibly (`^[` for ESC, `^G` for BEL, `<U+009B>` for C1 controls), so nothing a peer
     /// sends can move the cursor, change colours or retitle the terminal.

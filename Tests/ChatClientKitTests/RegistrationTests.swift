@@ -69,6 +69,16 @@ let registrationCases: [RegistrationCase] = [
     RegistrationCase(name: "EXTERNAL with a client certificate: an empty answer", sasl: SASLLogin(account: "alice", password: nil, allowPlain: true, external: true), received: [
         ":srv CAP * LS :sasl=PLAIN,EXTERNAL", ":srv CAP * ACK :sasl", "AUTHENTICATE +", ":srv 903 * :SASL authentication successful",
     ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE EXTERNAL"), send("AUTHENTICATE +"), send("CAP END")]),
+    RegistrationCase(name: "EXTERNAL refused after our answer (the certificate is nobody's): SCRAM next, with the password",
+                     sasl: SASLLogin(account: "alice", password: "pw", allowPlain: true, external: true), received: [
+        ":srv CAP * LS :sasl=EXTERNAL,SCRAM-SHA-256", ":srv CAP * ACK :sasl", "AUTHENTICATE +", ":srv 904 * :SASL authentication failed: no account",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE EXTERNAL"), send("AUTHENTICATE +"),
+                  send("AUTHENTICATE SCRAM-SHA-256")]),
+    RegistrationCase(name: "903 in SCRAM before the server proved itself is refused (a fake server cannot skip the proof)",
+                     sasl: SASLLogin(account: "alice", password: "pw", allowPlain: false), received: [
+        ":srv CAP * LS :sasl=SCRAM-SHA-256", ":srv CAP * ACK :sasl", ":srv 903 * :SASL authentication successful",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE SCRAM-SHA-256"),
+                  .refuse("login failed for alice: the server said yes without proving it knows the password (not the real server?)")]),
     RegistrationCase(name: "433 before 001: an underscore, and again", received: [
         ":srv 433 * alice :Nickname is already in use",
         ":srv 433 * alice_ :Nickname is already in use",

@@ -22,10 +22,14 @@ struct Harness {
     var holdingChecks = false
     var heldChecks: [PasswordCheck] = []
 
+    /// Connections whose long reply waits for its next step (`continueReplies`).
+    var continuations: [ConnectionID] = []
+
     mutating func runChecks(_ outbox: Outbox) -> Outbox {
         var result = outbox
         var index = 0
         while index < result.items.count {
+            if case .continueReply(let id) = result.items[index], !continuations.contains(id) { continuations.append(id) }
             if case .checkPassword(let check) = result.items[index] {
                 if holdingChecks {
                     heldChecks.append(check)
@@ -37,6 +41,21 @@ struct Harness {
             index += 1
         }
         return result
+    }
+
+    /// The next step of every long reply the last outbox asked to go on with, as the runtime
+    /// does once the client has taken the last one.
+    @discardableResult
+    mutating func continueReplies() -> Outbox {
+        var result = Outbox()
+        let due = continuations
+        continuations = []
+        for id in due {
+            state.continueReply(id, now: now)
+            result.items += state.takeOutbox().items
+        }
+        out = runChecks(result)
+        return out
     }
 
     /// Answers the held checks now.

@@ -237,8 +237,7 @@ struct StateAccountTests {
         #expect(h.commands(to: id) == ["FAIL"] && h.out.messages(to: id)[0].params[1] == "ACCOUNT_NAME_MUST_BE_NICK")
         h.send(id, "REGISTER * * :long enough")
         #expect(h.lines(to: id) == [":test.server REGISTER SUCCESS dave :Account created; you are logged in",
-                                    ":test.server 900 dave dave!dave@127.0.0.1 dave :You are now logged in as dave",
-                                    ":test.server 903 dave :SASL authentication successful"])
+                                    ":test.server 900 dave dave!dave@127.0.0.1 dave :You are now logged in as dave"], "no 903: no SASL took place")
         #expect(try store.lookup("dave")?.credential.matches(password: "long enough") == true)
         h.send(id, "REGISTER * * :long enough")
         #expect(h.out.messages(to: id)[0].params[1] == "ALREADY_AUTHENTICATED")
@@ -321,5 +320,65 @@ struct StateAccountTests {
         h.releaseChecks()
         #expect(h.commands(to: id).prefix(2) == ["MODE", "381"])
         #expect(h.commands(to: id).last == "PONG")
+    }
+}
+
+@Suite("server state: accounts under attack")
+struct StateAccountAttackTests {
+    @Test("parallel guesses from one address cannot all pass the throttle: each is counted as it starts, at most two wait at once")
+    func parallelGuesses() throws {
+        var h = Harness(accountsOf: try accountStore())
+        h.holdingChecks = true
+        var ids: [ConnectionID] = []
+        for n in 0..<8 {
+            let id = h.saslClient("g\(n)", from: "203.0.113.9")
+            h.send(id, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "guess\(n)"))
+            ids.append(id)
+        }
+        #expect(h.heldChecks.count == 2, "two checks per address wait at once; the rest are told the server is busy")
+        h.releaseChecks()
+        // Two more may start now; after five counted attempts the address is throttled.
+        for id in ids.prefix(6) { h.send(id, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "again")) }
+        #expect(h.heldChecks.count == 2)
+        h.releaseChecks()
+        let late = h.saslClient("late", from: "203.0.113.9")
+        h.send(late, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "x"))
+        h.releaseChecks()
+        h.send(late, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "x"))
+        #expect(h.lines(to: late).last?.contains("too many failed logins from your address") == true)
+    }
+
+    @Test("a SCRAM guess at an unknown name is counted like one at a real account")
+    func scramUnknownCounted() throws {
+        var h = Harness(accountsOf: try accountStore())
+        for n in 0..<10 {
+            let id = h.saslClient("s\(n)", from: "198.51.100.\(n)")
+            var client = SCRAMClient(user: "nobody", password: "x", nonce: "n\(n)")
+            h.send(id, "AUTHENTICATE SCRAM-SHA-256", "AUTHENTICATE " + Base64.encode(Array(client.first.utf8)))
+            let first = String(decoding: Base64.decode(h.out.messages(to: id)[1].params[0])!, as: UTF8.self)
+            h.send(id, "AUTHENTICATE " + Base64.encode(Array(try client.final(serverFirst: first).utf8)))
+        }
+        let id = h.saslClient("s10", from: "192.0.2.77")
+        h.send(id, "AUTHENTICATE SCRAM-SHA-256", "AUTHENTICATE " + Base64.encode(Array(SCRAMClient(user: "nobody", password: "x", nonce: "z").first.utf8)))
+        #expect(h.lines(to: id).last == ":test.server 904 s10 :SASL authentication failed: too many failed logins for nobody; try again in a minute")
+    }
+
+    @Test("one grace period per account name: back and forth does not renew it, and after the rename it is refused")
+    func graceOnce() throws {
+        var h = Harness(accountsOf: try accountStore())
+        let id = h.register("mallory")
+        h.send(id, "NICK alice")
+        _ = h.tick(advance: 20)
+        h.send(id, "NICK bob", "NICK alice")
+        #expect(h.lines(to: id).contains(":test.server 433 bob alice :Nickname is reserved by an account; log in to it with SASL to use it"),
+                "taking it back is refused, not a new grace period")
+    }
+
+    @Test("REGISTER needs all three parameters: an e-mail address is never taken for the password")
+    func registerArity() throws {
+        var h = Harness(accountsOf: try accountStore())
+        let id = h.saslClient("erin")
+        h.send(id, "REGISTER erin erin@example.com")
+        #expect(h.commands(to: id) == ["461"])
     }
 }

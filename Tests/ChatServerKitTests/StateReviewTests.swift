@@ -350,7 +350,8 @@ struct StateHostileTests {
         #expect(h.out.logs.allSatisfy { !$0.unicodeScalars.contains { $0.value < 0x20 } })
         let alice = h.register("alice")
         h.send(alice, "JOIN #mine", "KICK #mine alice :\u{1B}[31mred")
-        #expect(h.out.logs.contains { $0.contains("^[[31mred") })
+        // The comment lost its ESC on input (free text is cleaned); the log shows what is left.
+        #expect(h.out.logs.contains { $0.contains("[31mred") && !$0.contains("^[") })
         #expect(h.out.logs.allSatisfy { !$0.unicodeScalars.contains { $0.value < 0x20 } })
     }
 }

@@ -1,0 +1,56 @@
+/// Command pacing for one connection (fakelag): a burst, then a steady rate. A client that
+/// sends faster is not disconnected: its lines wait in its queue, and past the queue's bound
+/// the server stops reading its socket, so the kernel's flow control holds the rest back.
+/// The clock is the caller's (the runtime's monotonic one, a test's own).
+public struct Pacer: Sendable, Equatable {
+    public let burst: Double
+    public let rate: Double
+    public private(set) var tokens: Double
+    private var updated: Double
+
+    public init(burst: Int, perSecond rate: Double, now: Double) {
+        self.burst = Double(burst)
+        self.rate = rate
+        tokens = Double(burst)
+        updated = now
+    }
+
+    private mutating func refill(_ now: Double) {
+        if now > updated {
+            tokens = min(burst, tokens + (now - updated) * rate)
+            updated = now
+        }
+    }
+
+    /// Takes what the line costs, if it is there.
+    public mutating func take(_ cost: Int, now: Double) -> Bool {
+        guard cost > 0 else { return true }
+        refill(now)
+        guard tokens >= Double(cost) else { return false }
+        tokens -= Double(cost)
+        return true
+    }
+
+    /// When a line of this cost will be allowed.
+    public func readyAt(_ cost: Int) -> Double {
+        tokens >= Double(cost) ? updated : updated + (Double(cost) - tokens) / rate
+    }
+
+    /// What a line costs: PONG nothing (keeping the connection alive is never delayed), a line
+    /// inside a draft/multiline batch nothing (the batch's own limits bound it), any other one.
+    public static func cost(of line: [UInt8]) -> Int {
+        if line.starts(with: Array("PONG".utf8)) { return 0 }
+        if line.first == UInt8(ascii: "@"), let space = line.firstIndex(of: UInt8(ascii: " ")) {
+            let tags = line[1..<space]
+            // `batch=` as a whole key: at the start or after a `;`.
+            let key = Array("batch=".utf8)
+            if tags.starts(with: key) { return 0 }
+            var index = tags.startIndex
+            while let semicolon = tags[index...].firstIndex(of: UInt8(ascii: ";")) {
+                if tags[(semicolon + 1)...].starts(with: key) { return 0 }
+                index = semicolon + 1
+            }
+        }
+        return 1
+    }
+}
