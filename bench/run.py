@@ -62,16 +62,26 @@ def status_kib(pid, key):
 class Server:
     """One fresh server process, pinned to the server core."""
 
-    def __init__(self, kind):
+    def __init__(self, kind, tls=False):
         self.kind = kind
         self.port = free_port()
+        self.tls_port = free_port() if tls else None
         self.dir = tempfile.mkdtemp(prefix=f"bench-{kind}-")
         self.log = open(os.path.join(self.dir, "out.log"), "w")
         if kind == "chat-tui":
+            # --limits off: no connection limits and no pacing, as ngircd's and InspIRCd's are relaxed.
             command = [CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port),
-                       "--sendq", str(64 << 20), "--ping-interval", "600", "--tls-port", "0"]
+                       "--sendq", str(64 << 20), "--ping-interval", "600", "--limits", "off", "--data-dir", self.dir,
+                       "--tls-port", str(self.tls_port or 0)]
         elif kind == "ngircd":
             command = ["/usr/sbin/ngircd", "-n", "-f", self.config("ngircd.conf.in", "ngircd.conf")]
+            if tls:
+                # The same kind of certificate ours makes: P-256, self-signed.
+                subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                "-keyout", os.path.join(self.dir, "key.pem"), "-out", os.path.join(self.dir, "cert.pem"),
+                                "-days", "2", "-subj", "/CN=irc.ngircd.bench"], check=True, capture_output=True)
+                with open(command[-1], "a") as f:
+                    f.write(f"[SSL]\n\tCertFile = {self.dir}/cert.pem\n\tKeyFile = {self.dir}/key.pem\n\tPorts = {self.tls_port}\n")
         elif kind == "inspircd":
             command = ["/usr/sbin/inspircd", "--config=" + self.config("inspircd.conf.in", "inspircd.conf"),
                        "--nofork", "--runasroot"]
@@ -79,7 +89,7 @@ class Server:
             raise ValueError(kind)
         self.process = subprocess.Popen(["taskset", "-c", SERVER_CORE] + command, stdout=self.log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
-        if not wait_port(self.port):
+        if not wait_port(self.port) or (self.tls_port and not wait_port(self.tls_port)):
             self.stop()
             raise RuntimeError(f"{kind} did not start; see {self.log.name}")
         self.pid = self.find_pid()
@@ -128,7 +138,10 @@ SCENARIOS = [
     ("fanout paced: 50 in a room, 5 × 100 msg/s for 3 s", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "300", "--rate", "100"]),
     ("dm flood: 50 pairs, 2,000 each way", lambda k: ["dm", "--clients", "100", "--messages", "2000"]),
     ("dm paced: 50 pairs, 20 msg/s each for 3 s", lambda k: ["dm", "--clients", "100", "--messages", "60", "--rate", "20"]),
+    ("fanout flood over TLS: 50 in a room, 5 send 2,000 each", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "2000", "--tls"]),
 ]
+# Scenarios over TLS (InspIRCd's TLS module is not set up here: ngircd is the TLS peer).
+TLS_SCENARIOS = {"fanout flood over TLS: 50 in a room, 5 send 2,000 each"}
 IDLE = [1000, 5000]
 # 5,000 idle connections take ngircd about 30 s to accept 64 at a time; one run of that size
 # keeps `make bench` under its ten minutes.
@@ -137,11 +150,13 @@ IDLE_REPEATS = {1000: REPEATS, 5000: 1}
 SERVERS = ["chat-tui", "ngircd", "inspircd"]
 
 
-def run_scenario(kind, args):
-    server = Server(kind)
+def run_scenario(kind, args, tls=False):
+    if tls and kind == "inspircd":
+        return {"error": "not measured over TLS (its TLS module is not set up in the bench)"}
+    server = Server(kind, tls=tls)
     try:
         before = cpu_seconds(server.pid)
-        result = bench(args(kind), server.port)
+        result = bench(args(kind), server.tls_port if tls else server.port)
         result["cpu_seconds"] = cpu_seconds(server.pid) - before
         result["peak_rss_kib"] = status_kib(server.pid, "VmHWM")
         deliveries = result.get("deliveries") or result.get("registered") or 0
@@ -169,6 +184,30 @@ def run_idle(kind, count):
         server.stop()
 
 
+def run_attacks():
+    """A bystander's paced messages through a flood, a connection storm and slowloris, against
+    our server with its default limits and pacing (tests/interop/load_attacks.py)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
+    import load_attacks
+    port = free_port()
+    directory = tempfile.mkdtemp(prefix="bench-attacks-")
+    log = open(os.path.join(directory, "out.log"), "w")
+    process = subprocess.Popen(["taskset", "-c", SERVER_CORE, CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1",
+                                "--port", str(port), "--tls-port", "0", "--data-dir", directory],
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        if not wait_port(port):
+            return {"error": "the server did not start"}
+        return load_attacks.run(port, process.pid)
+    except Exception as error:
+        return {"error": str(error)}
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=10)
+        log.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def median_range(values, fmt):
     values = [v for v in values if v is not None]
     if not values:
@@ -189,7 +228,7 @@ def main():
             runs = []
             for _ in range(REPEATS):
                 try:
-                    runs.append(run_scenario(kind, args))
+                    runs.append(run_scenario(kind, args, tls=name in TLS_SCENARIOS))
                 except Exception as error:  # a peer that falls over is a result too
                     runs.append({"error": str(error)})
             raw["servers"][kind][name] = runs
@@ -206,6 +245,9 @@ def main():
             raw["idle"][kind][count] = runs
             print(f"{kind:9} idle {count}: " + ", ".join(
                 f"{r.get('kib_per_connection', 0):.1f} KiB" if "error" not in r else "error" for r in runs), flush=True)
+
+    raw["attacks"] = run_attacks()
+    print(f"attacks: {raw['attacks'].get('error') or 'done'}", flush=True)
 
     import client_bench
     raw["clients"] = client_bench.run_all(CHAT_TUI, CHAT_BENCH, Server)
@@ -279,6 +321,16 @@ def render(raw):
             out.append(f"| {count:,} | {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     out += ["", "On our server everyone joins the room on arrival, so each arrival is announced to everyone "
             "already there (N²/2 JOIN lines); ngircd and InspIRCd clients join nothing in this scenario.", ""]
+    attacks = raw.get("attacks", {})
+    if attacks:
+        sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
+        import load_attacks
+        out += ["## a bystander through a flood, a connection storm and slowloris", "",
+                "Our server with its default limits (a burst of 20 lines then 4 a second; 16 connections and 32 new per "
+                "10 minutes per address); two bystanders on 127.0.0.1 exchange 40 messages, one every 100 ms, in each phase; "
+                "the attackers come from other 127/8 addresses. One run.", ""]
+        out += [attacks["error"]] if "error" in attacks else [load_attacks.report(attacks)]
+        out += [""]
     out += client_section(raw["clients"])
     return "\n".join(out) + "\n"
 

@@ -169,8 +169,10 @@ extension ServerState {
         }
     }
 
-    /// This machine itself (127.0.0.0/8, ::1): exempt from the per-address limits.
-    static func isLoopback(_ address: String) -> Bool { address == "::1" || address.hasPrefix("127.") }
+    /// This machine's own loopback address (127.0.0.1, ::1, which a user's host shows as 0::1):
+    /// exempt from the per-address limits and the pacing, for the host's own screen and tools.
+    /// Other 127/8 addresses are treated as anyone's (a test can play many hosts with them).
+    static func isLoopback(_ address: String) -> Bool { address == "127.0.0.1" || address == "::1" || address == "0::1" }
 
     /// What password failures are counted by: the address, or an IPv6 address's /64 (a host
     /// gets a whole /64 and could otherwise walk through it).

@@ -27,11 +27,14 @@ struct Options {
     var target = ""
     var prefix = "b"
     var rooms = 1
+    /// Speak TLS to the server (the certificate is not checked: this is load, not trust).
+    var tls = false
 
     init(_ argv: [String]) {
         var rest = argv[...]
         scenario = rest.popFirst() ?? ""
         while let flag = rest.popFirst() {
+            if flag == "--tls" { tls = true; continue }
             let value = rest.popFirst() ?? ""
             switch flag {
             case "--port": port = Int(value) ?? port
@@ -77,6 +80,7 @@ final class BenchClient {
     var framer = LineFramer()
     var output = OutputBuffer()
     var waitingWritable = false
+    var tls: TLSSession?
     var registeredAt = 0.0
     // Sending
     var nextSeq = 0
@@ -110,9 +114,11 @@ final class Bench {
     var acknowledged: [Int] = []
     /// flood: the client under test is in the last room.
     var targetSeen = false
+    let tlsContext: TLSContext?
 
     init(_ options: Options) throws {
         self.options = options
+        tlsContext = options.tls ? try TLSContext.client() : nil
         epoll = try Epoll()
         Sockets.ignoreSIGPIPE()
         Sockets.raiseOpenFileLimit()
@@ -139,6 +145,7 @@ final class Bench {
         }
         client.fd = fd
         client.phase = .registering
+        client.tls = tlsContext.map { TLSSession(context: $0, fd: fd, server: false) }
         try? epoll.add(fd, token: UInt64(client.index), writable: true)
         client.waitingWritable = true
         send(client, "NICK \(client.nick)\r\nUSER bench 0 * :chat-bench\r\n")
@@ -148,9 +155,27 @@ final class Bench {
         client.output.append(Array(text.utf8))
     }
 
+    func setWritable(_ client: BenchClient, _ writable: Bool) {
+        guard client.waitingWritable != writable else { return }
+        client.waitingWritable = writable
+        epoll.modify(client.fd, token: UInt64(client.index), writable: writable)
+    }
+
+    /// A TLS handshake step; true once it is done.
+    func handshake(_ client: BenchClient) -> Bool {
+        guard let tls = client.tls, !tls.handshakeDone else { return true }
+        switch tls.handshake() {
+        case .done: return true
+        case .wantRead: setWritable(client, false)
+        case .wantWrite: setWritable(client, true)
+        case .failed: drop(client)
+        }
+        return false
+    }
+
     func flush(_ client: BenchClient) {
-        guard client.fd >= 0, client.phase != .closed else { return }
-        switch client.output.flush(to: client.fd) {
+        guard client.fd >= 0, client.phase != .closed, handshake(client) else { return }
+        switch client.tls.map({ client.output.flush(to: $0) }) ?? client.output.flush(to: client.fd) {
         case .done:
             if client.waitingWritable { client.waitingWritable = false; epoll.modify(client.fd, token: UInt64(client.index), writable: false) }
         case .wouldBlock:
@@ -184,7 +209,19 @@ final class Bench {
 
     func read(_ client: BenchClient) {
         guard client.phase != .closed else { return }
-        switch SocketRead.once(client.fd, into: &buffer) {
+        if let tls = client.tls, !tls.handshakeDone {
+            if handshake(client) { flush(client) }
+            return
+        }
+        // What a TLS session already decrypted is not announced by epoll: read it all now.
+        repeat {
+            guard readOnce(client) else { return }
+        } while client.tls?.buffered == true && client.phase != .closed
+    }
+
+    /// One read; false when there was nothing (or the connection ended).
+    func readOnce(_ client: BenchClient) -> Bool {
+        switch client.tls.map({ $0.read(into: &buffer) }) ?? SocketRead.once(client.fd, into: &buffer) {
         case .data(let count):
             let now = Monotonic.now()
             buffer.withUnsafeBufferPointer { raw in
@@ -192,10 +229,12 @@ final class Bench {
                     if case .line(let line) = framed { handle(line, client, now) }
                 }
             }
+            return true
         case .wouldBlock:
-            return
+            return false
         case .endOfStream, .failed:
             drop(client)
+            return false
         }
     }
 

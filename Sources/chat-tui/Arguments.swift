@@ -121,11 +121,29 @@ struct Arguments {
             a.tlsPortGiven = true
         },
 
-        Flag(name: "limits", value: "N:M|off", scope: .hosting, help: "connections per address at once and new ones per 10 minutes (default 16:32; loopback exempt; off: none)") { a, v throws(Problem) in
+        Flag(name: "limits", value: "N:M|off", scope: .hosting, help: "connections per address at once and new ones per 10 minutes (default 16:32; loopback exempt; off: no limits and no pacing)") { a, v throws(Problem) in
             if v == "off" { a.limits = nil; return }
             let parts = v.split(separator: ":").compactMap { Int($0) }
             guard parts.count == 2, parts.allSatisfy({ $0 > 0 }) else { throw Problem(description: "--limits wants N:M (at once : new per 10 minutes) or off") }
-            a.limits = ConnectionLimits(perAddress: parts[0], newPerWindow: parts[1])
+            var limits = a.limits ?? ConnectionLimits()
+            limits.perAddress = parts[0]
+            limits.newPerWindow = parts[1]
+            a.limits = limits
+        },
+        Flag(name: "pace", value: "BURST:RATE", scope: .hosting, help: "lines a client may send at once, then per second; more wait, never a disconnect (default 20:4)") { a, v throws(Problem) in
+            let parts = v.split(separator: ":")
+            guard parts.count == 2, let burst = Int(parts[0]), let rate = Double(parts[1]), burst > 0, rate > 0 else {
+                throw Problem(description: "--pace wants BURST:RATE, such as 20:4")
+            }
+            var limits = a.limits ?? ConnectionLimits()
+            limits.burst = burst
+            limits.linesPerSecond = rate
+            a.limits = limits
+        },
+        Flag(name: "limit-loopback", value: nil, scope: .hosting, help: "apply the limits and the pacing to connections from this machine too") { a, _ in
+            var limits = a.limits ?? ConnectionLimits()
+            limits.exemptLoopback = false
+            a.limits = limits
         },
         Flag(name: "no-plaintext", value: nil, scope: .hosting, help: "TLS only: no plain-text port (for a server facing the internet)") { a, _ in a.plaintext = false },
         Flag(name: "data-dir", value: "DIR", scope: .hosting, help: "where the server keeps its certificate and accounts (default ~/.local/share/chat-tui/server)") { a, v in a.dataDirectory = v },
@@ -256,7 +274,7 @@ struct Arguments {
     static func fromConfigFile(_ path: String) throws(Problem) -> [String] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         var flags: [String] = []
-        let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure"]
+        let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback"]
         for (number, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
