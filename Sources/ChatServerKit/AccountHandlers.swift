@@ -60,6 +60,7 @@ extension ServerState {
         switch cap {
         case .sasl: return accounts != nil
         case .accountRegistration: return accounts != nil && config.accountRegistration
+        case .chathistory, .eventPlayback, .readMarker: return history != nil
         default: return true
         }
     }

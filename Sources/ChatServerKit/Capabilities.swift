@@ -6,8 +6,10 @@ public enum Capability: String, CaseIterable, Sendable {
     case awayNotify = "away-notify"
     case batch
     case capNotify = "cap-notify"
+    case chathistory = "draft/chathistory"
     case chghost
     case echoMessage = "echo-message"
+    case eventPlayback = "draft/event-playback"
     case extendedJoin = "extended-join"
     case extendedMonitor = "extended-monitor"
     case inviteNotify = "invite-notify"
@@ -16,6 +18,7 @@ public enum Capability: String, CaseIterable, Sendable {
     case multiline = "draft/multiline"
     case multiPrefix = "multi-prefix"
     case noImplicitNames = "no-implicit-names"
+    case readMarker = "draft/read-marker"
     case sasl
     case serverTime = "server-time"
     case setname

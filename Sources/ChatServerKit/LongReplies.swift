@@ -60,6 +60,9 @@ extension ServerState {
     /// The runtime's call when the client has taken what was sent: the next step.
     public mutating func continueReply(_ id: ConnectionID, now: Double) {
         guard let session = sessions[id], session.longReply != nil else { return }
+        // Taking the output is a sign of life: its PONG may be waiting behind the reply.
+        session.lastActivity = now
+        session.pingSentAt = nil
         response = ResponseBuffer(session: session, label: nil, batch: session.replyBatch)
         stepLongReply(session, now: now)
         flushResponse()
@@ -72,6 +75,9 @@ extension ServerState {
     /// Whether the connection's next line may be handled now (not while a password is checked
     /// or a long reply is being made): the runtime keeps lines queued until then.
     public func accepting(_ id: ConnectionID) -> Bool { !(sessions[id]?.busy ?? false) }
+
+    /// Whether the client has a draft/multiline batch open (its batch lines are not paced).
+    public func inBatch(_ id: ConnectionID) -> Bool { sessions[id]?.openBatch != nil }
 
     mutating func stepLongReply(_ session: Session, now: Double) {
         guard let reply = session.longReply else { return }

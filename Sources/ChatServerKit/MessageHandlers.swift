@@ -58,10 +58,12 @@ extension ServerState {
                     // To oneself: the delivered copy goes out unlabelled, and the echo (if asked for)
                     // is the labelled reply, as labeled-response requires.
                     let stamp = self.stamp(command, now: request.now)
-                    deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, viaResponse: false, stamp: stamp)
+                    deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, viaResponse: false, stamp: stamp,
+                            history: directEntry(sender, sender).map { [$0] } ?? [])
                     if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append((message, stamp)) }
                 } else {
-                    deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged)
+                    deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged,
+                            history: directEntry(sender, target).map { [$0] } ?? [])
                 }
                 if command == "PRIVMSG", target !== sender, let away = target.away {
                     reply(session, .away, targetNick, away)

@@ -123,7 +123,8 @@ extension ServerState {
         for (index, line) in batch.lines.enumerated() where !line.text.isEmpty {
             deliver(IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetName, line.text]),
                     toUsers: recipients, now: now, excluding: .multiline,
-                    stamp: index == 0 ? stamp : self.stamp(command, now: now))
+                    stamp: index == 0 ? stamp : self.stamp(command, now: now),
+                    history: IRCNames.isChannel(batch.target) ? nil : recipients.first.flatMap { directEntry(sender, $0) }.map { [$0] } ?? [])
         }
         if command == "PRIVMSG", !IRCNames.isChannel(batch.target), let target = recipients.first, let away = target.away {
             reply(session, .away, targetName, away)

@@ -28,9 +28,11 @@ public struct Delivery: Sendable, Equatable {
     public let groups: [(variant: RenderVariant, connections: [ConnectionID])]
     /// PRIVMSG, NOTICE, TAGMSG, JOIN, PART, QUIT, KICK, NICK, TOPIC or MODE: what history keeps.
     public let storable: Bool
+    /// Where history stores it (empty: nowhere, as for a direct message with no account on either side).
+    public var history: [HistoryEntry] = []
 
     public static func == (a: Delivery, b: Delivery) -> Bool {
-        a.message == b.message && a.stamp == b.stamp && a.storable == b.storable
+        a.message == b.message && a.stamp == b.stamp && a.storable == b.storable && a.history == b.history
             && a.groups.elementsEqual(b.groups) { $0.variant == $1.variant && $0.connections == $1.connections }
     }
 
@@ -54,6 +56,9 @@ public struct Outbox: Sendable {
         /// Write what is queued for the connection, then close it; the state has already forgotten it.
         case close(ConnectionID)
         case log(String)
+        /// Bytes for one connection that wait until history has committed this msgid (the
+        /// sender's own copy of a stored message); what follows for it waits behind them.
+        case sendAfterCommit(ConnectionID, [UInt8], UInt64)
         /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
         case checkPassword(PasswordCheck)
         /// More of a long reply is to come: the runtime asks for it (`ServerState.continueReply`)
@@ -76,6 +81,8 @@ public struct Outbox: Sendable {
         items.flatMap { item -> [IRCMessage] in
             switch item {
             case .send(let target, let bytes) where target == id:
+                return Outbox.parse(bytes)
+            case .sendAfterCommit(let target, let bytes, _) where target == id:
                 return Outbox.parse(bytes)
             case .deliver(let delivery):
                 guard let group = delivery.groups.first(where: { $0.connections.contains(id) }) else { return [] }

@@ -38,9 +38,10 @@ public struct Pacer: Sendable, Equatable {
 
     /// What a line costs: PONG nothing (keeping the connection alive is never delayed), a line
     /// inside a draft/multiline batch nothing (the batch's own limits bound it), any other one.
-    public static func cost(of line: [UInt8]) -> Int {
-        if line.starts(with: Array("PONG".utf8)) { return 0 }
-        if line.first == UInt8(ascii: "@"), let space = line.firstIndex(of: UInt8(ascii: " ")) {
+    /// `inBatch`: the client has a multiline batch open (only then are `batch=` lines batch lines).
+    public static func cost(of line: [UInt8], inBatch: Bool = true) -> Int {
+        if line.starts(with: Array("PONG".utf8)) && (line.count == 4 || line[4] == UInt8(ascii: " ")) { return 0 }
+        if inBatch, line.first == UInt8(ascii: "@"), let space = line.firstIndex(of: UInt8(ascii: " ")) {
             let tags = line[1..<space]
             // `batch=` as a whole key: at the start or after a `;`.
             let key = Array("batch=".utf8)

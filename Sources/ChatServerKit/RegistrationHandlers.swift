@@ -160,7 +160,7 @@ extension ServerState {
         if session.registered {
             if let old = oldNick, !sameName { rememberDeparture(user, nick: old, now: now) }
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
-            deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now)
+            deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")
             if !sameName { notifyMonitors(online: user, now: now) }
             if let account = protectedBy { warnNickProtected(session, account: account, now: now) } else { session.nickProtectionDeadline = nil }

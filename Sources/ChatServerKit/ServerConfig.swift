@@ -110,6 +110,10 @@ public struct ServerConfig: Sendable {
     public var maxPendingPasswordChecks = 64
     /// Rooms looked at (LIST) or members answered (WHO #room) in one step of a long reply.
     public var longReplyStep = 256
+    /// The most lines one CHATHISTORY request gets (ISUPPORT CHATHISTORY).
+    public var chathistoryLimit = 100
+    /// Lines of a room's history sent on joining to clients without draft/chathistory (0: none).
+    public var replayOnJoin = 20
 
     public init() {}
 

@@ -7,10 +7,28 @@ import ChatStore
 import ChatTransport
 import IRCWire
 
+/// Where and how the server keeps history (`--history-days`, `--history-sync`).
+public struct HistoryOptions: Sendable {
+    public var path: String
+    /// Days kept; older rows are pruned in the background.
+    public var days: Int
+    /// The most rows kept per room or conversation.
+    public var perTarget: Int
+    /// SQLite `synchronous`: NORMAL (a process crash loses nothing committed) or FULL (a power loss neither).
+    public var synchronous: String
+
+    public init(path: String, days: Int = 30, perTarget: Int = 1_000_000, synchronous: String = "NORMAL") {
+        self.path = path
+        self.days = days
+        self.perTarget = perTarget
+        self.synchronous = synchronous
+    }
+}
+
 /// The thread that runs password hashing (PBKDF2) for the loop: the loop hands it a check and
 /// goes on; the answer is taken on the next wake-up. One thread: on two cores the other is the loop's.
 final class PasswordWorker: Sendable {
-    private let jobs = Mutex<(queue: [PasswordCheck], cancelled: Set<ConnectionID>, stopped: Bool)>(([], [], false))
+    private let jobs = Mutex<(queue: [PasswordCheck], stopped: Bool)>(([], false))
     private let results = Mutex<[(PasswordCheck, PasswordOutcome)]>([])
     private let ready = DispatchSemaphore(value: 0)
     private let wakeup: Wakeup
@@ -36,24 +54,29 @@ final class PasswordWorker: Sendable {
         ready.signal()
     }
 
-    /// The connection closed: its waiting check is answered `.cancelled` without being run.
+    /// The connection closed: its check, if still waiting, is answered `.cancelled` without being run.
     func cancel(_ connection: ConnectionID) {
-        jobs.withLock { $0.cancelled.insert(connection) }
+        let removed: [PasswordCheck] = jobs.withLock { state in
+            let mine = state.queue.filter { $0.connection == connection }
+            state.queue.removeAll { $0.connection == connection }
+            return mine
+        }
+        guard !removed.isEmpty else { return }
+        results.withLock { $0 += removed.map { ($0, .cancelled) } }
+        wakeup.signal()
     }
 
     private func work() {
         while true {
             ready.wait()
-            let next: (PasswordCheck, Bool)? = jobs.withLock { state in
-                guard !state.stopped, !state.queue.isEmpty else { return nil }
-                let check = state.queue.removeFirst()
-                return (check, state.cancelled.remove(check.connection) != nil)
+            let next: PasswordCheck? = jobs.withLock { state in
+                state.stopped || state.queue.isEmpty ? nil : state.queue.removeFirst()
             }
-            guard let (check, cancelled) = next else {
+            guard let check = next else {
                 if jobs.withLock({ $0.stopped }) { return }
                 continue
             }
-            let outcome = cancelled ? .cancelled : check.run()
+            let outcome = check.run()
             results.withLock { $0.append((check, outcome)) }
             wakeup.signal()
         }
@@ -88,6 +111,9 @@ final class ServerRuntime {
         /// Waiting in `paced` for its pacer; waiting in `continuing` for a long reply's next step.
         var inPaced = false
         var inContinuing = false
+        /// Output waiting for history to commit a msgid (the sender's copy of its message), and
+        /// everything for this connection after it, in order.
+        var held: [(msgid: UInt64, bytes: [UInt8])] = []
 
         init(id: ConnectionID, fd: Int32, peer: String, tls: TLSSession?) {
             self.id = id
@@ -130,6 +156,10 @@ final class ServerRuntime {
     private var paced: [Connection] = []
     /// Connections with a long reply to go on with once their output drains.
     private var continuing: [Connection] = []
+    /// History: the writer thread, and the connections with output waiting for its commits.
+    private let historyWriter: HistoryWriter?
+    private let committed: CommittedBox
+    private var holding: [Connection] = []
     /// Below this much unsent output, a long reply's next step is made.
     private static let continueBelow = 64 * 1024
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
@@ -137,7 +167,9 @@ final class ServerRuntime {
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
 
     init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int,
-         logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
+         history: HistoryWriter?, committed: CommittedBox, logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
+        historyWriter = history
+        self.committed = committed
         self.state = state
         self.listeners = listeners
         self.listenerTLS = listenerTLS
@@ -157,7 +189,8 @@ final class ServerRuntime {
             var wake = nextTick
             for connection in paced { wake = min(wake, connection.pacer?.readyAt(1) ?? 0) }
             let ready = continuing.contains { $0.output.count < Self.continueBelow }
-            let timeout = heldTLS.isEmpty && !ready ? Int32(max(0, min(1000, (wake - Monotonic.now()) * 1000))) : 0
+            // Rounded up: a wait of 0.9 ms must not become a busy 0 ms one.
+            let timeout = heldTLS.isEmpty && !ready ? Int32(max(0, min(1000, ((wake - Monotonic.now()) * 1000).rounded(.up)))) : 0
             let events = epoll.wait(timeoutMilliseconds: timeout)
             eventsThisTick += events.count
             for event in events {
@@ -194,6 +227,7 @@ final class ServerRuntime {
     private func handle(_ event: Epoll.Event) {
         if event.token == Self.wakeupToken {
             control.wakeup.drain()
+            releaseCommitted()
             for (check, outcome) in passwords.takeResults() {
                 checking.remove(check.connection)
                 state.passwordChecked(check, outcome, now: WallClock.now())
@@ -312,10 +346,16 @@ final class ServerRuntime {
             }
         }
         // A full queue: nothing more is read until it drains (the kernel holds the rest back).
-        if connection.readPaused && !evenIfPaused { return }
+        // A paused connection that fails is not read further: it is gone with what it queued.
+        if connection.readPaused {
+            if evenIfPaused { lost(connection, reason: "Connection closed") }
+            return
+        }
         // One read per turn: level-triggered epoll brings us back while data remains, so a
         // flooding peer gets its share and no more.
-        let result = connection.tls.map { $0.read(into: &readBuffer) } ?? SocketRead.once(connection.fd, into: &readBuffer)
+        // A paced client reads 4 KiB at a time, so one read cannot put thousands of lines past its queue's bound.
+        let limit = connection.pacer == nil ? readBuffer.count : 4096
+        let result = connection.tls.map { $0.read(into: &readBuffer, limit: limit) } ?? SocketRead.once(connection.fd, into: &readBuffer, limit: limit)
         switch result {
         case .data(let count):
             if connection.firstRead {
@@ -358,7 +398,7 @@ final class ServerRuntime {
             let framed = connection.queue[connection.queueHead]
             if var pacer = connection.pacer {
                 let cost: Int
-                if case .line(let line) = framed { cost = Pacer.cost(of: line) } else { cost = 1 }
+                if case .line(let line) = framed { cost = Pacer.cost(of: line, inBatch: state.inBatch(connection.id)) } else { cost = 1 }
                 guard pacer.take(cost, now: now) else { waiting = true; break }
                 connection.pacer = pacer
             }
@@ -419,10 +459,16 @@ final class ServerRuntime {
     /// The peer is gone: every complete line it sent has been handled already.
     private func lost(_ connection: Connection, reason: String) {
         guard !connection.closing else { return }
-        // Its last lines are handled before it goes, paced or not (the queue is bounded).
-        connection.pacer = nil
+        // Its last lines are handled before it goes, as far as its pacing allows; a QUIT among
+        // the rest is handled too, so its reason is not lost.
         drain(connection)
         guard !connection.closing else { return }
+        if let quit = connection.queue[connection.queueHead...].last(where: { if case .line(let line) = $0 { return line.starts(with: Array("QUIT".utf8)) } else { return false } }),
+           case .line(let line) = quit, state.accepting(connection.id) {
+            state.received(line, from: connection.id, now: WallClock.now())
+            apply()
+            guard !connection.closing else { return }
+        }
         markClosing(connection)
         departures.append((connection.id, reason))
     }
@@ -451,7 +497,22 @@ final class ServerRuntime {
                 switch item {
                 case .send(let id, let bytes):
                     enqueue(bytes, for: id)
+                case .sendAfterCommit(let id, let bytes, let msgid):
+                    if historyWriter == nil || committed.value.load(ordering: .acquiring) >= Int64(bitPattern: msgid) {
+                        enqueue(bytes, for: id)
+                    } else if let connection = connections[id.raw], !connection.closing {
+                        if connection.held.isEmpty { holding.append(connection) }
+                        connection.held.append((msgid, bytes))
+                    }
                 case .deliver(let delivery):
+                    if let historyWriter, !delivery.history.isEmpty, let id = delivery.stamp.msgid {
+                        let line = String(decoding: delivery.message.serialized().dropLast(2), as: UTF8.self)
+                        let time = Int64((delivery.stamp.time * 1000).rounded(.down))
+                        historyWriter.append(delivery.history.map { entry in
+                            HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: delivery.message.command,
+                                       line: line, parties: entry.parties.map { ($0.party, $0.peer) })
+                        })
+                    }
                     // Serialised once per form, appended to each recipient of that form.
                     for group in delivery.groups {
                         let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
@@ -476,6 +537,11 @@ final class ServerRuntime {
 
     private func enqueue(_ bytes: [UInt8], for id: ConnectionID) {
         guard let connection = connections[id.raw], !connection.closing else { return }
+        // Behind a held echo: in order, after it.
+        if !connection.held.isEmpty {
+            connection.held.append((0, bytes))
+            return
+        }
         connection.output.append(bytes)
         // The limit is on what the peer has not taken: it applies at once to a socket the
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
@@ -486,6 +552,27 @@ final class ServerRuntime {
             dropSlowReader(connection)
         } else {
             queueFlush(connection)
+        }
+    }
+
+    /// Output held for commits that have happened now goes out, in order.
+    private func releaseCommitted() {
+        guard !holding.isEmpty else { return }
+        let done = committed.value.load(ordering: .acquiring)
+        let list = holding
+        holding.removeAll()
+        for connection in list {
+            guard !connection.closing else { connection.held.removeAll(); continue }
+            var released: [[UInt8]] = []
+            while let first = connection.held.first, first.msgid == 0 || Int64(bitPattern: first.msgid) <= done {
+                released.append(first.bytes)
+                connection.held.removeFirst()
+            }
+            if !connection.held.isEmpty { holding.append(connection) }
+            let stillHeld = connection.held
+            connection.held = []
+            for bytes in released { enqueue(bytes, for: connection.id) }
+            connection.held = stillHeld
         }
     }
 
@@ -546,6 +633,9 @@ final class ServerRuntime {
             let closing = toClose
             toClose.removeAll()
             for connection in closing {
+                // Output held for a commit goes with the last words: the commit is on its way.
+                for held in connection.held { connection.output.append(held.bytes) }
+                connection.held = []
                 sendLastWords(connection)
                 if checking.contains(connection.id) { passwords.cancel(connection.id) }
                 epoll.remove(connection.fd)
@@ -577,6 +667,7 @@ final class ServerRuntime {
         connections.removeAll()
         for fd in listeners { close(fd) }
         passwords.stop()
+        historyWriter?.stop()
         logger("server stopped")
     }
 }
@@ -623,7 +714,8 @@ public final class ServerHandle: Sendable {
     /// `tls`: a second port speaking TLS with this context (port 0: any free port).
     /// `plaintext: false`: only the TLS port listens (`port` is then that one).
     public static func start(config: ServerConfig, bind: String?, port: Int, tls: (port: Int, context: TLSContext)? = nil,
-                             plaintext: Bool = true, accounts: AccountStore? = nil, sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
+                             plaintext: Bool = true, accounts: AccountStore? = nil, history: HistoryOptions? = nil,
+                             sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
         let plain = plaintext || tls == nil ? try Sockets.listen(bind: bind, port: port) : []
@@ -633,10 +725,36 @@ public final class ServerHandle: Sendable {
         }
         let tlsPort = secure.first.map(Sockets.boundPort)
         let handle = ServerHandle(port: plain.first.map(Sockets.boundPort) ?? tlsPort ?? 0, tlsPort: tlsPort, wakeup: try Wakeup())
-        let runtime = try ServerRuntime(state: ServerState(config: config, accounts: accounts), listeners: plain + secure,
+        // History: a reader for the loop, a writer thread that commits in batches and wakes the
+        // loop with the highest msgid each commit made durable.
+        let committed = CommittedBox()
+        var reader: HistoryStore?
+        var writer: HistoryWriter?
+        if let history, history.days > 0 {
+            do {
+                reader = try HistoryStore(database: Database(path: history.path))
+                let wakeup = handle.wakeup
+                let box = committed
+                let keep = history.perTarget, days = history.days
+                writer = try HistoryWriter(path: history.path, synchronous: history.synchronous, committed: { id in
+                    box.value.store(id, ordering: .releasing)
+                    wakeup.signal()
+                }, failed: logger, prune: { store in
+                    let cutoff = Int64(WallClock.now() * 1000 - Double(days) * 86_400_000) << 16
+                    if let removed = try? store.prune(olderThan: cutoff, keepPerTarget: keep), removed > 0 {
+                        logger("history: pruned \(removed) rows older than \(days) days or past \(keep) per conversation")
+                    }
+                })
+            } catch {
+                plain.forEach { close($0) }
+                secure.forEach { close($0) }
+                throw .unavailable("cannot open the history database \(history.path): \(error)")
+            }
+        }
+        let runtime = try ServerRuntime(state: ServerState(config: config, accounts: accounts, history: reader), listeners: plain + secure,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context },
                                         tlsPort: handle.tlsPort, control: handle,
-                                        sendQueueLimit: sendQueueLimit, logger: logger)
+                                        sendQueueLimit: sendQueueLimit, history: writer, committed: committed, logger: logger)
         let box = RuntimeBox(runtime)
         if blocking {
             box.runtime.run()
@@ -651,6 +769,11 @@ public final class ServerHandle: Sendable {
         }
         return handle
     }
+}
+
+/// The committed-msgid counter, shared by the loop and the writer's callback.
+final class CommittedBox: Sendable {
+    let value = Atomic<Int64>(0)
 }
 
 /// Hands the runtime to the one thread that will use it from then on.

@@ -27,6 +27,8 @@ public struct ServerState {
     /// Departed users, newest last, at most `config.whowasLimit`.
     var whowas: [WhowasEntry] = []
     public internal(set) var outbox = Outbox()
+    /// The messages whose echo waits for history's commit.
+    static let echoCommands: Set<String> = ["PRIVMSG", "NOTICE", "TAGMSG"]
     /// The replies of the command being handled, flushed by `dispatch` (labeled-response wraps them here).
     var response: ResponseBuffer?
     var nextUserID: UInt64 = 1
@@ -46,6 +48,11 @@ public struct ServerState {
     /// The account database (nil: no accounts, no SASL). Read on the loop (an indexed row);
     /// the PBKDF2 of a password never runs here (`PasswordCheck`).
     let accounts: AccountStore?
+    /// The history database, read on the loop (indexed queries); writes go to the writer thread.
+    let history: HistoryStore?
+    /// What was handed to the history writer in the last seconds: the writer commits within
+    /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.
+    var recentHistory: [HistoryRow] = []
     /// PBKDF2s handed to the worker and not answered yet.
     var pendingPasswordChecks = 0
     var pendingChecksPerAddress: [String: Int] = [:]
@@ -68,11 +75,14 @@ public struct ServerState {
     /// Skeletons of the reserved nicknames, to the name as configured.
     let reservedSkeletons: [String: String]
 
-    public init(config: ServerConfig, accounts: AccountStore? = nil) {
+    public init(config: ServerConfig, accounts: AccountStore? = nil, history: HistoryStore? = nil) {
         self.config = config
         self.accounts = accounts
+        self.history = history
         targetLimits = config.targetLimits
-        isupportTokens = config.isupport.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
+        var tokens = config.isupport
+        if history != nil { tokens += [("CHATHISTORY", String(config.chathistoryLimit)), ("MSGREFTYPES", "msgid,timestamp")] }
+        isupportTokens = tokens.sorted { $0.0 < $1.0 }.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
         var reserved: [String: String] = [:]
         for name in config.reservedNicks {
             for key in NameKeys.of(name, .rfc1459) { reserved[key] = name }
@@ -383,7 +393,7 @@ public struct ServerState {
             if buffer.messages.isEmpty { return }
             var bytes: [UInt8] = []
             for (message, stamp) in buffer.messages { bytes += Rendering.render(message, stamp, variant) }
-            outbox.items.append(.send(session.connection, bytes))
+            outbox.items.append(buffer.awaitsCommit.map { .sendAfterCommit(session.connection, bytes, $0) } ?? .send(session.connection, bytes))
             return
         }
         if buffer.deferred && buffer.messages.isEmpty { return }
@@ -423,7 +433,7 @@ public struct ServerState {
             }
             bytes += Rendering.render(IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]), nil, variant)
         }
-        outbox.items.append(.send(session.connection, bytes))
+        outbox.items.append(buffer.awaitsCommit.map { .sendAfterCommit(session.connection, bytes, $0) } ?? .send(session.connection, bytes))
     }
 
     mutating func newBatchReference() -> String {
@@ -461,10 +471,10 @@ public struct ServerState {
     /// the delivered copy must not carry the label).
     mutating func deliver(_ message: IRCMessage, to recipients: some Sequence<UserID>, now: Double,
                           onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, viaResponse: Bool = true,
-                          storable storableOverride: Bool? = nil, stamp given: Stamp? = nil) {
+                          storable storableOverride: Bool? = nil, stamp given: Stamp? = nil, history: [HistoryEntry]? = nil) {
         let found = users
         deliver(message, toUsers: recipients.lazy.compactMap { found[$0] }, now: now, onlyWith: required, excluding: excluded,
-                viaResponse: viaResponse, storable: storableOverride, stamp: given)
+                viaResponse: viaResponse, storable: storableOverride, stamp: given, history: history)
     }
 
     /// Sends a room event to every member of the room `key` (one lookup for the room, none per member).
@@ -477,10 +487,21 @@ public struct ServerState {
 
     mutating func deliver(_ message: IRCMessage, toUsers recipients: some Sequence<User>, now: Double,
                           onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, viaResponse: Bool = true,
-                          storable storableOverride: Bool? = nil, stamp given: Stamp? = nil) {
+                          storable storableOverride: Bool? = nil, stamp given: Stamp? = nil, history: [HistoryEntry]? = nil) {
         let storable = storableOverride ?? Delivery.storableCommands.contains(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
         let requester = viaResponse ? response?.session : nil
+        // Where history keeps it: given (a direct message, a QUIT or NICK in each room), or the
+        // room it is addressed to. A TAGMSG only with a tag worth keeping (a reaction, not typing).
+        var entries: [HistoryEntry] = []
+        if storable && historyEnabled {
+            if let history {
+                entries = history
+            } else if let first = message.params.first, IRCNames.isChannel(first) {
+                entries = [HistoryEntry(target: casemapping.fold(first))]
+            }
+            if message.command == "TAGMSG" && !message.tags.contains(where: { $0.isClientOnly && !$0.key.hasSuffix("typing") }) { entries = [] }
+        }
         // Few forms among the recipients, usually one: a short list searched linearly.
         var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
         for user in recipients {
@@ -489,6 +510,8 @@ public struct ServerState {
                 if let excluded, session.caps.contains(excluded) { continue }
                 if session === requester {
                     self.response!.messages.append((message, stamp))
+                    // The sender's own copy of a stored message (its echo) waits until it is committed.
+                    if !entries.isEmpty, let id = stamp.msgid, Self.echoCommands.contains(message.command) { self.response!.awaitsCommit = id }
                     continue
                 }
                 let variant = session.variant
@@ -499,8 +522,9 @@ public struct ServerState {
                 }
             }
         }
+        if !entries.isEmpty, let id = stamp.msgid { rememberRecent(message, stamp: stamp, id: id, entries: entries) }
         if !groups.isEmpty || storable {
-            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable)))
+            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, history: entries)))
         }
     }
 
@@ -538,7 +562,7 @@ public struct ServerState {
         if user.sessions.isEmpty {
             if session.registered {
                 let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [quitMessage])
-                deliver(quit, to: membership.neighbours(of: user.id), now: now)
+                deliver(quit, to: membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
                 registeredCount -= 1
                 for letter in user.modes { setUserMode(user, letter, false) }
                 rememberDeparture(user, now: now)
@@ -608,6 +632,8 @@ struct ResponseBuffer {
     var messages: [(IRCMessage, Stamp?)] = []
     /// The command's answer comes later (a password check): no ACK now.
     var deferred = false
+    /// It holds the sender's copy of a message history stores: sent once that msgid is committed.
+    var awaitsCommit: UInt64?
 }
 
 /// `msgid` values: unique, opaque, and sortable by time (milliseconds since 1970 in the high
@@ -631,5 +657,18 @@ public struct MessageIDs: Sendable {
             value >>= 5
         }
         return String(decoding: digits, as: UTF8.self)
+    }
+
+    /// The number a msgid's text stands for (nil for text that is not one of ours).
+    public static func value(_ text: String) -> UInt64? {
+        let alphabet = Array("0123456789abcdefghjkmnpqrstvwxyz".utf8)
+        let digits = Array(text.utf8)
+        guard digits.count == 13 else { return nil }
+        var value: UInt64 = 0
+        for digit in digits {
+            guard let index = alphabet.firstIndex(of: digit) else { return nil }
+            value = value << 5 | UInt64(index)
+        }
+        return value
     }
 }

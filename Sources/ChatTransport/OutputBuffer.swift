@@ -84,10 +84,10 @@ public enum SocketRead {
         case failed(errno: Int32)
     }
 
-    /// One non-blocking `recv` into `buffer`.
-    public static func once(_ fd: Int32, into buffer: inout [UInt8]) -> Result {
+    /// One non-blocking `recv` into `buffer` (at most `limit` bytes).
+    public static func once(_ fd: Int32, into buffer: inout [UInt8], limit: Int = .max) -> Result {
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, limit), 0) }
             if count > 0 { return .data(count) }
             if count == 0 { return .endOfStream }
             let code = errno

@@ -16,6 +16,8 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
     case tls(host: String, port: Int, reason: String)
     /// More was written than the peer has read, past the bound: it stopped reading.
     case outputFull(bytes: Int)
+    /// Something the server needs besides sockets (its history database) could not be opened.
+    case unavailable(String)
 
     public var description: String {
         switch self {
@@ -30,6 +32,7 @@ public enum TransportError: Error, Equatable, Sendable, CustomStringConvertible 
         case .cancelled: return "cancelled"
         case .tls(let host, let port, let reason): return "TLS with \(host) port \(port) failed: \(reason)"
         case .outputFull(let bytes): return "the peer stopped reading (\(bytes) bytes waiting to be sent)"
+        case .unavailable(let text): return text
         }
     }
 

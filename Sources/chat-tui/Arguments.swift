@@ -58,6 +58,10 @@ struct Arguments {
     var logPath: String?
     /// draft/account-registration: users may make accounts themselves.
     var registrationOpen = true
+    /// History: days kept (0: off), SQLite synchronous (normal or full), lines replayed on join.
+    var historyDays = 30
+    var historySync = "NORMAL"
+    var replayOnJoin = 20
     var nickProtection = NickProtection.rename(after: 30)
 
     struct Problem: Error, CustomStringConvertible {
@@ -147,6 +151,18 @@ struct Arguments {
         },
         Flag(name: "no-plaintext", value: nil, scope: .hosting, help: "TLS only: no plain-text port (for a server facing the internet)") { a, _ in a.plaintext = false },
         Flag(name: "data-dir", value: "DIR", scope: .hosting, help: "where the server keeps its certificate and accounts (default ~/.local/share/chat-tui/server)") { a, v in a.dataDirectory = v },
+        Flag(name: "history-days", value: "N", scope: .hosting, help: "days of history the server keeps (default 30; 0: no history)") { a, v throws(Problem) in
+            guard let days = Int(v), days >= 0 else { throw Problem(description: "--history-days wants a number of days, 0 or more") }
+            a.historyDays = days
+        },
+        Flag(name: "history-sync", value: "normal|full", scope: .hosting, help: "normal: a crash of the server loses nothing committed; full: a power loss neither (slower)") { a, v throws(Problem) in
+            guard v == "normal" || v == "full" else { throw Problem(description: "--history-sync wants normal or full") }
+            a.historySync = v.uppercased()
+        },
+        Flag(name: "replay-on-join", value: "N", scope: .hosting, help: "lines of a room's history sent on joining to clients that do not ask for it (default 20; 0: none)") { a, v throws(Problem) in
+            guard let lines = Int(v), lines >= 0 else { throw Problem(description: "--replay-on-join wants a number of lines") }
+            a.replayOnJoin = lines
+        },
         Flag(name: "registration", value: "open|closed", scope: .hosting, help: "whether users may make accounts themselves with REGISTER (default open; closed: only chat-tui account add)") { a, v throws(Problem) in
             guard v == "open" || v == "closed" else { throw Problem(description: "--registration wants open or closed, not \(v)") }
             a.registrationOpen = v == "open"

@@ -203,6 +203,9 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.connectionLimits = arguments.limits
     config.accountRegistration = arguments.registrationOpen
     config.nickProtection = arguments.nickProtection
+    config.replayOnJoin = arguments.replayOnJoin
+    let history = arguments.historyDays > 0
+        ? HistoryOptions(path: dataDirectory(arguments) + "/server.db", days: arguments.historyDays, synchronous: arguments.historySync) : nil
     config.createdAt = WallClock.now()
     let accounts = openAccounts(arguments)
     if let path = arguments.motdPath {
@@ -242,12 +245,12 @@ func runServer(_ arguments: Arguments) async -> Never {
     do {
         handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
                                         tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
-                                        accounts: accounts, sendQueueLimit: arguments.sendQueueBytes, logger: logger)
+                                        accounts: accounts, history: history, sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
         // The default TLS port taken (another room on this machine): go on without TLS, saying so.
         guard tls != nil, arguments.plaintext, !arguments.tlsPortGiven, case TransportError.addressInUse = error,
               let plainOnly = try? ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
-                                                      accounts: accounts, sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
+                                                      accounts: accounts, history: history, sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
             fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
         }
         logger("TLS is off: port \(arguments.tlsPort) is in use (--tls-port N picks another)")
@@ -255,7 +258,8 @@ func runServer(_ arguments: Arguments) async -> Never {
         handle = plainOnly
     }
     logger("listening on \(arguments.bind ?? "*") " + (arguments.plaintext ? "port \(handle.port)" : "TLS only")
-           + ", room \(config.room ?? "none"), open-file limit \(limit)")
+           + ", room \(config.room ?? "none"), open-file limit \(limit)"
+           + (history.map { ", history kept \($0.days) days in \($0.path)" } ?? ", no history"))
     if let tls, let tlsPort = handle.tlsPort {
         logger("TLS on port \(tlsPort), certificate \(tls.certificate)\(tls.made ? " (made now, self-signed)" : ""), SHA-256 \(tls.fingerprint)")
     }

@@ -10,12 +10,16 @@ struct Harness {
     private var nextID: UInt64 = 1
     var out = Outbox()
 
-    init(accounts: AccountStore? = nil, configure: (inout ServerConfig) -> Void = { _ in }) {
+    init(accounts: AccountStore? = nil, history: HistoryStore? = nil, configure: (inout ServerConfig) -> Void = { _ in }) {
         var config = ServerConfig()
         config.name = "test.server"
         configure(&config)
-        state = ServerState(config: config, accounts: accounts)
+        state = ServerState(config: config, accounts: accounts, history: history)
+        self.history = history
     }
+
+    /// History written as the runtime's writer would, but at once (a commit per outbox).
+    let history: HistoryStore?
 
     /// Runs the password checks the state asked for, as the runtime's worker does (here inline,
     /// unless `holdingChecks`), and adds what their answers produced.
@@ -28,6 +32,18 @@ struct Harness {
     mutating func runChecks(_ outbox: Outbox) -> Outbox {
         var result = outbox
         var index = 0
+        if let history {
+            var rows: [HistoryRow] = []
+            for case .deliver(let delivery) in result.items where !delivery.history.isEmpty {
+                let line = String(decoding: delivery.message.serialized().dropLast(2), as: UTF8.self)
+                for entry in delivery.history {
+                    rows.append(HistoryRow(msgid: Int64(bitPattern: delivery.stamp.msgid!), timeMilliseconds: Int64((delivery.stamp.time * 1000).rounded(.down)),
+                                           target: entry.target, command: delivery.message.command, line: line,
+                                           parties: entry.parties.map { ($0.party, $0.peer) }))
+                }
+            }
+            try? history.insert(rows)
+        }
         while index < result.items.count {
             if case .continueReply(let id) = result.items[index], !continuations.contains(id) { continuations.append(id) }
             if case .checkPassword(let check) = result.items[index] {

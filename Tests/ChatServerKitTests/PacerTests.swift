@@ -32,9 +32,14 @@ struct PacerTests {
 
     @Test("PONG and lines inside a multiline batch cost nothing; other tagged lines do", arguments: [
         ("PONG :x", 0), ("@batch=m1 PRIVMSG #a :line", 0), ("@label=q;batch=m1 PRIVMSG #a :x", 0),
-        ("PRIVMSG #a :PONG", 1), ("@+batchy=1 PRIVMSG #a :x", 1), ("@label=batch=x PRIVMSG #a :x", 1), ("PING :x", 1),
+        ("PRIVMSG #a :PONG", 1), ("@+batchy=1 PRIVMSG #a :x", 1), ("@label=batch=x PRIVMSG #a :x", 1), ("PING :x", 1), ("PONGX :x", 1),
     ])
     func costs(_ line: String, _ cost: Int) {
         #expect(Pacer.cost(of: Array(line.utf8)) == cost)
+    }
+
+    @Test("batch-tagged lines cost like any other when no multiline batch is open")
+    func batchOnlyInBatch() {
+        #expect(Pacer.cost(of: Array("@batch=m1 PRIVMSG #a :x".utf8), inBatch: false) == 1)
     }
 }

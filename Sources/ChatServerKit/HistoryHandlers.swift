@@ -1,0 +1,291 @@
+import ChatStore
+import IRCWire
+
+/// Where history keeps one event: a folded room name, or a direct conversation
+/// (`dm PARTY PARTY`, each party `a:ACCOUNT` or `n:nick`, sorted), with the parties that are
+/// accounts and the name each sees the other under (for TARGETS).
+public struct HistoryEntry: Sendable, Equatable {
+    public let target: String
+    public var parties: [Party] = []
+
+    public struct Party: Sendable, Equatable {
+        public let party: String
+        public let peer: String
+    }
+
+    init(target: String, parties: [Party] = []) {
+        self.target = target
+        self.parties = parties
+    }
+}
+
+extension ServerState {
+    var historyEnabled: Bool { history != nil }
+
+    /// Seconds a row stays in `recentHistory`: far longer than a commit takes.
+    static let recentWindow = 5.0
+
+    mutating func rememberRecent(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) {
+        let line = String(decoding: message.serialized().dropLast(2), as: UTF8.self)
+        let time = Int64((stamp.time * 1000).rounded(.down))
+        for entry in entries {
+            recentHistory.append(HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target,
+                                            command: message.command, line: line))
+        }
+        // Oldest first: drop what is past the window.
+        let cutoff = time - Int64(Self.recentWindow * 1000)
+        if let first = recentHistory.first, first.timeMilliseconds < cutoff {
+            recentHistory.removeFirst(recentHistory.firstIndex { $0.timeMilliseconds >= cutoff } ?? recentHistory.count)
+        }
+    }
+
+    /// Stored rows merged with those not yet committed, each once, in msgid order.
+    func historyRows(_ target: String, _ direction: HistoryStore.Direction, _ bound: Int64, limit: Int,
+                     commands: [String]?) throws(Database.Failure) -> [HistoryRow] {
+        guard let history else { return [] }
+        let stored = try history.rows(target, direction, bound, limit: limit, commands: commands)
+        let recent = recentHistory.filter {
+            $0.target == target && (commands?.contains($0.command) ?? true) && (direction == .before ? $0.msgid < bound : $0.msgid > bound)
+        }
+        guard !recent.isEmpty else { return stored }
+        var seen = Set(stored.map(\.msgid))
+        var merged = stored
+        for row in recent where seen.insert(row.msgid).inserted { merged.append(row) }
+        merged.sort { $0.msgid < $1.msgid }
+        return direction == .before ? Array(merged.suffix(limit)) : Array(merged.prefix(limit))
+    }
+
+    /// The rooms a user is in, for a QUIT or NICK that history keeps in each.
+    func roomEntries(of user: User) -> [HistoryEntry] {
+        membership.rooms(of: user.id).sorted().map { HistoryEntry(target: $0) }
+    }
+
+    static func party(_ user: User, casemapping: Casemapping) -> String {
+        user.account.map { "a:" + AccountStore.key($0) } ?? "n:" + casemapping.fold(user.nick ?? "*")
+    }
+
+    /// A direct conversation's entry, or nil when neither side is logged in: what an
+    /// unauthenticated user says in private is not kept for anyone to read later.
+    func directEntry(_ sender: User, _ recipient: User) -> HistoryEntry? {
+        guard sender.account != nil || recipient.account != nil else { return nil }
+        let a = Self.party(sender, casemapping: casemapping), b = Self.party(recipient, casemapping: casemapping)
+        var entry = HistoryEntry(target: "dm " + [a, b].sorted().joined(separator: " "))
+        if sender.account != nil { entry.parties.append(.init(party: a, peer: recipient.nick ?? "*")) }
+        if recipient.account != nil && b != a { entry.parties.append(.init(party: b, peer: sender.nick ?? "*")) }
+        return entry
+    }
+
+    /// The stored conversation a client means by `name`, if it may read it: a room it is in,
+    /// or a direct conversation of its account with that nickname or account.
+    func readableTarget(_ name: String, for user: User) -> String? {
+        if IRCNames.isChannel(name) {
+            let key = casemapping.fold(name)
+            return membership.isMember(user.id, of: key) ? key : nil
+        }
+        guard let account = user.account else { return nil }
+        let me = "a:" + AccountStore.key(account)
+        let other: String
+        if let online = self.user(named: name) {
+            other = Self.party(online, casemapping: casemapping)
+        } else if let found = try? accounts?.lookup(AccountStore.key(name)), found != nil {
+            other = "a:" + AccountStore.key(name)
+        } else {
+            other = "n:" + casemapping.fold(name)
+        }
+        return "dm " + [me, other].sorted().joined(separator: " ")
+    }
+
+    // CHATHISTORY LATEST|BEFORE|AFTER|AROUND <target> <ref> <limit> | BETWEEN <target> <ref> <ref> <limit> | TARGETS <ts> <ts> <limit>
+    mutating func handleChathistory(_ request: Request) {
+        let session = request.session
+        let p = request.params
+        let subcommand = p[0].uppercased()
+        func fail(_ code: String, _ context: [String], _ text: String) {
+            standardReply(session, "FAIL", command: "CHATHISTORY", code: code, context: context, always: true, text)
+        }
+        guard let history else {
+            fail("INVALID_PARAMS", [subcommand], "History is off on this server")
+            return
+        }
+        let arity = ["LATEST": 4, "BEFORE": 4, "AFTER": 4, "AROUND": 4, "BETWEEN": 5, "TARGETS": 4]
+        guard let needed = arity[subcommand] else {
+            fail("INVALID_PARAMS", [p[0]], "Unknown CHATHISTORY subcommand")
+            return
+        }
+        guard p.count >= needed else {
+            fail("NEED_MORE_PARAMS", [subcommand], "Missing parameters")
+            return
+        }
+        guard let asked = Int(p[needed - 1]), asked > 0 else {
+            fail("INVALID_PARAMS", [subcommand, p[needed - 1]], "The limit must be a positive number")
+            return
+        }
+        let limit = min(asked, config.chathistoryLimit)
+        if subcommand == "TARGETS" {
+            chathistoryTargets(session, p[1], p[2], limit: limit, history: history)
+            return
+        }
+        let name = p[1]
+        // A target one may not read looks like one with no history: the answer tells nothing.
+        guard let target = readableTarget(name, for: session.user) else {
+            sendHistoryBatch(session, name, [])
+            return
+        }
+        func point(_ reference: String) -> Int64? {
+            if reference == "*" { return nil }
+            if reference.hasPrefix("msgid="), let id = MessageIDs.value(String(reference.dropFirst(6))) { return Int64(bitPattern: id) }
+            if reference.hasPrefix("timestamp="), let time = ServerTime.parse(String(reference.dropFirst(10))) {
+                // A time stands for the first msgid at or after it (msgids begin with the time).
+                return Int64(time * 1000) << 16
+            }
+            return -1
+        }
+        let commands = session.caps.contains(.eventPlayback) ? nil : ["PRIVMSG", "NOTICE", "TAGMSG"]
+        var rows: [HistoryRow] = []
+        do {
+            switch subcommand {
+            case "LATEST":
+                let bound = point(p[2])
+                guard bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
+                // LATEST msgid=X: the newest after X, up to the limit (what a client that has X is missing).
+                if let bound {
+                    let newer = try historyRows(target, .before, Int64.max, limit: limit, commands: commands)
+                    rows = newer.filter { $0.msgid > bound }
+                } else {
+                    rows = try historyRows(target, .before, Int64.max, limit: limit, commands: commands)
+                }
+            case "BEFORE", "AFTER":
+                guard let bound = point(p[2]), bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
+                rows = try historyRows(target, subcommand == "BEFORE" ? .before : .after, bound, limit: limit, commands: commands)
+            case "AROUND":
+                guard let bound = point(p[2]), bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
+                let before = try historyRows(target, .before, bound, limit: limit / 2, commands: commands)
+                let after = try historyRows(target, .after, bound - 1, limit: limit - before.count, commands: commands)
+                rows = before + after
+            default: // BETWEEN
+                guard let first = point(p[2]), let second = point(p[3]), first != -1, second != -1 else {
+                    return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference")
+                }
+                if first <= second {
+                    rows = try historyRows(target, .after, first, limit: limit, commands: commands).filter { $0.msgid < second }
+                } else {
+                    rows = try historyRows(target, .before, first, limit: limit, commands: commands).filter { $0.msgid > second }
+                }
+            }
+        } catch {
+            log(session, "history: \(error)")
+            return fail("MESSAGE_ERROR", [subcommand, name], "History could not be read")
+        }
+        sendHistoryBatch(session, name, rows)
+    }
+
+    /// A `chathistory` batch with the stored lines, their original msgid, time, source and tags.
+    mutating func sendHistoryBatch(_ session: Session, _ name: String, _ rows: [HistoryRow]) {
+        let reference = newBatchReference()
+        send(session, IRCMessage(source: config.name, command: "BATCH", params: ["+" + reference, "chathistory", name]))
+        for row in rows { replay(row, to: session, batch: reference) }
+        send(session, IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]))
+    }
+
+    /// One stored line in a client's own form (its tags, its time), in a batch if given.
+    mutating func replay(_ row: HistoryRow, to session: Session, batch: String?) {
+        guard var message = try? IRCMessage(parsing: row.line) else { return }
+        if let batch { message.tags.insert(IRCTag("batch", batch), at: 0) }
+        // Half a millisecond in: the time printed is the stored millisecond, whatever the rounding of a Double.
+        let stamp = Stamp(time: (Double(row.timeMilliseconds) + 0.5) / 1000, msgid: UInt64(bitPattern: row.msgid))
+        if let response, response.session === session {
+            self.response!.messages.append((message, stamp))
+        } else {
+            var variant = session.variant
+            if batch != nil { variant.insert(.batch) }
+            outbox.items.append(.send(session.connection, Rendering.render(message, stamp, variant)))
+        }
+    }
+
+    /// TARGETS: the rooms one is in and one's direct conversations with messages between two times.
+    mutating func chathistoryTargets(_ session: Session, _ from: String, _ to: String, limit: Int, history: HistoryStore) {
+        guard from.hasPrefix("timestamp="), to.hasPrefix("timestamp="),
+              let start = ServerTime.parse(String(from.dropFirst(10))), let end = ServerTime.parse(String(to.dropFirst(10))) else {
+            standardReply(session, "FAIL", command: "CHATHISTORY", code: "INVALID_PARAMS", context: ["TARGETS", from], always: true,
+                          "TARGETS takes two timestamp= references")
+            return
+        }
+        let low = Int64(min(start, end) * 1000) << 16, high = (Int64(max(start, end) * 1000) + 1) << 16
+        var found: [(name: String, last: Int64)] = []
+        do {
+            for key in membership.rooms(of: session.user.id) {
+                if let last = try history.latest(in: key), last > low, last < high, let channel = channels[key] { found.append((channel.name, last)) }
+            }
+            if let account = session.user.account {
+                for conversation in try history.conversations(of: "a:" + AccountStore.key(account), from: low, to: high, limit: limit) {
+                    found.append((conversation.peer, conversation.last))
+                }
+            }
+        } catch {
+            log(session, "history: \(error)")
+        }
+        let reference = newBatchReference()
+        send(session, IRCMessage(source: config.name, command: "BATCH", params: ["+" + reference, "draft/chathistory-targets"]))
+        for (name, last) in found.sorted(by: { $0.last < $1.last }).prefix(limit) {
+            let time = ServerTime.format(Double(last >> 16) / 1000)
+            send(session, IRCMessage(tags: [IRCTag("batch", reference)], source: config.name, command: "CHATHISTORY",
+                                     params: ["TARGETS", name, "timestamp=" + time]))
+        }
+        send(session, IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]))
+    }
+
+    /// A client that does not ask for history itself gets a room's last lines when it joins,
+    /// with their times (server-time) where it reads them, so it too has context.
+    mutating func replayOnJoin(_ session: Session, key: String, name: String) {
+        guard history != nil, config.replayOnJoin > 0, !session.caps.contains(.chathistory) else { return }
+        guard let rows = try? historyRows(key, .before, Int64.max, limit: config.replayOnJoin, commands: ["PRIVMSG", "NOTICE"]),
+              !rows.isEmpty else { return }
+        if session.caps.contains(.batch) {
+            sendHistoryBatch(session, name, rows)
+        } else {
+            for row in rows { replay(row, to: session, batch: nil) }
+        }
+    }
+
+    // MARKREAD <target> [timestamp=…]
+    mutating func handleMarkread(_ request: Request) {
+        let session = request.session
+        let name = request.params[0]
+        guard let history, let account = session.user.account else {
+            standardReply(session, "FAIL", command: "MARKREAD", code: "ACCOUNT_REQUIRED", context: [name], always: true,
+                          "Read markers are kept for accounts: log in first")
+            return
+        }
+        let target = IRCNames.isChannel(name) ? casemapping.fold(name) : "dm-read " + casemapping.fold(name)
+        let key = AccountStore.key(account)
+        do {
+            if request.params.count > 1 {
+                let value = request.params[1]
+                guard value.hasPrefix("timestamp="), let time = ServerTime.parse(String(value.dropFirst(10))) else {
+                    standardReply(session, "FAIL", command: "MARKREAD", code: "INVALID_PARAMS", context: [name, value], always: true,
+                                  "The marker is a timestamp= reference")
+                    return
+                }
+                let before = try history.readMarker(account: key, target: target)
+                let now = try history.setReadMarker(account: key, target: target, time: Int64(time * 1000))
+                let line = IRCMessage(source: config.name, command: "MARKREAD", params: [name, "timestamp=" + ServerTime.format(Double(now) / 1000)])
+                // Every connection of the account hears of a change; the asker always gets the answer.
+                if before != now {
+                    for other in users.values where other.account.map(AccountStore.key) == key {
+                        for connection in other.sessions where connection.caps.contains(.readMarker) && connection !== session {
+                            sendNow(connection, line)
+                        }
+                    }
+                }
+                send(session, line)
+            } else {
+                let marker = try history.readMarker(account: key, target: target)
+                send(session, IRCMessage(source: config.name, command: "MARKREAD",
+                                         params: [name, marker.map { "timestamp=" + ServerTime.format(Double($0) / 1000) } ?? "*"]))
+            }
+        } catch {
+            log(session, "history: \(error)")
+            standardReply(session, "FAIL", command: "MARKREAD", code: "INTERNAL_ERROR", context: [name], always: true, "The marker could not be kept")
+        }
+    }
+}

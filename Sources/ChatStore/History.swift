@@ -1,0 +1,234 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import CSQLite
+
+/// One stored event: its msgid (sortable by time, so it is also the row's order; a QUIT or NICK
+/// is stored once per room with the same msgid), its time in
+/// milliseconds, the conversation it belongs to (a folded room name, or `dm PARTY PARTY` for a
+/// direct conversation), and the IRC line as relayed (tags, source, command, parameters).
+public struct HistoryRow: Sendable, Equatable {
+    public let msgid: Int64
+    public let timeMilliseconds: Int64
+    public let target: String
+    public let command: String
+    public let line: String
+    /// For a direct conversation: its parties that are accounts (`a:NAME`), with the name the
+    /// other side is shown under, so TARGETS can list an account's conversations.
+    public let parties: [(party: String, peer: String)]
+
+    public init(msgid: Int64, timeMilliseconds: Int64, target: String, command: String, line: String,
+                parties: [(party: String, peer: String)] = []) {
+        self.msgid = msgid
+        self.timeMilliseconds = timeMilliseconds
+        self.target = target
+        self.command = command
+        self.line = line
+        self.parties = parties
+    }
+
+    public static func == (a: HistoryRow, b: HistoryRow) -> Bool {
+        a.msgid == b.msgid && a.timeMilliseconds == b.timeMilliseconds && a.target == b.target && a.command == b.command
+            && a.line == b.line && a.parties.elementsEqual(b.parties) { $0.party == $1.party && $0.peer == $1.peer }
+    }
+}
+
+/// The server's message history in its SQLite database (the same file as the accounts).
+/// One instance per thread: the writer has its own, the event loop reads with another (WAL
+/// lets it read while the writer commits).
+public final class HistoryStore {
+    public let database: Database
+
+    public init(database: Database) throws(Database.Failure) {
+        self.database = database
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS history (
+                target TEXT NOT NULL, msgid INTEGER NOT NULL, time INTEGER NOT NULL, command TEXT NOT NULL, line TEXT NOT NULL,
+                PRIMARY KEY (target, msgid)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS history_parties (
+                party TEXT NOT NULL, target TEXT NOT NULL, peer TEXT NOT NULL, last INTEGER NOT NULL, PRIMARY KEY (party, target));
+            CREATE TABLE IF NOT EXISTS read_markers (
+                account TEXT NOT NULL, target TEXT NOT NULL, time INTEGER NOT NULL, PRIMARY KEY (account, target));
+            """)
+    }
+
+    /// Writes rows in one transaction.
+    public func insert(_ rows: [HistoryRow]) throws(Database.Failure) {
+        try database.execute("BEGIN")
+        do {
+            for row in rows {
+                try database.query("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?)",
+                                   [.text(row.target), .integer(row.msgid), .integer(row.timeMilliseconds), .text(row.command), .text(row.line)])
+                for (party, peer) in row.parties {
+                    try database.query("INSERT INTO history_parties VALUES (?, ?, ?, ?) ON CONFLICT (party, target) DO UPDATE SET last = excluded.last, peer = excluded.peer",
+                                       [.text(party), .text(row.target), .text(peer), .integer(row.msgid)])
+                }
+            }
+            try database.execute("COMMIT")
+        } catch {
+            _ = try? database.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    public enum Direction: Sendable { case before, after }
+
+    /// Rows of `target` strictly before (newest first, then returned oldest first) or strictly
+    /// after a msgid, at most `limit`, among `commands` (nil: all).
+    public func rows(_ target: String, _ direction: Direction, _ msgid: Int64, limit: Int, commands: [String]?) throws(Database.Failure) -> [HistoryRow] {
+        let filter = commands.map { " AND command IN (" + $0.map { "'\($0)'" }.joined(separator: ",") + ")" } ?? ""
+        let sql = direction == .before
+            ? "SELECT msgid, time, target, command, line FROM history WHERE target = ? AND msgid < ?\(filter) ORDER BY msgid DESC LIMIT ?"
+            : "SELECT msgid, time, target, command, line FROM history WHERE target = ? AND msgid > ?\(filter) ORDER BY msgid ASC LIMIT ?"
+        let found = try database.query(sql, [.text(target), .integer(msgid), .integer(Int64(limit))]).compactMap(Self.row)
+        return direction == .before ? found.reversed() : found
+    }
+
+    /// The msgid of the row with this msgid, or the first at or after this time (for `timestamp=` references).
+    public func msgid(atOrAfter time: Int64, in target: String) throws(Database.Failure) -> Int64? {
+        let rows = try database.query("SELECT msgid FROM history WHERE target = ? AND time >= ? ORDER BY msgid LIMIT 1", [.text(target), .integer(time)])
+        if case .integer(let id)? = rows.first?.first { return id }
+        return nil
+    }
+
+    public func contains(msgid: Int64, in target: String) throws(Database.Failure) -> Bool {
+        try !database.query("SELECT 1 FROM history WHERE msgid = ? AND target = ?", [.integer(msgid), .text(target)]).isEmpty
+    }
+
+    /// The newest msgid of a target.
+    public func latest(in target: String) throws(Database.Failure) -> Int64? {
+        let rows = try database.query("SELECT MAX(msgid) FROM history WHERE target = ?", [.text(target)])
+        if case .integer(let id)? = rows.first?.first { return id }
+        return nil
+    }
+
+    /// The direct conversations of a party (`a:NAME`) with activity between two msgids: target, peer, newest msgid.
+    public func conversations(of party: String, from: Int64, to: Int64, limit: Int) throws(Database.Failure) -> [(target: String, peer: String, last: Int64)] {
+        try database.query("SELECT target, peer, last FROM history_parties WHERE party = ? AND last > ? AND last < ? ORDER BY last LIMIT ?",
+                           [.text(party), .integer(from), .integer(to), .integer(Int64(limit))]).compactMap { row in
+            guard case .text(let target) = row[0], case .text(let peer) = row[1], case .integer(let last) = row[2] else { return nil }
+            return (target, peer, last)
+        }
+    }
+
+    /// Removes rows older than `msgid`, and of each target all but its newest `keep`.
+    public func prune(olderThan msgid: Int64, keepPerTarget keep: Int) throws(Database.Failure) -> Int {
+        try database.query("DELETE FROM history WHERE msgid < ?", [.integer(msgid)])
+        var removed = database.changes
+        for row in try database.query("SELECT target FROM history GROUP BY target HAVING COUNT(*) > ?", [.integer(Int64(keep))]) {
+            guard case .text(let target) = row[0] else { continue }
+            try database.query("DELETE FROM history WHERE target = ? AND msgid < (SELECT msgid FROM history WHERE target = ? ORDER BY msgid DESC LIMIT 1 OFFSET ?)",
+                               [.text(target), .text(target), .integer(Int64(keep - 1))])
+            removed += database.changes
+        }
+        return removed
+    }
+
+    public func count() throws(Database.Failure) -> Int {
+        if case .integer(let n)? = try database.query("SELECT COUNT(*) FROM history").first?.first { return Int(n) }
+        return 0
+    }
+
+    // MARK: Read markers
+
+    public func readMarker(account: String, target: String) throws(Database.Failure) -> Int64? {
+        let rows = try database.query("SELECT time FROM read_markers WHERE account = ? AND target = ?", [.text(account), .text(target)])
+        if case .integer(let time)? = rows.first?.first { return time }
+        return nil
+    }
+
+    /// Sets the marker if it moves forward; returns the marker now in place.
+    public func setReadMarker(account: String, target: String, time: Int64) throws(Database.Failure) -> Int64 {
+        try database.query("INSERT INTO read_markers VALUES (?, ?, ?) ON CONFLICT (account, target) DO UPDATE SET time = MAX(time, excluded.time)",
+                           [.text(account), .text(target), .integer(time)])
+        return try readMarker(account: account, target: target) ?? time
+    }
+
+    static func row(_ values: [Database.Value]) -> HistoryRow? {
+        guard values.count == 5, case .integer(let msgid) = values[0], case .integer(let time) = values[1], case .text(let target) = values[2],
+              case .text(let command) = values[3], case .text(let line) = values[4] else { return nil }
+        return HistoryRow(msgid: msgid, timeMilliseconds: time, target: target, command: command, line: line)
+    }
+}
+
+/// Commits history on a thread of its own, in batches: rows handed over are written within
+/// `interval` seconds (100 ms by default: a `kill -9` loses at most that), and `committed`
+/// is told the highest msgid each commit made durable, so echoes waiting for it can go.
+public final class HistoryWriter: Sendable {
+    private let pending = Mutex<(rows: [HistoryRow], stopped: Bool)>(([], false))
+    private let ready = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let stats = Mutex<(rows: Int, commits: Int, failures: Int)>((0, 0, 0))
+
+    /// `path`: the database file; `synchronous`: SQLite's `synchronous` (NORMAL survives a
+    /// process crash, FULL a power loss too). `prune`: called about every ten minutes on this thread.
+    public init(path: String, synchronous: String = "NORMAL", interval: Double = 0.1,
+                committed: @escaping @Sendable (Int64) -> Void, failed: @escaping @Sendable (String) -> Void,
+                prune: (@Sendable (HistoryStore) -> Void)? = nil) throws(Database.Failure) {
+        let database = try Database(path: path)
+        try database.execute("PRAGMA synchronous = \(synchronous)")
+        let store = try HistoryStore(database: database)
+        let box = StoreBox(store)
+        let thread = Thread { [self] in
+            run(box.store, interval: interval, committed: committed, failed: failed, prune: prune)
+        }
+        thread.name = "chat-tui history"
+        thread.start()
+    }
+
+    public func append(_ rows: [HistoryRow]) {
+        guard !rows.isEmpty else { return }
+        pending.withLock { $0.rows += rows }
+        ready.signal()
+    }
+
+    /// Writes what is pending, then stops the thread.
+    public func stop() {
+        pending.withLock { $0.stopped = true }
+        ready.signal()
+        finished.wait()
+    }
+
+    public var counts: (rows: Int, commits: Int, failures: Int) { stats.withLock { $0 } }
+
+    private func run(_ store: HistoryStore, interval: Double, committed: @Sendable (Int64) -> Void,
+                     failed: @Sendable (String) -> Void, prune: (@Sendable (HistoryStore) -> Void)?) {
+        var lastPrune = Date()
+        while true {
+            _ = ready.wait(timeout: .now() + interval)
+            // Gather what came in the window (a short wait lets a burst become one commit).
+            let (rows, stopped) = pending.withLock { state -> ([HistoryRow], Bool) in
+                defer { state.rows.removeAll(keepingCapacity: true) }
+                return (state.rows, state.stopped)
+            }
+            if !rows.isEmpty {
+                do {
+                    try store.insert(rows)
+                    stats.withLock { $0.rows += rows.count; $0.commits += 1 }
+                } catch {
+                    stats.withLock { $0.failures += 1 }
+                    failed("history: \(rows.count) rows not stored: \(error)")
+                }
+                // Released either way: a failed commit must not hold echoes for ever.
+                committed(rows.map(\.msgid).max()!)
+            }
+            if let prune, Date().timeIntervalSince(lastPrune) > 600 {
+                prune(store)
+                lastPrune = Date()
+            }
+            if stopped {
+                finished.signal()
+                return
+            }
+            // Batch: wait out the rest of the window unless more than a few thousand rows wait.
+            if !rows.isEmpty && rows.count < 2000 { usleep(UInt32(interval * 1e6 / 4)) }
+        }
+    }
+}
+
+private final class StoreBox: @unchecked Sendable {
+    let store: HistoryStore
+    init(_ store: HistoryStore) { self.store = store }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+@testable import ChatServerKit
+import ChatStore
+import IRCTestSupport
+import IRCWire
+
+func historyStore() throws -> HistoryStore {
+    try HistoryStore(database: Database(path: NSTemporaryDirectory() + "chat-tui-history-\(UUID().uuidString).db"))
+}
+
+extension Harness {
+    init(historyOf store: HistoryStore, accounts: AccountStore? = nil, configure: (inout ServerConfig) -> Void = { _ in }) {
+        self.init(accounts: accounts, history: store) {
+            $0.accountIterations = 4096
+            configure(&$0)
+        }
+    }
+
+    /// The lines of the chathistory batch in the last outbox to `id` (without the BATCH lines).
+    func historyLines(to id: ConnectionID) -> [IRCMessage] {
+        out.messages(to: id).filter { $0.command != "BATCH" }
+    }
+}
+
+@Suite("server state: history and chathistory")
+struct StateHistoryTests {
+    let caps = ["draft/chathistory", "batch", "server-time", "message-tags", "echo-message"]
+
+    @Test("with history: caps, ISUPPORT CHATHISTORY=100 and MSGREFTYPES; LATEST gives the room's lines with their msgid and time, oldest first")
+    func latest() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        #expect(h.out.messages(to: alice).filter { $0.command == "005" }.flatMap(\.params).contains("CHATHISTORY=100"))
+        var sent: [(String, String)] = []
+        for n in 0..<5 {
+            h.now += 1
+            h.send(alice, "PRIVMSG #lobby :line \(n)")
+            let echo = h.out.messages(to: alice)[0]
+            sent.append((echo.tag("msgid")!, echo.tag("time")!))
+        }
+        let bob = h.register("bob", caps: caps)
+        h.send(bob, "CHATHISTORY LATEST #lobby * 3")
+        let lines = h.out.messages(to: bob)
+        #expect(lines.first?.command == "BATCH" && lines.first?.params.suffix(2) == ["chathistory", "#lobby"])
+        let replayed = h.historyLines(to: bob)
+        #expect(replayed.map { $0.params.last! } == ["line 2", "line 3", "line 4"])
+        #expect(replayed.map { $0.tag("msgid")! } == sent[2...].map(\.0), "the original msgids")
+        #expect(replayed.map { $0.tag("time")! } == sent[2...].map(\.1), "the original times")
+        #expect(replayed.allSatisfy { $0.source?.hasPrefix("alice!") == true && $0.tag("batch") != nil })
+        // BEFORE and AFTER a msgid, AROUND, BETWEEN.
+        h.send(bob, "CHATHISTORY BEFORE #lobby msgid=\(sent[2].0) 10")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["line 0", "line 1"])
+        h.send(bob, "CHATHISTORY AFTER #lobby msgid=\(sent[2].0) 1")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["line 3"])
+        h.send(bob, "CHATHISTORY BETWEEN #lobby msgid=\(sent[0].0) msgid=\(sent[4].0) 10")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["line 1", "line 2", "line 3"])
+        h.send(bob, "CHATHISTORY AROUND #lobby msgid=\(sent[2].0) 3")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["line 1", "line 2", "line 3"])
+        h.send(bob, "CHATHISTORY AFTER #lobby timestamp=\(sent[3].1) 10")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["line 4"], "after a message's own time: strictly after it")
+        h.send(bob, "CHATHISTORY LATEST #lobby msgid=\(sent[3].0) 10")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["line 4"], "LATEST after what the client has")
+    }
+
+    @Test("FAIL codes: unknown subcommand, missing parameters, a bad limit or reference")
+    func failures() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "CHATHISTORY SIDEWAYS #lobby * 10")
+        #expect(h.lines(to: alice).first?.hasPrefix(":test.server FAIL CHATHISTORY INVALID_PARAMS SIDEWAYS") == true)
+        h.send(alice, "CHATHISTORY LATEST #lobby")
+        #expect(h.lines(to: alice).first?.hasPrefix(":test.server FAIL CHATHISTORY NEED_MORE_PARAMS LATEST") == true)
+        h.send(alice, "CHATHISTORY LATEST #lobby * none")
+        #expect(h.lines(to: alice).first?.hasPrefix(":test.server FAIL CHATHISTORY INVALID_PARAMS LATEST none") == true)
+        h.send(alice, "CHATHISTORY BEFORE #lobby yesterday 10")
+        #expect(h.lines(to: alice).first?.hasPrefix(":test.server FAIL CHATHISTORY INVALID_PARAMS BEFORE yesterday") == true)
+    }
+
+    @Test("privacy: a room's history only to its members, a +s room's too; outsiders get an empty batch")
+    func roomPrivacy() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "JOIN #secret", "MODE #secret +s", "PRIVMSG #secret :for members")
+        let mallory = h.register("mallory", caps: caps)
+        h.send(mallory, "CHATHISTORY LATEST #secret * 10")
+        #expect(h.historyLines(to: mallory).isEmpty)
+        h.send(alice, "CHATHISTORY LATEST #secret * 10")
+        #expect(h.historyLines(to: alice).map { $0.params.last! }.contains("for members"))
+    }
+
+    @Test("privacy: direct messages are served only to a client logged in to one of the two accounts, never to a nickname thief")
+    func directPrivacy() throws {
+        let accounts = try accountStore(["alice", "bob"])
+        var h = Harness(historyOf: try historyStore(), accounts: accounts)
+        let alice = h.saslClient("alice", caps: "sasl " + caps.joined(separator: " "))
+        h.send(alice, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"), "CAP END")
+        let bob = h.saslClient("bob", caps: "sasl " + caps.joined(separator: " "))
+        h.send(bob, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("bob", "correct horse"), "CAP END")
+        h.send(alice, "PRIVMSG bob :just between us")
+        h.send(bob, "QUIT")
+        // A thief takes bob's nickname (without logging in) and asks for the conversation with alice.
+        let thief = h.register("bob", caps: caps)
+        h.send(thief, "CHATHISTORY LATEST alice * 10")
+        #expect(h.historyLines(to: thief).isEmpty)
+        // The real bob, logged in again, reads it.
+        let real = h.saslClient("bobby", caps: "sasl " + caps.joined(separator: " "))
+        h.send(real, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("bob", "correct horse"), "CAP END")
+        h.send(real, "CHATHISTORY LATEST alice * 10")
+        #expect(h.historyLines(to: real).map { $0.params.last! } == ["just between us"])
+        h.send(alice, "CHATHISTORY TARGETS timestamp=1970-01-01T00:00:00.000Z timestamp=2100-01-01T00:00:00.000Z 10")
+        #expect(h.historyLines(to: alice).contains { $0.params.count == 3 && $0.params[1] == "bob" })
+        // Two people without accounts: their private messages are not kept at all.
+        let carol = h.register("carol", caps: caps), dave = h.register("dave", caps: caps)
+        h.send(carol, "PRIVMSG dave :unkept")
+        #expect(h.out.deliveries.allSatisfy { $0.history.isEmpty })
+        _ = dave
+    }
+
+    @Test("event-playback: JOIN, PART, QUIT and TOPIC come back only to clients that asked for them")
+    func eventPlayback() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "TOPIC #lobby :news", "PRIVMSG #lobby :hello")
+        let watcher = h.register("watcher", caps: caps + ["draft/event-playback"])
+        let plainClient = h.register("plain", caps: caps)
+        h.send(watcher, "CHATHISTORY LATEST #lobby * 10")
+        #expect(h.historyLines(to: watcher).map(\.command) == ["JOIN", "TOPIC", "PRIVMSG", "JOIN", "JOIN"], "alice, her topic and line, watcher, plain")
+        h.send(plainClient, "CHATHISTORY LATEST #lobby * 10")
+        #expect(h.historyLines(to: plainClient).map(\.command) == ["PRIVMSG"])
+    }
+
+    @Test("a client without chathistory gets the room's last lines when it joins, with server-time when it has it")
+    func replayOnJoin() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.replayOnJoin = 2 }
+        let alice = h.register("alice", caps: caps)
+        for n in 0..<3 { h.send(alice, "PRIVMSG #lobby :earlier \(n)") }
+        let old = h.register("oldschool")
+        #expect(h.out.messages(to: old).filter { $0.command == "PRIVMSG" }.map { $0.params.last! } == ["earlier 1", "earlier 2"])
+        let timed = h.register("timed", caps: ["server-time"])
+        #expect(h.out.messages(to: timed).filter { $0.command == "PRIVMSG" }.allSatisfy { $0.tag("time") != nil })
+        let modern = h.register("modern", caps: caps)
+        #expect(!h.out.messages(to: modern).contains { $0.command == "PRIVMSG" }, "it asks for itself")
+    }
+
+    @Test("the sender's echo of a stored message waits for the commit; others do not wait")
+    func echoAfterCommit() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        let bob = h.register("bob")
+        h.send(alice, "PRIVMSG #lobby :kept")
+        #expect(h.out.items.contains { if case .sendAfterCommit(let id, _, _) = $0 { return id == alice } else { return false } })
+        #expect(h.out.deliveries.contains { $0.recipients.contains(bob) })
+    }
+
+    @Test("MARKREAD: needs an account; set moves forward only and reaches the account's other connections; get answers")
+    func readMarkers() throws {
+        let accounts = try accountStore(["alice"])
+        var h = Harness(historyOf: try historyStore(), accounts: accounts)
+        let first = h.saslClient("alice", caps: "sasl draft/read-marker")
+        h.send(first, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"), "CAP END")
+        let second = h.saslClient("alice2", caps: "sasl draft/read-marker")
+        h.send(second, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"), "CAP END")
+        h.send(first, "MARKREAD #lobby")
+        #expect(h.lines(to: first) == [":test.server MARKREAD #lobby *"])
+        h.send(first, "MARKREAD #lobby timestamp=2026-12-01T10:00:00.000Z")
+        #expect(h.lines(to: first) == [":test.server MARKREAD #lobby timestamp=2026-12-01T10:00:00.000Z"])
+        #expect(h.lines(to: second) == [":test.server MARKREAD #lobby timestamp=2026-12-01T10:00:00.000Z"])
+        h.send(second, "MARKREAD #lobby timestamp=2026-12-01T09:00:00.000Z")
+        #expect(h.lines(to: second) == [":test.server MARKREAD #lobby timestamp=2026-12-01T10:00:00.000Z"], "never backwards")
+        let anonymous = h.register("anon", caps: ["draft/read-marker"])
+        h.send(anonymous, "MARKREAD #lobby")
+        #expect(h.lines(to: anonymous).first?.hasPrefix(":test.server FAIL MARKREAD ACCOUNT_REQUIRED") == true)
+    }
+}
