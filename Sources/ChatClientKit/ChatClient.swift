@@ -444,6 +444,11 @@ public actor ChatClient {
         }
         for event in state.apply(message, now: now) { emit(event) }
         if message.command == "001" { welcomed(over: connection, now: now) }
+        // Our own JOIN: the room's history, or what was missed while the connection was down.
+        if message.command == "JOIN", let room = message.params.first, state.isMe(IRCSource(parsing: message.source ?? "").nick),
+           let request = state.historyRequest(for: state.id(for: room), room: room) {
+            write(request, over: connection)
+        }
     }
 
     /// Registered: rooms, operator login and the held lines follow.

@@ -40,7 +40,8 @@ public struct ClientConfig: Sendable {
     /// Seconds an offer waits for the peer before its port is closed.
     public var dccOfferTimeout: Double = 300
     /// The capabilities we ask for when a server offers them.
-    public var wantedCapabilities: [String] = ["message-tags", "server-time", "echo-message", "multi-prefix", "away-notify"]
+    public var wantedCapabilities: [String] = ["message-tags", "server-time", "echo-message", "multi-prefix", "away-notify",
+                                               "batch", "draft/chathistory"]
 
     public init(host: String, port: Int = 6667, nick: String) {
         self.host = host

@@ -24,8 +24,20 @@ public struct ClientState: Sendable {
         "432", "433", "436", "437", "305", "306", "346", "347", "348", "349", "221", "354",
         "471", "473", "474", "475", "476", "478", "501", "525", "696",
     ]
-    /// Conversations marked "connection lost", to be marked "connected again".
+    /// Conversations marked "connection lost", to be marked "connected again", with when.
     private var droppedSince: Set<ConversationID> = []
+    private var droppedAt: [ConversationID: Double] = [:]
+    /// The newest msgid seen in each conversation: after a drop, history is asked for what came after it.
+    public private(set) var latestMsgid: [ConversationID: String] = [:]
+    /// What history was asked for per room (`CHATHISTORY`), and the batches open now.
+    public enum HistoryRequest: Sendable, Equatable {
+        /// The last lines, on joining: old news, so nothing in them rings or counts as a mention.
+        case latest
+        /// What was said while the connection was down, since this time.
+        case gap(since: Double)
+    }
+    public var historyRequests: [ConversationID: HistoryRequest] = [:]
+    private var openBatches: [String: (type: String, target: ConversationID?, lines: Int)] = [:]
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [ConversationID: [String: Member]] = [:]
     /// Events produced by the message being applied.
@@ -77,6 +89,7 @@ public struct ClientState: Sendable {
     public mutating func line(_ line: ChatLine, to id: ConversationID, name: String? = nil) -> [ClientEvent] {
         var events: [ClientEvent] = []
         if book[id] == nil { events.append(record(.opened(id, name: name ?? line.sender ?? id.key))) }
+        if let msgid = line.msgid { latestMsgid[id] = msgid }
         events.append(record(.line(id, line)))
         return events
     }
@@ -104,9 +117,13 @@ public struct ClientState: Sendable {
         emit(.connectionLost)
         if wasRegistered {
             let text = "── connection lost" + (reason.isEmpty ? "" : ": \(reason)") + " — what you type is held until it is back ──"
+            // Just before the millisecond of the drop: server times have milliseconds, and what
+            // was said in that millisecond was said after we lost it.
+            let at = (now * 1000).rounded(.down) / 1000 - 0.0002
             for id in marked {
-                say(ChatLine(time: now, kind: .info, text: text), to: id)
+                say(ChatLine(time: at, kind: .info, text: text), to: id)
                 droppedSince.insert(id)
+                droppedAt[id] = at
             }
         }
         return produced
@@ -115,11 +132,48 @@ public struct ClientState: Sendable {
     /// Registered again after a drop: the conversations marked then get a line saying so.
     public mutating func connectionBack(now: Double) -> [ClientEvent] {
         produced = []
+        // With history the gap is filled when each room is joined again (`CHATHISTORY AFTER`);
+        // without, nobody can say what was missed.
+        let text = capabilities.contains("draft/chathistory")
+            ? "── connected again ──" : "── connected again: what was said meanwhile is unknown (this server keeps no history) ──"
         for id in book.order where droppedSince.contains(id) {
-            say(ChatLine(time: now, kind: .info, text: "── connected again ──"), to: id)
+            say(ChatLine(time: now, kind: .info, text: text), to: id)
         }
         droppedSince = []
         return produced
+    }
+
+    /// What to ask history for on joining a room: what came after our newest line when we
+    /// were there before the drop, else the last lines.
+    public mutating func historyRequest(for id: ConversationID, room: String, limit: Int = 50) -> IRCMessage? {
+        guard capabilities.contains("draft/chathistory"), capabilities.contains("batch") else { return nil }
+        if let since = droppedAt.removeValue(forKey: id), let msgid = latestMsgid[id] {
+            historyRequests[id] = .gap(since: since)
+            return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, "100")
+        }
+        historyRequests[id] = .latest
+        return IRCMessage("CHATHISTORY", "LATEST", room, "*", String(limit))
+    }
+
+    // BATCH +ref type [params] | BATCH -ref
+    mutating func batch(_ c: MessageContext) {
+        guard let reference = c.p.first, reference.count > 1 else { return }
+        let name = String(reference.dropFirst())
+        if reference.hasPrefix("+") {
+            let type = c.p.count > 1 ? c.p[1] : ""
+            let target = type == "chathistory" && c.p.count > 2 ? id(for: c.p[2]) : nil
+            openBatches[name] = (type, target, 0)
+            return
+        }
+        guard let batch = openBatches.removeValue(forKey: name), batch.type == "chathistory", let id = batch.target else { return }
+        // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
+        if case .gap(let since)? = historyRequests.removeValue(forKey: id) {
+            let text = batch.lines == 0 ? "── nothing was said here while you were away ──"
+                : "── \(batch.lines) message\(batch.lines == 1 ? "" : "s") you missed while away follow\(batch.lines == 1 ? "s" : "") ──"
+            var marker = ChatLine(time: since + 0.0001, kind: .info, text: text)
+            marker.isHistory = true
+            say(marker, to: id)
+        }
     }
 
     // MARK: Folding server messages
@@ -188,6 +242,7 @@ public struct ClientState: Sendable {
         "AWAY": { state, c in state.setAway(c.from, away: !(c.p.first ?? "").isEmpty) },
         // WHO reply: <me> <channel> <user> <host> <server> <nick> <H|G>[*][@+] :<hops> <real name>
         "352": { state, c in if c.p.count >= 7 { state.setAway(c.p[5], away: c.p[6].hasPrefix("G")) } },
+        "BATCH": { $0.batch($1) },
         "ERROR": { state, c in state.say(ChatLine(time: c.time, kind: .error, text: c.p.first ?? "closing"), to: .server) },
     ]
 
@@ -365,6 +420,12 @@ public struct ClientState: Sendable {
         var line = ChatLine(time: c.time, kind: kind, sender: from, text: text, isOwn: own,
                             isHighlight: !own && (!isChannel(target) || mentions(text)))
         line.msgid = c.msgid
+        // A line of history: counted for its batch; the last lines shown on joining are old news.
+        if let reference = c.message.tag("batch"), let batch = openBatches[reference], batch.type == "chathistory" {
+            openBatches[reference]!.lines += 1
+            line.isHistory = true
+            if let id = batch.target, historyRequests[id] == .latest { line.isHighlight = false }
+        }
         // A server notice (no nick!user@host source) before or around registration goes to the server window.
         if c.source?.user == nil && !own && !isChannel(target) {
             line.isHighlight = false

@@ -341,3 +341,58 @@ struct ClientSASLTests {
         await client.quit()
     }
 }
+
+@Suite("history from the client", .serialized)
+struct ClientHistoryTests {
+    func historyServer() throws -> TestServer {
+        try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-client-history-\(UUID().uuidString).db"))
+    }
+
+    @Test("joining a room shows its last lines from history, once each, without ringing")
+    func latestOnJoin() async throws {
+        let server = try historyServer()
+        let bob = try server.client()
+        try bob.register("bob")
+        for n in 0..<3 { bob.send("PRIVMSG #lobby :earlier \(n)") }
+        bob.send("PING :said")
+        _ = try bob.readUntil { $0.command == "PONG" }
+        let client = ChatClient(config: config(port: server.port, nick: "alice"))
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "#lobby", containing: "earlier 2")
+        let lines = await log.view().conversation("#lobby")?.lines ?? []
+        #expect(lines.filter { $0.text.hasPrefix("earlier") }.map(\.text) == ["earlier 0", "earlier 1", "earlier 2"])
+        #expect(!lines.contains { $0.isHighlight })
+        await client.quit()
+    }
+
+    @Test("a drop in the middle of a conversation: every missed line shown once, in order, after the marker saying how many")
+    func gapFilled() async throws {
+        let server = try historyServer()
+        let proxy = try CuttableProxy(to: server.port)
+        let bob = try server.client()
+        try bob.register("bob")
+        let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        bob.send("PRIVMSG #lobby :before the drop")
+        try await log.line(in: "#lobby", containing: "before the drop")
+        proxy.cutAll()
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        for n in 1...3 { bob.send("PRIVMSG #lobby :missed \(n)") }
+        bob.send("PING :said")
+        _ = try bob.readUntil { $0.command == "PONG" }
+        proxy.restore()
+        try await log.line(in: "#lobby", timeout: 30, containing: "3 messages you missed while away follow")
+        let texts = (await log.view().conversation("#lobby")?.lines ?? []).map(\.text)
+        let lost = try #require(texts.firstIndex { $0.hasPrefix("── connection lost") })
+        let missed = texts.indices.filter { texts[$0].hasPrefix("missed ") }
+        #expect(missed.map { texts[$0] } == ["missed 1", "missed 2", "missed 3"], "\(texts)")
+        let timed = (await log.view().conversation("#lobby")?.lines ?? []).map { "\($0.time) \($0.text)" }
+        #expect(texts[lost + 1] == "── 3 messages you missed while away follow ──", "\(timed)")
+        #expect(missed.allSatisfy { $0 > lost + 1 }, "\(timed)")
+        #expect(texts.filter { $0 == "before the drop" }.count == 1, "what we had is not shown twice")
+        await client.quit()
+    }
+}

@@ -217,7 +217,8 @@ struct ClientStateTests {
         #expect(state.connectionLost(reason: "refused", now: 2001) == [.connectionLost])
         _ = state.apply(try! IRCMessage(parsing: ":srv 001 alice :Welcome"), now: 2002)
         #expect(state.connectionBack(now: 2002).count == 2)
-        #expect(state.conversation("#lobby")?.lines.last?.text == "── connected again ──")
+        #expect(state.conversation("#lobby")?.lines.last?.text == "── connected again: what was said meanwhile is unknown (this server keeps no history) ──",
+                "a server without chathistory: nothing can fill the gap")
         _ = state.apply(try! IRCMessage(parsing: ":alice!a@h JOIN #lobby"), now: 2003)
         #expect(state.conversation("#lobby")?.members.count == 3 && state.conversation("#lobby")?.awaitingRejoin == false)
         _ = state.apply(try! IRCMessage(parsing: ":srv 353 alice = #lobby :@alice carol"), now: 2003)

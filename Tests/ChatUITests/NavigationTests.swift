@@ -147,7 +147,7 @@ struct HostScreenTests {
 func goldenOutage() {
     var model = lobbyModel()
     model.receive(":bob!b@h PRIVMSG #lobby :see you", now: 36300)
-    model.lose(reason: "connection reset by peer", now: 36360)
+    model.lose(reason: "connection reset by peer", now: 36365)
     var held = ChatLine(time: 36400, kind: .message, sender: "alice", text: "are you back?", isOwn: true)
     held.isPending = true
     model.receive(.line(.room("#lobby"), held))

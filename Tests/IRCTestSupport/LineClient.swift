@@ -127,13 +127,13 @@ public final class TestServer {
 
     /// `tls`: a TLS port too, with this context (see `TestCertificate`).
     public init(configure: (inout ServerConfig) -> Void = { _ in }, bind: String? = "127.0.0.1", sendQueueLimit: Int = 1 << 20,
-                tls: TLSContext? = nil, accounts: AccountStore? = nil) throws {
+                tls: TLSContext? = nil, accounts: AccountStore? = nil, history: HistoryOptions? = nil) throws {
         var config = ServerConfig()
         config.name = "test.server"
         configure(&config)
         let box = LogBox()
         handle = try ServerHandle.start(config: config, bind: bind, port: 0, tls: tls.map { (port: 0, context: $0) },
-                                        accounts: accounts, sendQueueLimit: sendQueueLimit) { box.append($0) }
+                                        accounts: accounts, history: history, sendQueueLimit: sendQueueLimit) { box.append($0) }
         logBox = box
     }
 
@@ -156,6 +156,86 @@ public final class LogBox: Sendable {
     public var lines: [String] { storage.withLock { $0 } }
 }
 
+
+/// A TCP proxy on a free loopback port in front of a server, that a test can cut (every
+/// connection through it dropped, new ones refused) and restore: a network outage on demand.
+public final class CuttableProxy: @unchecked Sendable {
+    public let port: Int
+    private let listener: Int32
+    private let upstream: Int
+    private let lock = NSLock()
+    private var pairs: [(Int32, Int32)] = []
+    private var cut = false
+    private var stopped = false
+
+    public init(to upstream: Int) throws {
+        self.upstream = upstream
+        let fds = try Sockets.listen(bind: "127.0.0.1", port: 0)
+        listener = fds[0]
+        port = Sockets.boundPort(listener)
+        // The listener is non-blocking: this thread polls it.
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    private func acceptLoop() {
+        while true {
+            lock.lock(); let done = stopped; lock.unlock()
+            if done { return }
+            var pfd = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&pfd, 1, 50) > 0 else { continue }
+            guard let (client, _) = (try? Accept.next(listener)) ?? nil else { continue }
+            lock.lock(); let refusing = cut; lock.unlock()
+            guard !refusing, let server = try? Sockets.connect(host: "127.0.0.1", port: upstream, timeout: 5) else {
+                Glibc.shutdown(client, Int32(SHUT_RDWR)); close(client)
+                continue
+            }
+            _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) & ~O_NONBLOCK)
+            _ = fcntl(server, F_SETFL, fcntl(server, F_GETFL) & ~O_NONBLOCK)
+            lock.lock(); pairs.append((client, server)); lock.unlock()
+            for (from, to) in [(client, server), (server, client)] {
+                Thread { Self.pump(from, to) }.start()
+            }
+        }
+    }
+
+    private static func pump(_ from: Int32, _ to: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(from, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            var sent = 0
+            while sent < n {
+                let m = buffer.withUnsafeBytes { Glibc.send(to, $0.baseAddress! + sent, n - sent, Int32(MSG_NOSIGNAL)) }
+                if m <= 0 { return }
+                sent += m
+            }
+        }
+        Glibc.shutdown(to, Int32(SHUT_RDWR))
+    }
+
+    /// Drops every connection through the proxy and refuses new ones until `restore`.
+    public func cutAll() {
+        lock.lock()
+        cut = true
+        let open = pairs
+        pairs = []
+        lock.unlock()
+        for (a, b) in open {
+            Glibc.shutdown(a, Int32(SHUT_RDWR))
+            Glibc.shutdown(b, Int32(SHUT_RDWR))
+        }
+    }
+
+    public func restore() {
+        lock.lock(); cut = false; lock.unlock()
+    }
+
+    deinit {
+        lock.lock(); stopped = true; lock.unlock()
+        cutAll()
+    }
+}
 
 /// A real account database in a temporary file, with these accounts (password "correct horse").
 /// 4096 iterations: SCRAM's minimum, quick in tests.
