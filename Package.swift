@@ -33,7 +33,7 @@ let package = Package(
         // The database: accounts with SCRAM credentials. No IRC logic.
         .target(name: "ChatStore", dependencies: ["CSQLite", "ChatTransport", "IRCWire"]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
-        .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport"]),
+        .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "IRCWire"]),
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
         .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),

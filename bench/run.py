@@ -62,7 +62,7 @@ def status_kib(pid, key):
 class Server:
     """One fresh server process, pinned to the server core."""
 
-    def __init__(self, kind, tls=False):
+    def __init__(self, kind, tls=False, extra=()):
         self.kind = kind
         self.port = free_port()
         self.tls_port = free_port() if tls else None
@@ -72,7 +72,7 @@ class Server:
             # --limits off: no connection limits and no pacing, as ngircd's and InspIRCd's are relaxed.
             command = [CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port),
                        "--sendq", str(64 << 20), "--ping-interval", "600", "--limits", "off", "--data-dir", self.dir,
-                       "--tls-port", str(self.tls_port or 0)]
+                       "--tls-port", str(self.tls_port or 0), *extra]
         elif kind == "ngircd":
             command = ["/usr/sbin/ngircd", "-n", "-f", self.config("ngircd.conf.in", "ngircd.conf")]
             if tls:
@@ -150,10 +150,10 @@ IDLE_REPEATS = {1000: REPEATS, 5000: 1}
 SERVERS = ["chat-tui", "ngircd", "inspircd"]
 
 
-def run_scenario(kind, args, tls=False):
+def run_scenario(kind, args, tls=False, extra=()):
     if tls and kind == "inspircd":
         return {"error": "not measured over TLS (its TLS module is not set up in the bench)"}
-    server = Server(kind, tls=tls)
+    server = Server(kind, tls=tls, extra=extra)
     try:
         before = cpu_seconds(server.pid)
         result = bench(args(kind), server.tls_port if tls else server.port)
@@ -246,6 +246,13 @@ def main():
             print(f"{kind:9} idle {count}: " + ", ".join(
                 f"{r.get('kib_per_connection', 0):.1f} KiB" if "error" not in r else "error" for r in runs), flush=True)
 
+    import history_bench
+    try:
+        raw["history"] = history_bench.run(CHAT_TUI, Server, run_scenario,
+                                           [s for s in SCENARIOS if s[0].startswith(("fanout flood:", "dm flood"))])
+    except Exception as error:
+        raw["history"] = {"error": str(error)}
+    print(f"history: {raw['history'].get('error') or 'done'}", flush=True)
     raw["attacks"] = run_attacks()
     print(f"attacks: {raw['attacks'].get('error') or 'done'}", flush=True)
 
@@ -321,6 +328,13 @@ def render(raw):
             out.append(f"| {count:,} | {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     out += ["", "On our server everyone joins the room on arrival, so each arrival is announced to everyone "
             "already there (N²/2 JOIN lines); ngircd and InspIRCd clients join nothing in this scenario.", ""]
+    history = raw.get("history", {})
+    if history:
+        import history_bench
+        out += ["## history", "",
+                "Our server keeps history by default (the scenarios above ran with it on); here it is measured on its own.", ""]
+        out += [history["error"]] if "error" in history else [history_bench.report(history)]
+        out += [""]
     attacks = raw.get("attacks", {})
     if attacks:
         sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))

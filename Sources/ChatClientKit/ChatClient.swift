@@ -1,4 +1,5 @@
 import Foundation
+import ChatStore
 import ChatTransport
 import IRCWire
 
@@ -58,6 +59,75 @@ public actor ChatClient {
         self.events = events
         self.continuation = continuation
         transfers = FileTransfers(publish: { continuation.yield(.transfer($0)) })
+        let opened = config.logPath.flatMap { try? ClientLog(path: $0) }
+        log = opened
+        logProblem = config.logPath != nil && opened == nil ? "the log \(config.logPath!) cannot be opened; lines are not kept" : nil
+    }
+
+    // MARK: The local log
+
+    /// Every line shown, kept per network and conversation (`ClientConfig.logPath`).
+    private let log: ClientLog?
+    private let logProblem: String?
+    /// `host:port`: the network the log files lines under.
+    public var network: String { "\(config.host):\(config.port)" }
+    private var restored = false
+
+    /// Lines worth keeping: what people said and did (not the client's own notices).
+    static let loggedKinds: Set<String> = ["message", "action", "notice", "join", "part", "quit", "kick", "nick", "topic", "mode"]
+
+    private func logged(_ id: ConversationID, _ line: ChatLine) {
+        guard let log, id != .server, Self.loggedKinds.contains(line.kind.logName) else { return }
+        log.append([LoggedLine(network: network, conversation: id.key, name: state[id]?.name ?? id.key, time: line.time,
+                               kind: line.kind.logName, sender: line.sender, text: line.text, msgid: line.msgid, own: line.isOwn)])
+    }
+
+    /// On start: each conversation of this network opens with its last lines from the log
+    /// (as history: in their place by time, once per msgid, not news).
+    private func restoreFromLog() {
+        guard !restored, let log else { return }
+        restored = true
+        guard let conversations = try? log.recent(network: network) else { return }
+        for (_, name, lines) in conversations.reversed() {
+            let id = state.id(for: name)
+            for logged in lines {
+                var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text,
+                                    isOwn: logged.own)
+                line.msgid = logged.msgid
+                line.isHistory = true
+                // Straight to the views: these are in the log already.
+                for event in state.line(line, to: id, name: name) { continuation.yield(event) }
+            }
+            // Restored lines are not unread.
+            continuation.yield(state.record(.markedRead(id)))
+        }
+    }
+
+    /// Searches the log: the hits arrive as `.searchResults`.
+    public func search(_ words: [String]) {
+        let query = words.joined(separator: " ")
+        guard let log else {
+            emit(.searchResults(query: query, []))
+            return
+        }
+        let hits = ((try? log.search(words)) ?? []).map { logged -> SearchHit in
+            var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text, isOwn: logged.own)
+            line.msgid = logged.msgid
+            return SearchHit(conversation: IRCNames.isChannel(logged.name) ? .room(logged.conversation) : .direct(logged.conversation),
+                             name: logged.name, line: line)
+        }
+        emit(.searchResults(query: query, hits))
+    }
+
+    /// The lines around a search hit, put in their place in its conversation.
+    public func showAround(_ hit: SearchHit) {
+        guard let log, let lines = try? log.around(network: network, conversation: hit.conversation.key, time: hit.line.time) else { return }
+        for logged in lines {
+            var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text, isOwn: logged.own)
+            line.msgid = logged.msgid
+            line.isHistory = true
+            for event in state.line(line, to: hit.conversation, name: hit.name) { continuation.yield(event) }
+        }
     }
 
     // MARK: Controls
@@ -65,6 +135,8 @@ public actor ChatClient {
     /// Connects, and keeps reconnecting until `quit` or `disconnect`.
     public func start() {
         guard runTask == nil else { return }
+        restoreFromLog()
+        if let logProblem { for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: .error, text: logProblem), to: .server) { emit(event) } }
         keepConnected = true
         userStopReason = nil
         fatalReason = nil
@@ -73,6 +145,7 @@ public actor ChatClient {
 
     /// Sends QUIT, closes the connection and stops reconnecting.
     public func quit(reason: String = "Leaving") async {
+        defer { log?.sync() }
         keepConnected = false
         userStopReason = "you quit"
         backoffTask?.cancel()
@@ -552,6 +625,7 @@ public actor ChatClient {
     }
 
     func emit(_ event: ClientEvent) {
+        if case .line(let id, let line) = event { logged(id, line) }
         continuation.yield(event)
     }
 }

@@ -59,6 +59,8 @@ public struct ClientConfig: Sendable {
     public var tls = false
     /// The server certificate's SHA-256 (hex, colons optional): only that certificate is accepted.
     public var tlsFingerprint: String?
+    /// The client's own log of every line shown (SQLite with full-text search); nil: none (`--no-logs`).
+    public var logPath: String?
     /// Certificates the user chose to trust, `host:port FINGERPRINT` per line (like SSH's known_hosts).
     public var knownServersPath: String?
 

@@ -30,6 +30,8 @@ public enum ClientEvent: Sendable, Equatable {
     case away(Bool)
     /// A LIST finished: its rooms (at most 10,000).
     case roomList([ListedRoom])
+    /// The answer to a search of the client's log (`/search`), newest first.
+    case searchResults(query: String, [SearchHit])
     /// A conversation appeared (a direct conversation, one the user opened).
     case opened(ConversationID, name: String)
     case closed(ConversationID)
@@ -64,4 +66,17 @@ public enum ClientEvent: Sendable, Equatable {
     case unknownCertificate(server: String, fingerprint: String, problem: String)
     /// A message typed while offline could not be sent.
     case notSent(target: String, text: String, reason: String)
+}
+
+/// One line the log's search found.
+public struct SearchHit: Sendable, Equatable {
+    public let conversation: ConversationID
+    public let name: String
+    public let line: ChatLine
+
+    public init(conversation: ConversationID, name: String, line: ChatLine) {
+        self.conversation = conversation
+        self.name = name
+        self.line = line
+    }
 }

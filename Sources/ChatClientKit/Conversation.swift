@@ -168,3 +168,40 @@ public struct Conversation: Sendable, Equatable {
         }
     }
 }
+
+extension ChatLine.Kind {
+    /// The kind's name in the client's log.
+    public var logName: String {
+        switch self {
+        case .message: return "message"
+        case .action: return "action"
+        case .notice: return "notice"
+        case .join: return "join"
+        case .part: return "part"
+        case .quit: return "quit"
+        case .kick: return "kick"
+        case .nick: return "nick"
+        case .topic: return "topic"
+        case .mode: return "mode"
+        case .info: return "info"
+        case .error: return "error"
+        case .transfer: return "transfer"
+        }
+    }
+
+    public init(logName: String) {
+        switch logName {
+        case "action": self = .action
+        case "notice": self = .notice
+        case "join": self = .join
+        case "part": self = .part
+        case "quit": self = .quit
+        case "kick": self = .kick
+        case "nick": self = .nick
+        case "topic": self = .topic
+        case "mode": self = .mode
+        case "info": self = .info
+        default: self = .message
+        }
+    }
+}

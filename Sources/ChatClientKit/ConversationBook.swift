@@ -111,7 +111,7 @@ public struct ConversationBook: Sendable {
             conversations[id]?.clearLines()
         case .transfer(let info):
             transfers[info.id] = info
-        case .status, .error, .lag, .notSent, .unknownCertificate:
+        case .status, .error, .lag, .notSent, .unknownCertificate, .searchResults:
             break
         }
     }

@@ -25,18 +25,22 @@ extension ServerState {
     /// Seconds a row stays in `recentHistory`: far longer than a commit takes.
     static let recentWindow = 5.0
 
-    mutating func rememberRecent(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) {
+    /// The rows history keeps of a message (made once: the writer takes the same), remembered
+    /// until surely committed.
+    mutating func rememberRecent(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> [HistoryRow] {
         let line = String(decoding: message.serialized().dropLast(2), as: UTF8.self)
         let time = Int64((stamp.time * 1000).rounded(.down))
-        for entry in entries {
-            recentHistory.append(HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target,
-                                            command: message.command, line: line))
+        let rows = entries.map { entry in
+            HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: message.command,
+                       line: line, parties: entry.parties.map { ($0.party, $0.peer) })
         }
+        recentHistory += rows
         // Oldest first: drop what is past the window.
         let cutoff = time - Int64(Self.recentWindow * 1000)
         if let first = recentHistory.first, first.timeMilliseconds < cutoff {
             recentHistory.removeFirst(recentHistory.firstIndex { $0.timeMilliseconds >= cutoff } ?? recentHistory.count)
         }
+        return rows
     }
 
     /// Stored rows merged with those not yet committed, each once, in msgid order.
@@ -87,7 +91,7 @@ extension ServerState {
         let other: String
         if let online = self.user(named: name) {
             other = Self.party(online, casemapping: casemapping)
-        } else if let found = try? accounts?.lookup(AccountStore.key(name)), found != nil {
+        } else if (try? accounts?.lookup(AccountStore.key(name))) != nil {
             other = "a:" + AccountStore.key(name)
         } else {
             other = "n:" + casemapping.fold(name)

@@ -1,3 +1,4 @@
+import ChatStore
 import IRCWire
 
 /// An opaque number for one connection, given by the runtime.
@@ -30,6 +31,8 @@ public struct Delivery: Sendable, Equatable {
     public let storable: Bool
     /// Where history stores it (empty: nowhere, as for a direct message with no account on either side).
     public var history: [HistoryEntry] = []
+    /// The rows for the history writer, made once by the state.
+    public var rows: [HistoryRow] = []
 
     public static func == (a: Delivery, b: Delivery) -> Bool {
         a.message == b.message && a.stamp == b.stamp && a.storable == b.storable && a.history == b.history

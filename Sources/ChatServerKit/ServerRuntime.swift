@@ -505,14 +505,7 @@ final class ServerRuntime {
                         connection.held.append((msgid, bytes))
                     }
                 case .deliver(let delivery):
-                    if let historyWriter, !delivery.history.isEmpty, let id = delivery.stamp.msgid {
-                        let line = String(decoding: delivery.message.serialized().dropLast(2), as: UTF8.self)
-                        let time = Int64((delivery.stamp.time * 1000).rounded(.down))
-                        historyWriter.append(delivery.history.map { entry in
-                            HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: delivery.message.command,
-                                       line: line, parties: entry.parties.map { ($0.party, $0.peer) })
-                        })
-                    }
+                    if let historyWriter, !delivery.rows.isEmpty { historyWriter.append(delivery.rows) }
                     // Serialised once per form, appended to each recipient of that form.
                     for group in delivery.groups {
                         let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)

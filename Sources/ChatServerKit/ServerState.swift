@@ -522,9 +522,10 @@ public struct ServerState {
                 }
             }
         }
-        if !entries.isEmpty, let id = stamp.msgid { rememberRecent(message, stamp: stamp, id: id, entries: entries) }
+        var rows: [HistoryRow] = []
+        if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
         if !groups.isEmpty || storable {
-            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, history: entries)))
+            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, history: entries, rows: rows)))
         }
     }
 

@@ -39,6 +39,7 @@ public final class Database {
         case text(String)
         case blob([UInt8])
         case integer(Int64)
+        case real(Double)
         case null
     }
 
@@ -50,15 +51,7 @@ public final class Database {
             throw Failure(description: String(cString: sqlite3_errmsg(handle)))
         }
         defer { sqlite3_finalize(statement) }
-        for (index, value) in parameters.enumerated() {
-            let position = Int32(index + 1)
-            switch value {
-            case .text(let text): sqlite3_bind_text(statement, position, text, -1, chat_sqlite_transient())
-            case .blob(let bytes): _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), chat_sqlite_transient()) }
-            case .integer(let number): sqlite3_bind_int64(statement, position, number)
-            case .null: sqlite3_bind_null(statement, position)
-            }
-        }
+        Database.bind(statement, parameters)
         var rows: [[Value]] = []
         while true {
             let step = sqlite3_step(statement)
@@ -68,6 +61,7 @@ public final class Database {
             for column in 0..<sqlite3_column_count(statement) {
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_FLOAT: row.append(.real(sqlite3_column_double(statement, column)))
                 case SQLITE_TEXT: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
                 case SQLITE_BLOB:
                     let count = Int(sqlite3_column_bytes(statement, column))
@@ -79,6 +73,52 @@ public final class Database {
             rows.append(row)
         }
         return rows
+    }
+
+    /// A statement prepared once and run many times (an insert in a hot loop): preparing is
+    /// most of the cost of a small statement.
+    public final class Statement {
+        let statement: OpaquePointer
+        let database: Database
+
+        init(_ statement: OpaquePointer, _ database: Database) {
+            self.statement = statement
+            self.database = database
+        }
+
+        deinit { sqlite3_finalize(statement) }
+
+        /// Binds the parameters, runs it to the end, and resets it for the next run.
+        public func run(_ parameters: [Value]) throws(Failure) {
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
+            Database.bind(statement, parameters)
+            let step = sqlite3_step(statement)
+            guard step == SQLITE_DONE || step == SQLITE_ROW else { throw Failure(description: String(cString: sqlite3_errmsg(database.handle))) }
+        }
+    }
+
+    public func prepare(_ sql: String) throws(Failure) -> Statement {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw Failure(description: String(cString: sqlite3_errmsg(handle)))
+        }
+        return Statement(statement, self)
+    }
+
+    static func bind(_ statement: OpaquePointer, _ parameters: [Value]) {
+        for (index, value) in parameters.enumerated() {
+            let position = Int32(index + 1)
+            switch value {
+            case .text(let text): sqlite3_bind_text(statement, position, text, -1, chat_sqlite_transient())
+            case .blob(let bytes): _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), chat_sqlite_transient()) }
+            case .integer(let number): sqlite3_bind_int64(statement, position, number)
+            case .real(let number): sqlite3_bind_double(statement, position, number)
+            case .null: sqlite3_bind_null(statement, position)
+            }
+        }
     }
 
     /// Rows changed by the last statement.

@@ -40,6 +40,8 @@ public struct HistoryRow: Sendable, Equatable {
 /// lets it read while the writer commits).
 public final class HistoryStore {
     public let database: Database
+    private var insertRow: Database.Statement?
+    private var upsertParty: Database.Statement?
 
     public init(database: Database) throws(Database.Failure) {
         self.database = database
@@ -56,14 +58,17 @@ public final class HistoryStore {
 
     /// Writes rows in one transaction.
     public func insert(_ rows: [HistoryRow]) throws(Database.Failure) {
+        // Prepared once: preparing each small insert cost more than running it.
+        if insertRow == nil {
+            insertRow = try database.prepare("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?)")
+            upsertParty = try database.prepare("INSERT INTO history_parties VALUES (?, ?, ?, ?) ON CONFLICT (party, target) DO UPDATE SET last = excluded.last, peer = excluded.peer")
+        }
         try database.execute("BEGIN")
         do {
             for row in rows {
-                try database.query("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?)",
-                                   [.text(row.target), .integer(row.msgid), .integer(row.timeMilliseconds), .text(row.command), .text(row.line)])
+                try insertRow!.run([.text(row.target), .integer(row.msgid), .integer(row.timeMilliseconds), .text(row.command), .text(row.line)])
                 for (party, peer) in row.parties {
-                    try database.query("INSERT INTO history_parties VALUES (?, ?, ?, ?) ON CONFLICT (party, target) DO UPDATE SET last = excluded.last, peer = excluded.peer",
-                                       [.text(party), .text(row.target), .text(peer), .integer(row.msgid)])
+                    try upsertParty!.run([.text(party), .text(row.target), .text(peer), .integer(row.msgid)])
                 }
             }
             try database.execute("COMMIT")

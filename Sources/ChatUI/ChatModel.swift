@@ -43,6 +43,10 @@ public enum UICommand: Equatable, Sendable {
     /// `/ignore MASK` (nil: list), `/unignore MASK`.
     case ignore(String?)
     case unignore(String)
+    /// `/search WORDS`: the log is searched; the hits open a picker.
+    case search([String])
+    /// Enter on a hit: its conversation gets the lines around it from the log.
+    case showAround(SearchHit)
 }
 
 public enum UIEvent: Equatable, Sendable {
@@ -97,6 +101,8 @@ public struct ChatModel: Sendable {
     public var pendingShow: ConversationID?
     /// The /list picker is open, with this row selected (Up/Down, Enter joins, Esc closes).
     public var roomPicker: Int?
+    /// The /search picker: its query, its hits (newest first) and the row selected.
+    public var searchPicker: (query: String, hits: [SearchHit], selected: Int)?
     /// A TLS certificate nobody vouches for, waiting for the user's y or n (trust on first use).
     public var pendingTrust: (server: String, fingerprint: String)?
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.

@@ -108,6 +108,8 @@ public enum CommandInterpreter {
             return [.irc(IRCMessage(command: "MODE", params: [target] + words.dropFirst(named ? 1 : 0)))]
         case "list":
             return [.awaitRoomList, .irc(IRCMessage(command: "LIST", params: words.prefix(1).map { $0 }))]
+        case "search":
+            return [.search(words)]
         case "ignore":
             return [.ignore(words.first)]
         case "unignore":

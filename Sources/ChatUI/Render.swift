@@ -119,9 +119,33 @@ extension ChatModel {
         return rows
     }
 
+    /// The /search picker: a header, then one row per hit (where, when, who, the text).
+    func renderSearchPicker(into screen: inout Screen, _ layout: Layout, _ picker: (query: String, hits: [SearchHit], selected: Int)) {
+        let paneWidth = layout.paneWidth
+        guard paneWidth > 0, layout.paneHeight > 0 else { return }
+        let header = "\(picker.hits.count) line\(picker.hits.count == 1 ? "" : "s") with \(PlainText.visible(picker.query)) — Up/Down, Enter opens, Esc closes"
+        screen.put(Ellipsis.fit(header, width: paneWidth), x: 0, y: layout.paneTop, limit: paneWidth, style: Palette.highlight)
+        let visible = layout.paneHeight - 1
+        guard visible > 0 else { return }
+        let top = max(0, min(picker.selected - visible / 2, picker.hits.count - visible))
+        for (row, hit) in picker.hits.dropFirst(top).prefix(visible).enumerated() {
+            let y = layout.paneTop + 1 + row
+            let when = String(ServerTime.format(hit.line.time + Double(utcOffset)).dropFirst(5).prefix(5)) + " " + clock(hit.line.time)
+            let who = hit.line.sender.map { "<\(PlainText.visible($0))> " } ?? ""
+            let text = PlainText.visible(hit.name) + " " + when + " " + who + PlainText.visible(hit.line.text)
+            var style = Style.plain
+            if top + row == picker.selected { style.reverse = true; screen.fill(x: 0, y: y, width: paneWidth, height: 1, style: Style(reverse: true)) }
+            screen.put(Ellipsis.fit(text, width: paneWidth), x: 0, y: y, limit: paneWidth, style: style)
+        }
+    }
+
     func renderMessages(into screen: inout Screen, _ layout: Layout) {
         if let selected = roomPicker {
             renderRoomPicker(into: &screen, layout, selected: selected)
+            return
+        }
+        if let picker = searchPicker {
+            renderSearchPicker(into: &screen, layout, picker)
             return
         }
         let paneWidth = layout.paneWidth

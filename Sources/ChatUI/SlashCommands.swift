@@ -30,6 +30,7 @@ public enum SlashCommands {
         SlashCommand(name: "mode", usage: "/mode [TARGET] [+|-MODES [ARGS]]", minArguments: 0, summary: "show or change the room's modes (+i +k KEY +l N +m +s +b MASK…) or yours"),
         SlashCommand(name: "quote", usage: "/quote RAW IRC LINE", minArguments: 1, summary: "send a line to the server as it is"),
         SlashCommand(name: "list", usage: "/list [MASK]", minArguments: 0, summary: "pick a room from the server's list (Up/Down, Enter joins, Esc closes)"),
+        SlashCommand(name: "search", usage: "/search WORDS", minArguments: 1, summary: "find lines in your log of every conversation (Up/Down, Enter opens one, Esc closes)"),
         SlashCommand(name: "ignore", usage: "/ignore [NICK|MASK]", minArguments: 0, summary: "hide someone's messages (kept in your config file); alone: the list"),
         SlashCommand(name: "unignore", usage: "/unignore NICK|MASK", minArguments: 1, summary: "show someone's messages again"),
         SlashCommand(name: "clear", usage: "/clear", minArguments: 0, summary: "clear this conversation's lines"),

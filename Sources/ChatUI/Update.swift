@@ -24,6 +24,7 @@ extension ChatModel {
             if confirmingQuit { return answerQuit(key) }
             if let trust = pendingTrust { return answerTrust(key, fingerprint: trust.fingerprint) }
             if roomPicker != nil { return pickRoom(key) }
+            if searchPicker != nil { return pickHit(key) }
             return press(key)
         }
     }
@@ -40,6 +41,12 @@ extension ChatModel {
             return []
         case .lag(let seconds):
             lag = seconds
+            return []
+        case .searchResults(let query, let hits):
+            guard !hits.isEmpty else {
+                return [.note("Nothing in your log has \(query)", conversation: viewedID, isError: false)]
+            }
+            searchPicker = (query, hits, 0)
             return []
         case .roomList:
             if awaitingRoomList {
@@ -272,6 +279,33 @@ extension ChatModel {
             return []
         }
         return lines.flatMap { sendText($0, to: target, isAction: false) }
+    }
+
+    /// Keys while the /search picker is open: Up/Down move, Enter opens the line in its
+    /// conversation with the lines around it, Esc closes.
+    mutating func pickHit(_ key: Key) -> [UICommand] {
+        guard var picker = searchPicker else { return [] }
+        let last = max(0, picker.hits.count - 1)
+        switch key {
+        case .up: picker.selected = max(0, picker.selected - 1)
+        case .down: picker.selected = min(last, picker.selected + 1)
+        case .pageUp: picker.selected = max(0, picker.selected - max(1, paneHeight - 2))
+        case .pageDown: picker.selected = min(last, picker.selected + max(1, paneHeight - 2))
+        case .home: picker.selected = 0
+        case .end: picker.selected = last
+        case .escape, .control("c"):
+            searchPicker = nil
+            return []
+        case .enter:
+            searchPicker = nil
+            let hit = picker.hits[picker.selected]
+            selection = .conversation(hit.conversation)
+            if hit.conversation.kind == .room { currentRoom = hit.name }
+            return [.showAround(hit)]
+        default: break
+        }
+        searchPicker = picker
+        return []
     }
 
     /// Keys while the /list picker is open.

@@ -45,6 +45,8 @@ struct Arguments {
     var saslUser: String?
     var saslPassword: String?
     var saslPlainInsecure = false
+    /// Keep the local log (`--no-logs` turns it off).
+    var logs = true
     var bell = true
     var timestampSeconds = false
     var scrollback = 10_000
@@ -186,6 +188,7 @@ struct Arguments {
         },
         Flag(name: "sasl-user", value: "ACCOUNT", scope: .joining, help: "log in to this account (SASL: SCRAM-SHA-256, PLAIN only over TLS, EXTERNAL with --tls-cert); a failed login stops") { a, v in a.saslUser = v },
         Flag(name: "sasl-password", value: "SECRET", scope: .joining, help: "the account's password (else the config file's sasl-password, else asked for)") { a, v in a.saslPassword = v },
+        Flag(name: "no-logs", value: nil, scope: .both, help: "keep no local log of what is shown (default: ~/.local/share/chat-tui/client/history.db, searched with /search and chat-tui search)") { a, _ in a.logs = false },
         Flag(name: "sasl-plain-insecure", value: nil, scope: .joining, help: "allow SASL PLAIN without TLS, sending the password in clear") { a, _ in a.saslPlainInsecure = true },
         Flag(name: "connect-timeout", value: "SECS", scope: .joining, help: "give up a connection attempt after this long (default 10)") { a, v throws(Problem) in a.connectTimeout = try positive("connect-timeout", v) },
         // Both
@@ -290,7 +293,7 @@ struct Arguments {
     static func fromConfigFile(_ path: String) throws(Problem) -> [String] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         var flags: [String] = []
-        let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback"]
+        let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback", "no-logs"]
         for (number, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }

@@ -52,6 +52,8 @@ enum CommandRunner {
             await client.replyIn(here)
             await client.listTransfers()
         case .trustCertificate(let fingerprint): await client.trustCertificate(fingerprint)
+        case .search(let words): await client.search(words)
+        case .showAround(let hit): await client.showAround(hit)
         case .quit, .bell, .redraw, .show, .awaitRoomList:
             return false
         }

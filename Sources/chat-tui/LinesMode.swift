@@ -201,6 +201,10 @@ enum LinesMode {
             return "\(clock(now)) !!! not sent to \(target): \(PlainText.visible(text)) (\(reason))"
         case .roomList(let rooms):
             return "\(clock(now)) -!- \(rooms.count) rooms listed" + rooms.prefix(50).map { "\n  \($0.name) (\($0.users)) \($0.topic)" }.joined()
+        case .searchResults(let query, let hits):
+            return "\(clock(now)) -!- \(hits.count) lines with \(PlainText.visible(query))" + hits.prefix(50).map { hit in
+                "\n  \(PlainText.visible(hit.name)) \(ServerTime.format(hit.line.time)) <\(PlainText.visible(hit.line.sender ?? ""))> \(PlainText.visible(hit.line.text))"
+            }.joined()
         case .renamed,
              .transfer, .opened, .closed, .joined, .left, .connectionLost, .pendingDone, .members, .memberJoined,
              .memberLeft, .memberChanged, .topic, .modes, .markedRead, .cleared, .serverSupport, .away, .lag:

@@ -28,6 +28,24 @@ let configPath = (ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? home
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "account" {
     AccountCommand.run(Array(CommandLine.arguments.dropFirst(2)))
 }
+let clientLogPath = homeDirectory + "/.local/share/chat-tui/client/history.db"
+// `chat-tui search WORDS`: the client's log searched from the shell, one hit per line.
+if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "search" {
+    let words = Array(CommandLine.arguments.dropFirst(2))
+    guard !words.isEmpty else { fail("usage: chat-tui search WORDS (every word must be in the line)") }
+    guard FileManager.default.fileExists(atPath: clientLogPath) else { fail("no log yet: \(clientLogPath) does not exist") }
+    do {
+        let log = try ClientLog(path: clientLogPath)
+        let hits = try log.search(words, limit: 1000)
+        for hit in hits.reversed() {
+            writeLine("\(ServerTime.format(hit.time)) \(hit.network) \(PlainText.visible(hit.name)) <\(PlainText.visible(hit.sender ?? ""))> \(PlainText.visible(hit.text))", to: 1)
+        }
+        log.close()
+        exit(hits.isEmpty ? 1 : 0)
+    } catch {
+        fail("cannot search \(clientLogPath): \(error)")
+    }
+}
 let arguments: Arguments
 do {
     let fromFile = try Arguments.fromConfigFile(configPath)
@@ -173,6 +191,11 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
         config.saslPassword = AccountCommand.readPassword("Password for the account \(account): ")
     }
     config.knownServersPath = homeDirectory + "/.local/share/chat-tui/client/known-servers"
+    if arguments.logs {
+        try? FileManager.default.createDirectory(atPath: (clientLogPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                                                 attributes: [.posixPermissions: 0o700])
+        config.logPath = clientLogPath
+    }
     config.pingInterval = arguments.pingInterval ?? 30
     config.pingTimeout = arguments.pingTimeout ?? 60
     config.scrollbackLimit = arguments.scrollback

@@ -396,3 +396,34 @@ struct ClientHistoryTests {
         await client.quit()
     }
 }
+
+@Suite("the client's local log", .serialized)
+struct ClientLogBookTests {
+    @Test("what was shown is kept, and the next start opens each conversation with its last lines, not as unread")
+    func restoredOnStart() async throws {
+        let server = try TestServer()
+        let path = NSTemporaryDirectory() + "chat-tui-log-\(UUID().uuidString).db"
+        var settings = config(port: server.port, nick: "alice")
+        settings.logPath = path
+        let first = ChatClient(config: settings)
+        let log = EventLog.watching(first)
+        await first.start()
+        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        let bob = try server.client()
+        try bob.register("bob")
+        bob.send("PRIVMSG #lobby :remember this 记住")
+        bob.send("PRIVMSG alice :and this, privately")
+        try await log.line(in: "bob", containing: "and this, privately")
+        // Quitting writes what the log still holds.
+        await first.quit()
+        let second = ChatClient(config: settings)
+        let again = EventLog.watching(second)
+        await second.start()
+        try await again.line(in: "#lobby", containing: "remember this 记住")
+        let view = await again.view()
+        #expect(view.conversation("bob")?.lines.map(\.text) == ["and this, privately"])
+        #expect(view.conversation("bob")?.unread == 0, "restored lines are not news")
+        #expect(view.conversation("#lobby")?.lines.filter { $0.text == "remember this 记住" }.count == 1)
+        await second.quit()
+    }
+}

@@ -34,14 +34,7 @@ struct Harness {
         var index = 0
         if let history {
             var rows: [HistoryRow] = []
-            for case .deliver(let delivery) in result.items where !delivery.history.isEmpty {
-                let line = String(decoding: delivery.message.serialized().dropLast(2), as: UTF8.self)
-                for entry in delivery.history {
-                    rows.append(HistoryRow(msgid: Int64(bitPattern: delivery.stamp.msgid!), timeMilliseconds: Int64((delivery.stamp.time * 1000).rounded(.down)),
-                                           target: entry.target, command: delivery.message.command, line: line,
-                                           parties: entry.parties.map { ($0.party, $0.peer) }))
-                }
-            }
+            for case .deliver(let delivery) in result.items { rows += delivery.rows }
             try? history.insert(rows)
         }
         while index < result.items.count {

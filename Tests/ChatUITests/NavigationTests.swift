@@ -285,3 +285,36 @@ func trustPrompt() {
     #expect(model.update(.key(.character("y"))) == [.trustCertificate(fingerprint)])
     #expect(model.pendingTrust == nil && draw(model).lines[5].hasPrefix("> "))
 }
+
+@Test("/search opens a picker of the log's hits, newest first; Down and Enter open one in its conversation; Esc closes it")
+func searchPicker() {
+    var model = lobbyModel()
+    model.editor.set("/search 蛋糕")
+    #expect(model.update(.key(.enter)) == [.search(["蛋糕"])])
+    let hits = [
+        SearchHit(conversation: .direct("bob"), name: "bob", line: ChatLine(time: 36300, kind: .message, sender: "bob", text: "蛋糕 for you 🎂")),
+        SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36000, kind: .message, sender: "小明", text: "我做了蛋糕")),
+    ]
+    _ = model.receive(.searchResults(query: "蛋糕", hits))
+    expectScreen(model, [
+        " #lobby (4)                                                 ",
+        "2 lines with 蛋糕 — Up/Down, Enter opens, Esc… │#lobby      ",
+        "bob 01-01 10:05 <bob> 蛋糕 for you 🎂          │@alice (you)",
+        "#lobby 01-01 10:00 <小明> 我做了蛋糕           │+bob        ",
+        "                                               │ carol      ",
+        "                                               │ 小明       ",
+        "                                               │(server)    ",
+        "                                               │            ",
+        "                                               │            ",
+        "                                               │            ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ])
+    _ = model.update(.key(.down))
+    #expect(model.update(.key(.enter)) == [.showAround(hits[1])])
+    #expect(model.searchPicker == nil)
+    #expect(model.viewedID == .room("#lobby"))
+    _ = model.receive(.searchResults(query: "x", hits))
+    _ = model.update(.key(.escape))
+    #expect(model.searchPicker == nil)
+}

@@ -8,6 +8,10 @@ import time
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# Every chat-tui the tests start writes its config, log and known servers under a home of its
+# own, never the real one.
+os.environ["HOME"] = tempfile.mkdtemp(prefix="chat-tui-home-")
+os.environ.pop("XDG_CONFIG_HOME", None)
 BINARY = os.path.join(ROOT, ".build", "debug", "chat-tui")
 
 

@@ -147,3 +147,22 @@ def test_plain_lines_go_to_the_room_joined_last(server):
     finally:
         client.process.kill()
         peer.close()
+
+
+def test_search_from_the_shell_finds_chinese_emoji_and_english(server):
+    peer = RawClient(server.port)
+    peer.register("baker")
+    client = LinesClient(server.port, "eater")
+    client.wait_for("registered as eater")
+    client.wait_for("You joined #lobby")
+    peer.send("PRIVMSG #lobby :蛋糕很好吃 🎂 the cake is good")
+    client.wait_for("the cake is good")
+    client.type("/search 蛋糕")
+    client.wait_for("1 lines with 蛋糕")
+    client.type("/quit")
+    client.process.wait(timeout=10)
+    for words in (["蛋糕"], ["🎂"], ["cake", "good"], ["很好吃"]):
+        found = subprocess.run([BINARY, "search", *words], capture_output=True, text=True, timeout=20)
+        assert found.returncode == 0 and "<baker> 蛋糕很好吃 🎂 the cake is good" in found.stdout, (words, found.stdout, found.stderr)
+    missing = subprocess.run([BINARY, "search", "pie"], capture_output=True, text=True, timeout=20)
+    assert missing.returncode == 1 and missing.stdout == ""

@@ -1,0 +1,206 @@
+import Foundation
+import Synchronization
+
+/// One line the client showed, as its log keeps it.
+public struct LoggedLine: Sendable, Equatable {
+    public var id: Int64 = 0
+    /// `host:port` of the server.
+    public var network: String
+    /// The conversation's folded key, and its name as shown.
+    public var conversation: String
+    public var name: String
+    public var time: Double
+    public var kind: String
+    public var sender: String?
+    public var text: String
+    public var msgid: String?
+    public var own: Bool
+
+    public init(network: String, conversation: String, name: String, time: Double, kind: String, sender: String?,
+                text: String, msgid: String?, own: Bool) {
+        self.network = network
+        self.conversation = conversation
+        self.name = name
+        self.time = time
+        self.kind = kind
+        self.sender = sender
+        self.text = text
+        self.msgid = msgid
+        self.own = own
+    }
+}
+
+/// The client's own log of every line it showed, per network and conversation, with full-text
+/// search (SQLite FTS5). The tokenizer is `trigram`: it indexes every three characters, so a
+/// search finds Chinese, Japanese or emoji inside a run of text as well as English words
+/// (`unicode61` would take a run of Han characters as one word and miss anything inside it);
+/// queries shorter than three characters fall back to a scan (`LIKE`).
+/// Writes go through a thread that commits in batches; reads (start-up, search) are direct.
+public final class ClientLog: Sendable {
+    private let pending = Mutex<(lines: [LoggedLine], stopped: Bool)>(([], false))
+    private let ready = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private let reader: ReaderBox
+
+    public init(path: String) throws(Database.Failure) {
+        let writer = try Database(path: path)
+        try Self.createTables(writer)
+        reader = ReaderBox(try Database(path: path))
+        let box = ReaderBox(writer)
+        let thread = Thread { [self] in run(box.database) }
+        thread.name = "chat-tui log"
+        thread.start()
+    }
+
+    static func createTables(_ database: Database) throws(Database.Failure) {
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS lines (
+                id INTEGER PRIMARY KEY, network TEXT NOT NULL, conversation TEXT NOT NULL, name TEXT NOT NULL, time REAL NOT NULL,
+                kind TEXT NOT NULL, sender TEXT, text TEXT NOT NULL, msgid TEXT, own INTEGER NOT NULL);
+            CREATE INDEX IF NOT EXISTS lines_place ON lines(network, conversation, time);
+            CREATE UNIQUE INDEX IF NOT EXISTS lines_msgid ON lines(network, conversation, msgid) WHERE msgid IS NOT NULL;
+            CREATE VIRTUAL TABLE IF NOT EXISTS lines_fts USING fts5(text, content='lines', content_rowid='id', tokenize='trigram');
+            CREATE TRIGGER IF NOT EXISTS lines_added AFTER INSERT ON lines BEGIN
+                INSERT INTO lines_fts(rowid, text) VALUES (new.id, new.text);
+            END;
+            """)
+    }
+
+    /// Queues lines to be written (a line with a msgid already logged is not written twice).
+    public func append(_ lines: [LoggedLine]) {
+        guard !lines.isEmpty else { return }
+        pending.withLock { $0.lines += lines }
+        ready.signal()
+    }
+
+    /// Writes what is queued and stops the writer.
+    public func close() {
+        pending.withLock { $0.stopped = true }
+        ready.signal()
+        finished.wait()
+    }
+
+    private func run(_ database: Database) {
+        while true {
+            _ = ready.wait(timeout: .now() + 0.2)
+            let (lines, stopped) = pending.withLock { state -> ([LoggedLine], Bool) in
+                defer { state.lines.removeAll(keepingCapacity: true) }
+                return (state.lines, state.stopped)
+            }
+            if !lines.isEmpty { try? Self.insert(lines, into: database) }
+            if stopped {
+                finished.signal()
+                return
+            }
+        }
+    }
+
+    static func insert(_ lines: [LoggedLine], into database: Database) throws(Database.Failure) {
+        try database.execute("BEGIN")
+        do {
+            for line in lines {
+                try database.query("INSERT OR IGNORE INTO lines (network, conversation, name, time, kind, sender, text, msgid, own) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                   [.text(line.network), .text(line.conversation), .text(line.name), .real(line.time), .text(line.kind),
+                                    line.sender.map { .text($0) } ?? .null, .text(line.text), line.msgid.map { .text($0) } ?? .null,
+                                    .integer(line.own ? 1 : 0)])
+            }
+            try database.execute("COMMIT")
+        } catch {
+            _ = try? database.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Writes what is queued now, on the calling thread (on quitting, so nothing shown is lost).
+    /// A batch the writer took already is being written by it; SQLite orders the two.
+    public func sync() {
+        let lines = pending.withLock { state -> [LoggedLine] in
+            defer { state.lines.removeAll() }
+            return state.lines
+        }
+        if !lines.isEmpty { try? Self.insert(lines, into: reader.database) }
+    }
+
+    /// Writes lines now, on the calling thread (the shell's import, tests).
+    public func insertNow(_ lines: [LoggedLine]) throws(Database.Failure) {
+        try Self.insert(lines, into: reader.database)
+    }
+
+    static let columns = "id, network, conversation, name, time, kind, sender, text, msgid, own"
+
+    static func line(_ row: [Database.Value]) -> LoggedLine? {
+        guard row.count == 10, case .integer(let id) = row[0], case .text(let network) = row[1], case .text(let conversation) = row[2],
+              case .text(let name) = row[3], case .text(let kind) = row[5], case .text(let text) = row[7], case .integer(let own) = row[9] else { return nil }
+        let time: Double
+        switch row[4] {
+        case .real(let value): time = value
+        case .integer(let value): time = Double(value)
+        default: return nil
+        }
+        var sender: String?, msgid: String?
+        if case .text(let value) = row[6] { sender = value }
+        if case .text(let value) = row[8] { msgid = value }
+        var line = LoggedLine(network: network, conversation: conversation, name: name, time: time, kind: kind, sender: sender,
+                              text: text, msgid: msgid, own: own != 0)
+        line.id = id
+        return line
+    }
+
+    /// The conversations of a network with their last lines (oldest first), most recent conversations first.
+    public func recent(network: String, conversations: Int = 50, lines: Int = 100) throws(Database.Failure) -> [(conversation: String, name: String, lines: [LoggedLine])] {
+        let found = try reader.database.query(
+            "SELECT conversation, name, MAX(time) AS last FROM lines WHERE network = ? GROUP BY conversation ORDER BY last DESC LIMIT ?",
+            [.text(network), .integer(Int64(conversations))])
+        var result: [(conversation: String, name: String, lines: [LoggedLine])] = []
+        for row in found {
+            guard case .text(let conversation) = row[0], case .text(let name) = row[1] else { continue }
+            let rows = try reader.database.query("SELECT \(Self.columns) FROM lines WHERE network = ? AND conversation = ? ORDER BY time DESC, id DESC LIMIT ?",
+                                                 [.text(network), .text(conversation), .integer(Int64(lines))])
+            result.append((conversation, name, rows.compactMap(Self.line).reversed()))
+        }
+        return result
+    }
+
+    /// Lines with every word in them, newest first. Words of three characters or more use the
+    /// trigram index; shorter ones a scan.
+    public func search(_ words: [String], limit: Int = 200) throws(Database.Failure) -> [LoggedLine] {
+        let words = words.filter { !$0.isEmpty }
+        guard !words.isEmpty else { return [] }
+        let indexed = words.filter { $0.count >= 3 }
+        let scanned = words.filter { $0.count < 3 }
+        var sql = "SELECT \(Self.columns) FROM lines WHERE 1"
+        var parameters: [Database.Value] = []
+        if !indexed.isEmpty {
+            sql += " AND id IN (SELECT rowid FROM lines_fts WHERE lines_fts MATCH ?)"
+            // Each word a phrase (quoted, quotes doubled): no FTS syntax from the user's text.
+            parameters.append(.text(indexed.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: " ")))
+        }
+        for word in scanned {
+            sql += " AND instr(lower(text), lower(?)) > 0"
+            parameters.append(.text(word))
+        }
+        sql += " ORDER BY time DESC LIMIT ?"
+        parameters.append(.integer(Int64(limit)))
+        return try reader.database.query(sql, parameters).compactMap(Self.line)
+    }
+
+    /// The lines of a conversation around a time: `before` older ones, the line, and `after` newer ones.
+    public func around(network: String, conversation: String, time: Double, before: Int = 20, after: Int = 20) throws(Database.Failure) -> [LoggedLine] {
+        let older = try reader.database.query("SELECT \(Self.columns) FROM lines WHERE network = ? AND conversation = ? AND time < ? ORDER BY time DESC LIMIT ?",
+                                              [.text(network), .text(conversation), .real(time), .integer(Int64(before))]).compactMap(Self.line)
+        let newer = try reader.database.query("SELECT \(Self.columns) FROM lines WHERE network = ? AND conversation = ? AND time >= ? ORDER BY time LIMIT ?",
+                                              [.text(network), .text(conversation), .real(time), .integer(Int64(after + 1))]).compactMap(Self.line)
+        return older.reversed() + newer
+    }
+
+    public func count() throws(Database.Failure) -> Int {
+        if case .integer(let n)? = try reader.database.query("SELECT COUNT(*) FROM lines").first?.first { return Int(n) }
+        return 0
+    }
+}
+
+private final class ReaderBox: @unchecked Sendable {
+    // SQLite's own lock (FULLMUTEX) serialises the calls.
+    let database: Database
+    init(_ database: Database) { self.database = database }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+import ChatStore
+
+@Suite("the client's log")
+struct ClientLogTests {
+    func log() throws -> ClientLog {
+        try ClientLog(path: NSTemporaryDirectory() + "chat-tui-client-log-\(UUID().uuidString).db")
+    }
+
+    func line(_ text: String, in conversation: String = "#lobby", at time: Double, msgid: String? = nil, sender: String = "bob") -> LoggedLine {
+        LoggedLine(network: "irc.example:6667", conversation: conversation, name: conversation, time: time, kind: "message",
+                   sender: sender, text: text, msgid: msgid, own: false)
+    }
+
+    @Test("search finds English words, Chinese inside a run of Han characters, and emoji; every word must be there")
+    func search() throws {
+        let log = try log()
+        try log.insertNow([
+            line("the release is tomorrow", at: 1),
+            line("我们明天发布新版本，大家辛苦了", at: 2),
+            line("party time 🎉 after the release", at: 3),
+            line("unrelated chatter", at: 4, sender: "carol"),
+        ])
+        #expect(try log.search(["release"]).map(\.time) == [3, 1], "newest first")
+        #expect(try log.search(["发布新版本"]).map(\.time) == [2], "five Han characters inside a longer run (trigram index)")
+        #expect(try log.search(["明天"]).map(\.time) == [2], "two characters: found by a scan")
+        #expect(try log.search(["🎉"]).map(\.time) == [3])
+        #expect(try log.search(["release", "party"]).map(\.time) == [3], "every word")
+        #expect(try log.search(["RELEASE"]).map(\.time) == [3, 1], "case does not matter")
+        #expect(try log.search(["\"unrelated"]).isEmpty, "a quote is text, not FTS syntax")
+    }
+
+    @Test("a line with a msgid is logged once; recent gives each conversation's last lines oldest first; around a hit")
+    func recentAndAround() throws {
+        let log = try log()
+        try log.insertNow([line("one", at: 1, msgid: "m1"), line("one again", at: 1, msgid: "m1"), line("two", at: 2), line("three", at: 3)])
+        try log.insertNow([line("elsewhere", in: "bob", at: 5)])
+        let recent = try log.recent(network: "irc.example:6667", lines: 2)
+        #expect(recent.map(\.conversation) == ["bob", "#lobby"], "the most recent conversation first")
+        #expect(recent[1].lines.map(\.text) == ["two", "three"])
+        #expect(try log.around(network: "irc.example:6667", conversation: "#lobby", time: 2, before: 1, after: 1).map(\.text) == ["one", "two", "three"])
+        #expect(try log.count() == 4)
+    }
+}

@@ -1,0 +1,172 @@
+"""History figures for `make bench`: messages stored per second and bytes per message, CHATHISTORY
+latency and server start-up with 1,000,000 stored messages, and fan-out/DM CPU with history on
+against off. Uses run.py's Server and bench helpers."""
+import os
+import socket
+import sqlite3
+import statistics
+import subprocess
+import tempfile
+import time
+
+
+def prefill(path, count, rooms=10):
+    """`count` messages over `rooms` rooms, in the server's own schema (it creates the rest)."""
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("""CREATE TABLE IF NOT EXISTS history (
+        target TEXT NOT NULL, msgid INTEGER NOT NULL, time INTEGER NOT NULL, command TEXT NOT NULL, line TEXT NOT NULL,
+        PRIMARY KEY (target, msgid)) WITHOUT ROWID""")
+    start_ms = int(time.time() * 1000) - count
+    rows = ((f"#room{n % rooms}", (start_ms + n) << 16, start_ms + n, "PRIVMSG",
+             f"@account=alice :alice!alice@127.0.0.1 PRIVMSG #room{n % rooms} :stored message number {n} with some text")
+            for n in range(count))
+    db.executemany("INSERT INTO history VALUES (?, ?, ?, ?, ?)", rows)
+    db.commit()
+    db.close()
+
+
+class Client:
+    def __init__(self, port, nick):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.buffer = b""
+        self.send("CAP REQ :draft/chathistory batch server-time message-tags")
+        self.send("CAP END")
+        self.send(f"NICK {nick}")
+        self.send(f"USER {nick} 0 * :{nick}")
+        self.until(lambda l: " 366 " in l)
+
+    def send(self, line):
+        self.sock.sendall(line.encode() + b"\r\n")
+
+    def until(self, predicate):
+        while True:
+            while b"\n" in self.buffer:
+                line, self.buffer = self.buffer.split(b"\n", 1)
+                text = line.decode("utf-8", "replace")
+                if predicate(text):
+                    return text
+            data = self.sock.recv(1 << 20)
+            if not data:
+                raise RuntimeError("closed")
+            self.buffer += data
+
+
+def percentiles(values):
+    values = sorted(values)
+    return {"p50_ms": statistics.median(values), "p99_ms": values[min(len(values) - 1, int(len(values) * 0.99))]}
+
+
+def queries(port, count=200):
+    client = Client(port, "reader")
+    for room in range(10):
+        client.send(f"JOIN #room{room}")
+    client.send("PING :joined")
+    client.until(lambda l: "PONG" in l and "joined" in l)
+    latest, before = [], []
+    oldest = None
+    for n in range(count):
+        room = f"#room{n % 10}"
+        t = time.monotonic()
+        client.send(f"CHATHISTORY LATEST {room} * 100")
+        first = None
+        while True:
+            line = client.until(lambda l: "msgid=" in l or " BATCH -" in l)
+            if " BATCH -" in line:
+                break
+            if first is None:
+                first = line.split("msgid=", 1)[1].split(";", 1)[0].split(" ", 1)[0]
+        latest.append((time.monotonic() - t) * 1000)
+        t = time.monotonic()
+        client.send(f"CHATHISTORY BEFORE {room} msgid={first} 100")
+        client.until(lambda l: " BATCH -" in l)
+        before.append((time.monotonic() - t) * 1000)
+    client.sock.close()
+    return {"latest": percentiles(latest), "before": percentiles(before)}
+
+
+def store_rate(server, port, messages=20000):
+    """One client floods a room; rows in the database over the seconds the writer took."""
+    client = Client(port, "writer")
+    start = time.monotonic()
+    chunk = "".join(f"PRIVMSG #lobby :stored line {n} with a little text\r\n" for n in range(messages)).encode()
+    client.sock.sendall(chunk)
+    client.send("PING :flooded")
+    client.until(lambda l: "PONG" in l and "flooded" in l)
+    handled = time.monotonic()
+    path = os.path.join(server.dir, "server.db")
+    db = sqlite3.connect(path, timeout=30)
+    while True:
+        stored = db.execute("SELECT COUNT(*) FROM history WHERE target = '#lobby' AND command = 'PRIVMSG'").fetchone()[0]
+        if stored >= messages or time.monotonic() - handled > 30:
+            break
+        time.sleep(0.05)
+    done = time.monotonic()
+    db.close()
+    client.sock.close()
+    sizes = sum(os.path.getsize(os.path.join(server.dir, f)) for f in os.listdir(server.dir) if f.startswith("server.db"))
+    return {"stored": stored, "seconds": done - start, "per_second": stored / (done - start), "db_bytes": sizes}
+
+
+def run(chat_tui, Server, run_scenario, scenarios):
+    out = {}
+    # Stored per second, bytes per message.
+    server = Server("chat-tui")
+    try:
+        out["store"] = store_rate(server, server.port)
+    finally:
+        server.stop()
+    # 1,000,000 stored: start-up time, then query latency.
+    directory = tempfile.mkdtemp(prefix="bench-history-")
+    path = os.path.join(directory, "server.db")
+    prefill(path, 1_000_000)
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    number = port.getsockname()[1]
+    port.close()
+    started = time.monotonic()
+    process = subprocess.Popen([chat_tui, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(number), "--tls-port", "0",
+                                "--data-dir", directory, "--limits", "off"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", number), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.005)
+        out["startup_ms_1m"] = (time.monotonic() - started) * 1000
+        out["queries_1m"] = queries(number)
+        out["db_bytes_1m"] = sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory) if f.startswith("server.db"))
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    # History on against off: server CPU per million deliveries, medians of three.
+    out["on_off"] = {}
+    for name, args in scenarios:
+        for label, extra in (("on", []), ("off", ["--history-days", "0"])):
+            values = []
+            for _ in range(3):
+                result = run_scenario("chat-tui", args, extra=extra)
+                if result.get("cpu_per_million"):
+                    values.append(result["cpu_per_million"])
+            out["on_off"].setdefault(name, {})[label] = statistics.median(values) if values else None
+    return out
+
+
+def report(figures):
+    store = figures["store"]
+    q = figures["queries_1m"]
+    rows = [
+        f"- Stored: {store['stored']:,} messages from one flooding client in {store['seconds']:.2f} s, "
+        f"{store['per_second']:,.0f} a second end to end (the writer commits in batches; ergo's manual puts its SQLite backend "
+        f"at about 1,000 events a second); database {store['db_bytes'] / max(1, store['stored']):.0f} bytes a message (WAL included).",
+        f"- With 1,000,000 stored messages ({figures['db_bytes_1m'] / 1e6:.0f} MB): server start-up to listening "
+        f"{figures['startup_ms_1m']:.0f} ms; CHATHISTORY LATEST 100 p50/p99 {q['latest']['p50_ms']:.2f}/{q['latest']['p99_ms']:.2f} ms, "
+        f"BEFORE 100 {q['before']['p50_ms']:.2f}/{q['before']['p99_ms']:.2f} ms (200 each, over a socket, parsing included).",
+        "", "| scenario | CPU s/M history on | off | on ÷ off |", "|---|---|---|---|",
+    ]
+    for name, values in figures["on_off"].items():
+        on, off = values.get("on"), values.get("off")
+        ratio = f"{on / off:.2f}" if on and off else "—"
+        rows.append(f"| {name} | {on or 0:.3f} | {off or 0:.3f} | {ratio} |")
+    return "\n".join(rows)
