@@ -64,6 +64,51 @@ public actor ChatClient {
         logProblem = config.logPath != nil && opened == nil ? "the log \(config.logPath!) cannot be opened; lines are not kept" : nil
     }
 
+    // MARK: Lines not yet confirmed
+
+    /// Sent with echo-message on and not echoed yet: if the connection drops, the server may
+    /// or may not have them. After the reconnect each room's history says which it has; only
+    /// the others are sent again, so nothing typed is lost or doubled.
+    private var unconfirmed: [Outgoing] = []
+
+    /// An echo (live or in history) of our own message: it is confirmed.
+    private func confirm(_ message: IRCMessage) {
+        guard message.command == "PRIVMSG", message.params.count >= 2, state.isMe(IRCSource(parsing: message.source ?? "").nick) else { return }
+        var text = message.params[1]
+        let isAction = text.hasPrefix("\u{1}ACTION ")
+        if isAction { text = String(text.dropFirst(8).prefix { $0 != "\u{1}" }) }
+        let key = state.key(for: message.params[0])
+        guard let index = unconfirmed.firstIndex(where: { state.key(for: $0.target) == key && $0.text == text && $0.isAction == isAction }) else { return }
+        let found = unconfirmed.remove(at: index)
+        if found.serial != 0 { emit(state.record(.pendingDone(state.id(for: found.target), serial: found.serial))) }
+    }
+
+    /// The connection dropped: unconfirmed lines are shown as held, with their text.
+    private func holdUnconfirmed() {
+        for index in unconfirmed.indices where unconfirmed[index].serial == 0 {
+            nextSerial += 1
+            unconfirmed[index].serial = nextSerial
+            let outgoing = unconfirmed[index]
+            var line = ChatLine(time: Date().timeIntervalSince1970, kind: outgoing.isAction ? .action : .message,
+                                sender: state.nick, text: outgoing.text, isOwn: true)
+            line.isPending = true
+            line.serial = outgoing.serial
+            for event in state.line(line, to: state.id(for: outgoing.target), name: outgoing.target) { emit(event) }
+        }
+    }
+
+    /// What history did not have is sent again (for a room once its history has been read;
+    /// for people at once: no history is asked for them).
+    private func resendUnconfirmed(where belongs: (ConversationID) -> Bool, over connection: LineConnection) {
+        let again = unconfirmed.filter { belongs(state.id(for: $0.target)) }
+        guard !again.isEmpty else { return }
+        unconfirmed.removeAll { belongs(state.id(for: $0.target)) }
+        for outgoing in again {
+            if outgoing.serial != 0 { emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial))) }
+            deliver(Outgoing(target: outgoing.target, text: outgoing.text, isAction: outgoing.isAction), over: connection)
+        }
+    }
+
     // MARK: The local log
 
     /// Every line shown, kept per network and conversation (`ClientConfig.logPath`).
@@ -332,6 +377,7 @@ public actor ChatClient {
                     fatalReason = refusal
                     lastReason = refusal
                     for event in state.connectionLost(reason: lastReason, now: Date().timeIntervalSince1970) { emit(event) }
+                    holdUnconfirmed()
                     keepConnected = false
                     emit(.status(.stopped(reason: refusal)))
                     break
@@ -351,6 +397,7 @@ public actor ChatClient {
                 }
             }
             for event in state.connectionLost(reason: lastReason, now: Date().timeIntervalSince1970) { emit(event) }
+            holdUnconfirmed()
             if let fatalReason {
                 keepConnected = false
                 emit(.status(.stopped(reason: fatalReason)))
@@ -515,13 +562,23 @@ public actor ChatClient {
         default:
             break
         }
+        confirm(message)
         for event in state.apply(message, now: now) { emit(event) }
-        if message.command == "001" { welcomed(over: connection, now: now) }
-        // Our own JOIN: the room's history, or what was missed while the connection was down.
-        if message.command == "JOIN", let room = message.params.first, state.isMe(IRCSource(parsing: message.source ?? "").nick),
-           let request = state.historyRequest(for: state.id(for: room), room: room) {
-            write(request, over: connection)
+        if message.command == "001" {
+            welcomed(over: connection, now: now)
+            resendUnconfirmed(where: { $0.kind == .direct }, over: connection)
         }
+        // Our own JOIN: the room's history, or what was missed while the connection was down;
+        // without history, what was not confirmed goes again at once.
+        if message.command == "JOIN", let room = message.params.first, state.isMe(IRCSource(parsing: message.source ?? "").nick) {
+            let id = state.id(for: room)
+            if let request = state.historyRequest(for: id, room: room) {
+                write(request, over: connection)
+            } else {
+                resendUnconfirmed(where: { $0 == id }, over: connection)
+            }
+        }
+        for id in state.takeFinishedHistory() { resendUnconfirmed(where: { $0 == id }, over: connection) }
     }
 
     /// Registered: rooms, operator login and the held lines follow.
@@ -563,6 +620,11 @@ public actor ChatClient {
             let text = outgoing.isAction ? "\u{1}ACTION \(piece)\u{1}" : piece
             do {
                 try connection.write(IRCMessage("PRIVMSG", outgoing.target, text))
+                // Until its echo comes back, nobody knows whether the server has it.
+                if echoes {
+                    unconfirmed.append(Outgoing(target: outgoing.target, text: piece, isAction: outgoing.isAction))
+                    if unconfirmed.count > 1000 { unconfirmed.removeFirst() }
+                }
             } catch {
                 // The connection failed under us: hold the rest for the next one.
                 enqueue(Outgoing(target: outgoing.target, text: piece, isAction: outgoing.isAction))

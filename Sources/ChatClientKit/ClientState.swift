@@ -38,6 +38,13 @@ public struct ClientState: Sendable {
     }
     public var historyRequests: [ConversationID: HistoryRequest] = [:]
     private var openBatches: [String: (type: String, target: ConversationID?, lines: Int)] = [:]
+    /// Rooms whose history batch just ended (the client then resends what it lacked).
+    private var finishedHistory: [ConversationID] = []
+
+    public mutating func takeFinishedHistory() -> [ConversationID] {
+        defer { finishedHistory = [] }
+        return finishedHistory
+    }
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [ConversationID: [String: Member]] = [:]
     /// Events produced by the message being applied.
@@ -166,6 +173,7 @@ public struct ClientState: Sendable {
             return
         }
         guard let batch = openBatches.removeValue(forKey: name), batch.type == "chathistory", let id = batch.target else { return }
+        finishedHistory.append(id)
         // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
         if case .gap(let since)? = historyRequests.removeValue(forKey: id) {
             let text = batch.lines == 0 ? "── nothing was said here while you were away ──"

@@ -427,3 +427,54 @@ struct ClientLogBookTests {
         await second.quit()
     }
 }
+
+@Suite("lines typed across a drop", .serialized)
+struct ClientUnconfirmedTests {
+    @Test("a line the server got but whose echo was lost is not sent twice; one that never arrived is sent after the reconnect, once")
+    func nothingLostOrDoubled() async throws {
+        let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-unconfirmed-\(UUID().uuidString).db"))
+        let proxy = try CuttableProxy(to: server.port)
+        let bob = try server.client()
+        try bob.register("bob")
+        let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        var bobSaw: [String] = []
+        func bobReads(until text: String) throws {
+            try bob.readUntil(timeout: 30) { message in
+                if message.command == "PRIVMSG", let said = message.params.last { bobSaw.append(said) }
+                return message.command == "PRIVMSG" && message.params.last == text
+            }
+        }
+        // The server has it, the echo is lost with the line.
+        proxy.hold(downstream: true)
+        await client.send("reached the server", to: "#lobby")
+        try bobReads(until: "reached the server")
+        proxy.cutAll()
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        proxy.restore()
+        // History has it (our own line, confirmed): it comes back as an ordinary line.
+        try await log.next(timeout: 30, "the line from history") {
+            if case .line(_, let line) = $0, line.text == "reached the server", !line.isPending, line.msgid != nil { return true }
+            return false
+        }
+        // It never reached the server.
+        proxy.hold(upstream: true)
+        await client.send("never arrived", to: "#lobby")
+        // The client wrote it; the proxy holds it back.
+        var waited = 0
+        while proxy.upstreamHeld == 0 && waited < 5000 { try await Task.sleep(for: .milliseconds(1)); waited += 1 }
+        proxy.cutAll()
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        proxy.restore()
+        try bobReads(until: "never arrived")
+        await client.send("after both", to: "#lobby")
+        try bobReads(until: "after both")
+        #expect(bobSaw.filter { $0 == "reached the server" }.count == 1, "\(bobSaw)")
+        #expect(bobSaw.filter { $0 == "never arrived" }.count == 1, "\(bobSaw)")
+        let lines = (await log.view().conversation("#lobby")?.lines ?? []).filter { $0.isOwn }.map(\.text)
+        #expect(lines.filter { $0 == "reached the server" }.count == 1, "shown once: \(lines)")
+        await client.quit()
+    }
+}

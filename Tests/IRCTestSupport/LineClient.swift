@@ -167,6 +167,17 @@ public final class CuttableProxy: @unchecked Sendable {
     private var pairs: [(Int32, Int32)] = []
     private var cut = false
     private var stopped = false
+    /// Bytes from the client (upstream) or from the server (downstream) are held, not passed on,
+    /// while set: a message that reached one side and not the other when the line is cut.
+    private var holding: (upstream: Bool, downstream: Bool) = (false, false)
+    public private(set) var heldUpstreamBytes = 0
+
+    public func hold(upstream: Bool = false, downstream: Bool = false) {
+        lock.lock(); holding = (upstream, downstream); lock.unlock()
+    }
+
+    /// Bytes from the client the proxy is holding back now.
+    public var upstreamHeld: Int { lock.lock(); defer { lock.unlock() }; return heldUpstreamBytes }
 
     public init(to upstream: Int) throws {
         self.upstream = upstream
@@ -193,17 +204,28 @@ public final class CuttableProxy: @unchecked Sendable {
             _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) & ~O_NONBLOCK)
             _ = fcntl(server, F_SETFL, fcntl(server, F_GETFL) & ~O_NONBLOCK)
             lock.lock(); pairs.append((client, server)); lock.unlock()
-            for (from, to) in [(client, server), (server, client)] {
-                Thread { Self.pump(from, to) }.start()
+            for (from, to, upstream) in [(client, server, true), (server, client, false)] {
+                Thread { [self] in pump(from, to, upstream: upstream) }.start()
             }
         }
     }
 
-    private static func pump(_ from: Int32, _ to: Int32) {
+    private func pump(_ from: Int32, _ to: Int32, upstream: Bool) {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(from, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
+            // Held: kept back until the hold is lifted (then passed on) or the line is cut (then lost).
+            while true {
+                lock.lock()
+                let held = upstream ? holding.upstream : holding.downstream
+                let isCut = cut
+                if held && upstream { heldUpstreamBytes = n }
+                lock.unlock()
+                if isCut { return }
+                if !held { break }
+                usleep(1000)
+            }
             var sent = 0
             while sent < n {
                 let m = buffer.withUnsafeBytes { Glibc.send(to, $0.baseAddress! + sent, n - sent, Int32(MSG_NOSIGNAL)) }
@@ -228,7 +250,7 @@ public final class CuttableProxy: @unchecked Sendable {
     }
 
     public func restore() {
-        lock.lock(); cut = false; lock.unlock()
+        lock.lock(); cut = false; holding = (false, false); heldUpstreamBytes = 0; lock.unlock()
     }
 
     deinit {
