@@ -140,12 +140,19 @@ public actor ChatClient {
                                     isOwn: logged.own)
                 line.msgid = logged.msgid
                 line.isHistory = true
+                line.isOldNews = true
                 // Straight to the views: these are in the log already.
                 for event in state.line(line, to: id, name: name) { continuation.yield(event) }
             }
             // Restored lines are not unread.
             continuation.yield(state.record(.markedRead(id)))
         }
+    }
+
+    /// Scrolling past the oldest line of a room: the lines before it, from the server's history.
+    public func fetchOlder(_ room: String, before msgid: String) {
+        guard let connection, let request = state.olderRequest(for: state.id(for: room), room: room, before: msgid) else { return }
+        write(request, over: connection)
     }
 
     /// Searches the log: the hits arrive as `.searchResults`.

@@ -35,6 +35,8 @@ public struct ClientState: Sendable {
         case latest
         /// What was said while the connection was down, since this time.
         case gap(since: Double)
+        /// Older lines, asked for by scrolling past the oldest one.
+        case older
     }
     public var historyRequests: [ConversationID: HistoryRequest] = [:]
     private var openBatches: [String: (type: String, target: ConversationID?, lines: Int)] = [:]
@@ -162,6 +164,18 @@ public struct ClientState: Sendable {
         return IRCMessage("CHATHISTORY", "LATEST", room, "*", String(limit))
     }
 
+    func isGap(_ request: HistoryRequest?) -> Bool {
+        if case .gap? = request { return true }
+        return false
+    }
+
+    /// Older lines of a room, before the oldest one shown (scrolling up past it).
+    public mutating func olderRequest(for id: ConversationID, room: String, before msgid: String) -> IRCMessage? {
+        guard capabilities.contains("draft/chathistory"), capabilities.contains("batch"), historyRequests[id] == nil else { return nil }
+        historyRequests[id] = .older
+        return IRCMessage("CHATHISTORY", "BEFORE", room, "msgid=" + msgid, "100")
+    }
+
     // BATCH +ref type [params] | BATCH -ref
     mutating func batch(_ c: MessageContext) {
         guard let reference = c.p.first, reference.count > 1 else { return }
@@ -175,7 +189,8 @@ public struct ClientState: Sendable {
         guard let batch = openBatches.removeValue(forKey: name), batch.type == "chathistory", let id = batch.target else { return }
         finishedHistory.append(id)
         // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
-        if case .gap(let since)? = historyRequests.removeValue(forKey: id) {
+        let request = historyRequests.removeValue(forKey: id)
+        if case .gap(let since)? = request {
             let text = batch.lines == 0 ? "── nothing was said here while you were away ──"
                 : "── \(batch.lines) message\(batch.lines == 1 ? "" : "s") you missed while away follow\(batch.lines == 1 ? "s" : "") ──"
             var marker = ChatLine(time: since + 0.0001, kind: .info, text: text)
@@ -432,7 +447,10 @@ public struct ClientState: Sendable {
         if let reference = c.message.tag("batch"), let batch = openBatches[reference], batch.type == "chathistory" {
             openBatches[reference]!.lines += 1
             line.isHistory = true
-            if let id = batch.target, historyRequests[id] == .latest { line.isHighlight = false }
+            if let id = batch.target, !isGap(historyRequests[id]) {
+                line.isHighlight = false
+                line.isOldNews = true
+            }
         }
         // A server notice (no nick!user@host source) before or around registration goes to the server window.
         if c.source?.user == nil && !own && !isChannel(target) {

@@ -32,6 +32,9 @@ public struct ChatLine: Sendable, Equatable {
     /// Said before now (history filling a gap, a replay): placed by its time. Live lines go at
     /// the end in the order they arrive, whatever their clocks say (ours and the server's differ).
     public var isHistory = false
+    /// Old news: a room's last lines shown on joining, older lines fetched by scrolling, lines
+    /// restored from the log. Not unread, never a mention.
+    public var isOldNews = false
 
     public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
         self.time = time
@@ -119,12 +122,19 @@ public struct Conversation: Sendable, Equatable {
     public mutating func insert(_ line: ChatLine) -> Bool {
         if keepsLines {
             var index = lines.endIndex
-            if line.isHistory, let last = lines.last, last.time > line.time {
+            // Lines of the same millisecond (a burst) are ordered by msgid when both have one
+            // (ours sort as their numbers do; for other servers' the order among them is as good as any).
+            func before(_ other: ChatLine) -> Bool {
+                if other.time != line.time { return other.time < line.time }
+                guard let mine = line.msgid, let theirs = other.msgid else { return true }
+                return theirs <= mine
+            }
+            if line.isHistory, let last = lines.last, !before(last) || last.time > line.time {
                 // Binary search for the first line later than this one.
                 var low = 0, high = lines.count
                 while low < high {
                     let middle = (low + high) / 2
-                    if lines[middle].time <= line.time { low = middle + 1 } else { high = middle }
+                    if before(lines[middle]) { low = middle + 1 } else { high = middle }
                 }
                 index = low
             }
@@ -135,6 +145,11 @@ public struct Conversation: Sendable, Equatable {
                     if lines[probe].msgid == msgid { return false }
                     probe -= 1
                 }
+                probe = index
+                while probe < lines.count && lines[probe].time == line.time {
+                    if lines[probe].msgid == msgid { return false }
+                    probe += 1
+                }
             }
             if index == lines.endIndex { lines.append(line) } else { lines.insert(line, at: index) }
         }
@@ -144,7 +159,7 @@ public struct Conversation: Sendable, Equatable {
         }
         let isOffer: Bool
         if case .transfer = line.kind { isOffer = line.isHighlight } else { isOffer = false }
-        if line.kind == .message || line.kind == .action || line.kind == .notice || isOffer, !line.isOwn {
+        if line.kind == .message || line.kind == .action || line.kind == .notice || isOffer, !line.isOwn, !line.isOldNews {
             unread += 1
             if line.isHighlight { mentioned = true }
         }

@@ -47,6 +47,8 @@ public enum UICommand: Equatable, Sendable {
     case search([String])
     /// Enter on a hit: its conversation gets the lines around it from the log.
     case showAround(SearchHit)
+    /// Scrolled past a room's oldest line: ask the server's history for the lines before it.
+    case fetchOlder(room: String, before: String)
 }
 
 public enum UIEvent: Equatable, Sendable {
@@ -103,6 +105,8 @@ public struct ChatModel: Sendable {
     public var roomPicker: Int?
     /// The /search picker: its query, its hits (newest first) and the row selected.
     public var searchPicker: (query: String, hits: [SearchHit], selected: Int)?
+    /// The msgid older lines were last asked for, per conversation (asked once per oldest line).
+    public var olderAsked: [ConversationID: String] = [:]
     /// A TLS certificate nobody vouches for, waiting for the user's y or n (trust on first use).
     public var pendingTrust: (server: String, fingerprint: String)?
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.

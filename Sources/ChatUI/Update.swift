@@ -126,7 +126,14 @@ extension ChatModel {
         case .down:
             if !editor.isEmpty { editor.historyNext(); return [] }
             return moveSelection(by: 1)
-        case .pageUp: scrollPane(by: max(1, paneHeight - 1)); return []
+        case .pageUp:
+            // At the top of what is loaded, a room asks the server for the lines before it.
+            if scrollPane(by: max(1, paneHeight - 1)), let room = viewedConversation, room.kind == .room,
+               let oldest = room.lines.first(where: { $0.msgid != nil })?.msgid, olderAsked[room.id] != oldest {
+                olderAsked[room.id] = oldest
+                return [.fetchOlder(room: room.name, before: oldest)]
+            }
+            return []
         case .pageDown: scrollPane(by: -max(1, paneHeight - 1)); return []
         case .home:
             if editor.isEmpty { return selectIndex(0) }
@@ -178,17 +185,22 @@ extension ChatModel {
 
     var paneHeight: Int { max(0, height - 3) }
 
-    mutating func scrollPane(by rows: Int) {
+    /// Scrolls; true when it stopped at the oldest line (it wanted to go further).
+    @discardableResult
+    mutating func scrollPane(by rows: Int) -> Bool {
         let id = viewedID
         var wanted = max(0, (scroll[id] ?? 0) + rows)
+        var atTop = false
         // Never past the oldest line: at most as many rows up as there are above the pane.
         let layout = Layout(width: width, height: height)
         if wanted > 0, let conversation = viewedConversation {
             let height = max(0, layout.paneHeight - 1)
             let available = paneRows(conversation, width: layout.paneWidth, needed: wanted + height).count
+            atTop = wanted >= max(0, available - height)
             wanted = min(wanted, max(0, available - height))
         }
         scroll[id] = wanted
+        return atTop && rows > 0
     }
 
     /// Moves to the next row you can pick, skipping your own. Nothing is opened or marked read.

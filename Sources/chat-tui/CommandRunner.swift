@@ -54,6 +54,7 @@ enum CommandRunner {
         case .trustCertificate(let fingerprint): await client.trustCertificate(fingerprint)
         case .search(let words): await client.search(words)
         case .showAround(let hit): await client.showAround(hit)
+        case .fetchOlder(let room, let msgid): await client.fetchOlder(room, before: msgid)
         case .quit, .bell, .redraw, .show, .awaitRoomList:
             return false
         }

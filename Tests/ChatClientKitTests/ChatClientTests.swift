@@ -478,3 +478,30 @@ struct ClientUnconfirmedTests {
         await client.quit()
     }
 }
+
+@Suite("older lines from the server", .serialized)
+struct ClientOlderHistoryTests {
+    @Test("scrolling past the oldest line fetches the hundred before it: in their place, not unread")
+    func before() async throws {
+        let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-older-\(UUID().uuidString).db"))
+        let bob = try server.client()
+        try bob.register("bob")
+        for n in 0..<120 { bob.send("PRIVMSG #lobby :line \(n)") }
+        bob.send("PING :said")
+        _ = try bob.readUntil(timeout: 30) { $0.command == "PONG" }
+        let client = ChatClient(config: config(port: server.port, nick: "alice"))
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "#lobby", containing: "line 119")
+        var view = await log.view()
+        let oldest = try #require(view.conversation("#lobby")?.lines.first { $0.msgid != nil })
+        #expect(oldest.text == "line 70", "LATEST 50 on joining")
+        await client.fetchOlder("#lobby", before: oldest.msgid!)
+        try await log.line(in: "#lobby", containing: "line 69")
+        view = await log.view()
+        let texts = view.conversation("#lobby")?.lines.filter { $0.text.hasPrefix("line ") }.map(\.text) ?? []
+        #expect(texts == (0..<120).map { "line \($0)" }, "every line once, in order")
+        #expect(view.conversation("#lobby")?.unread == 0, "old news is not unread")
+        await client.quit()
+    }
+}

@@ -318,3 +318,14 @@ func searchPicker() {
     _ = model.update(.key(.escape))
     #expect(model.searchPicker == nil)
 }
+
+@Test("PageUp at the oldest line of a room asks for the lines before it, once per oldest line")
+func pageUpFetchesOlder() {
+    var model = lobbyModel()
+    var first = ChatLine(time: 36000, kind: .message, sender: "bob", text: "the oldest we have")
+    first.msgid = "m-oldest"
+    first.isHistory = true
+    _ = model.receive(.line(.room("#lobby"), first))
+    #expect(model.update(.key(.pageUp)) == [.fetchOlder(room: "#lobby", before: "m-oldest")])
+    #expect(model.update(.key(.pageUp)) == [], "asked already")
+}

@@ -1,0 +1,33 @@
+import Foundation
+import Testing
+import ChatStore
+
+@Suite("the server's history store")
+struct HistoryStoreTests {
+    func store() throws -> HistoryStore {
+        try HistoryStore(database: Database(path: NSTemporaryDirectory() + "chat-tui-history-store-\(UUID().uuidString).db"))
+    }
+
+    func row(_ n: Int64, _ target: String = "#a") -> HistoryRow {
+        HistoryRow(msgid: n << 16, timeMilliseconds: n, target: target, command: "PRIVMSG", line: ":x!x@h PRIVMSG \(target) :\(n)")
+    }
+
+    @Test("retention: rows older than the cut-off go, and each target keeps at most its newest N")
+    func prune() throws {
+        let history = try store()
+        try history.insert((1...10).map { row($0) } + (1...3).map { row($0, "#b") })
+        #expect(try history.prune(olderThan: 3 << 16, keepPerTarget: 5) == 2 + 3 + 2, "#a: 1, 2 by age, 3–5 past the cap; #b: 1, 2 by age")
+        #expect(try history.rows("#a", .after, 0, limit: 100, commands: nil).map(\.timeMilliseconds) == [6, 7, 8, 9, 10])
+        #expect(try history.rows("#b", .after, 0, limit: 100, commands: nil).map(\.timeMilliseconds) == [3])
+    }
+
+    @Test("a QUIT kept in two rooms shares its msgid; BEFORE and AFTER are strict and ordered")
+    func sharedMsgid() throws {
+        let history = try store()
+        try history.insert([row(5, "#a"), row(5, "#b"), row(6, "#a")])
+        #expect(try history.rows("#a", .before, 6 << 16, limit: 10, commands: nil).map(\.timeMilliseconds) == [5])
+        #expect(try history.rows("#b", .after, 4 << 16, limit: 10, commands: ["PRIVMSG"]).map(\.timeMilliseconds) == [5])
+        #expect(try history.rows("#a", .after, 0, limit: 10, commands: ["JOIN"]).isEmpty)
+        #expect(try history.count() == 3)
+    }
+}
