@@ -267,6 +267,10 @@ public actor ChatClient {
     public func markRead(_ id: ConversationID) {
         guard let conversation = state[id], conversation.unread > 0 || conversation.mentioned else { return }
         emit(state.record(.markedRead(id)))
+        // draft/read-marker: the account's other connections (another chat-tui) agree.
+        if let connection, state.capabilities.contains("draft/read-marker"), id != .server, let time = state.latestTime[id] {
+            write(IRCMessage("MARKREAD", conversation.name, "timestamp=" + ServerTime.format(time)), over: connection)
+        }
     }
 
     /// The `/ignore` list, as completed masks.

@@ -29,6 +29,8 @@ public struct ClientState: Sendable {
     private var droppedAt: [ConversationID: Double] = [:]
     /// The newest msgid seen in each conversation: after a drop, history is asked for what came after it.
     public private(set) var latestMsgid: [ConversationID: String] = [:]
+    /// The time of the newest line of each conversation (what MARKREAD marks as read).
+    public private(set) var latestTime: [ConversationID: Double] = [:]
     /// What history was asked for per room (`CHATHISTORY`), and the batches open now.
     public enum HistoryRequest: Sendable, Equatable {
         /// The last lines, on joining: old news, so nothing in them rings or counts as a mention.
@@ -99,6 +101,7 @@ public struct ClientState: Sendable {
         var events: [ClientEvent] = []
         if book[id] == nil { events.append(record(.opened(id, name: name ?? line.sender ?? id.key))) }
         if let msgid = line.msgid { latestMsgid[id] = msgid }
+        if line.kind == .message || line.kind == .action || line.kind == .notice { latestTime[id] = max(latestTime[id] ?? 0, line.time) }
         events.append(record(.line(id, line)))
         return events
     }
@@ -266,6 +269,14 @@ public struct ClientState: Sendable {
         // WHO reply: <me> <channel> <user> <host> <server> <nick> <H|G>[*][@+] :<hops> <real name>
         "352": { state, c in if c.p.count >= 7 { state.setAway(c.p[5], away: c.p[6].hasPrefix("G")) } },
         "BATCH": { $0.batch($1) },
+        // MARKREAD <target> timestamp=…: read up to there, in this or another window of the account.
+        "MARKREAD": { state, c in
+            guard c.p.count >= 2, c.p[1].hasPrefix("timestamp="), let time = ServerTime.parse(String(c.p[1].dropFirst(10))) else { return }
+            let id = state.id(for: c.p[0])
+            guard let conversation = state.book[id], conversation.unread > 0 || conversation.mentioned,
+                  time >= (state.latestTime[id] ?? 0) - 0.001 else { return }
+            state.emit(.markedRead(id))
+        },
         "ERROR": { state, c in state.say(ChatLine(time: c.time, kind: .error, text: c.p.first ?? "closing"), to: .server) },
     ]
 

@@ -61,6 +61,7 @@ extension ServerState {
         if !channel.topic.isEmpty { sendTopic(session, channel) }
         if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }
         replayOnJoin(session, key: key, name: channel.name)
+        markerOnJoin(session, key: key, name: channel.name)
     }
 
     struct Refusal {

@@ -251,6 +251,14 @@ extension ServerState {
         }
     }
 
+    /// On joining, a client that reads markers is told where its account had read to.
+    mutating func markerOnJoin(_ session: Session, key: String, name: String) {
+        guard let history, session.caps.contains(.readMarker), let account = session.user.account else { return }
+        let marker = try? history.readMarker(account: AccountStore.key(account), target: key)
+        send(session, IRCMessage(source: config.name, command: "MARKREAD",
+                                 params: [name, marker.map { "timestamp=" + ServerTime.format(Double($0) / 1000) } ?? "*"]))
+    }
+
     // MARKREAD <target> [timestamp=…]
     mutating func handleMarkread(_ request: Request) {
         let session = request.session

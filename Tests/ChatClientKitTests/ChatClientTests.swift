@@ -505,3 +505,35 @@ struct ClientOlderHistoryTests {
         await client.quit()
     }
 }
+
+@Suite("read markers across windows", .serialized)
+struct ClientReadMarkerTests {
+    @Test("two windows of one account agree: reading in one clears the unread count in the other")
+    func twoWindows() async throws {
+        let server = try TestServer(accounts: try accountStore(["alice"]),
+                                    history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-markers-\(UUID().uuidString).db"))
+        func window(_ nick: String) -> ChatClient {
+            var settings = config(port: server.port, nick: nick)
+            settings.saslAccount = "alice"
+            settings.saslPassword = "correct horse"
+            return ChatClient(config: settings)
+        }
+        let laptop = window("alice"), phone = window("alice_phone")
+        let laptopLog = EventLog.watching(laptop), phoneLog = EventLog.watching(phone)
+        await laptop.start()
+        await phone.start()
+        try await laptopLog.line(in: "#lobby", containing: "You joined #lobby")
+        try await phoneLog.line(in: "#lobby", containing: "You joined #lobby")
+        let bob = try server.client()
+        try bob.register("bob")
+        bob.send("PRIVMSG #lobby :news for both")
+        try await laptopLog.line(in: "#lobby", containing: "news for both")
+        try await phoneLog.line(in: "#lobby", containing: "news for both")
+        #expect(await phoneLog.view().conversation("#lobby")?.unread == 1)
+        await laptop.markRead(.room("#lobby"))
+        try await phoneLog.next("the marker") { if case .markedRead(.room("#lobby")) = $0 { return true } else { return false } }
+        #expect(await phoneLog.view().conversation("#lobby")?.unread == 0)
+        await laptop.quit()
+        await phone.quit()
+    }
+}
