@@ -52,6 +52,72 @@ class Client:
             self.buffer += data
 
 
+# The client's log schema (as ChatStore's ClientLog makes it), to fill a log without the client.
+CLIENT_LOG_DDL = """
+CREATE TABLE IF NOT EXISTS lines (
+    id INTEGER PRIMARY KEY, network TEXT NOT NULL, conversation TEXT NOT NULL, name TEXT NOT NULL, time REAL NOT NULL,
+    kind TEXT NOT NULL, sender TEXT, text TEXT NOT NULL, msgid TEXT, own INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS lines_place ON lines(network, conversation, time);
+CREATE UNIQUE INDEX IF NOT EXISTS lines_msgid ON lines(network, conversation, msgid) WHERE msgid IS NOT NULL;
+CREATE VIRTUAL TABLE IF NOT EXISTS lines_fts USING fts5(text, content='lines', content_rowid='id', tokenize='trigram');
+CREATE TRIGGER IF NOT EXISTS lines_added AFTER INSERT ON lines BEGIN
+    INSERT INTO lines_fts(rowid, text) VALUES (new.id, new.text);
+END;
+"""
+
+
+def fill_client_log(path, network, conversations, per):
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.executescript(CLIENT_LOG_DDL)
+    words = ["release", "蛋糕", "meeting", "🎉", "tomorrow", "咖啡", "deploy", "lunch"]
+    start = time.time() - conversations * per
+    db.executemany("INSERT INTO lines (network, conversation, name, time, kind, sender, text, msgid, own) VALUES (?,?,?,?,?,?,?,?,?)",
+                   ((network, f"#room{n % conversations}", f"#room{n % conversations}", start + n, "message", f"user{n % 17}",
+                     f"stored line {n} about {words[n % 8]} and {words[(n * 7) % 8]} 中文 text", None, 0)
+                    for n in range(conversations * per)))
+    db.commit()
+    db.close()
+
+
+def client_store(chat_tui, Server):
+    """Time to the first frame with 10 conversations × 10,000 lines in the log, and `chat-tui search` over 1,000,000."""
+    out = {}
+    server = Server("chat-tui")
+    tmux = lambda *a: subprocess.run(["tmux", "-L", "bench-store", *a], capture_output=True, text=True).stdout
+    try:
+        for label, per in (("empty", 0), ("10x10000", 10000)):
+            home = tempfile.mkdtemp(prefix="bench-home-")
+            os.makedirs(os.path.join(home, ".local/share/chat-tui/client"))
+            if per:
+                fill_client_log(os.path.join(home, ".local/share/chat-tui/client/history.db"), f"127.0.0.1:{server.port}", 10, per)
+            times = []
+            for i in range(5):
+                t0 = time.monotonic()
+                tmux("new-session", "-d", "-s", f"s{i}", "-x", "100", "-y", "30",
+                     f"HOME={home} LANG=C.UTF-8 {chat_tui} --host 127.0.0.1 --port {server.port} --nick store{i}")
+                while time.monotonic() - t0 < 20 and "│" not in tmux("capture-pane", "-p", "-t", f"s{i}"):
+                    time.sleep(0.005)
+                times.append((time.monotonic() - t0) * 1000)
+                tmux("kill-session", "-t", f"s{i}")
+            out[f"first_frame_ms_{label}"] = statistics.median(times)
+    finally:
+        tmux("kill-server")
+        server.stop()
+    home = tempfile.mkdtemp(prefix="bench-home-")
+    os.makedirs(os.path.join(home, ".local/share/chat-tui/client"))
+    fill_client_log(os.path.join(home, ".local/share/chat-tui/client/history.db"), "127.0.0.1:6667", 10, 100_000)
+    out["search"] = {}
+    for words in (["release"], ["meeting", "deploy"], ["蛋糕"], ["line 99999"]):
+        runs = []
+        for _ in range(3):
+            t0 = time.monotonic()
+            subprocess.run([chat_tui, "search", *words], env=dict(os.environ, HOME=home), capture_output=True, timeout=120)
+            runs.append((time.monotonic() - t0) * 1000)
+        out["search"][" ".join(words)] = statistics.median(runs)
+    return out
+
+
 def percentiles(values):
     values = sorted(values)
     return {"p50_ms": statistics.median(values), "p99_ms": values[min(len(values) - 1, int(len(values) * 0.99))]}
@@ -140,6 +206,7 @@ def run(chat_tui, Server, run_scenario, scenarios):
     finally:
         process.terminate()
         process.wait(timeout=10)
+    out["client"] = client_store(chat_tui, Server)
     # History on against off: server CPU per million deliveries, medians of three.
     out["on_off"] = {}
     for name, args in scenarios:
@@ -169,4 +236,10 @@ def report(figures):
         on, off = values.get("on"), values.get("off")
         ratio = f"{on / off:.2f}" if on and off else "—"
         rows.append(f"| {name} | {on or 0:.3f} | {off or 0:.3f} | {ratio} |")
+    client = figures.get("client", {})
+    if client:
+        rows += ["", f"- Client: first frame {client['first_frame_ms_empty']:.0f} ms with an empty log, "
+                     f"{client['first_frame_ms_10x10000']:.0f} ms with 10 conversations × 10,000 lines in it (tmux, median of 5).",
+                 "- `chat-tui search` over 1,000,000 lines (process start included, at most 1,000 hits, median of 3): "
+                 + ", ".join(f"`{q}` {ms:.0f} ms" for q, ms in client["search"].items()) + "."]
     return "\n".join(rows)
