@@ -55,6 +55,8 @@ public enum ClientEvent: Sendable, Equatable {
     /// A room's non-list modes, replaced whole.
     case modes(ConversationID, [Character: String])
     case markedRead(ConversationID)
+    /// Where the account had read up to (draft/read-marker): the screen draws a line there.
+    case readMarker(ConversationID, Double)
     case cleared(ConversationID)
     /// A file transfer changed state or made progress.
     case transfer(TransferInfo)

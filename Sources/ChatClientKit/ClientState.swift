@@ -273,8 +273,9 @@ public struct ClientState: Sendable {
         "MARKREAD": { state, c in
             guard c.p.count >= 2, c.p[1].hasPrefix("timestamp="), let time = ServerTime.parse(String(c.p[1].dropFirst(10))) else { return }
             let id = state.id(for: c.p[0])
-            guard let conversation = state.book[id], conversation.unread > 0 || conversation.mentioned,
-                  time >= (state.latestTime[id] ?? 0) - 0.001 else { return }
+            guard let conversation = state.book[id] else { return }
+            state.emit(.readMarker(id, time))
+            guard conversation.unread > 0 || conversation.mentioned, time >= (state.latestTime[id] ?? 0) - 0.001 else { return }
             state.emit(.markedRead(id))
         },
         "ERROR": { state, c in state.say(ChatLine(time: c.time, kind: .error, text: c.p.first ?? "closing"), to: .server) },

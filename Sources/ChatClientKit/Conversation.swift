@@ -97,6 +97,9 @@ public struct Conversation: Sendable, Equatable {
     public private(set) var lines: [ChatLine] = []
     public var unread = 0
     public var mentioned = false
+    /// The time the account had read up to, from the server (draft/read-marker); lines after it
+    /// are below a "new since you last read" line.
+    public var readMarker: Double?
     /// Lines kept; older ones are dropped so memory stays flat.
     public var scrollbackLimit: Int
 
@@ -149,6 +152,14 @@ public struct Conversation: Sendable, Equatable {
                 while probe < lines.count && lines[probe].time == line.time {
                     if lines[probe].msgid == msgid { return false }
                     probe += 1
+                }
+            } else if line.isHistory {
+                // A line from the log with no msgid (a join, a line from a server without
+                // msgids): the same line at the same time is the same line.
+                var probe = index - 1
+                while probe >= 0 && lines[probe].time == line.time {
+                    if lines[probe].text == line.text && lines[probe].sender == line.sender && lines[probe].kind == line.kind { return false }
+                    probe -= 1
                 }
             }
             if index == lines.endIndex { lines.append(line) } else { lines.insert(line, at: index) }

@@ -107,6 +107,8 @@ public struct ConversationBook: Sendable {
             conversations[id]?.modes = modes
         case .markedRead(let id):
             conversations[id]?.markRead()
+        case .readMarker(let id, let time):
+            conversations[id]?.readMarker = time
         case .cleared(let id):
             conversations[id]?.clearLines()
         case .transfer(let info):

@@ -100,7 +100,21 @@ extension ChatModel {
     func paneRows(_ conversation: Conversation, width paneWidth: Int, needed: Int) -> [(spans: [Span], indent: Int)] {
         var rows: [(spans: [Span], indent: Int)] = []
         var progressShown = Set<Int>()
+        // The read marker: a line between what was read and what came after, when both are here.
+        var newerThanMarker = false
+        var dividerDrawn = conversation.readMarker == nil
         for line in conversation.lines.reversed() {
+            if !dividerDrawn, let marker = conversation.readMarker {
+                if line.time > marker {
+                    if !line.isOwn && (line.kind == .message || line.kind == .action || line.kind == .notice) { newerThanMarker = true }
+                } else {
+                    dividerDrawn = true
+                    if newerThanMarker {
+                        let text = "── new since you last read ──"
+                        rows.append(([Span(text, Palette.highlight)], 0))
+                    }
+                }
+            }
             let (spans, indent) = format(line, width: paneWidth)
             // Under the newest line of a running transfer, a row of its own with its live
             // progress and what it is doing now (the line above may be the offer, long answered).

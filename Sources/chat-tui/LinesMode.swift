@@ -207,7 +207,7 @@ enum LinesMode {
             }.joined()
         case .renamed,
              .transfer, .opened, .closed, .joined, .left, .connectionLost, .pendingDone, .members, .memberJoined,
-             .memberLeft, .memberChanged, .topic, .modes, .markedRead, .cleared, .serverSupport, .away, .lag:
+             .memberLeft, .memberChanged, .topic, .modes, .markedRead, .readMarker, .cleared, .serverSupport, .away, .lag:
             return nil
         }
     }

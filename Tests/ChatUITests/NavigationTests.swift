@@ -329,3 +329,40 @@ func pageUpFetchesOlder() {
     #expect(model.update(.key(.pageUp)) == [.fetchOlder(room: "#lobby", before: "m-oldest")])
     #expect(model.update(.key(.pageUp)) == [], "asked already")
 }
+
+@Test("the read marker: a line between what the account had read and what came after it")
+func readMarkerLine() {
+    var model = lobbyModel()
+    model.receive(":bob!b@h PRIVMSG #lobby :read this already", now: 36000)
+    model.receive(":carol!c@h PRIVMSG #lobby :this is new", now: 36100)
+    model.receive(":bob!b@h PRIVMSG #lobby :and this", now: 36200)
+    _ = model.receive(.readMarker(.room("#lobby"), 36050))
+    expectScreen(model, [
+        " #lobby (4)                                                 ",
+        "                                               │#lobby     3",
+        "                                               │@alice (you)",
+        "                                               │+bob        ",
+        "                                               │ carol      ",
+        "10:05 -!- You joined #lobby                    │ 小明       ",
+        "10:00 <bob> read this already                  │(server)    ",
+        "── new since you last read ──                  │            ",
+        "10:01 <carol> this is new                      │            ",
+        "10:03 <bob> and this                           │            ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ])
+    // Read up to the end: no line.
+    _ = model.receive(.readMarker(.room("#lobby"), 36200))
+    #expect(!draw(model).lines.contains { $0.contains("new since you last read") })
+}
+
+@Test("a line put in place twice from the log (no msgid) is shown once")
+func logLineOnce() {
+    var conversation = Conversation(id: .room("#lobby"), name: "#lobby")
+    var join = ChatLine(time: 100, kind: .join, sender: "alice", text: "You joined #lobby")
+    join.isHistory = true
+    let first = conversation.insert(join)
+    let second = conversation.insert(join)
+    #expect(first && !second, "the same line at the same time is put in once")
+    #expect(conversation.lines.count == 1)
+}
