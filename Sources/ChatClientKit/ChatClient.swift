@@ -577,7 +577,16 @@ public actor ChatClient {
         for event in state.apply(message, now: now) { emit(event) }
         if message.command == "001" {
             welcomed(over: connection, now: now)
-            resendUnconfirmed(where: { $0.kind == .direct }, over: connection)
+            // Direct conversations dropped with the connection ask for what they missed (a
+            // server keeps them for accounts); what was not confirmed waits for that answer.
+            var asked: Set<ConversationID> = []
+            for id in state.book.order where id.kind == .direct {
+                guard let name = state[id]?.name, state.latestMsgid[id] != nil,
+                      let request = state.historyRequest(for: id, room: name, onlyAfterDrop: true) else { continue }
+                write(request, over: connection)
+                asked.insert(id)
+            }
+            resendUnconfirmed(where: { $0.kind == .direct && !asked.contains($0) }, over: connection)
         }
         // Our own JOIN: the room's history, or what was missed while the connection was down;
         // without history, what was not confirmed goes again at once.

@@ -157,12 +157,15 @@ public struct ClientState: Sendable {
 
     /// What to ask history for on joining a room: what came after our newest line when we
     /// were there before the drop, else the last lines.
-    public mutating func historyRequest(for id: ConversationID, room: String, limit: Int = 50) -> IRCMessage? {
+    /// `onlyAfterDrop`: nothing when there is no gap to fill (a direct conversation has no LATEST on joining).
+    public mutating func historyRequest(for id: ConversationID, room: String, limit: Int = 50, onlyAfterDrop: Bool = false) -> IRCMessage? {
         guard capabilities.contains("draft/chathistory"), capabilities.contains("batch") else { return nil }
-        if let since = droppedAt.removeValue(forKey: id), let msgid = latestMsgid[id] {
+        if let since = droppedAt[id], let msgid = latestMsgid[id] {
+            droppedAt[id] = nil
             historyRequests[id] = .gap(since: since)
             return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, "100")
         }
+        if onlyAfterDrop { return nil }
         historyRequests[id] = .latest
         return IRCMessage("CHATHISTORY", "LATEST", room, "*", String(limit))
     }

@@ -537,3 +537,40 @@ struct ClientReadMarkerTests {
         await phone.quit()
     }
 }
+
+@Suite("direct conversations across a drop", .serialized)
+struct ClientDirectGapTests {
+    @Test("with accounts, what a person said to us while our side was gone (the server still thought we were there) comes back, once, after the marker")
+    func directGap() async throws {
+        let server = try TestServer(accounts: try accountStore(["alice", "bob"]),
+                                    history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-dm-gap-\(UUID().uuidString).db"))
+        let proxy = try CuttableProxy(to: server.port)
+        let bob = try server.client()
+        bob.send("CAP REQ :sasl")
+        bob.send("AUTHENTICATE PLAIN")
+        bob.send("AUTHENTICATE " + Base64.encode(Array("bob\u{0}bob\u{0}correct horse".utf8)))
+        bob.send("CAP END")
+        try bob.register("bob")
+        var settings = config(port: proxy.port, nick: "alice")
+        settings.saslAccount = "alice"
+        settings.saslPassword = "correct horse"
+        let client = ChatClient(config: settings)
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        bob.send("PRIVMSG alice :before the drop")
+        try await log.line(in: "bob", containing: "before the drop")
+        proxy.cutAll(keepServerSide: true)
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        bob.send("PRIVMSG alice :missed dm 1")
+        bob.send("PRIVMSG alice :missed dm 2")
+        bob.send("PING :said")
+        _ = try bob.readUntil { $0.command == "PONG" }
+        proxy.restore()
+        try await log.line(in: "bob", timeout: 30, containing: "2 messages you missed while away follow")
+        let texts = (await log.view().conversation("bob")?.lines ?? []).map(\.text)
+        #expect(texts.filter { $0.hasPrefix("missed dm") } == ["missed dm 1", "missed dm 2"], "\(texts)")
+        #expect(texts.filter { $0 == "before the drop" }.count == 1)
+        await client.quit()
+    }
+}

@@ -171,6 +171,8 @@ public final class CuttableProxy: @unchecked Sendable {
     /// while set: a message that reached one side and not the other when the line is cut.
     private var holding: (upstream: Bool, downstream: Bool) = (false, false)
     public private(set) var heldUpstreamBytes = 0
+    /// The last cut left the server's side open (it still thinks the client is there).
+    private var halfOpen = false
 
     public func hold(upstream: Bool = false, downstream: Bool = false) {
         lock.lock(); holding = (upstream, downstream); lock.unlock()
@@ -233,19 +235,23 @@ public final class CuttableProxy: @unchecked Sendable {
                 sent += m
             }
         }
-        Glibc.shutdown(to, Int32(SHUT_RDWR))
+        lock.lock(); let keepServer = halfOpen && upstream; lock.unlock()
+        if !keepServer { Glibc.shutdown(to, Int32(SHUT_RDWR)) }
     }
 
     /// Drops every connection through the proxy and refuses new ones until `restore`.
-    public func cutAll() {
+    /// `keepServerSide`: only the client's side goes (a half-open connection: the server
+    /// goes on delivering to it until it times out).
+    public func cutAll(keepServerSide: Bool = false) {
         lock.lock()
         cut = true
+        halfOpen = keepServerSide
         let open = pairs
         pairs = []
         lock.unlock()
         for (a, b) in open {
             Glibc.shutdown(a, Int32(SHUT_RDWR))
-            Glibc.shutdown(b, Int32(SHUT_RDWR))
+            if !keepServerSide { Glibc.shutdown(b, Int32(SHUT_RDWR)) }
         }
     }
 
