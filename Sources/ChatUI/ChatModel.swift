@@ -105,6 +105,9 @@ public struct ChatModel: Sendable {
     public var roomPicker: Int?
     /// The /search picker: its query, its hits (newest first) and the row selected.
     public var searchPicker: (query: String, hits: [SearchHit], selected: Int)?
+    /// A search hit being opened: its conversation and line; the view scrolls to it as the lines
+    /// around it arrive, until the next key.
+    public var revealing: (id: ConversationID, time: Double, text: String)?
     /// The msgid older lines were last asked for, per conversation (asked once per oldest line).
     public var olderAsked: [ConversationID: String] = [:]
     /// A TLS certificate nobody vouches for, waiting for the user's y or n (trust on first use).

@@ -33,6 +33,7 @@ extension ChatModel {
     /// what it means for the screen (a joined room takes the view, a renamed person is followed).
     mutating func clientEventArrived(_ event: ClientEvent) -> [UICommand] {
         state.apply(event)
+        if case .line(let id, _) = event, id == revealing?.id { reveal() }
         switch event {
         case .status(let status):
             self.status = status
@@ -117,6 +118,7 @@ extension ChatModel {
     }
 
     mutating func press(_ key: Key) -> [UICommand] {
+        revealing = nil
         switch key {
         // With text in the input line, Up and Down walk your earlier lines (as in irssi and
         // WeeChat), so a draft never changes recipient; with an empty line they pick the recipient.
@@ -184,6 +186,22 @@ extension ChatModel {
     }
 
     var paneHeight: Int { max(0, height - 3) }
+
+    /// Scrolls the viewed conversation so the search hit being opened is in the middle of the pane.
+    mutating func reveal() {
+        guard let target = revealing, let conversation = state[target.id] else { return }
+        let layout = Layout(width: width, height: height)
+        var below = 0
+        for line in conversation.lines.reversed() {
+            let (spans, indent) = format(line, width: layout.paneWidth)
+            let rows = Wrapper.wrap(spans, width: layout.paneWidth, indent: indent).count
+            if line.time == target.time && line.text == target.text {
+                scroll[target.id] = max(0, below + rows - (layout.paneHeight + 1) / 2)
+                return
+            }
+            below += rows
+        }
+    }
 
     /// Scrolls; true when it stopped at the oldest line (it wanted to go further).
     @discardableResult
@@ -313,6 +331,8 @@ extension ChatModel {
             let hit = picker.hits[picker.selected]
             selection = .conversation(hit.conversation)
             if hit.conversation.kind == .room { currentRoom = hit.name }
+            revealing = (hit.conversation, hit.line.time, hit.line.text)
+            reveal()
             return [.showAround(hit)]
         default: break
         }

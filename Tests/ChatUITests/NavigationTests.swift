@@ -366,3 +366,26 @@ func logLineOnce() {
     #expect(first && !second, "the same line at the same time is put in once")
     #expect(conversation.lines.count == 1)
 }
+
+@Test("Enter on a search hit far back scrolls its conversation so the line is in view")
+func searchHitRevealed() {
+    var model = lobbyModel()
+    for n in 0..<30 { model.receive(":bob!b@h PRIVMSG #lobby :line \(n)", now: 37000 + Double(n) * 60) }
+    let hit = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 37000 + 5 * 60, kind: .message, sender: "bob", text: "line 5"))
+    _ = model.receive(.searchResults(query: "line 5", [hit]))
+    #expect(model.update(.key(.enter)) == [.showAround(hit)])
+    expectScreen(model, [
+        " #lobby (4)                                                 ",
+        "10:18 <bob> line 2                             │#lobby    30",
+        "10:19 <bob> line 3                             │@alice (you)",
+        "10:20 <bob> line 4                             │+bob        ",
+        "10:21 <bob> line 5                             │ carol      ",
+        "10:22 <bob> line 6                             │ 小明       ",
+        "10:23 <bob> line 7                             │(server)    ",
+        "10:24 <bob> line 8                             │            ",
+        "10:25 <bob> line 9                             │            ",
+        "                     20 more rows below (PgDn) │            ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ])
+}
