@@ -35,12 +35,15 @@ extension ServerState {
                        line: line, parties: entry.parties.map { ($0.party, $0.peer) })
         }
         recentHistory += rows
-        // Oldest first: drop what is past the window.
-        let cutoff = time - Int64(Self.recentWindow * 1000)
-        if let first = recentHistory.first, first.timeMilliseconds < cutoff {
-            recentHistory.removeFirst(recentHistory.firstIndex { $0.timeMilliseconds >= cutoff } ?? recentHistory.count)
-        }
         return rows
+    }
+
+    /// From `tick`: what is past the window goes (once a second, not on every message: dropping
+    /// the front of the array moves the rest).
+    mutating func pruneRecent(now: Double) {
+        let cutoff = Int64((now - Self.recentWindow) * 1000)
+        guard let first = recentHistory.first, first.timeMilliseconds < cutoff else { return }
+        recentHistory.removeFirst(recentHistory.firstIndex { $0.timeMilliseconds >= cutoff } ?? recentHistory.count)
     }
 
     /// Stored rows merged with those not yet committed, each once, in msgid order.

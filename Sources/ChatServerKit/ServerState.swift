@@ -224,6 +224,7 @@ public struct ServerState {
             }
         }
         enforceNickProtection(now: now)
+        pruneRecent(now: now)
         if let window = config.connectionLimits?.window, ticksSincePrune >= 60 {
             ticksSincePrune = 0
             recentConnections = recentConnections.compactMapValues { times in

@@ -115,7 +115,10 @@ final class FakeServer: @unchecked Sendable {
         port = Sockets.boundPort(listener)
         let fd = listener
         let seen = self.seen
+        // The thread owns the listener and closes it when done: closing it from deinit while the
+        // thread may still poll it would close a descriptor number someone else may have by then.
         Thread {
+            defer { close(fd) }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&pfd, 1, 10_000) > 0 else { return }
             let client = accept(fd, nil, nil)
@@ -140,7 +143,6 @@ final class FakeServer: @unchecked Sendable {
         }.start()
     }
 
-    deinit { close(listener) }
 
     @Test("a host name that does not resolve stops after three tries, saying so")
     func unresolvableHost() async throws {

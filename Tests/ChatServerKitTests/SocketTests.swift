@@ -125,7 +125,7 @@ struct SocketTests {
         setsockopt(reset.fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
         reset.send("PING x")
         _ = try reset.expect("PONG")
-        close(reset.fd)
+        reset.closeNow()
         let resetQuit = try watcher.readUntil { $0.command == "QUIT" }.last!
         #expect(resetQuit.source?.hasPrefix("reset!") == true)
         watcher.send("NAMES #lobby")

@@ -21,7 +21,16 @@ public final class LineClient {
         self.nick = nick
     }
 
-    deinit { close(fd) }
+    private var closed = false
+
+    deinit { if !closed { close(fd) } }
+
+    /// Closes the socket now (with SO_LINGER 0 set, a reset); the descriptor is not closed again later.
+    public func closeNow() {
+        guard !closed else { return }
+        closed = true
+        close(fd)
+    }
 
     public func send(_ line: String) {
         sendBytes(Array((line + "\r\n").utf8))
