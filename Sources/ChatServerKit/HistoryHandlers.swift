@@ -23,7 +23,7 @@ extension ServerState {
     var historyEnabled: Bool { history != nil }
 
     /// Seconds a row stays in `recentHistory`: far longer than a commit takes.
-    static let recentWindow = 5.0
+    static let recentWindow = 2.0
 
     /// The rows history keeps of a message (made once: the writer takes the same), remembered
     /// until surely committed.
@@ -34,7 +34,7 @@ extension ServerState {
             HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: message.command,
                        line: line, parties: entry.parties.map { ($0.party, $0.peer) })
         }
-        recentHistory += rows
+        for row in rows { recentHistory[row.target, default: []].append(row) }
         return rows
     }
 
@@ -42,8 +42,10 @@ extension ServerState {
     /// the front of the array moves the rest).
     mutating func pruneRecent(now: Double) {
         let cutoff = Int64((now - Self.recentWindow) * 1000)
-        guard let first = recentHistory.first, first.timeMilliseconds < cutoff else { return }
-        recentHistory.removeFirst(recentHistory.firstIndex { $0.timeMilliseconds >= cutoff } ?? recentHistory.count)
+        for (target, rows) in recentHistory where rows.first.map({ $0.timeMilliseconds < cutoff }) ?? true {
+            let kept = rows.drop { $0.timeMilliseconds < cutoff }
+            recentHistory[target] = kept.isEmpty ? nil : Array(kept)
+        }
     }
 
     /// Stored rows merged with those not yet committed, each once, in msgid order.
@@ -51,8 +53,9 @@ extension ServerState {
                      commands: [String]?) throws(Database.Failure) -> [HistoryRow] {
         guard let history else { return [] }
         let stored = try history.rows(target, direction, bound, limit: limit, commands: commands)
-        let recent = recentHistory.filter {
-            $0.target == target && (commands?.contains($0.command) ?? true) && (direction == .before ? $0.msgid < bound : $0.msgid > bound)
+        guard let pool = recentHistory[target] else { return stored }
+        let recent = pool.filter {
+            (commands?.contains($0.command) ?? true) && (direction == .before ? $0.msgid < bound : $0.msgid > bound)
         }
         guard !recent.isEmpty else { return stored }
         var seen = Set(stored.map(\.msgid))

@@ -52,7 +52,7 @@ public struct ServerState {
     let history: HistoryStore?
     /// What was handed to the history writer in the last seconds: the writer commits within
     /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.
-    var recentHistory: [HistoryRow] = []
+    var recentHistory: [String: [HistoryRow]] = [:]
     /// PBKDF2s handed to the worker and not answered yet.
     var pendingPasswordChecks = 0
     var pendingChecksPerAddress: [String: Int] = [:]
