@@ -100,9 +100,10 @@ public actor ChatClient {
     /// What history did not have is sent again (for a room once its history has been read;
     /// for people at once: no history is asked for them).
     private func resendUnconfirmed(where belongs: (ConversationID) -> Bool, over connection: LineConnection) {
-        let again = unconfirmed.filter { belongs(state.id(for: $0.target)) }
+        // Only lines held at a drop (a line just sent on this connection is still on its way).
+        let again = unconfirmed.filter { $0.serial != 0 && belongs(state.id(for: $0.target)) }
         guard !again.isEmpty else { return }
-        unconfirmed.removeAll { belongs(state.id(for: $0.target)) }
+        unconfirmed.removeAll { $0.serial != 0 && belongs(state.id(for: $0.target)) }
         for outgoing in again {
             if outgoing.serial != 0 { emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial))) }
             deliver(Outgoing(target: outgoing.target, text: outgoing.text, isAction: outgoing.isAction), over: connection)
@@ -122,7 +123,8 @@ public actor ChatClient {
     static let loggedKinds: Set<String> = ["message", "action", "notice", "join", "part", "quit", "kick", "nick", "topic", "mode"]
 
     private func logged(_ id: ConversationID, _ line: ChatLine) {
-        guard let log, id != .server, Self.loggedKinds.contains(line.kind.logName) else { return }
+        // Held lines are not said yet: they are logged when they are (their echo).
+        guard let log, id != .server, !line.isPending, Self.loggedKinds.contains(line.kind.logName) else { return }
         log.append([LoggedLine(network: network, conversation: id.key, name: state[id]?.name ?? id.key, time: line.time,
                                kind: line.kind.logName, sender: line.sender, text: line.text, msgid: line.msgid, own: line.isOwn)])
     }
@@ -166,14 +168,14 @@ public actor ChatClient {
             var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text, isOwn: logged.own)
             line.msgid = logged.msgid
             return SearchHit(conversation: IRCNames.isChannel(logged.name) ? .room(logged.conversation) : .direct(logged.conversation),
-                             name: logged.name, line: line)
+                             name: logged.name, line: line, network: logged.network)
         }
         emit(.searchResults(query: query, hits))
     }
 
     /// The lines around a search hit, put in their place in its conversation.
     public func showAround(_ hit: SearchHit) {
-        guard let log, let lines = try? log.around(network: network, conversation: hit.conversation.key, time: hit.line.time) else { return }
+        guard let log, let lines = try? log.around(network: hit.network ?? network, conversation: hit.conversation.key, time: hit.line.time) else { return }
         for logged in lines {
             var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text, isOwn: logged.own)
             line.msgid = logged.msgid

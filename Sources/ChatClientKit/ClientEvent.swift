@@ -75,10 +75,13 @@ public struct SearchHit: Sendable, Equatable {
     public let conversation: ConversationID
     public let name: String
     public let line: ChatLine
+    /// The network (`host:port`) it was said on.
+    public let network: String?
 
-    public init(conversation: ConversationID, name: String, line: ChatLine) {
+    public init(conversation: ConversationID, name: String, line: ChatLine, network: String? = nil) {
         self.conversation = conversation
         self.name = name
         self.line = line
+        self.network = network
     }
 }

@@ -29,6 +29,7 @@ public struct ClientState: Sendable {
     private var droppedAt: [ConversationID: Double] = [:]
     /// The newest msgid seen in each conversation: after a drop, history is asked for what came after it.
     public private(set) var latestMsgid: [ConversationID: String] = [:]
+    private var latestMsgidTime: [ConversationID: Double] = [:]
     /// The time of the newest line of each conversation (what MARKREAD marks as read).
     public private(set) var latestTime: [ConversationID: Double] = [:]
     /// What history was asked for per room (`CHATHISTORY`), and the batches open now.
@@ -100,7 +101,11 @@ public struct ClientState: Sendable {
     public mutating func line(_ line: ChatLine, to id: ConversationID, name: String? = nil) -> [ClientEvent] {
         var events: [ClientEvent] = []
         if book[id] == nil { events.append(record(.opened(id, name: name ?? line.sender ?? id.key))) }
-        if let msgid = line.msgid { latestMsgid[id] = msgid }
+        // The newest only: older lines (fetched by scrolling, around a search hit) do not move it back.
+        if let msgid = line.msgid, line.time >= (latestMsgidTime[id] ?? 0) {
+            latestMsgid[id] = msgid
+            latestMsgidTime[id] = line.time
+        }
         if line.kind == .message || line.kind == .action || line.kind == .notice { latestTime[id] = max(latestTime[id] ?? 0, line.time) }
         events.append(record(.line(id, line)))
         return events
@@ -127,6 +132,10 @@ public struct ClientState: Sendable {
             return id.kind == .direct || conversation.isJoined || conversation.awaitingRejoin
         }
         emit(.connectionLost)
+        // Requests and batches of the old connection are gone with it.
+        historyRequests = [:]
+        openBatches = [:]
+        finishedHistory = []
         if wasRegistered {
             let text = "── connection lost" + (reason.isEmpty ? "" : ": \(reason)") + " — what you type is held until it is back ──"
             // Just before the millisecond of the drop: server times have milliseconds, and what

@@ -85,6 +85,13 @@ extension ServerState {
         return entry
     }
 
+    /// The oldest msgid a room's current members may read: all of it, unless the room ended
+    /// while closed and was made again (then only from its new start).
+    func historyFloor(_ target: String) -> Int64 {
+        guard closedRooms.contains(target), let channel = channels[target] else { return 0 }
+        return Int64((channel.createdAt * 1000).rounded(.down)) << 16
+    }
+
     /// The stored conversation a client means by `name`, if it may read it: a room it is in,
     /// or a direct conversation of its account with that nickname or account.
     func readableTarget(_ name: String, for user: User) -> String? {
@@ -146,7 +153,7 @@ extension ServerState {
             if reference.hasPrefix("msgid="), let id = MessageIDs.value(String(reference.dropFirst(6))) { return Int64(bitPattern: id) }
             if reference.hasPrefix("timestamp="), let time = ServerTime.parse(String(reference.dropFirst(10))) {
                 // A time stands for the first msgid at or after it (msgids begin with the time).
-                return Int64(time * 1000) << 16
+                return Int64((time * 1000).rounded()) << 16
             }
             return -1
         }
@@ -186,6 +193,8 @@ extension ServerState {
             log(session, "history: \(error)")
             return fail("MESSAGE_ERROR", [subcommand, name], "History could not be read")
         }
+        let floor = historyFloor(target)
+        if floor > 0 { rows.removeAll { $0.msgid < floor } }
         sendHistoryBatch(session, name, rows)
     }
 
@@ -220,7 +229,7 @@ extension ServerState {
                           "TARGETS takes two timestamp= references")
             return
         }
-        let low = Int64(min(start, end) * 1000) << 16, high = (Int64(max(start, end) * 1000) + 1) << 16
+        let low = Int64((min(start, end) * 1000).rounded()) << 16, high = (Int64((max(start, end) * 1000).rounded()) + 1) << 16
         var found: [(name: String, last: Int64)] = []
         do {
             for key in membership.rooms(of: session.user.id) {
@@ -248,8 +257,9 @@ extension ServerState {
     /// with their times (server-time) where it reads them, so it too has context.
     mutating func replayOnJoin(_ session: Session, key: String, name: String) {
         guard history != nil, config.replayOnJoin > 0, !session.caps.contains(.chathistory) else { return }
-        guard let rows = try? historyRows(key, .before, Int64.max, limit: config.replayOnJoin, commands: ["PRIVMSG", "NOTICE"]),
-              !rows.isEmpty else { return }
+        let floor = historyFloor(key)
+        guard let found = try? historyRows(key, .before, Int64.max, limit: config.replayOnJoin, commands: ["PRIVMSG", "NOTICE"]),
+              case let rows = found.filter({ $0.msgid >= floor }), !rows.isEmpty else { return }
         if session.caps.contains(.batch) {
             sendHistoryBatch(session, name, rows)
         } else {
@@ -285,7 +295,7 @@ extension ServerState {
                     return
                 }
                 let before = try history.readMarker(account: key, target: target)
-                let now = try history.setReadMarker(account: key, target: target, time: Int64(time * 1000))
+                let now = try history.setReadMarker(account: key, target: target, time: Int64((time * 1000).rounded()))
                 let line = IRCMessage(source: config.name, command: "MARKREAD", params: [name, "timestamp=" + ServerTime.format(Double(now) / 1000)])
                 // Every connection of the account hears of a change; the asker always gets the answer.
                 if before != now {

@@ -725,7 +725,11 @@ public final class ServerHandle: Sendable {
         var writer: HistoryWriter?
         if let history, history.days > 0 {
             do {
-                reader = try HistoryStore(database: Database(path: history.path))
+                // The loop's reader waits at most 100 ms for the writer's lock (a read marker
+                // being set): a long prune must not freeze the loop.
+                let database = try Database(path: history.path)
+                database.setBusyTimeout(milliseconds: 100)
+                reader = try HistoryStore(database: database)
                 let wakeup = handle.wakeup
                 let box = committed
                 let keep = history.perTarget, days = history.days

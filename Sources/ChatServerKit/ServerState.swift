@@ -53,6 +53,8 @@ public struct ServerState {
     /// What was handed to the history writer in the last seconds: the writer commits within
     /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.
     var recentHistory: [String: [HistoryRow]] = [:]
+    /// Rooms that ended while closed (+i, +k or +s) in this run of the server.
+    var closedRooms: Set<String> = []
     /// PBKDF2s handed to the worker and not answered yet.
     var pendingPasswordChecks = 0
     var pendingChecksPerAddress: [String: Int] = [:]
@@ -594,6 +596,9 @@ public struct ServerState {
     mutating func removeMember(_ id: UserID, from key: String) {
         if membership.remove(id, from: key), let channel = channels.removeValue(forKey: key) {
             sortedChannelKeys.remove(key)
+            // A closed room (invite-only, keyed, secret) keeps its history from whoever makes a
+            // room of that name next: they read only what is said from then on.
+            if channel.has("i") || channel.key != nil || channel.isSecret { closedRooms.insert(key) }
             for key in NameKeys.of(channel.name, casemapping) where channelSkeletons[key] == casemapping.fold(channel.name) {
                 channelSkeletons.removeValue(forKey: key)
             }

@@ -137,6 +137,17 @@ public final class AccountStore {
     public func delete(key: String) throws(Problem) {
         try run("DELETE FROM accounts WHERE key = ?", [.text(key)])
         if database.changes == 0 { throw .missing(key) }
+        // Its direct conversations and read markers go with it: whoever takes the name next
+        // must not read them. (The history tables exist once the server has run with history.)
+        // (Matched in Swift, not with LIKE: `_` is a wildcard there and a letter of nicknames.)
+        let party = "a:" + key
+        let conversations = (try? database.query("SELECT DISTINCT target FROM history_parties")) ?? []
+        for row in conversations {
+            guard case .text(let target) = row[0], target.split(separator: " ").dropFirst().contains(Substring(party)) else { continue }
+            _ = try? database.query("DELETE FROM history WHERE target = ?", [.text(target)])
+            _ = try? database.query("DELETE FROM history_parties WHERE target = ?", [.text(target)])
+        }
+        _ = try? database.query("DELETE FROM read_markers WHERE account = ?", [.text(key)])
     }
 
     /// The account's name as written and its credential.

@@ -121,6 +121,9 @@ public final class Database {
         }
     }
 
+    /// How long a statement waits for another connection's write lock before failing.
+    public func setBusyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
+
     /// Rows changed by the last statement.
     public var changes: Int { Int(sqlite3_changes(handle)) }
 }

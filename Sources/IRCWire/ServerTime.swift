@@ -33,7 +33,8 @@ public enum ServerTime {
         var fraction = 0.0
         if bytes[19] == UInt8(ascii: ".") {
             let digits = bytes[20..<(bytes.count - 1)]
-            guard !digits.isEmpty, let value = number(20..<(bytes.count - 1)) else { return nil }
+            // At most nanoseconds: more digits would overflow the number (a remote crash).
+            guard !digits.isEmpty, digits.count <= 9, let value = number(20..<(bytes.count - 1)) else { return nil }
             fraction = Double(value) / pow10(digits.count)
         } else if bytes.count != 20 {
             return nil

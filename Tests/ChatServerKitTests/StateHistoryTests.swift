@@ -173,3 +173,44 @@ struct StateHistoryTests {
         #expect(h.lines(to: anonymous).first?.hasPrefix(":test.server FAIL MARKREAD ACCOUNT_REQUIRED") == true)
     }
 }
+
+@Suite("server state: history against takeovers")
+struct StateHistoryTakeoverTests {
+    let caps = ["draft/chathistory", "batch", "server-time", "message-tags"]
+
+    @Test("a closed room that ended keeps its history from whoever makes a room of that name next")
+    func closedRoomRemade() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.room = nil }
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "JOIN #staff", "MODE #staff +i", "PRIVMSG #staff :the secret plan", "PART #staff")
+        h.now += 10
+        let mallory = h.register("mallory", caps: caps)
+        h.send(mallory, "JOIN #staff", "PRIVMSG #staff :mine now")
+        h.send(mallory, "CHATHISTORY LATEST #staff * 10")
+        #expect(h.historyLines(to: mallory).map { $0.params.last! } == ["mine now"])
+        // An open room that ended: whoever joins next reads it (as in ergo by default).
+        h.send(alice, "JOIN #open", "PRIVMSG #open :for anyone", "PART #open")
+        h.send(mallory, "JOIN #open")
+        h.send(mallory, "CHATHISTORY LATEST #open * 10")
+        #expect(h.historyLines(to: mallory).map { $0.params.last! } == ["for anyone"])
+    }
+
+    @Test("a deleted account's direct messages are gone: the next owner of the name reads nothing")
+    func deletedAccount() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-deleted-\(UUID().uuidString).db"
+        let accounts = try AccountStore(database: Database(path: path))
+        for name in ["alice", "bob_"] { try accounts.add(name: name, credential: SCRAMCredential.derive(password: "correct horse", iterations: 4096), now: 1) }
+        let history = try HistoryStore(database: Database(path: path))
+        var h = Harness(historyOf: history, accounts: accounts)
+        let alice = h.saslClient("alice", caps: "sasl " + caps.joined(separator: " "))
+        h.send(alice, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"), "CAP END")
+        let bob = h.saslClient("bob_", caps: "sasl " + caps.joined(separator: " "))
+        h.send(bob, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("bob_", "correct horse"), "CAP END")
+        h.send(alice, "PRIVMSG bob_ :private to the old bob_")
+        #expect(try history.conversations(of: "a:bob_", from: 0, to: .max, limit: 10).count == 1)
+        try accounts.delete(key: "bob_")
+        #expect(try history.conversations(of: "a:bob_", from: 0, to: .max, limit: 10).isEmpty)
+        #expect(try history.rows("dm a:alice a:bob_", .after, 0, limit: 10, commands: nil).isEmpty)
+        #expect(try history.conversations(of: "a:alice", from: 0, to: .max, limit: 10).isEmpty, "the conversation is gone for both")
+    }
+}
