@@ -120,11 +120,19 @@ extension ServerState {
         deliver(IRCMessage(source: sender.prefix, command: "BATCH", params: ["-" + reference]),
                 toUsers: everyone, now: now, onlyWith: .multiline, storable: false, stamp: Stamp(time: now, msgid: nil))
         // Without it: each line as its own message (what history keeps), the first with the batch's msgid.
+        var lastStamp = stamp
         for (index, line) in batch.lines.enumerated() where !line.text.isEmpty {
+            let lineStamp = index == 0 ? stamp : self.stamp(command, now: now)
+            lastStamp = lineStamp
             deliver(IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetName, line.text]),
                     toUsers: recipients, now: now, excluding: .multiline,
-                    stamp: index == 0 ? stamp : self.stamp(command, now: now),
+                    stamp: lineStamp,
                     history: IRCNames.isChannel(batch.target) ? nil : recipients.first.flatMap { directEntry(sender, $0) }.map { [$0] } ?? [])
+        }
+        // The sender's echo of the batch waits until its last stored line is committed.
+        if echo, historyEnabled, let id = lastStamp.msgid, response?.session === session,
+           IRCNames.isChannel(batch.target) || recipients.first.flatMap({ directEntry(sender, $0) }) != nil {
+            response?.awaitsCommit = id
         }
         if command == "PRIVMSG", !IRCNames.isChannel(batch.target), let target = recipients.first, let away = target.away {
             reply(session, .away, targetName, away)

@@ -556,11 +556,13 @@ final class ServerRuntime {
         holding.removeAll()
         for connection in list {
             guard !connection.closing else { connection.held.removeAll(); continue }
-            var released: [[UInt8]] = []
-            while let first = connection.held.first, first.msgid == 0 || Int64(bitPattern: first.msgid) <= done {
-                released.append(first.bytes)
-                connection.held.removeFirst()
-            }
+            // Everything up to the first echo not committed yet; all of it once the held bytes
+            // pass the send queue's limit (a stalled writer must not hold memory for ever).
+            let heldBytes = connection.held.reduce(0) { $0 + $1.bytes.count }
+            let count = heldBytes > sendQueueLimit ? connection.held.count
+                : connection.held.firstIndex { $0.msgid != 0 && Int64(bitPattern: $0.msgid) > done } ?? connection.held.count
+            let released = connection.held.prefix(count).map(\.bytes)
+            connection.held.removeFirst(count)
             if !connection.held.isEmpty { holding.append(connection) }
             let stillHeld = connection.held
             connection.held = []

@@ -201,6 +201,7 @@ public final class HistoryWriter: Sendable {
     private func run(_ store: HistoryStore, interval: Double, committed: @Sendable (Int64) -> Void,
                      failed: @Sendable (String) -> Void, prune: (@Sendable (HistoryStore) -> Void)?) {
         var lastPrune = Date()
+        var failures = 0
         while true {
             _ = ready.wait(timeout: .now() + interval)
             // Gather what came in the window (a short wait lets a burst become one commit).
@@ -212,12 +213,23 @@ public final class HistoryWriter: Sendable {
                 do {
                     try store.insert(rows)
                     stats.withLock { $0.rows += rows.count; $0.commits += 1 }
+                    failures = 0
+                    committed(rows.map(\.msgid).max()!)
                 } catch {
                     stats.withLock { $0.failures += 1 }
-                    failed("history: \(rows.count) rows not stored: \(error)")
+                    failures += 1
+                    if failures < 5 {
+                        // Tried again with what comes next (a busy or briefly full disk); the echoes wait.
+                        failed("history: \(rows.count) rows not stored yet (\(error)); trying again")
+                        pending.withLock { $0.rows.insert(contentsOf: rows, at: 0) }
+                        usleep(UInt32(interval * 1e6))
+                    } else {
+                        // Given up: said in the log, and the echoes go (they must not wait for ever).
+                        failed("history: \(rows.count) rows lost: \(error)")
+                        failures = 0
+                        committed(rows.map(\.msgid).max()!)
+                    }
                 }
-                // Released either way: a failed commit must not hold echoes for ever.
-                committed(rows.map(\.msgid).max()!)
             }
             if let prune, Date().timeIntervalSince(lastPrune) > 600 {
                 prune(store)

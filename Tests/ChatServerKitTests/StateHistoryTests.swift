@@ -153,6 +153,15 @@ struct StateHistoryTests {
         #expect(h.out.deliveries.contains { $0.recipients.contains(bob) })
     }
 
+    @Test("the sender's echo of a multiline batch waits for the commit of its stored lines too")
+    func multilineEchoAfterCommit() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps + ["draft/multiline"])
+        h.send(alice, "BATCH +m draft/multiline #lobby", "@batch=m PRIVMSG #lobby :one", "@batch=m PRIVMSG #lobby :two", "BATCH -m")
+        #expect(h.out.items.contains { if case .sendAfterCommit(let id, _, _) = $0 { return id == alice } else { return false } })
+        #expect(h.out.deliveries.filter { !$0.rows.isEmpty }.count == 2, "each line stored")
+    }
+
     @Test("MARKREAD: needs an account; set moves forward only and reaches the account's other connections; get answers")
     func readMarkers() throws {
         let accounts = try accountStore(["alice"])
