@@ -600,6 +600,7 @@ public actor ChatClient {
                 resendUnconfirmed(where: { $0 == id }, over: connection)
             }
         }
+        for request in state.takeGapContinuations() { write(request, over: connection) }
         for id in state.takeFinishedHistory() { resendUnconfirmed(where: { $0 == id }, over: connection) }
     }
 

@@ -36,8 +36,9 @@ public struct ClientState: Sendable {
     public enum HistoryRequest: Sendable, Equatable {
         /// The last lines, on joining: old news, so nothing in them rings or counts as a mention.
         case latest
-        /// What was said while the connection was down, since this time.
-        case gap(since: Double)
+        /// What was said while the connection was down, since this time (and how many lines
+        /// earlier pages of it brought).
+        case gap(since: Double, before: Int = 0)
         /// Older lines, asked for by scrolling past the oldest one.
         case older
     }
@@ -45,6 +46,15 @@ public struct ClientState: Sendable {
     private var openBatches: [String: (type: String, target: ConversationID?, lines: Int)] = [:]
     /// Rooms whose history batch just ended (the client then resends what it lacked).
     private var finishedHistory: [ConversationID] = []
+
+    /// A gap longer than a page: the next page's request, for the client to send.
+    private var gapContinuations: [IRCMessage] = []
+    static let gapPage = 100
+
+    public mutating func takeGapContinuations() -> [IRCMessage] {
+        defer { gapContinuations = [] }
+        return gapContinuations
+    }
 
     public mutating func takeFinishedHistory() -> [ConversationID] {
         defer { finishedHistory = [] }
@@ -136,6 +146,7 @@ public struct ClientState: Sendable {
         historyRequests = [:]
         openBatches = [:]
         finishedHistory = []
+        gapContinuations = []
         if wasRegistered {
             let text = "── connection lost" + (reason.isEmpty ? "" : ": \(reason)") + " — what you type is held until it is back ──"
             // Just before the millisecond of the drop: server times have milliseconds, and what
@@ -172,7 +183,7 @@ public struct ClientState: Sendable {
         if let since = droppedAt[id], let msgid = latestMsgid[id] {
             droppedAt[id] = nil
             historyRequests[id] = .gap(since: since)
-            return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, "100")
+            return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, String(Self.gapPage))
         }
         if onlyAfterDrop { return nil }
         historyRequests[id] = .latest
@@ -205,9 +216,17 @@ public struct ClientState: Sendable {
         finishedHistory.append(id)
         // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
         let request = historyRequests.removeValue(forKey: id)
-        if case .gap(let since)? = request {
-            let text = batch.lines == 0 ? "── nothing was said here while you were away ──"
-                : "── \(batch.lines) message\(batch.lines == 1 ? "" : "s") you missed while away follow\(batch.lines == 1 ? "s" : "") ──"
+        // A full page of a gap: more may follow; ask for the next page before saying how many.
+        if case .gap(let since, let before)? = request, batch.lines >= Self.gapPage, let name = book[id]?.name, let msgid = latestMsgid[id] {
+            historyRequests[id] = .gap(since: since, before: before + batch.lines)
+            finishedHistory.removeAll { $0 == id }
+            gapContinuations.append(IRCMessage("CHATHISTORY", "AFTER", name, "msgid=" + msgid, String(Self.gapPage)))
+            return
+        }
+        if case .gap(let since, let before)? = request {
+            let total = before + batch.lines
+            let text = total == 0 ? "── nothing was said here while you were away ──"
+                : "── \(total) message\(total == 1 ? "" : "s") you missed while away follow\(total == 1 ? "s" : "") ──"
             var marker = ChatLine(time: since + 0.0001, kind: .info, text: text)
             marker.isHistory = true
             say(marker, to: id)

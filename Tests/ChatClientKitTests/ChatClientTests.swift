@@ -428,6 +428,33 @@ struct ClientLogBookTests {
     }
 }
 
+@Suite("a long gap", .serialized)
+struct ClientLongGapTests {
+    @Test("a gap longer than a page of history is fetched page after page: 150 missed lines, all shown, the marker says 150")
+    func longGap() async throws {
+        let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-long-gap-\(UUID().uuidString).db"))
+        let proxy = try CuttableProxy(to: server.port)
+        let bob = try server.client()
+        try bob.register("bob")
+        let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        bob.send("PRIVMSG #lobby :before the drop")
+        try await log.line(in: "#lobby", containing: "before the drop")
+        proxy.cutAll()
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        for n in 0..<150 { bob.send("PRIVMSG #lobby :missed \(n)") }
+        bob.send("PING :said")
+        _ = try bob.readUntil(timeout: 30) { $0.command == "PONG" }
+        proxy.restore()
+        try await log.line(in: "#lobby", timeout: 30, containing: "150 messages you missed while away follow")
+        let texts = (await log.view().conversation("#lobby")?.lines ?? []).map(\.text).filter { $0.hasPrefix("missed ") }
+        #expect(texts == (0..<150).map { "missed \($0)" })
+        await client.quit()
+    }
+}
+
 @Suite("lines typed across a drop", .serialized)
 struct ClientUnconfirmedTests {
     @Test("a line the server got but whose echo was lost is not sent twice; one that never arrived is sent after the reconnect, once")
