@@ -368,14 +368,8 @@ struct ClientHistoryTests {
 
     @Test("a drop in the middle of a conversation: every missed line shown once, in order, after the marker saying how many")
     func gapFilled() async throws {
-        let server = try historyServer()
-        let proxy = try CuttableProxy(to: server.port)
-        let bob = try server.client()
-        try bob.register("bob")
-        let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
-        let log = EventLog.watching(client)
-        await client.start()
-        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        let (server, proxy, bob, client, log) = try await alicePastAProxy()
+        _ = server
         bob.send("PRIVMSG #lobby :before the drop")
         try await log.line(in: "#lobby", containing: "before the drop")
         proxy.cutAll()
@@ -428,18 +422,26 @@ struct ClientLogBookTests {
     }
 }
 
+/// A server with history, bob on it directly, and alice's ChatClient through a proxy that
+/// can cut the line, joined to #lobby.
+func alicePastAProxy() async throws -> (TestServer, CuttableProxy, LineClient, ChatClient, EventLog) {
+    let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-proxied-\(UUID().uuidString).db"))
+    let proxy = try CuttableProxy(to: server.port)
+    let bob = try server.client()
+    try bob.register("bob")
+    let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
+    let log = EventLog.watching(client)
+    await client.start()
+    try await log.line(in: "#lobby", containing: "You joined #lobby")
+    return (server, proxy, bob, client, log)
+}
+
 @Suite("a long gap", .serialized)
 struct ClientLongGapTests {
     @Test("a gap longer than a page of history is fetched page after page: 150 missed lines, all shown, the marker says 150")
     func longGap() async throws {
-        let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-long-gap-\(UUID().uuidString).db"))
-        let proxy = try CuttableProxy(to: server.port)
-        let bob = try server.client()
-        try bob.register("bob")
-        let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
-        let log = EventLog.watching(client)
-        await client.start()
-        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        let (server, proxy, bob, client, log) = try await alicePastAProxy()
+        _ = server
         bob.send("PRIVMSG #lobby :before the drop")
         try await log.line(in: "#lobby", containing: "before the drop")
         proxy.cutAll()
@@ -459,14 +461,8 @@ struct ClientLongGapTests {
 struct ClientUnconfirmedTests {
     @Test("a line the server got but whose echo was lost is not sent twice; one that never arrived is sent after the reconnect, once")
     func nothingLostOrDoubled() async throws {
-        let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-unconfirmed-\(UUID().uuidString).db"))
-        let proxy = try CuttableProxy(to: server.port)
-        let bob = try server.client()
-        try bob.register("bob")
-        let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
-        let log = EventLog.watching(client)
-        await client.start()
-        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        let (server, proxy, bob, client, log) = try await alicePastAProxy()
+        _ = server
         var bobSaw: [String] = []
         func bobReads(until text: String) throws {
             try bob.readUntil(timeout: 30) { message in
