@@ -70,10 +70,16 @@ public actor ChatClient {
     /// or may not have them. After the reconnect each room's history says which it has; only
     /// the others are sent again, so nothing typed is lost or doubled.
     private var unconfirmed: [Outgoing] = []
+    /// The nicknames we have had (folded), for recognising our own lines in history.
+    private var ownNicks: Set<String> = []
 
     /// An echo (live or in history) of our own message: it is confirmed.
     private func confirm(_ message: IRCMessage) {
-        guard message.command == "PRIVMSG", message.params.count >= 2, state.isMe(IRCSource(parsing: message.source ?? "").nick) else { return }
+        // Ours under any nickname we had (after a half-open drop we may come back as alice_,
+        // while history has the line from alice).
+        let sender = IRCSource(parsing: message.source ?? "").nick
+        if state.isMe(sender) { ownNicks.insert(state.key(for: sender)) }
+        guard message.command == "PRIVMSG", message.params.count >= 2, ownNicks.contains(state.key(for: sender)) || state.isMe(sender) else { return }
         var text = message.params[1]
         let isAction = text.hasPrefix("\u{1}ACTION ")
         if isAction { text = String(text.dropFirst(8).prefix { $0 != "\u{1}" }) }
@@ -645,6 +651,7 @@ public actor ChatClient {
                 try connection.write(IRCMessage("PRIVMSG", outgoing.target, text))
                 // Until its echo comes back, nobody knows whether the server has it.
                 if echoes {
+                    ownNicks.insert(state.key(for: state.nick))
                     unconfirmed.append(Outgoing(target: outgoing.target, text: piece, isAction: outgoing.isAction))
                     if unconfirmed.count > 1000 { unconfirmed.removeFirst() }
                 }
