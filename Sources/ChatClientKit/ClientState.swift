@@ -49,7 +49,8 @@ public struct ClientState: Sendable {
 
     /// A gap longer than a page: the next page's request, for the client to send.
     private var gapContinuations: [IRCMessage] = []
-    static let gapPage = 100
+    /// A page of history: 100 lines, or fewer where the server says it gives fewer (CHATHISTORY=N).
+    var gapPage: Int { min(100, isupport["CHATHISTORY"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 100) }
 
     public mutating func takeGapContinuations() -> [IRCMessage] {
         defer { gapContinuations = [] }
@@ -183,7 +184,7 @@ public struct ClientState: Sendable {
         if let since = droppedAt[id], let msgid = latestMsgid[id] {
             droppedAt[id] = nil
             historyRequests[id] = .gap(since: since)
-            return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, String(Self.gapPage))
+            return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, String(gapPage))
         }
         if onlyAfterDrop { return nil }
         historyRequests[id] = .latest
@@ -217,10 +218,10 @@ public struct ClientState: Sendable {
         // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
         let request = historyRequests.removeValue(forKey: id)
         // A full page of a gap: more may follow; ask for the next page before saying how many.
-        if case .gap(let since, let before)? = request, batch.lines >= Self.gapPage, let name = book[id]?.name, let msgid = latestMsgid[id] {
+        if case .gap(let since, let before)? = request, batch.lines >= gapPage, let name = book[id]?.name, let msgid = latestMsgid[id] {
             historyRequests[id] = .gap(since: since, before: before + batch.lines)
             finishedHistory.removeAll { $0 == id }
-            gapContinuations.append(IRCMessage("CHATHISTORY", "AFTER", name, "msgid=" + msgid, String(Self.gapPage)))
+            gapContinuations.append(IRCMessage("CHATHISTORY", "AFTER", name, "msgid=" + msgid, String(gapPage)))
             return
         }
         if case .gap(let since, let before)? = request {
