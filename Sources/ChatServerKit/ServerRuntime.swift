@@ -734,16 +734,10 @@ public final class ServerHandle: Sendable {
                 reader = try HistoryStore(database: database)
                 let wakeup = handle.wakeup
                 let box = committed
-                let keep = history.perTarget, days = history.days
                 writer = try HistoryWriter(path: history.path, synchronous: history.synchronous, committed: { id in
                     box.value.store(id, ordering: .releasing)
                     wakeup.signal()
-                }, failed: logger, prune: { store in
-                    let cutoff = Int64(WallClock.now() * 1000 - Double(days) * 86_400_000) << 16
-                    if let removed = try? store.prune(olderThan: cutoff, keepPerTarget: keep), removed > 0 {
-                        logger("history: pruned \(removed) rows older than \(days) days or past \(keep) per conversation")
-                    }
-                })
+                }, failed: logger, retention: (history.days, history.perTarget))
             } catch {
                 plain.forEach { close($0) }
                 secure.forEach { close($0) }

@@ -118,16 +118,26 @@ public final class HistoryStore {
         }
     }
 
-    /// Removes rows older than `msgid`, and of each target all but its newest `keep`.
-    public func prune(olderThan msgid: Int64, keepPerTarget keep: Int) throws(Database.Failure) -> Int {
-        try database.query("DELETE FROM history WHERE msgid < ?", [.integer(msgid)])
+    /// The targets with rows, for pruning one at a time.
+    public func targets() throws(Database.Failure) -> [String] {
+        try database.query("SELECT DISTINCT target FROM history").compactMap { if case .text(let t) = $0[0] { return t } else { return nil } }
+    }
+
+    /// Removes a target's rows older than `msgid`, and all but its newest `keep`: two deletes on
+    /// the key's range, each short.
+    public func prune(_ target: String, olderThan msgid: Int64, keep: Int) throws(Database.Failure) -> Int {
+        try database.query("DELETE FROM history WHERE target = ? AND msgid < ?", [.text(target), .integer(msgid)])
         var removed = database.changes
-        for row in try database.query("SELECT target FROM history GROUP BY target HAVING COUNT(*) > ?", [.integer(Int64(keep))]) {
-            guard case .text(let target) = row[0] else { continue }
-            try database.query("DELETE FROM history WHERE target = ? AND msgid < (SELECT msgid FROM history WHERE target = ? ORDER BY msgid DESC LIMIT 1 OFFSET ?)",
-                               [.text(target), .text(target), .integer(Int64(keep - 1))])
-            removed += database.changes
-        }
+        try database.query("DELETE FROM history WHERE target = ? AND msgid < (SELECT msgid FROM history WHERE target = ? ORDER BY msgid DESC LIMIT 1 OFFSET ?)",
+                           [.text(target), .text(target), .integer(Int64(keep - 1))])
+        removed += database.changes
+        return removed
+    }
+
+    /// Every target pruned at once (tests, tools).
+    public func prune(olderThan msgid: Int64, keepPerTarget keep: Int) throws(Database.Failure) -> Int {
+        var removed = 0
+        for target in try targets() { removed += try prune(target, olderThan: msgid, keep: keep) }
         return removed
     }
 
@@ -168,16 +178,18 @@ public final class HistoryWriter: Sendable {
     private let stats = Mutex<(rows: Int, commits: Int, failures: Int)>((0, 0, 0))
 
     /// `path`: the database file; `synchronous`: SQLite's `synchronous` (NORMAL survives a
-    /// process crash, FULL a power loss too). `prune`: called about every ten minutes on this thread.
+    /// process crash, FULL a power loss too). `retention`: every ten minutes rows older than
+    /// `days` and past `perTarget` per conversation are pruned, a few conversations between
+    /// commits, so new messages are not held up.
     public init(path: String, synchronous: String = "NORMAL", interval: Double = 0.1,
                 committed: @escaping @Sendable (Int64) -> Void, failed: @escaping @Sendable (String) -> Void,
-                prune: (@Sendable (HistoryStore) -> Void)? = nil) throws(Database.Failure) {
+                retention: (days: Int, perTarget: Int)? = nil) throws(Database.Failure) {
         let database = try Database(path: path)
         try database.execute("PRAGMA synchronous = \(synchronous)")
         let store = try HistoryStore(database: database)
         let box = StoreBox(store)
         let thread = Thread { [self] in
-            run(box.store, interval: interval, committed: committed, failed: failed, prune: prune)
+            run(box.store, interval: interval, committed: committed, failed: failed, retention: retention)
         }
         thread.name = "chat-tui history"
         thread.start()
@@ -199,9 +211,12 @@ public final class HistoryWriter: Sendable {
     public var counts: (rows: Int, commits: Int, failures: Int) { stats.withLock { $0 } }
 
     private func run(_ store: HistoryStore, interval: Double, committed: @Sendable (Int64) -> Void,
-                     failed: @Sendable (String) -> Void, prune: (@Sendable (HistoryStore) -> Void)?) {
+                     failed: @Sendable (String) -> Void, retention: (days: Int, perTarget: Int)?) {
         var lastPrune = Date()
         var failures = 0
+        var toPrune: [String] = []
+        var cutoff: Int64 = 0
+        var pruned = 0
         while true {
             _ = ready.wait(timeout: .now() + interval)
             // Gather what came in the window (a short wait lets a burst become one commit).
@@ -231,9 +246,19 @@ public final class HistoryWriter: Sendable {
                     }
                 }
             }
-            if let prune, Date().timeIntervalSince(lastPrune) > 600 {
-                prune(store)
-                lastPrune = Date()
+            if let retention {
+                if toPrune.isEmpty && Date().timeIntervalSince(lastPrune) > 600 {
+                    lastPrune = Date()
+                    cutoff = Int64(Date().timeIntervalSince1970 * 1000 - Double(retention.days) * 86_400_000) << 16
+                    toPrune = (try? store.targets()) ?? []
+                }
+                // A few conversations a turn, between commits.
+                for target in toPrune.prefix(20) { pruned += (try? store.prune(target, olderThan: cutoff, keep: retention.perTarget)) ?? 0 }
+                toPrune.removeFirst(min(20, toPrune.count))
+                if toPrune.isEmpty && pruned > 0 {
+                    failed("history: pruned \(pruned) rows older than \(retention.days) days or past \(retention.perTarget) per conversation")
+                    pruned = 0
+                }
             }
             if stopped {
                 finished.signal()
