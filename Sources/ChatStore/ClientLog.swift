@@ -69,8 +69,12 @@ public final class ClientLog: Sendable {
     /// Queues lines to be written (a line with a msgid already logged is not written twice).
     public func append(_ lines: [LoggedLine]) {
         guard !lines.isEmpty else { return }
-        pending.withLock { $0.lines += lines }
-        ready.signal()
+        // One wake-up per batch, not per line.
+        let wasEmpty = pending.withLock { state -> Bool in
+            defer { state.lines += lines }
+            return state.lines.isEmpty
+        }
+        if wasEmpty { ready.signal() }
     }
 
     /// Writes what is queued and stops the writer.

@@ -197,8 +197,13 @@ public final class HistoryWriter: Sendable {
 
     public func append(_ rows: [HistoryRow]) {
         guard !rows.isEmpty else { return }
-        pending.withLock { $0.rows += rows }
-        ready.signal()
+        // Woken once per batch, not once per message: a signal for every row left the thread
+        // spinning through thousands of empty turns after each commit.
+        let wasEmpty = pending.withLock { state -> Bool in
+            defer { state.rows += rows }
+            return state.rows.isEmpty
+        }
+        if wasEmpty { ready.signal() }
     }
 
     /// Writes what is pending, then stops the thread.
