@@ -52,24 +52,13 @@ class Client:
             self.buffer += data
 
 
-# The client's log schema (as ChatStore's ClientLog makes it), to fill a log without the client.
-CLIENT_LOG_DDL = """
-CREATE TABLE IF NOT EXISTS lines (
-    id INTEGER PRIMARY KEY, network TEXT NOT NULL, conversation TEXT NOT NULL, name TEXT NOT NULL, time REAL NOT NULL,
-    kind TEXT NOT NULL, sender TEXT, text TEXT NOT NULL, msgid TEXT, own INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS lines_place ON lines(network, conversation, time);
-CREATE UNIQUE INDEX IF NOT EXISTS lines_msgid ON lines(network, conversation, msgid) WHERE msgid IS NOT NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS lines_fts USING fts5(text, content='lines', content_rowid='id', tokenize='trigram');
-CREATE TRIGGER IF NOT EXISTS lines_added AFTER INSERT ON lines BEGIN
-    INSERT INTO lines_fts(rowid, text) VALUES (new.id, new.text);
-END;
-"""
-
-
-def fill_client_log(path, network, conversations, per):
+def fill_client_log(chat_tui, home, network, conversations, per):
+    """The client's log under `home` with `conversations` × `per` lines. chat-tui makes the
+    schema itself (opening an empty file for `chat-tui search`); the rows go in with sqlite3."""
+    path = os.path.join(home, ".local/share/chat-tui/client/history.db")
+    open(path, "a").close()
+    subprocess.run([chat_tui, "search", "nothing"], env=dict(os.environ, HOME=home), capture_output=True, timeout=60)
     db = sqlite3.connect(path)
-    db.execute("PRAGMA journal_mode = WAL")
-    db.executescript(CLIENT_LOG_DDL)
     words = ["release", "蛋糕", "meeting", "🎉", "tomorrow", "咖啡", "deploy", "lunch"]
     start = time.time() - conversations * per
     db.executemany("INSERT INTO lines (network, conversation, name, time, kind, sender, text, msgid, own) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -90,7 +79,7 @@ def client_store(chat_tui, Server):
             home = tempfile.mkdtemp(prefix="bench-home-")
             os.makedirs(os.path.join(home, ".local/share/chat-tui/client"))
             if per:
-                fill_client_log(os.path.join(home, ".local/share/chat-tui/client/history.db"), f"127.0.0.1:{server.port}", 10, per)
+                fill_client_log(chat_tui, home, f"127.0.0.1:{server.port}", 10, per)
             times = []
             for i in range(5):
                 t0 = time.monotonic()
@@ -106,7 +95,7 @@ def client_store(chat_tui, Server):
         server.stop()
     home = tempfile.mkdtemp(prefix="bench-home-")
     os.makedirs(os.path.join(home, ".local/share/chat-tui/client"))
-    fill_client_log(os.path.join(home, ".local/share/chat-tui/client/history.db"), "127.0.0.1:6667", 10, 100_000)
+    fill_client_log(chat_tui, home, "127.0.0.1:6667", 10, 100_000)
     out["search"] = {}
     for words in (["release"], ["meeting", "deploy"], ["蛋糕"], ["line 99999"]):
         runs = []

@@ -122,12 +122,18 @@ written:
     return ok;
 }
 
-/// The SHA-256 of a PEM certificate file's DER form into `out` (32 bytes). Returns 1 on success.
-static inline int chat_tls_file_fingerprint(const char *certificatePath, unsigned char *out) {
+/// The first certificate of a PEM file, or NULL (the caller frees it).
+static inline X509 *chat_tls_read_certificate(const char *certificatePath) {
     FILE *file = fopen(certificatePath, "r");
-    if (!file) return 0;
+    if (!file) return NULL;
     X509 *certificate = PEM_read_X509(file, NULL, NULL, NULL);
     fclose(file);
+    return certificate;
+}
+
+/// The SHA-256 of a PEM certificate file's DER form into `out` (32 bytes). Returns 1 on success.
+static inline int chat_tls_file_fingerprint(const char *certificatePath, unsigned char *out) {
+    X509 *certificate = chat_tls_read_certificate(certificatePath);
     if (!certificate) return 0;
     unsigned int size = 0;
     int ok = X509_digest(certificate, EVP_sha256(), out, &size) == 1 && size == 32;
@@ -163,10 +169,7 @@ static inline int chat_tls_file_verifies(const char *certificatePath) {
 
 /// Whether a PEM certificate file is self-signed (its issuer is its subject).
 static inline int chat_tls_file_is_self_signed(const char *certificatePath) {
-    FILE *file = fopen(certificatePath, "r");
-    if (!file) return 0;
-    X509 *certificate = PEM_read_X509(file, NULL, NULL, NULL);
-    fclose(file);
+    X509 *certificate = chat_tls_read_certificate(certificatePath);
     if (!certificate) return 0;
     int same = X509_NAME_cmp(X509_get_subject_name(certificate), X509_get_issuer_name(certificate)) == 0;
     X509_free(certificate);

@@ -144,9 +144,7 @@ public actor ChatClient {
         for (_, name, lines) in conversations.reversed() {
             let id = state.id(for: name)
             for logged in lines {
-                var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text,
-                                    isOwn: logged.own)
-                line.msgid = logged.msgid
+                var line = logged.chatLine
                 line.isHistory = true
                 line.isOldNews = true
                 // Straight to the views: these are in the log already.
@@ -171,8 +169,7 @@ public actor ChatClient {
             return
         }
         let hits = ((try? log.search(words)) ?? []).map { logged -> SearchHit in
-            var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text, isOwn: logged.own)
-            line.msgid = logged.msgid
+            let line = logged.chatLine
             return SearchHit(conversation: IRCNames.isChannel(logged.name) ? .room(logged.conversation) : .direct(logged.conversation),
                              name: logged.name, line: line, network: logged.network)
         }
@@ -183,8 +180,7 @@ public actor ChatClient {
     public func showAround(_ hit: SearchHit) {
         guard let log, let lines = try? log.around(network: hit.network ?? network, conversation: hit.conversation.key, time: hit.line.time) else { return }
         for logged in lines {
-            var line = ChatLine(time: logged.time, kind: ChatLine.Kind(logName: logged.kind), sender: logged.sender, text: logged.text, isOwn: logged.own)
-            line.msgid = logged.msgid
+            var line = logged.chatLine
             line.isHistory = true
             for event in state.line(line, to: hit.conversation, name: hit.name) { continuation.yield(event) }
         }
@@ -719,5 +715,14 @@ public actor ChatClient {
     func emit(_ event: ClientEvent) {
         if case .line(let id, let line) = event { logged(id, line) }
         continuation.yield(event)
+    }
+}
+
+extension LoggedLine {
+    /// The line as a conversation shows it.
+    var chatLine: ChatLine {
+        var line = ChatLine(time: time, kind: ChatLine.Kind(logName: kind), sender: sender, text: text, isOwn: own)
+        line.msgid = msgid
+        return line
     }
 }

@@ -29,13 +29,12 @@ public struct Delivery: Sendable, Equatable {
     public let groups: [(variant: RenderVariant, connections: [ConnectionID])]
     /// PRIVMSG, NOTICE, TAGMSG, JOIN, PART, QUIT, KICK, NICK, TOPIC or MODE: what history keeps.
     public let storable: Bool
-    /// Where history stores it (empty: nowhere, as for a direct message with no account on either side).
-    public var history: [HistoryEntry] = []
-    /// The rows for the history writer, made once by the state.
+    /// The rows history stores, one per conversation it belongs to, made once by the state
+    /// (empty: nowhere, as for a direct message with no account on either side).
     public var rows: [HistoryRow] = []
 
     public static func == (a: Delivery, b: Delivery) -> Bool {
-        a.message == b.message && a.stamp == b.stamp && a.storable == b.storable && a.history == b.history
+        a.message == b.message && a.stamp == b.stamp && a.storable == b.storable && a.rows == b.rows
             && a.groups.elementsEqual(b.groups) { $0.variant == $1.variant && $0.connections == $1.connections }
     }
 

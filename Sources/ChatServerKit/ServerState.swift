@@ -528,7 +528,7 @@ public struct ServerState {
         var rows: [HistoryRow] = []
         if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
         if !groups.isEmpty || storable {
-            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, history: entries, rows: rows)))
+            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, rows: rows)))
         }
     }
 

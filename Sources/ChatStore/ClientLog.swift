@@ -37,9 +37,7 @@ public struct LoggedLine: Sendable, Equatable {
 /// queries shorter than three characters fall back to a scan (`LIKE`).
 /// Writes go through a thread that commits in batches; reads (start-up, search) are direct.
 public final class ClientLog: Sendable {
-    private let pending = Mutex<(lines: [LoggedLine], stopped: Bool)>(([], false))
-    private let ready = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let pending = BatchQueue<LoggedLine>()
     private let reader: ReaderBox
 
     public init(path: String) throws(Database.Failure) {
@@ -67,33 +65,17 @@ public final class ClientLog: Sendable {
     }
 
     /// Queues lines to be written (a line with a msgid already logged is not written twice).
-    public func append(_ lines: [LoggedLine]) {
-        guard !lines.isEmpty else { return }
-        // One wake-up per batch, not per line.
-        let wasEmpty = pending.withLock { state -> Bool in
-            defer { state.lines += lines }
-            return state.lines.isEmpty
-        }
-        if wasEmpty { ready.signal() }
-    }
+    public func append(_ lines: [LoggedLine]) { pending.append(lines) }
 
     /// Writes what is queued and stops the writer.
-    public func close() {
-        pending.withLock { $0.stopped = true }
-        ready.signal()
-        finished.wait()
-    }
+    public func close() { pending.stopAndWait() }
 
     private func run(_ database: Database) {
         while true {
-            _ = ready.wait(timeout: .now() + 0.2)
-            let (lines, stopped) = pending.withLock { state -> ([LoggedLine], Bool) in
-                defer { state.lines.removeAll(keepingCapacity: true) }
-                return (state.lines, state.stopped)
-            }
+            let (lines, stopped) = pending.take(waiting: 0.2)
             if !lines.isEmpty { try? Self.insert(lines, into: database) }
             if stopped {
-                finished.signal()
+                pending.writerFinished()
                 return
             }
         }
@@ -118,10 +100,7 @@ public final class ClientLog: Sendable {
     /// Writes what is queued now, on the calling thread (on quitting, so nothing shown is lost).
     /// A batch the writer took already is being written by it; SQLite orders the two.
     public func sync() {
-        let lines = pending.withLock { state -> [LoggedLine] in
-            defer { state.lines.removeAll() }
-            return state.lines
-        }
+        let lines = pending.takeNow().items
         if !lines.isEmpty { try? Self.insert(lines, into: reader.database) }
     }
 

@@ -172,9 +172,7 @@ public final class HistoryStore {
 /// `interval` seconds (100 ms by default: a `kill -9` loses at most that), and `committed`
 /// is told the highest msgid each commit made durable, so echoes waiting for it can go.
 public final class HistoryWriter: Sendable {
-    private let pending = Mutex<(rows: [HistoryRow], stopped: Bool)>(([], false))
-    private let ready = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let pending = BatchQueue<HistoryRow>()
     private let stats = Mutex<(rows: Int, commits: Int, failures: Int)>((0, 0, 0))
 
     /// `path`: the database file; `synchronous`: SQLite's `synchronous` (NORMAL survives a
@@ -195,23 +193,10 @@ public final class HistoryWriter: Sendable {
         thread.start()
     }
 
-    public func append(_ rows: [HistoryRow]) {
-        guard !rows.isEmpty else { return }
-        // Woken once per batch, not once per message: a signal for every row left the thread
-        // spinning through thousands of empty turns after each commit.
-        let wasEmpty = pending.withLock { state -> Bool in
-            defer { state.rows += rows }
-            return state.rows.isEmpty
-        }
-        if wasEmpty { ready.signal() }
-    }
+    public func append(_ rows: [HistoryRow]) { pending.append(rows) }
 
     /// Writes what is pending, then stops the thread.
-    public func stop() {
-        pending.withLock { $0.stopped = true }
-        ready.signal()
-        finished.wait()
-    }
+    public func stop() { pending.stopAndWait() }
 
     public var counts: (rows: Int, commits: Int, failures: Int) { stats.withLock { $0 } }
 
@@ -223,12 +208,8 @@ public final class HistoryWriter: Sendable {
         var cutoff: Int64 = 0
         var pruned = 0
         while true {
-            _ = ready.wait(timeout: .now() + interval)
             // Gather what came in the window (a short wait lets a burst become one commit).
-            let (rows, stopped) = pending.withLock { state -> ([HistoryRow], Bool) in
-                defer { state.rows.removeAll(keepingCapacity: true) }
-                return (state.rows, state.stopped)
-            }
+            let (rows, stopped) = pending.take(waiting: interval)
             if !rows.isEmpty {
                 do {
                     try store.insert(rows)
@@ -241,7 +222,7 @@ public final class HistoryWriter: Sendable {
                     if failures < 5 {
                         // Tried again with what comes next (a busy or briefly full disk); the echoes wait.
                         failed("history: \(rows.count) rows not stored yet (\(error)); trying again")
-                        pending.withLock { $0.rows.insert(contentsOf: rows, at: 0) }
+                        pending.putBack(rows)
                         usleep(UInt32(interval * 1e6))
                     } else {
                         // Given up: said in the log, and the echoes go (they must not wait for ever).
@@ -266,7 +247,7 @@ public final class HistoryWriter: Sendable {
                 }
             }
             if stopped {
-                finished.signal()
+                pending.writerFinished()
                 return
             }
             // Batch: wait out the rest of the window unless more than a few thousand rows wait.

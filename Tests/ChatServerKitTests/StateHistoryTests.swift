@@ -113,7 +113,7 @@ struct StateHistoryTests {
         // Two people without accounts: their private messages are not kept at all.
         let carol = h.register("carol", caps: caps), dave = h.register("dave", caps: caps)
         h.send(carol, "PRIVMSG dave :unkept")
-        #expect(h.out.deliveries.allSatisfy { $0.history.isEmpty })
+        #expect(h.out.deliveries.allSatisfy { $0.rows.isEmpty })
         _ = dave
     }
 
