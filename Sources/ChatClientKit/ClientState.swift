@@ -43,7 +43,7 @@ public struct ClientState: Sendable {
         case older
     }
     public var historyRequests: [ConversationID: HistoryRequest] = [:]
-    private var openBatches: [String: (type: String, target: ConversationID?, lines: Int)] = [:]
+    private var openBatches: [String: (type: String, target: ConversationID?, lines: Int, all: Int)] = [:]
     /// Rooms whose history batch just ended (the client then resends what it lacked).
     private var finishedHistory: [ConversationID] = []
 
@@ -210,7 +210,7 @@ public struct ClientState: Sendable {
         if reference.hasPrefix("+") {
             let type = c.p.count > 1 ? c.p[1] : ""
             let target = type == "chathistory" && c.p.count > 2 ? id(for: c.p[2]) : nil
-            openBatches[name] = (type, target, 0)
+            openBatches[name] = (type, target, 0, 0)
             return
         }
         guard let batch = openBatches.removeValue(forKey: name), batch.type == "chathistory", let id = batch.target else { return }
@@ -218,7 +218,7 @@ public struct ClientState: Sendable {
         // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
         let request = historyRequests.removeValue(forKey: id)
         // A full page of a gap: more may follow; ask for the next page before saying how many.
-        if case .gap(let since, let before)? = request, batch.lines >= gapPage, let name = book[id]?.name, let msgid = latestMsgid[id] {
+        if case .gap(let since, let before)? = request, batch.all >= gapPage, let name = book[id]?.name, let msgid = latestMsgid[id] {
             historyRequests[id] = .gap(since: since, before: before + batch.lines)
             finishedHistory.removeAll { $0 == id }
             gapContinuations.append(IRCMessage("CHATHISTORY", "AFTER", name, "msgid=" + msgid, String(gapPage)))
@@ -489,7 +489,9 @@ public struct ClientState: Sendable {
         line.msgid = c.msgid
         // A line of history: counted for its batch; the last lines shown on joining are old news.
         if let reference = c.message.tag("batch"), let batch = openBatches[reference], batch.type == "chathistory" {
-            openBatches[reference]!.lines += 1
+            // Counted for the "N you missed" marker: what others said, not our own lines.
+            if !own { openBatches[reference]!.lines += 1 }
+            openBatches[reference]!.all += 1
             line.isHistory = true
             if let id = batch.target, !isGap(historyRequests[id]) {
                 line.isHighlight = false

@@ -146,11 +146,21 @@ extension ChatModel {
             let y = layout.paneTop + 1 + row
             let when = String(ServerTime.format(hit.line.time + Double(utcOffset)).dropFirst(5).prefix(5)) + " " + clock(hit.line.time)
             let who = hit.line.sender.map { "<\(PlainText.visible($0))> " } ?? ""
-            let text = PlainText.visible(hit.name) + " " + when + " " + who + PlainText.visible(hit.line.text)
+            let text = PlainText.visible(hit.name) + " " + when + " " + who + Self.aroundMatch(PlainText.visible(hit.line.text), picker.query)
             var style = Style.plain
             if top + row == picker.selected { style.reverse = true; screen.fill(x: 0, y: y, width: paneWidth, height: 1, style: Style(reverse: true)) }
             screen.put(Ellipsis.fit(text, width: paneWidth), x: 0, y: y, limit: paneWidth, style: style)
         }
+    }
+
+    /// A long line's text from a little before the first searched word, so the match shows.
+    static func aroundMatch(_ text: String, _ query: String) -> String {
+        let lower = text.lowercased()
+        let starts = query.split(separator: " ").compactMap { lower.range(of: $0.lowercased())?.lowerBound }
+        guard let first = starts.min() else { return text }
+        let offset = lower.distance(from: lower.startIndex, to: first)
+        guard offset > 20 else { return text }
+        return "…" + String(text.dropFirst(offset - 10))
     }
 
     func renderMessages(into screen: inout Screen, _ layout: Layout) {

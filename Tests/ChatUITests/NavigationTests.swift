@@ -389,3 +389,25 @@ func searchHitRevealed() {
         ">                                                           ",
     ])
 }
+
+@Test("a search hit deep in a long line is shown from just before the match")
+func searchHitWindow() {
+    var model = lobbyModel()
+    let long = "the quick brown fox jumps over the lazy dog and keeps running 中文字符 to the end"
+    let hit = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36000, kind: .message, sender: "bob", text: long))
+    _ = model.receive(.searchResults(query: "中文", [hit]))
+    expectScreen(model, [
+        " #lobby (4)                                                 ",
+        "1 line with 中文 — Up/Down, Enter opens, Esc…  │#lobby      ",
+        "#lobby 01-01 10:00 <bob> …s running 中文字符…  │@alice (you)",
+        "                                               │+bob        ",
+        "                                               │ carol      ",
+        "                                               │ 小明       ",
+        "                                               │(server)    ",
+        "                                               │            ",
+        "                                               │            ",
+        "                                               │            ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ])
+}
