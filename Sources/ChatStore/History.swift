@@ -41,6 +41,7 @@ public struct HistoryRow: Sendable, Equatable {
 public final class HistoryStore {
     public let database: Database
     private var insertRow: Database.Statement?
+    private var insertRows: Database.Statement?
     private var upsertParty: Database.Statement?
 
     public init(database: Database) throws(Database.Failure) {
@@ -61,12 +62,27 @@ public final class HistoryStore {
         // Prepared once: preparing each small insert cost more than running it.
         if insertRow == nil {
             insertRow = try database.prepare("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?)")
+            // Rows by the chunk: one statement run per 32 rows (each run has a fixed cost).
+            insertRows = try database.prepare("INSERT OR IGNORE INTO history VALUES " + Array(repeating: "(?, ?, ?, ?, ?)", count: Self.chunk).joined(separator: ", "))
             upsertParty = try database.prepare("INSERT INTO history_parties VALUES (?, ?, ?, ?) ON CONFLICT (party, target) DO UPDATE SET last = excluded.last, peer = excluded.peer")
         }
         try database.execute("BEGIN")
         do {
-            for row in rows {
-                try insertRow!.run([.text(row.target), .integer(row.msgid), .integer(row.timeMilliseconds), .text(row.command), .text(row.line)])
+            var values: [Database.Value] = []
+            values.reserveCapacity(5 * Self.chunk)
+            var start = rows.startIndex
+            while rows.endIndex - start >= Self.chunk {
+                values.removeAll(keepingCapacity: true)
+                for row in rows[start..<start + Self.chunk] { Self.append(row, to: &values) }
+                try insertRows!.run(values)
+                start += Self.chunk
+            }
+            for row in rows[start...] {
+                values.removeAll(keepingCapacity: true)
+                Self.append(row, to: &values)
+                try insertRow!.run(values)
+            }
+            for row in rows where !row.parties.isEmpty {
                 for (party, peer) in row.parties {
                     try upsertParty!.run([.text(party), .text(row.target), .text(peer), .integer(row.msgid)])
                 }
@@ -76,6 +92,16 @@ public final class HistoryStore {
             _ = try? database.execute("ROLLBACK")
             throw error
         }
+    }
+
+    static let chunk = 32
+
+    private static func append(_ row: HistoryRow, to values: inout [Database.Value]) {
+        values.append(.text(row.target))
+        values.append(.integer(row.msgid))
+        values.append(.integer(row.timeMilliseconds))
+        values.append(.text(row.command))
+        values.append(.text(row.line))
     }
 
     public enum Direction: Sendable { case before, after }
@@ -182,7 +208,7 @@ public final class HistoryWriter: Sendable {
     public init(path: String, synchronous: String = "NORMAL", interval: Double = 0.1,
                 committed: @escaping @Sendable (Int64) -> Void, failed: @escaping @Sendable (String) -> Void,
                 retention: (days: Int, perTarget: Int)? = nil) throws(Database.Failure) {
-        let database = try Database(path: path)
+        let database = try Database(path: path, serialized: false)
         try database.execute("PRAGMA synchronous = \(synchronous)")
         let store = try HistoryStore(database: database)
         let box = StoreBox(store)

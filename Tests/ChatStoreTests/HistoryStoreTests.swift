@@ -30,4 +30,15 @@ struct HistoryStoreTests {
         #expect(try history.rows("#a", .after, 0, limit: 10, commands: ["JOIN"]).isEmpty)
         #expect(try history.count() == 3)
     }
+
+    @Test("rows go in 32 to a statement with the rest one by one; a row stored twice is kept once, whole")
+    func chunkedInsert() throws {
+        let history = try store()
+        try history.insert((1...70).map { row($0) })
+        try history.insert((60...100).map { row($0) } + (1...5).map { row($0, "#b") })
+        let stored = try history.rows("#a", .after, 0, limit: 200, commands: nil)
+        #expect(stored == (1...100).map { row($0) })
+        #expect(try history.rows("#b", .after, 0, limit: 200, commands: nil) == (1...5).map { row($0, "#b") })
+        #expect(try history.count() == 105)
+    }
 }
