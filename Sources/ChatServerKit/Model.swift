@@ -221,6 +221,10 @@ struct ModeLists: Equatable {
 struct Membership {
     private(set) var members: [String: [UserID: MemberStatus]] = [:]
     private(set) var rooms: [UserID: Set<String>] = [:]
+    /// Per room, its members' connections by the form relayed lines take for them, kept up to
+    /// date as members come and go: a room message is handed to the runtime as these lists,
+    /// with no walk over the members.
+    private(set) var fanOut: [String: FanOut] = [:]
 
     func status(of user: UserID, in room: String) -> MemberStatus? { members[room]?[user] }
     func isMember(_ user: UserID, of room: String) -> Bool { members[room]?[user] != nil }
@@ -230,16 +234,29 @@ struct Membership {
     mutating func add(_ user: UserID, to room: String, _ status: MemberStatus) {
         members[room, default: [:]][user] = status
         rooms[user, default: []].insert(room)
+        if let session = status.user.sessions.first(where: \.registered) {
+            fanOut[room, default: FanOut()].add(user, session.connection, session.variant)
+        }
+    }
+
+    /// After a member's capabilities changed (CAP REQ once registered): its place in each room's lists.
+    mutating func refresh(_ session: Session) {
+        for room in rooms[session.user.id] ?? [] {
+            fanOut[room]?.remove(session.user.id)
+            fanOut[room, default: FanOut()].add(session.user.id, session.connection, session.variant)
+        }
     }
 
     /// Removes the membership; says whether the room is now empty.
     @discardableResult
     mutating func remove(_ user: UserID, from room: String) -> Bool {
         members[room]?.removeValue(forKey: user)
+        fanOut[room]?.remove(user)
         rooms[user]?.remove(room)
         if rooms[user]?.isEmpty == true { rooms.removeValue(forKey: user) }
         if members[room]?.isEmpty == true {
             members.removeValue(forKey: room)
+            fanOut.removeValue(forKey: room)
             return true
         }
         return false
@@ -262,6 +279,45 @@ struct Membership {
     func sharesRoom(_ a: UserID, _ b: UserID) -> Bool {
         guard let mine = rooms[a] else { return false }
         return mine.contains { members[$0]?[b] != nil }
+    }
+}
+
+/// One room's connections grouped by render variant, each member's place known so that
+/// leaving is a swap with the last of its group. (A user has one connection.)
+struct FanOut {
+    private(set) var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
+    /// Parallel to `groups[g].connections`: whose each connection is.
+    private var owners: [[UserID]] = []
+    private var place: [UserID: (group: Int, index: Int)] = [:]
+
+    var isEmpty: Bool { place.isEmpty }
+
+    mutating func add(_ user: UserID, _ connection: ConnectionID, _ variant: RenderVariant) {
+        guard place[user] == nil else { return }
+        let group: Int
+        if let found = groups.firstIndex(where: { $0.variant == variant }) {
+            group = found
+        } else {
+            groups.append((variant, []))
+            owners.append([])
+            group = groups.count - 1
+        }
+        place[user] = (group, groups[group].connections.count)
+        groups[group].connections.append(connection)
+        owners[group].append(user)
+    }
+
+    mutating func remove(_ user: UserID) {
+        guard let (group, index) = place.removeValue(forKey: user) else { return }
+        let last = groups[group].connections.count - 1
+        if index != last {
+            groups[group].connections[index] = groups[group].connections[last]
+            owners[group][index] = owners[group][last]
+            place[owners[group][index]] = (group, index)
+        }
+        groups[group].connections.removeLast()
+        owners[group].removeLast()
+        // An emptied group stays (few variants exist; the runtime skips an empty list).
     }
 }
 

@@ -27,6 +27,10 @@ public struct Delivery: Sendable, Equatable {
     public let stamp: Stamp
     /// Recipients grouped by the form they get.
     public let groups: [(variant: RenderVariant, connections: [ConnectionID])]
+    /// Connections in `groups` that do not get it (a room's sender without echo-message, and
+    /// the requester, whose copy goes with its reply): at most two, so the lists can be a
+    /// room's own, handed over without copying.
+    public var skipping: [ConnectionID] = []
     /// PRIVMSG, NOTICE, TAGMSG, JOIN, PART, QUIT, KICK, NICK, TOPIC or MODE: what history keeps.
     public let storable: Bool
     /// The rows history stores, one per conversation it belongs to, made once by the state
@@ -35,10 +39,20 @@ public struct Delivery: Sendable, Equatable {
 
     public static func == (a: Delivery, b: Delivery) -> Bool {
         a.message == b.message && a.stamp == b.stamp && a.storable == b.storable && a.rows == b.rows
-            && a.groups.elementsEqual(b.groups) { $0.variant == $1.variant && $0.connections == $1.connections }
+            && a.recipientsByVariant == b.recipientsByVariant
     }
 
-    public var recipients: [ConnectionID] { groups.flatMap(\.connections) }
+    /// Who gets which form, in a fixed order (the lists' own order follows arrivals and departures).
+    var recipientsByVariant: [RenderVariant: [ConnectionID]] {
+        var result: [RenderVariant: [ConnectionID]] = [:]
+        for group in groups {
+            let kept = group.connections.filter { !skipping.contains($0) }
+            if !kept.isEmpty { result[group.variant, default: []] += kept }
+        }
+        return result.mapValues { $0.sorted() }
+    }
+
+    public var recipients: [ConnectionID] { groups.flatMap(\.connections).filter { !skipping.contains($0) } }
 
     /// The message with `time` and `msgid` as tags, as history will store it.
     public var taggedMessage: IRCMessage { Rendering.tagged(message, stamp) }
@@ -87,7 +101,7 @@ public struct Outbox: Sendable {
             case .sendAfterCommit(let target, let bytes, _) where target == id:
                 return Outbox.parse(bytes)
             case .deliver(let delivery):
-                guard let group = delivery.groups.first(where: { $0.connections.contains(id) }) else { return [] }
+                guard !delivery.skipping.contains(id), let group = delivery.groups.first(where: { $0.connections.contains(id) }) else { return [] }
                 return Outbox.parse(Rendering.render(delivery.message, delivery.stamp, group.variant))
             default:
                 return []

@@ -61,6 +61,7 @@ extension ServerState {
             // A request is granted whole or refused whole.
             if acceptable {
                 session.caps = caps
+                if session.registered { membership.refresh(session) }
                 capReply("ACK", asked)
             } else {
                 capReply("NAK", asked)

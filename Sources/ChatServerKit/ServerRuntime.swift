@@ -135,8 +135,7 @@ final class ServerRuntime {
     private let control: ServerHandle
     private let sendQueueLimit: Int
     private let logger: @Sendable (String) -> Void
-    private var connections: [UInt64: Connection] = [:]
-    private var nextID: UInt64 = 1
+    private var connections = ConnectionTable<Connection>()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
     /// TLS connections whose session holds bytes already read from the socket: epoll will not
@@ -274,8 +273,7 @@ final class ServerRuntime {
             }
             guard let (fd, address) = accepted else { return }
             Sockets.setNoDelay(fd)
-            let id = nextID
-            nextID += 1
+            let id = connections.nextID()
             let peer = SocketAddress.describe(address)
             let connection = Connection(id: ConnectionID(id), fd: fd, peer: peer,
                                         tls: tls.map { TLSSession(context: $0, fd: fd, server: true) })
@@ -286,7 +284,7 @@ final class ServerRuntime {
                 close(fd)
                 continue
             }
-            connections[id] = connection
+            connections.insert(connection, as: id)
             let host = SocketAddress.host(of: address)
             if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
                 connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
@@ -507,9 +505,13 @@ final class ServerRuntime {
                 case .deliver(let delivery):
                     if let historyWriter, !delivery.rows.isEmpty { historyWriter.append(delivery.rows) }
                     // Serialised once per form, appended to each recipient of that form.
-                    for group in delivery.groups {
+                    for group in delivery.groups where !group.connections.isEmpty {
                         let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
-                        for id in group.connections { enqueue(bytes, for: id) }
+                        if delivery.skipping.isEmpty {
+                            for id in group.connections { enqueue(bytes, for: id) }
+                        } else {
+                            for id in group.connections where !delivery.skipping.contains(id) { enqueue(bytes, for: id) }
+                        }
                     }
                 case .close(let id):
                     if let connection = connections[id.raw] { markClosing(connection) }
@@ -636,7 +638,7 @@ final class ServerRuntime {
                 epoll.remove(connection.fd)
                 Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
                 close(connection.fd)
-                connections.removeValue(forKey: connection.id.raw)
+                connections.remove(connection.id.raw)
             }
         }
     }
@@ -654,12 +656,12 @@ final class ServerRuntime {
     }
 
     private func shutdown() {
-        for connection in connections.values {
+        for connection in connections.all {
             connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
             sendLastWords(connection)
             close(connection.fd)
         }
-        connections.removeAll()
+        connections = ConnectionTable()
         for fd in listeners { close(fd) }
         passwords.stop()
         historyWriter?.stop()
@@ -773,4 +775,45 @@ final class CommittedBox: Sendable {
 private final class RuntimeBox: @unchecked Sendable {
     let runtime: ServerRuntime
     init(_ runtime: ServerRuntime) { self.runtime = runtime }
+}
+
+/// The runtime's connections in an array: an ID is a slot in its low 24 bits and a serial
+/// number above them, so finding a connection is an index and a compare (a stale ID, whose
+/// slot was reused, finds nothing), and IDs still sort by arrival and are never reused.
+struct ConnectionTable<Element: AnyObject> {
+    private var slots: [(id: UInt64, element: Element)?] = []
+    private var free: [Int] = []
+    private var serial: UInt64 = 0
+    private var pendingSlot: Int?
+    static var slotBits: UInt64 { 24 }
+
+    /// The ID the next `insert` takes (its slot is set aside until then).
+    mutating func nextID() -> UInt64 {
+        let slot = pendingSlot ?? free.popLast() ?? { slots.append(nil); return slots.count - 1 }()
+        pendingSlot = slot
+        serial += 1
+        return serial << Self.slotBits | UInt64(slot)
+    }
+
+    mutating func insert(_ element: Element, as id: UInt64) {
+        let slot = Int(id & (1 << Self.slotBits - 1))
+        precondition(slot == pendingSlot, "insert with the ID nextID gave")
+        pendingSlot = nil
+        slots[slot] = (id, element)
+    }
+
+    subscript(id: UInt64) -> Element? {
+        let slot = Int(truncatingIfNeeded: id & (1 << Self.slotBits - 1))
+        guard slot < slots.count, let entry = slots[slot], entry.id == id else { return nil }
+        return entry.element
+    }
+
+    mutating func remove(_ id: UInt64) {
+        let slot = Int(id & (1 << Self.slotBits - 1))
+        guard slot < slots.count, slots[slot]?.id == id else { return }
+        slots[slot] = nil
+        free.append(slot)
+    }
+
+    var all: [Element] { slots.compactMap { $0?.element } }
 }

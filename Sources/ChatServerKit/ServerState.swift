@@ -481,11 +481,45 @@ public struct ServerState {
     }
 
     /// Sends a room event to every member of the room `key` (one lookup for the room, none per member).
+    /// The common case (no capability filter) hands over the room's kept lists (`FanOut`)
+    /// with at most two connections to skip: no walk over the members.
     mutating func deliver(_ message: IRCMessage, toRoom key: String, except: UserID? = nil, now: Double,
-                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, stamp: Stamp? = nil) {
-        let members = membership.members[key] ?? [:]
-        deliver(message, toUsers: members.values.lazy.filter { $0.user.id != except }.map(\.user), now: now,
-                onlyWith: required, excluding: excluded, stamp: stamp)
+                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, stamp given: Stamp? = nil) {
+        guard required == nil && excluded == nil, let fanOut = membership.fanOut[key] else {
+            let members = membership.members[key] ?? [:]
+            deliver(message, toUsers: members.values.lazy.filter { $0.user.id != except }.map(\.user), now: now,
+                    onlyWith: required, excluding: excluded, stamp: given)
+            return
+        }
+        let storable = Delivery.storableCommands.contains(message.command)
+        let stamp = given ?? self.stamp(message.command, now: now)
+        let entries = historyEntries(message, storable: storable, given: nil)
+        var skip: [ConnectionID] = []
+        if let except, let session = users[except]?.sessions.first { skip.append(session.connection) }
+        if let requester = response?.session, requester.user.id != except, requester.registered,
+           membership.isMember(requester.user.id, of: key) {
+            skip.append(requester.connection)
+            response!.messages.append((message, stamp))
+            if !entries.isEmpty, let id = stamp.msgid, Self.echoCommands.contains(message.command) { response!.awaitsCommit = id }
+        }
+        var rows: [HistoryRow] = []
+        if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
+        outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: fanOut.groups, skipping: skip,
+                                              storable: storable, rows: rows)))
+    }
+
+    /// Where history keeps a message: given (a direct message, a QUIT or NICK in each room), or
+    /// the room it is addressed to; a TAGMSG only with a tag worth keeping (a reaction, not typing).
+    func historyEntries(_ message: IRCMessage, storable: Bool, given: [HistoryEntry]?) -> [HistoryEntry] {
+        guard storable && historyEnabled else { return [] }
+        var entries: [HistoryEntry] = []
+        if let given {
+            entries = given
+        } else if let first = message.params.first, IRCNames.isChannel(first) {
+            entries = [HistoryEntry(target: casemapping.fold(first))]
+        }
+        if message.command == "TAGMSG" && !message.tags.contains(where: { $0.isClientOnly && !$0.key.hasSuffix("typing") }) { return [] }
+        return entries
     }
 
     mutating func deliver(_ message: IRCMessage, toUsers recipients: some Sequence<User>, now: Double,
@@ -494,17 +528,7 @@ public struct ServerState {
         let storable = storableOverride ?? Delivery.storableCommands.contains(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
         let requester = viaResponse ? response?.session : nil
-        // Where history keeps it: given (a direct message, a QUIT or NICK in each room), or the
-        // room it is addressed to. A TAGMSG only with a tag worth keeping (a reaction, not typing).
-        var entries: [HistoryEntry] = []
-        if storable && historyEnabled {
-            if let history {
-                entries = history
-            } else if let first = message.params.first, IRCNames.isChannel(first) {
-                entries = [HistoryEntry(target: casemapping.fold(first))]
-            }
-            if message.command == "TAGMSG" && !message.tags.contains(where: { $0.isClientOnly && !$0.key.hasSuffix("typing") }) { entries = [] }
-        }
+        let entries = historyEntries(message, storable: storable, given: history)
         // Few forms among the recipients, usually one: a short list searched linearly.
         var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
         for user in recipients {

@@ -14,7 +14,18 @@ public struct OutputBuffer: Sendable {
     public var isEmpty: Bool { start == bytes.count }
 
     public mutating func append(_ line: [UInt8]) {
+        // The first line is adopted, not copied: it is usually the only one this turn, and the
+        // same bytes are every recipient's.
         if bytes.isEmpty { bytes = line; start = 0; return }
+        if bytes.count + line.count > bytes.capacity || start > 0 && start == bytes.count {
+            // A second line: room for many (a burst of arrivals appends hundreds per turn,
+            // and growing from one line's size reallocated again and again), without what was sent.
+            var grown: [UInt8] = []
+            grown.reserveCapacity(max(2048, 2 * (bytes.count - start + line.count)))
+            grown.append(contentsOf: bytes[start...])
+            bytes = grown
+            start = 0
+        }
         bytes.append(contentsOf: line)
     }
 

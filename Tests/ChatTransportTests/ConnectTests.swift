@@ -88,6 +88,52 @@ struct ConnectTests {
         #expect(received == expected)
         #expect(buffer.isEmpty)
     }
+
+    @Test("appends between partial writes, and one shared line in two buffers, keep every byte in order")
+    func outputBufferInterleaved() throws {
+        var pairs: [[Int32]] = []
+        for _ in 0..<2 {
+            var pair: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            Sockets.setNonBlocking(pair[0])
+            // Small kernel buffers, so that writes stop part-way.
+            var size: Int32 = 2048
+            setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            setsockopt(pair[1], SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            pairs.append(pair)
+        }
+        defer { for pair in pairs { close(pair[0]); close(pair[1]) } }
+        var buffers = [OutputBuffer(), OutputBuffer()]
+        var expected: [[UInt8]] = [[], []]
+        var received: [[UInt8]] = [[], []]
+        var scratch = [UInt8](repeating: 0, count: 1000)
+        var stalls = 0
+        for round in 0..<400 {
+            // The same array to both (as a fan-out does), then a line of each one's own.
+            let shared = Array("shared \(round) \(String(repeating: "s", count: round % 97))\r\n".utf8)
+            for b in 0..<2 {
+                buffers[b].append(shared)
+                let own = Array("own \(b) \(round)\r\n".utf8)
+                if round % 3 != 0 { buffers[b].append(own) }
+                expected[b] += shared + (round % 3 != 0 ? own : [])
+                // Flushed on some rounds only, and read a little at a time: the kernel buffer fills
+                // and the writes stop part-way through.
+                if round % 5 == 0, buffers[b].flush(to: pairs[b][0]) == .wouldBlock { stalls += 1 }
+                guard round % 4 == 0 else { continue }
+                let n = scratch.withUnsafeMutableBytes { recv(pairs[b][1], $0.baseAddress, 1 + round % 200, Int32(MSG_DONTWAIT)) }
+                if n > 0 { received[b] += scratch[0..<n] }
+            }
+        }
+        for b in 0..<2 {
+            while received[b].count < expected[b].count {
+                _ = buffers[b].flush(to: pairs[b][0])
+                let n = scratch.withUnsafeMutableBytes { recv(pairs[b][1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if n > 0 { received[b] += scratch[0..<n] }
+            }
+            #expect(received[b] == expected[b])
+        }
+        #expect(stalls > 10, "the kernel refused part of a write often enough to test that path")
+    }
 }
 
 @Suite("a flooding peer")

@@ -1,0 +1,74 @@
+import Testing
+@testable import ChatServerKit
+import IRCWire
+
+@Suite("a room's kept recipient lists (FanOut)")
+struct FanOutTests {
+    /// Who the lists say, per variant, sorted.
+    func contents(_ fanOut: FanOut) -> [RenderVariant: [ConnectionID]] {
+        var result: [RenderVariant: [ConnectionID]] = [:]
+        for group in fanOut.groups where !group.connections.isEmpty { result[group.variant, default: []] += group.connections }
+        return result.mapValues { $0.sorted() }
+    }
+
+    @Test("adds and swap-removes in any order agree with a plain table of who is in")
+    func againstAModel() {
+        var fanOut = FanOut()
+        var model: [UserID: (ConnectionID, RenderVariant)] = [:]
+        let variants: [RenderVariant] = [[], [.time], [.time, .tags], [.tags, .account, .extendedJoin]]
+        // A fixed pseudo-random walk (a linear congruential generator): the same every run.
+        var seed: UInt64 = 12345
+        func next(_ n: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(n))
+        }
+        for step in 0..<3000 {
+            let user = UserID(UInt64(next(60)))
+            if next(3) == 0 || model[user] != nil && next(2) == 0 {
+                fanOut.remove(user)
+                model[user] = nil
+            } else if model[user] == nil {
+                let entry = (ConnectionID(user.raw + 1000), variants[next(variants.count)])
+                fanOut.add(user, entry.0, entry.1)
+                model[user] = entry
+            }
+            var expected: [RenderVariant: [ConnectionID]] = [:]
+            for (connection, variant) in model.values { expected[variant, default: []].append(connection) }
+            #expect(contents(fanOut) == expected.mapValues { $0.sorted() }, "step \(step)")
+            if contents(fanOut) != expected.mapValues({ $0.sorted() }) { return }
+        }
+        #expect(fanOut.isEmpty == model.isEmpty)
+    }
+
+    @Test("follows joins, parts, quits, kicks and a CAP REQ after registration; the sender is skipped or answered")
+    func followsTheRoom() {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        let carol = h.register("carol")
+        let lobby = { h.state.membership.fanOut["#lobby"].map(contents) ?? [:] }
+        #expect(lobby() == [[]: [alice, bob, carol]])
+
+        // bob asks for server-time once in the room: he moves to the lists of that form.
+        h.send(bob, "CAP REQ :server-time")
+        #expect(lobby() == [[]: [alice, carol], [.time]: [bob]])
+        h.send(alice, "PRIVMSG #lobby :hello")
+        #expect(h.lines(to: alice).isEmpty, "no echo-message: the sender is skipped")
+        #expect(h.lines(to: carol) == [":alice!u@127.0.0.1 PRIVMSG #lobby :hello"])
+        #expect(h.out.messages(to: bob).map(\.tags).first?.contains { $0.key == "time" } == true)
+
+        h.send(carol, "PART #lobby")
+        #expect(lobby() == [[]: [alice], [.time]: [bob]])
+        h.send(alice, "KICK #lobby bob")
+        #expect(lobby() == [[]: [alice]])
+        let dave = h.register("dave", caps: ["echo-message"])
+        #expect(lobby() == [[]: [alice, dave]])
+        h.send(dave, "PRIVMSG #lobby :mine")
+        #expect(h.lines(to: dave) == [":dave!u@127.0.0.1 PRIVMSG #lobby :mine"], "the echo once, as the reply")
+        #expect(h.lines(to: alice) == [":dave!u@127.0.0.1 PRIVMSG #lobby :mine"])
+        h.send(alice, "QUIT :bye")
+        #expect(lobby() == [[]: [dave]])
+        h.send(dave, "PART #lobby")
+        #expect(h.state.membership.fanOut["#lobby"] == nil, "an emptied room keeps no lists")
+    }
+}
