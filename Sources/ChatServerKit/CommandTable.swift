@@ -17,6 +17,8 @@ struct ServerCommand: Sendable {
 }
 
 extension ServerState {
+    static let privmsg = commands["PRIVMSG"]
+
     static let commands: [String: ServerCommand] = [
         // Registration and connection
         "CAP": ServerCommand(1, beforeRegistration: true) { $0.handleCap($1) },

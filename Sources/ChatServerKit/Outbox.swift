@@ -58,7 +58,13 @@ public struct Delivery: Sendable, Equatable {
     public var taggedMessage: IRCMessage { Rendering.tagged(message, stamp) }
 
     /// The commands history keeps (`draft/event-playback` covers the membership ones).
-    static let storableCommands: Set<String> = ["PRIVMSG", "NOTICE", "TAGMSG", "JOIN", "PART", "QUIT", "KICK", "NICK", "TOPIC", "MODE"]
+    static func isStorable(_ command: String) -> Bool {
+        // A switch, not a Set: hashing the command cost more than comparing a few short strings.
+        switch command {
+        case "PRIVMSG", "NOTICE", "TAGMSG", "JOIN", "PART", "QUIT", "KICK", "NICK", "TOPIC", "MODE": return true
+        default: return false
+        }
+    }
 }
 
 /// What the server state decided: lines to send, connections to close, lines to log.

@@ -28,7 +28,7 @@ public struct ServerState {
     var whowas: [WhowasEntry] = []
     public internal(set) var outbox = Outbox()
     /// The messages whose echo waits for history's commit.
-    static let echoCommands: Set<String> = ["PRIVMSG", "NOTICE", "TAGMSG"]
+    static func isEchoed(_ command: String) -> Bool { command == "PRIVMSG" || command == "NOTICE" || command == "TAGMSG" }
     /// The replies of the command being handled, flushed by `dispatch` (labeled-response wraps them here).
     var response: ResponseBuffer?
     var nextUserID: UInt64 = 1
@@ -294,7 +294,8 @@ public struct ServerState {
         }
         // A NOTICE never causes an automatic reply, not even "unknown" or "not registered".
         if message.command == "NOTICE" && (!session.registered || message.params.count < 2) { return }
-        guard let command = ServerState.commands[message.command] else {
+        // PRIVMSG, the command of nearly every line, without hashing its name.
+        guard let command = message.command == "PRIVMSG" ? ServerState.privmsg : ServerState.commands[message.command] else {
             reply(session, .unknownCommand, UTF8Boundary.prefix(message.command, maxBytes: 32), "Unknown command")
             return
         }
@@ -491,7 +492,7 @@ public struct ServerState {
                     onlyWith: required, excluding: excluded, stamp: given)
             return
         }
-        let storable = Delivery.storableCommands.contains(message.command)
+        let storable = Delivery.isStorable(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
         let entries = historyEntries(message, storable: storable, given: nil)
         var skip: [ConnectionID] = []
@@ -500,7 +501,7 @@ public struct ServerState {
            membership.isMember(requester.user.id, of: key) {
             skip.append(requester.connection)
             response!.messages.append((message, stamp))
-            if !entries.isEmpty, let id = stamp.msgid, Self.echoCommands.contains(message.command) { response!.awaitsCommit = id }
+            if !entries.isEmpty, let id = stamp.msgid, Self.isEchoed(message.command) { response!.awaitsCommit = id }
         }
         var rows: [HistoryRow] = []
         if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
@@ -525,7 +526,7 @@ public struct ServerState {
     mutating func deliver(_ message: IRCMessage, toUsers recipients: some Sequence<User>, now: Double,
                           onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, viaResponse: Bool = true,
                           storable storableOverride: Bool? = nil, stamp given: Stamp? = nil, history: [HistoryEntry]? = nil) {
-        let storable = storableOverride ?? Delivery.storableCommands.contains(message.command)
+        let storable = storableOverride ?? Delivery.isStorable(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
         let requester = viaResponse ? response?.session : nil
         let entries = historyEntries(message, storable: storable, given: history)
@@ -538,7 +539,7 @@ public struct ServerState {
                 if session === requester {
                     self.response!.messages.append((message, stamp))
                     // The sender's own copy of a stored message (its echo) waits until it is committed.
-                    if !entries.isEmpty, let id = stamp.msgid, Self.echoCommands.contains(message.command) { self.response!.awaitsCommit = id }
+                    if !entries.isEmpty, let id = stamp.msgid, Self.isEchoed(message.command) { self.response!.awaitsCommit = id }
                     continue
                 }
                 let variant = session.variant
@@ -558,7 +559,7 @@ public struct ServerState {
 
     /// When an event happens: its time, and a msgid for what history keeps.
     mutating func stamp(_ command: String, now: Double) -> Stamp {
-        Stamp(time: now, msgid: Delivery.storableCommands.contains(command) ? messageIDs.next(now: now) : nil)
+        Stamp(time: now, msgid: Delivery.isStorable(command) ? messageIDs.next(now: now) : nil)
     }
 
     /// The `account` and `bot` tags for everything `user` sends (account-tag, bot mode).

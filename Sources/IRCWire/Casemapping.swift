@@ -19,6 +19,9 @@ public enum Casemapping: String, Sendable, CaseIterable {
 
     /// The folded form of `name`: two names are the same when their folded forms are equal.
     public func fold(_ name: String) -> String {
+        // Most names are already folded (lookups of names as the server keeps them): the name
+        // itself, with nothing made.
+        if name.utf8.allSatisfy({ $0 < 0x80 && foldASCII($0) == $0 }) { return name }
         var isASCII = true
         var bytes: [UInt8] = []
         bytes.reserveCapacity(name.utf8.count)

@@ -85,7 +85,9 @@ extension IRCMessage {
             }
             params.append(String(decoding: word(), as: UTF8.self))
         }
-        self.init(tags: tags, source: source, command: command.uppercased(), params: params)
+        // Commands are usually sent in capitals already: then nothing to make.
+        let upper = commandBytes.allSatisfy { !($0 >= 97 && $0 <= 122) } ? command : command.uppercased()
+        self.init(tags: tags, source: source, command: upper, params: params)
     }
 
     /// A command is letters only, or exactly three digits.

@@ -28,14 +28,23 @@ extension IRCMessage {
             out.append(UInt8(ascii: " "))
             let isLast = i == params.count - 1
             // CR, LF and NUL become spaces below, so they too call for the trailing form.
-            if isLast && (param.isEmpty || param.utf8.first == UInt8(ascii: ":") || lastParamIsText
-                          || param.utf8.contains(where: { $0 == 32 || $0 == 13 || $0 == 10 || $0 == 0 })) {
+            // One scan for what matters: a space (the trailing form) and CR, LF or NUL (replaced).
+            var hasSpace = false
+            var hasBreak = false
+            for byte in param.utf8 where byte <= 32 {
+                if byte == 32 { hasSpace = true } else if byte == 13 || byte == 10 || byte == 0 { hasBreak = true }
+            }
+            if isLast && (param.isEmpty || param.utf8.first == UInt8(ascii: ":") || lastParamIsText || hasSpace || hasBreak) {
                 out.append(UInt8(ascii: ":"))
             }
             // An empty parameter before the last would shift every later one: it is written `*`.
             if param.isEmpty && !isLast { out.append(UInt8(ascii: "*")) }
-            for byte in param.utf8 {
-                out.append(byte == 13 || byte == 10 || byte == 0 ? UInt8(ascii: " ") : byte)
+            if hasBreak {
+                for byte in param.utf8 {
+                    out.append(byte == 13 || byte == 10 || byte == 0 ? UInt8(ascii: " ") : byte)
+                }
+            } else {
+                out.append(contentsOf: param.utf8)
             }
         }
         let limit = bodyStart + IRCLimits.lineBytes - 2
