@@ -133,10 +133,12 @@ def bench(args, port, timeout=120):
 BATCH = {"chat-tui": 500, "ngircd": 64, "inspircd": 1000}
 
 SCENARIOS = [
-    ("register 1,000", lambda k: ["register", "--count", "1000", "--batch", str(BATCH[k])]),
+    ("register 5,000", lambda k: ["register", "--count", "5000", "--batch", str(BATCH[k])]),
     ("fanout flood: 50 in a room, 5 send 2,000 each", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "2000"]),
+    ("fanout flood: 100 in a room, 10 send 10,000 each", lambda k: ["fanout", "--clients", "100", "--senders", "10", "--messages", "10000"]),
+    ("fanout flood: 500 in a room, 5 send 5,000 each", lambda k: ["fanout", "--clients", "500", "--senders", "5", "--messages", "5000"]),
     ("fanout paced: 50 in a room, 5 × 100 msg/s for 3 s", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "300", "--rate", "100"]),
-    ("dm flood: 50 pairs, 2,000 each way", lambda k: ["dm", "--clients", "100", "--messages", "2000"]),
+    ("dm flood: 200 in pairs, 5,000 each", lambda k: ["dm", "--clients", "200", "--messages", "5000"]),
     ("dm paced: 50 pairs, 20 msg/s each for 3 s", lambda k: ["dm", "--clients", "100", "--messages", "60", "--rate", "20"]),
     ("fanout flood over TLS: 50 in a room, 5 send 2,000 each", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "2000", "--tls"]),
 ]
@@ -150,13 +152,18 @@ IDLE_REPEATS = {1000: REPEATS, 5000: 1}
 SERVERS = ["chat-tui", "ngircd", "inspircd"]
 
 
-def run_scenario(kind, args, tls=False, extra=()):
+# The tables compare like with like: our history off (the peers keep none); the history
+# section measures it on against off.
+OURS_IN_TABLES = ["--history-days", "0"]
+
+
+def run_scenario(kind, args, tls=False, extra=(), timeout=300):
     if tls and kind == "inspircd":
         return {"error": "not measured over TLS (its TLS module is not set up in the bench)"}
     server = Server(kind, tls=tls, extra=extra)
     try:
         before = cpu_seconds(server.pid)
-        result = bench(args(kind), server.tls_port if tls else server.port)
+        result = bench(args(kind), server.tls_port if tls else server.port, timeout=timeout)
         result["cpu_seconds"] = cpu_seconds(server.pid) - before
         result["peak_rss_kib"] = status_kib(server.pid, "VmHWM")
         deliveries = result.get("deliveries") or result.get("registered") or 0
@@ -228,7 +235,8 @@ def main():
             runs = []
             for _ in range(REPEATS):
                 try:
-                    runs.append(run_scenario(kind, args, tls=name in TLS_SCENARIOS))
+                    runs.append(run_scenario(kind, args, tls=name in TLS_SCENARIOS,
+                                             extra=OURS_IN_TABLES if kind == "chat-tui" else ()))
                 except Exception as error:  # a peer that falls over is a result too
                     runs.append({"error": str(error)})
             raw["servers"][kind][name] = runs
@@ -246,10 +254,22 @@ def main():
             print(f"{kind:9} idle {count}: " + ", ".join(
                 f"{r.get('kib_per_connection', 0):.1f} KiB" if "error" not in r else "error" for r in runs), flush=True)
 
+    # A crowd arriving: 10,000 registrations into the room everyone joins, each arrival told to
+    # everyone already there (ours only: the peers have no such room).
+    raw["arrivals"] = []
+    for _ in range(REPEATS):
+        try:
+            raw["arrivals"].append(run_scenario("chat-tui", lambda k: ["register", "--count", "10000", "--batch", "500"],
+                                                extra=OURS_IN_TABLES, timeout=600))
+        except Exception as error:
+            raw["arrivals"].append({"error": str(error)})
+    print("arrivals 10,000: " + ", ".join(f"{r.get('seconds', 0):.1f} s" if "error" not in r else "error" for r in raw["arrivals"]), flush=True)
+    raw["empty_rss"] = {kind: [empty_rss(kind) for _ in range(REPEATS)] for kind in SERVERS}
+
     import history_bench
     try:
         raw["history"] = history_bench.run(CHAT_TUI, Server, run_scenario,
-                                           [s for s in SCENARIOS if s[0].startswith(("fanout flood:", "dm flood"))])
+                                           [s for s in SCENARIOS if s[0].startswith(("fanout flood: 50 ", "fanout flood: 100 ", "dm flood"))])
     except Exception as error:
         raw["history"] = {"error": str(error)}
     print(f"history: {raw['history'].get('error') or 'done'}", flush=True)
@@ -267,6 +287,17 @@ def main():
     with open(os.path.join(ROOT, "bench", "results", "latest.md"), "w") as f:
         f.write(report)
     print(report)
+
+
+def empty_rss(kind):
+    """RSS of a server nobody has connected to, after a second."""
+    server = Server(kind, extra=OURS_IN_TABLES if kind == "chat-tui" else ())
+    try:
+        time.sleep(1)
+        return {"rss_kib": status_kib(server.pid, "VmRSS"), "anon_kib": status_kib(server.pid, "RssAnon"),
+                "file_kib": status_kib(server.pid, "RssFile")}
+    finally:
+        server.stop()
 
 
 def render(raw):
@@ -328,6 +359,25 @@ def render(raw):
             out.append(f"| {count:,} | {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     out += ["", "On our server everyone joins the room on arrival, so each arrival is announced to everyone "
             "already there (N²/2 JOIN lines); ngircd and InspIRCd clients join nothing in this scenario.", ""]
+    empty = raw.get("empty_rss", {})
+    if empty:
+        out += ["## an empty server", "", "| figure | " + " | ".join(servers) + " | ours ÷ ngircd | ours ÷ InspIRCd |",
+                "|---|" + "---|" * (len(servers) + 2)]
+        for label, key in (("RSS MiB", "rss_kib"), ("of it file-backed (code, libraries) MiB", "file_kib"), ("of it anonymous (heap, stacks) MiB", "anon_kib")):
+            medians = {k: statistics.median([r[key] / 1024 for r in empty[k]]) for k in servers if empty.get(k)}
+            cells = [median_range([r[key] / 1024 for r in empty.get(k, [])], lambda v: f"{v:.1f}") for k in servers]
+            ratios = [f"{medians['chat-tui'] / medians[p]:.2f}" if medians.get("chat-tui") and medians.get(p) else "—" for p in ("ngircd", "inspircd")]
+            out.append(f"| {label} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        out += [""]
+    arrivals = [r for r in raw.get("arrivals", []) if "error" not in r]
+    if arrivals:
+        out += ["## a crowd arriving: 10,000 registrations into #lobby (ours)", "",
+                "Each arrival is told to everyone already in the room (50 million JOIN lines in all).", "",
+                "| figure | chat-tui |", "|---|---|",
+                f"| seconds, first connect to last welcome | {median_range([r['seconds'] for r in arrivals], lambda v: f'{v:.1f}')} |",
+                f"| server CPU ms per registration | {median_range([r['cpu_seconds'] / max(1, r['registered']) * 1000 for r in arrivals], lambda v: f'{v:.2f}')} |",
+                f"| server peak RSS MiB | {median_range([r['peak_rss_kib'] / 1024 for r in arrivals], lambda v: f'{v:.1f}')} |",
+                f"| all registered | {', '.join('yes' if r.get('complete') else 'no' for r in arrivals)} |", ""]
     history = raw.get("history", {})
     if history:
         import history_bench

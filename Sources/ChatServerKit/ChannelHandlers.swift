@@ -229,6 +229,23 @@ extension ServerState {
         // arrival made joining a big room quadratic in string comparisons. Names are gathered as
         // bytes: one String per 353 line, not one per member.
         let overhead = ":\(config.name) 353 \(target) \(symbol) \(channel.name) :".utf8.count + 2
+        if isMember {
+            // A member sees everyone: the room's kept list, cut into lines at spaces.
+            let names = membership.names(of: key, form: Membership.namesForm(allPrefixes: all, userhost: full))
+            let room = IRCLimits.lineBytes - overhead
+            var start = 0
+            while start < names.count {
+                var end = min(start + room, names.count)
+                if end < names.count {
+                    // Back to the space before the entry that does not fit (entries are far shorter than a line).
+                    while end > start && names[end] != UInt8(ascii: " ") { end -= 1 }
+                }
+                reply(session, .namReply, symbol, channel.name, String(decoding: names[start..<end], as: UTF8.self))
+                start = end + 1
+            }
+            if end { reply(session, .endOfNames, channel.name, "End of /NAMES list") }
+            return
+        }
         var line: [UInt8] = []
         line.reserveCapacity(IRCLimits.lineBytes)
         for status in (membership.members[key] ?? [:]).values {

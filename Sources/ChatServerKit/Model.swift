@@ -225,6 +225,11 @@ struct Membership {
     /// date as members come and go: a room message is handed to the runtime as these lists,
     /// with no walk over the members.
     private(set) var fanOut: [String: FanOut] = [:]
+    /// Per room and form (multi-prefix, userhost-in-names: `NamesForm`), the NAMES list as a
+    /// member sees it, entries separated by spaces: made on first use, extended by each join
+    /// (a crowd arriving asks for it once per arrival), dropped on any other change to who is
+    /// in the room or how one of them is shown.
+    private var namesCache: [String: [Int: [UInt8]]] = [:]
 
     func status(of user: UserID, in room: String) -> MemberStatus? { members[room]?[user] }
     func isMember(_ user: UserID, of room: String) -> Bool { members[room]?[user] != nil }
@@ -237,6 +242,41 @@ struct Membership {
         if let session = status.user.sessions.first(where: \.registered) {
             fanOut[room, default: FanOut()].add(user, session.connection, session.variant)
         }
+        if var forms = namesCache.removeValue(forKey: room) {
+            // Taken out while extended, so each list grows in place rather than being copied.
+            for form in Array(forms.keys) {
+                var names = forms.removeValue(forKey: form)!
+                if !names.isEmpty { names.append(UInt8(ascii: " ")) }
+                Self.appendEntry(status, form: form, to: &names)
+                forms[form] = names
+            }
+            namesCache[room] = forms
+        }
+    }
+
+    /// A member's nickname or host changed: its rooms' NAMES are made again when next asked.
+    mutating func identityChanged(_ user: UserID) {
+        for room in rooms[user] ?? [] { namesCache[room] = nil }
+    }
+
+    /// Form bits: 1 multi-prefix (every status symbol), 2 userhost-in-names (nick!user@host).
+    static func namesForm(allPrefixes: Bool, userhost: Bool) -> Int { (allPrefixes ? 1 : 0) | (userhost ? 2 : 0) }
+
+    /// Every member's NAMES entry, space-separated, in the given form.
+    mutating func names(of room: String, form: Int) -> [UInt8] {
+        if let cached = namesCache[room]?[form] { return cached }
+        var names: [UInt8] = []
+        for status in (members[room] ?? [:]).values where status.user.nick != nil {
+            if !names.isEmpty { names.append(UInt8(ascii: " ")) }
+            Self.appendEntry(status, form: form, to: &names)
+        }
+        namesCache[room, default: [:]][form] = names
+        return names
+    }
+
+    static func appendEntry(_ status: MemberStatus, form: Int, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: status.prefix(all: form & 1 != 0).utf8)
+        bytes.append(contentsOf: (form & 2 != 0 ? status.user.prefix : status.user.nick ?? "").utf8)
     }
 
     /// After a member's capabilities changed (CAP REQ once registered): its place in each room's lists.
@@ -252,6 +292,7 @@ struct Membership {
     mutating func remove(_ user: UserID, from room: String) -> Bool {
         members[room]?.removeValue(forKey: user)
         fanOut[room]?.remove(user)
+        namesCache[room] = nil
         rooms[user]?.remove(room)
         if rooms[user]?.isEmpty == true { rooms.removeValue(forKey: user) }
         if members[room]?.isEmpty == true {
@@ -264,6 +305,7 @@ struct Membership {
 
     mutating func setStatus(_ user: UserID, in room: String, _ letter: Character, _ on: Bool) {
         members[room]?[user]?.set(letter, on)
+        namesCache[room] = nil
     }
 
     /// Everyone who shares a room with `user`, without `user`, each once.

@@ -97,6 +97,7 @@ extension ServerState {
         let message = IRCMessage(tags: accountTags(target), source: target.prefix, command: "CHGHOST", params: [target.username ?? "unknown", host])
         let oldPrefix = target.prefix
         target.host = host
+        membership.identityChanged(target.id)
         let neighbours = membership.neighbours(of: target.id)
         deliver(message, to: [target.id] + neighbours, now: request.now, onlyWith: .chghost)
         let quit = IRCMessage(tags: accountTags(target), source: oldPrefix, command: "QUIT", params: ["Changing host"])

@@ -227,6 +227,7 @@ extension ServerState {
         nicks[folded] = user
         for skeleton in keys { nickSkeletons[skeleton] = user.id }
         user.nick = nick
+        membership.identityChanged(user.id)
     }
 
     /// Frees a nickname. When its owner was online, MONITOR watchers of it hear it is offline.

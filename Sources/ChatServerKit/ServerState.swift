@@ -552,6 +552,11 @@ public struct ServerState {
         }
         var rows: [HistoryRow] = []
         if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
+        if rows.isEmpty, groups.count == 1, groups[0].connections.count == 1 {
+            // One recipient and nothing to store (most direct messages): its line, rendered here.
+            outbox.items.append(.send(groups[0].connections[0], Rendering.render(message, stamp, groups[0].variant)))
+            return
+        }
         if !groups.isEmpty || storable {
             outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, rows: rows)))
         }

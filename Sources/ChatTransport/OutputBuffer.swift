@@ -7,6 +7,8 @@ import Glibc
 public struct OutputBuffer: Sendable {
     private var bytes: [UInt8] = []
     private var start = 0
+    /// `bytes` is a line adopted as it was given (shared with other buffers): copied before it grows.
+    private var adopted = false
 
     public init() {}
 
@@ -16,8 +18,8 @@ public struct OutputBuffer: Sendable {
     public mutating func append(_ line: [UInt8]) {
         // The first line is adopted, not copied: it is usually the only one this turn, and the
         // same bytes are every recipient's.
-        if bytes.isEmpty { bytes = line; start = 0; return }
-        if bytes.count + line.count > bytes.capacity || start > 0 && start == bytes.count {
+        if bytes.isEmpty { bytes = line; start = 0; adopted = true; return }
+        if adopted || bytes.count + line.count > bytes.capacity {
             // A second line: room for many (a burst of arrivals appends hundreds per turn,
             // and growing from one line's size reallocated again and again), without what was sent.
             var grown: [UInt8] = []
@@ -25,6 +27,7 @@ public struct OutputBuffer: Sendable {
             grown.append(contentsOf: bytes[start...])
             bytes = grown
             start = 0
+            adopted = false
         }
         bytes.append(contentsOf: line)
     }
@@ -58,6 +61,7 @@ public struct OutputBuffer: Sendable {
         // An idle connection holds no buffer at all: the next line is adopted, not copied (`append`).
         bytes = []
         start = 0
+        adopted = false
         return .done
     }
 
@@ -76,6 +80,7 @@ public struct OutputBuffer: Sendable {
         }
         bytes = []
         start = 0
+        adopted = false
         return .done
     }
 

@@ -31,9 +31,14 @@ extension IRCMessage {
             // One scan for what matters: a space (the trailing form) and CR, LF or NUL (replaced).
             var hasSpace = false
             var hasBreak = false
-            for byte in param.utf8 where byte <= 32 {
-                if byte == 32 { hasSpace = true } else if byte == 13 || byte == 10 || byte == 0 { hasBreak = true }
+            func scan(_ bytes: some Sequence<UInt8>) {
+                for byte in bytes where byte <= 32 {
+                    if byte == 32 { hasSpace = true } else if byte == 13 || byte == 10 || byte == 0 { hasBreak = true }
+                }
             }
+            // Over the string's own bytes when it has them contiguous (native strings do): far
+            // cheaper than stepping through its UTF-8 view.
+            if param.utf8.withContiguousStorageIfAvailable({ scan($0) }) == nil { scan(param.utf8) }
             if isLast && (param.isEmpty || param.utf8.first == UInt8(ascii: ":") || lastParamIsText || hasSpace || hasBreak) {
                 out.append(UInt8(ascii: ":"))
             }

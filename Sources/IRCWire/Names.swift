@@ -40,8 +40,9 @@ public enum IRCNames {
     }
 
     public static func isChannel(_ target: String, types: String = "#") -> Bool {
-        guard let first = target.first else { return false }
-        return types.contains(first)
+        // Channel types are ASCII: the first byte says it (a Character would cost a grapheme break).
+        guard let first = target.utf8.first else { return false }
+        return types.utf8.contains(first)
     }
 
     /// A character as a user can read it in an error: control characters by their code.

@@ -71,4 +71,36 @@ struct FanOutTests {
         h.send(dave, "PART #lobby")
         #expect(h.state.membership.fanOut["#lobby"] == nil, "an emptied room keeps no lists")
     }
+
+    @Test("a member's NAMES (kept and extended on join) always equals the list made afresh for an outsider",
+          arguments: [[], ["multi-prefix"], ["userhost-in-names"], ["multi-prefix", "userhost-in-names"]])
+    func namesKept(caps: [String]) {
+        var h = Harness { $0.operators = [OperatorBlock(name: "root", passwordHash: OperatorBlock.hash("pw", salt: "s"))] }
+        let alice = h.register("alice", caps: caps)
+        let outsider = h.register("outsider", caps: caps)
+        h.send(outsider, "PART #lobby")
+        var steps: [(String, () -> Void)] = []
+        var carol = ConnectionID(0)
+        steps.append(("bob joins", { _ = h.register("bob") }))
+        steps.append(("carol joins", { carol = h.register("carol") }))
+        steps.append(("a crowd joins", { for n in 0..<30 { _ = h.register("crowd\(n)") } }))
+        steps.append(("bob is voiced", { h.send(alice, "MODE #lobby +v bob") }))
+        steps.append(("bob is opped too", { h.send(alice, "MODE #lobby +o bob") }))
+        steps.append(("carol renames", { h.send(carol, "NICK caroline") }))
+        steps.append(("carol's host changes", { h.send(alice, "OPER root pw"); h.send(alice, "CHGHOST caroline cloak.example") }))
+        steps.append(("dave joins after", { _ = h.register("dave") }))
+        steps.append(("bob is kicked", { h.send(alice, "KICK #lobby bob") }))
+        steps.append(("carol quits", { h.send(carol, "QUIT :bye") }))
+        steps.append(("erin joins last", { _ = h.register("erin") }))
+        for (what, step) in steps {
+            step()
+            h.send(alice, "NAMES #lobby")
+            let member = h.names(to: alice)
+            h.send(outsider, "NAMES #lobby")
+            let fresh = h.names(to: outsider)
+            #expect(member == fresh, "after: \(what)")
+            #expect(!member.isEmpty)
+        }
+        #expect(h.names(to: outsider).contains { $0.contains("caroline") } == false, "carol quit")
+    }
 }
