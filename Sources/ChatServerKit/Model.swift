@@ -230,6 +230,10 @@ struct Membership {
     /// (a crowd arriving asks for it once per arrival), dropped on any other change to who is
     /// in the room or how one of them is shown.
     private var namesCache: [String: [Int: [UInt8]]] = [:]
+    /// Stamps each room's lists whenever they change other than by growing (a member leaves,
+    /// changes form, the room is made anew), so that two deliveries with the same stamp know
+    /// the later lists begin with the earlier ones (the runtime gathers such deliveries).
+    private var lastGeneration: UInt64 = 0
 
     func status(of user: UserID, in room: String) -> MemberStatus? { members[room]?[user] }
     func isMember(_ user: UserID, of room: String) -> Bool { members[room]?[user] != nil }
@@ -240,7 +244,8 @@ struct Membership {
         members[room, default: [:]][user] = status
         rooms[user, default: []].insert(room)
         if let session = status.user.sessions.first(where: \.registered) {
-            fanOut[room, default: FanOut()].add(user, session.connection, session.variant)
+            if fanOut[room] == nil { fanOut[room] = FanOut(generation: nextGeneration()) }
+            fanOut[room]!.add(user, session.connection, session.variant)
         }
         if var forms = namesCache.removeValue(forKey: room) {
             // Taken out while extended, so each list grows in place rather than being copied.
@@ -252,6 +257,11 @@ struct Membership {
             }
             namesCache[room] = forms
         }
+    }
+
+    private mutating func nextGeneration() -> UInt64 {
+        lastGeneration += 1
+        return lastGeneration
     }
 
     /// A member's nickname or host changed: its rooms' NAMES are made again when next asked.
@@ -283,7 +293,9 @@ struct Membership {
     mutating func refresh(_ session: Session) {
         for room in rooms[session.user.id] ?? [] {
             fanOut[room]?.remove(session.user.id)
-            fanOut[room, default: FanOut()].add(session.user.id, session.connection, session.variant)
+            if fanOut[room] == nil { fanOut[room] = FanOut(generation: 0) }
+            fanOut[room]!.generation = nextGeneration()
+            fanOut[room]!.add(session.user.id, session.connection, session.variant)
         }
     }
 
@@ -291,7 +303,10 @@ struct Membership {
     @discardableResult
     mutating func remove(_ user: UserID, from room: String) -> Bool {
         members[room]?.removeValue(forKey: user)
-        fanOut[room]?.remove(user)
+        if fanOut[room] != nil {
+            fanOut[room]!.remove(user)
+            fanOut[room]!.generation = nextGeneration()
+        }
         namesCache[room] = nil
         rooms[user]?.remove(room)
         if rooms[user]?.isEmpty == true { rooms.removeValue(forKey: user) }
@@ -327,6 +342,10 @@ struct Membership {
 /// One room's connections grouped by render variant, each member's place known so that
 /// leaving is a swap with the last of its group. (A user has one connection.)
 struct FanOut {
+    /// Changed by `Membership` on anything but growth: between two equal stamps, each group's
+    /// connections only had more appended, and groups only added after the others.
+    var generation: UInt64 = 0
+    init(generation: UInt64 = 0) { self.generation = generation }
     private(set) var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
     /// Parallel to `groups[g].connections`: whose each connection is.
     private var owners: [[UserID]] = []

@@ -31,6 +31,8 @@ public struct Delivery: Sendable, Equatable {
     /// the requester, whose copy goes with its reply): at most two, so the lists can be a
     /// room's own, handed over without copying.
     public var skipping: [ConnectionID] = []
+    /// For a room's own lists: the room and their stamp (`FanOut.generation`).
+    public var lists: (room: String, generation: UInt64)?
     /// PRIVMSG, NOTICE, TAGMSG, JOIN, PART, QUIT, KICK, NICK, TOPIC or MODE: what history keeps.
     public let storable: Bool
     /// The rows history stores, one per conversation it belongs to, made once by the state

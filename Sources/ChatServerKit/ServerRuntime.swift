@@ -492,6 +492,15 @@ final class ServerRuntime {
         while !state.outbox.isEmpty {
             let outbox = state.takeOutbox()
             for item in outbox.items {
+                // A line for one connection comes after what it is owed from the gathered room deliveries.
+                switch item {
+                case .send(let id, _), .sendAfterCommit(let id, _, _), .close(let id):
+                    if let run = gathering, !run.owesNothing(id) { flushGathered() }
+                case .deliver(let delivery):
+                    if let run = gathering, !run.takes(delivery) { flushGathered() }
+                default:
+                    break
+                }
                 switch item {
                 case .send(let id, let bytes):
                     enqueue(bytes, for: id)
@@ -504,6 +513,12 @@ final class ServerRuntime {
                     }
                 case .deliver(let delivery):
                     if let historyWriter, !delivery.rows.isEmpty { historyWriter.append(delivery.rows) }
+                    if let lists = delivery.lists {
+                        // A room's: gathered with the room's next deliveries until something else comes.
+                        if gathering == nil { gathering = GatheredRun(room: lists.room, generation: lists.generation) }
+                        gathering!.add(delivery)
+                        continue
+                    }
                     // Serialised once per form, appended to each recipient of that form.
                     for group in delivery.groups where !group.connections.isEmpty {
                         let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
@@ -525,6 +540,31 @@ final class ServerRuntime {
                         connection.inContinuing = true
                         continuing.append(connection)
                     }
+                }
+            }
+        }
+    }
+
+    /// Room deliveries in a row gathered into one append per member: a crowd arriving is a
+    /// JOIN per arrival to everyone there, a busy room several messages a turn.
+    private var gathering: GatheredRun?
+
+    /// Hands each member of the gathered deliveries its bytes: the whole run, shared, to most;
+    /// its own part to a member that joined during the run or whose own message was among them.
+    private func flushGathered() {
+        guard let run = gathering else { return }
+        gathering = nil
+        for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
+            let all = run.bytes[g]
+            if run.special.isEmpty {
+                for id in group.connections { enqueue(all, for: id) }
+                continue
+            }
+            for id in group.connections {
+                if !run.special.contains(id) {
+                    enqueue(all, for: id)
+                } else if let own = run.part(of: id, group: g) {
+                    enqueue(own, for: id)
                 }
             }
         }
@@ -594,6 +634,7 @@ final class ServerRuntime {
     }
 
     private func flushAndClose() {
+        flushGathered()
         repeat {
             flushQueued()
             processDepartures()
@@ -656,6 +697,7 @@ final class ServerRuntime {
     }
 
     private func shutdown() {
+        flushGathered()
         for connection in connections.all {
             connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
             sendLastWords(connection)
@@ -816,4 +858,90 @@ struct ConnectionTable<Element: AnyObject> {
     }
 
     var all: [Element] { slots.compactMap { $0?.element } }
+}
+
+/// Room deliveries gathered by the runtime (see `flushGathered`). Deliveries are taken while
+/// they go to the same room's lists with the same stamp: each later list then begins with the
+/// earlier one, so a member's bytes are the run's from the first delivery it was in, less the
+/// deliveries that skipped it.
+struct GatheredRun {
+    let room: String
+    let generation: UInt64
+    /// The latest lists (each group only grew during the run).
+    private(set) var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
+    /// Per group: every delivery's lines in that group's form, one after another.
+    private(set) var bytes: [[UInt8]] = []
+    /// Per group: where each delivery's lines start in `bytes`, and their end (the last entry).
+    private var offsets: [[Int]] = []
+    private(set) var deliveries = 0
+    /// Members that joined during the run: the delivery they were first in.
+    private var firstDelivery: [ConnectionID: Int] = [:]
+    /// Members a delivery skipped (a sender without echo, a requester): which ones.
+    private var skipped: [ConnectionID: [Int]] = [:]
+    /// The members skipped by the latest delivery that were new in it: nothing is owed to them yet.
+    private var fresh: [ConnectionID] = []
+    /// Members with a part of their own (joined during the run, or skipped at least once).
+    private(set) var special: Set<ConnectionID> = []
+
+    init(room: String, generation: UInt64) {
+        self.room = room
+        self.generation = generation
+    }
+
+    func takes(_ delivery: Delivery) -> Bool {
+        guard let lists = delivery.lists else { return false }
+        // A long run's bookkeeping stops paying; so do runs with many own parts.
+        return lists.room == room && lists.generation == generation && deliveries < 512 && special.count < 64
+    }
+
+    /// Nothing gathered is owed to `id` (it is not a member, or its first delivery skipped it).
+    func owesNothing(_ id: ConnectionID) -> Bool {
+        if fresh.contains(id) { return true }
+        return !groups.contains { $0.connections.contains(id) }
+    }
+
+    mutating func add(_ delivery: Delivery) {
+        let index = deliveries
+        deliveries += 1
+        fresh = []
+        for (g, group) in delivery.groups.enumerated() {
+            if g >= bytes.count {
+                bytes.append([])
+                offsets.append(Array(repeating: 0, count: index))
+                groups.append((group.variant, []))
+            }
+            let old = groups[g].connections.count
+            let start = bytes[g].count
+            offsets[g].append(start)
+            if !group.connections.isEmpty { bytes[g] += Rendering.render(delivery.message, delivery.stamp, group.variant) }
+            if index > 0 {
+                for id in group.connections[old...] {
+                    firstDelivery[id] = index
+                    special.insert(id)
+                }
+            }
+            groups[g].connections = group.connections
+        }
+        // (Lists with the same stamp never lose a group; kept aligned all the same.)
+        for g in delivery.groups.count..<max(delivery.groups.count, groups.count) { offsets[g].append(bytes[g].count) }
+        for id in delivery.skipping {
+            skipped[id, default: []].append(index)
+            special.insert(id)
+            if index == 0 || firstDelivery[id] == index { fresh.append(id) }
+        }
+    }
+
+    /// The bytes of a special member of group `g`: from its first delivery on, without those that skipped it.
+    func part(of id: ConnectionID, group g: Int) -> [UInt8]? {
+        let ends = offsets[g] + [bytes[g].count]
+        let first = firstDelivery[id] ?? 0
+        let skips = Set(skipped[id] ?? [])
+        var own: [UInt8] = []
+        var index = first
+        while index < deliveries {
+            if !skips.contains(index) { own += bytes[g][ends[index]..<ends[index + 1]] }
+            index += 1
+        }
+        return own.isEmpty ? nil : own
+    }
 }

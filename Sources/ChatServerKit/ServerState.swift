@@ -506,7 +506,7 @@ public struct ServerState {
         var rows: [HistoryRow] = []
         if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
         outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: fanOut.groups, skipping: skip,
-                                              storable: storable, rows: rows)))
+                                              lists: (key, fanOut.generation), storable: storable, rows: rows)))
     }
 
     /// Where history keeps a message: given (a direct message, a QUIT or NICK in each room), or

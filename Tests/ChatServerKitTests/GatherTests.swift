@@ -1,0 +1,77 @@
+import Testing
+import IRCTestSupport
+@testable import ChatServerKit
+import IRCWire
+
+/// The runtime gathers a room's deliveries in a row into one append per member. What each
+/// member receives must not change: the same events, in the same order, from its own arrival on.
+@Suite("room deliveries gathered by the runtime", .serialized)
+struct GatherTests {
+    struct Event: Equatable, CustomStringConvertible {
+        let command: String
+        let nick: String
+        let text: String
+        var description: String { "\(command) \(nick) \(text)" }
+    }
+
+    func events(_ messages: [IRCMessage]) -> [Event] {
+        messages.compactMap { message in
+            guard message.command == "JOIN" || (message.command == "PRIVMSG" && message.params.first == "#lobby"),
+                  let nick = message.source?.split(separator: "!").first else { return nil }
+            return Event(command: message.command, nick: String(nick), text: message.command == "PRIVMSG" ? message.params.last ?? "" : "")
+        }
+    }
+
+    @Test("a crowd arriving at once, some speaking as they arrive, some with echo-message: each sees the first member's sequence from its own JOIN on")
+    func crowd() throws {
+        let server = try TestServer()
+        let first = try server.client()
+        try first.register("first")
+        // Connected first, then every registration written at once (with a line from every third,
+        // echo-message for every fifth), so that many are handled in one turn of the loop.
+        let crowd = try (0..<40).map { _ in try server.client() }
+        for (n, client) in crowd.enumerated() {
+            var lines = n % 5 == 0 ? "CAP REQ :echo-message\r\n" : ""
+            lines += "NICK c\(n)\r\nUSER u 0 * :crowd\r\n"
+            if n % 5 == 0 { lines += "CAP END\r\n" }
+            if n % 3 == 0 { lines += "PRIVMSG #lobby :hello from c\(n)\r\n" }
+            client.sendBytes(Array(lines.utf8))
+        }
+        for _ in crowd { _ = try first.expect("JOIN") }
+        first.send("PRIVMSG #lobby :END")
+        var views: [(Int, [Event])] = []
+        for (n, client) in crowd.enumerated() {
+            let lines = try client.readUntil { $0.command == "PRIVMSG" && $0.params.last == "END" }
+            let seen = events(lines)
+            // Whoever was there when it arrived is in its NAMES; whoever came later, it is told of once. Nobody both, nobody neither.
+            let names = Set(lines.filter { $0.command == "353" }.flatMap { $0.params[3].split(separator: " ").map { String($0.drop { "@+".contains($0) }) } })
+            let joinedLater = seen.filter { $0.command == "JOIN" && $0.nick != "c\(n)" }.map(\.nick)
+            #expect(Set(joinedLater).isDisjoint(with: names), "c\(n) was told of arrivals it already had in NAMES")
+            #expect(names.union(joinedLater) == Set(["first"] + (0..<crowd.count).map { "c\($0)" }), "c\(n) missed someone")
+            #expect(joinedLater.count == Set(joinedLater).count)
+            // Its own JOIN is where its view begins; what it said itself it sees only with echo-message.
+            guard let own = seen.firstIndex(of: Event(command: "JOIN", nick: "c\(n)", text: "")) else {
+                Issue.record("c\(n) never saw its own JOIN: \(seen)")
+                continue
+            }
+            let after = Array(seen[(own + 1)...])
+            #expect(after.last == Event(command: "PRIVMSG", nick: "first", text: "END"))
+            #expect(!after.dropLast().contains { $0.nick == "first" })
+            // Everyone's view, cut at its arrival, is the same sequence: the last arrival's is the shortest suffix.
+            #expect(Set(after.map(\.description)).count == after.count, "c\(n) saw an event twice: \(after)")
+            if n % 3 == 0 && n % 5 != 0 { #expect(!after.contains { $0.nick == "c\(n)" }, "no echo of its own line") }
+            if n % 3 == 0 && n % 5 == 0 { #expect(after.filter { $0.nick == "c\(n)" } == [Event(command: "PRIVMSG", nick: "c\(n)", text: "hello from c\(n)")]) }
+            views.append((n, after))
+        }
+        // Pairwise: of two members, the later arrival's view (without own lines) is a suffix of the earlier's.
+        func others(_ view: [Event], _ a: Int, _ b: Int) -> [Event] { view.filter { $0.nick != "c\(a)" && $0.nick != "c\(b)" } }
+        for i in views.indices {
+            for j in views.indices where i != j {
+                let (a, va) = views[i], (b, vb) = views[j]
+                let ea = others(va, a, b), eb = others(vb, a, b)
+                let (long, short) = ea.count >= eb.count ? (ea, eb) : (eb, ea)
+                #expect(Array(long.suffix(short.count)) == short, "c\(a) and c\(b) disagree:\n\(ea)\n\(eb)")
+            }
+        }
+    }
+}
