@@ -382,7 +382,7 @@ def render(raw):
     if history:
         import history_bench
         out += ["## history", "",
-                "Our server keeps history by default (the scenarios above ran with it on); here it is measured on its own.", ""]
+                "Our server keeps history by default; the tables above ran it with history off (the peers keep none). Here it is measured on its own, and on against off.", ""]
         out += [history["error"]] if "error" in history else [history_bench.report(history)]
         out += [""]
     attacks = raw.get("attacks", {})
