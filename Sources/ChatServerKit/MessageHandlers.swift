@@ -37,7 +37,7 @@ extension ServerState {
         // Most messages have one target: skip splitting then.
         // (utf8.contains: with Foundation in the module, String.contains(String) is a CFString search.)
         let names = targets.utf8.contains(UInt8(ascii: ",")) ? targets.split(separator: ",").map(String.init) : [targets]
-        if exceedsTargetLimit(session, command, names, quiet: quiet) { return }
+        if names.count > 1 && exceedsTargetLimit(session, command, names, quiet: quiet) { return }
         var seen: Set<String> = []
         for name in names {
             // `alice,alice` or `#a,#A`: one delivery per target.
@@ -61,6 +61,12 @@ extension ServerState {
                     deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, viaResponse: false, stamp: stamp,
                             history: directEntry(sender, sender).map { [$0] } ?? [])
                     if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append((message, stamp)) }
+                } else if !echo, directEntry(sender, target) == nil {
+                    // Nothing to keep and one person to tell (most direct messages): its line, rendered here.
+                    if let to = target.sessions.first(where: \.registered), onlyTagged.map(to.caps.contains) ?? true {
+                        let stamp = self.stamp(command, now: request.now)
+                        outbox.items.append(.send(to.connection, Rendering.render(message, stamp, to.variant)))
+                    }
                 } else {
                     deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged,
                             history: directEntry(sender, target).map { [$0] } ?? [])
