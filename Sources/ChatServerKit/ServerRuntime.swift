@@ -628,6 +628,11 @@ final class ServerRuntime {
 
     private func markClosing(_ connection: Connection, discardOutput: Bool = false) {
         guard !connection.closing else { return }
+        // What gathered room lines it is owed go with its last words (a peer lost mid-turn).
+        if !discardOutput, let run = gathering, !run.owesNothing(connection.id) {
+            flushGathered()
+            guard !connection.closing else { return }
+        }
         connection.closing = true
         if discardOutput { connection.output = OutputBuffer() }
         toClose.append(connection)
@@ -889,9 +894,12 @@ struct GatheredRun {
     }
 
     func takes(_ delivery: Delivery) -> Bool {
-        guard let lists = delivery.lists else { return false }
+        guard let lists = delivery.lists, lists.room == room, lists.generation == generation else { return false }
         // A long run's bookkeeping stops paying; so do runs with many own parts.
-        return lists.room == room && lists.generation == generation && deliveries < 512 && special.count < 64
+        guard deliveries < 512 && special.count < 64 else { return false }
+        // The same stamp means the lists only grew; checked all the same, as `add` relies on it.
+        guard delivery.groups.count >= groups.count else { return false }
+        return groups.indices.allSatisfy { delivery.groups[$0].connections.count >= groups[$0].connections.count }
     }
 
     /// Nothing gathered is owed to `id` (it is not a member, or its first delivery skipped it).
