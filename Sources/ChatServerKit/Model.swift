@@ -292,10 +292,12 @@ struct Membership {
     /// After a member's capabilities changed (CAP REQ once registered): its place in each room's lists.
     mutating func refresh(_ session: Session) {
         for room in rooms[session.user.id] ?? [] {
-            fanOut[room]?.remove(session.user.id)
-            if fanOut[room] == nil { fanOut[room] = FanOut(generation: 0) }
-            fanOut[room]!.generation = nextGeneration()
-            fanOut[room]!.add(session.user.id, session.connection, session.variant)
+            // Taken out while changed, so the lists are changed in place, not copied.
+            var lists = fanOut.removeValue(forKey: room) ?? FanOut()
+            lists.remove(session.user.id)
+            lists.generation = nextGeneration()
+            lists.add(session.user.id, session.connection, session.variant)
+            fanOut[room] = lists
         }
     }
 

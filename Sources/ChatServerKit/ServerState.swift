@@ -500,13 +500,19 @@ public struct ServerState {
         if let requester = response?.session, requester.user.id != except, requester.registered,
            membership.isMember(requester.user.id, of: key) {
             skip.append(requester.connection)
-            response!.messages.append((message, stamp))
-            if !entries.isEmpty, let id = stamp.msgid, Self.isEchoed(message.command) { response!.awaitsCommit = id }
+            answerRequester(message, stamp, stored: !entries.isEmpty)
         }
         var rows: [HistoryRow] = []
         if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
         outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: fanOut.groups, skipping: skip,
                                               lists: (key, fanOut.generation), storable: storable, rows: rows)))
+    }
+
+    /// The requester's own copy goes in its reply; the sender's copy of a stored message (its
+    /// echo) waits until it is committed.
+    mutating func answerRequester(_ message: IRCMessage, _ stamp: Stamp, stored: Bool) {
+        response!.messages.append((message, stamp))
+        if stored, let id = stamp.msgid, Self.isEchoed(message.command) { response!.awaitsCommit = id }
     }
 
     /// Where history keeps a message: given (a direct message, a QUIT or NICK in each room), or
@@ -537,9 +543,7 @@ public struct ServerState {
                 if let required, !session.caps.contains(required) { continue }
                 if let excluded, session.caps.contains(excluded) { continue }
                 if session === requester {
-                    self.response!.messages.append((message, stamp))
-                    // The sender's own copy of a stored message (its echo) waits until it is committed.
-                    if !entries.isEmpty, let id = stamp.msgid, Self.isEchoed(message.command) { self.response!.awaitsCommit = id }
+                    answerRequester(message, stamp, stored: !entries.isEmpty)
                     continue
                 }
                 let variant = session.variant

@@ -59,9 +59,7 @@ public struct OutputBuffer: Sendable {
             return .failed(errno: written == 0 ? EPIPE : code)
         }
         // An idle connection holds no buffer at all: the next line is adopted, not copied (`append`).
-        bytes = []
-        start = 0
-        adopted = false
+        reset()
         return .done
     }
 
@@ -78,10 +76,15 @@ public struct OutputBuffer: Sendable {
             }
             start += written
         }
+        reset()
+        return .done
+    }
+
+    /// Everything was written: an idle connection holds no buffer at all.
+    private mutating func reset() {
         bytes = []
         start = 0
         adopted = false
-        return .done
     }
 
     private mutating func compact() {
