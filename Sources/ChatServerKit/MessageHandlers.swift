@@ -61,12 +61,6 @@ extension ServerState {
                     deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, viaResponse: false, stamp: stamp,
                             history: directEntry(sender, sender).map { [$0] } ?? [])
                     if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append((message, stamp)) }
-                } else if !echo, directEntry(sender, target) == nil {
-                    // Nothing to keep and one person to tell (most direct messages): its line, rendered here.
-                    if let to = target.sessions.first(where: \.registered), onlyTagged.map(to.caps.contains) ?? true {
-                        let stamp = self.stamp(command, now: request.now)
-                        outbox.items.append(.send(to.connection, Rendering.render(message, stamp, to.variant)))
-                    }
                 } else {
                     deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged,
                             history: directEntry(sender, target).map { [$0] } ?? [])
@@ -76,6 +70,29 @@ extension ServerState {
                 }
             }
         }
+    }
+
+    /// The most common line of all — `PRIVMSG bob :hi` to one person, from a client without
+    /// echo-message, with nothing for history to keep and the recipient not away — relayed
+    /// from the line's own bytes: no `IRCMessage` parsed, built or serialised, no response
+    /// buffer (nothing is answered). Each of the recipient's connections gets what `relay`
+    /// would send it (`Rendering.direct`). False, having changed nothing, for any other line.
+    mutating func relayPlainDirect(_ line: [UInt8], from session: Session, now: Double) -> Bool {
+        guard session.registered, session.openBatch == nil, !session.caps.contains(.echoMessage),
+              let plain = PlainTextLine(line) else { return false }
+        let name = String(decoding: line[plain.target], as: UTF8.self)
+        let sender = session.user
+        guard !IRCNames.isChannel(name), let target = user(named: name), target !== sender, let nick = target.nick,
+              plain.isNotice || target.away == nil, !historyEnabled || directEntry(sender, target) == nil else { return false }
+        sender.lastSpoke = now
+        let command = plain.isNotice ? "NOTICE" : "PRIVMSG"
+        let stamp = self.stamp(command, now: now)
+        let tags = accountTags(sender)
+        for to in target.sessions where to.registered {
+            outbox.items.append(.send(to.connection, Rendering.direct(command, source: sender.prefix, target: nick,
+                                                                      text: line[plain.text], tags: tags, stamp, to.variant)))
+        }
+        return true
     }
 
     enum MessageTarget {

@@ -52,6 +52,39 @@ enum Rendering {
         return copy.serialized()
     }
 
+    /// A PRIVMSG or NOTICE to one person written straight from the sender's text bytes, byte
+    /// for byte what `render` writes for `IRCMessage(tags:source:command:params: [target, text])`
+    /// (test `RenderingTests.directMatchesRender`): the time and msgid tags the variant asks for,
+    /// the tags it keeps, the body cut to 512 bytes at a character boundary. The text holds no
+    /// CR, LF or NUL (it comes from one framed line) and `target` is a nick.
+    static func direct(_ command: String, source: String, target: String, text: ArraySlice<UInt8>, tags: [IRCTag],
+                       _ stamp: Stamp, _ variant: RenderVariant) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(source.utf8.count + target.utf8.count + text.count + (variant.isEmpty ? 16 : 96))
+        if !variant.isEmpty || !tags.isEmpty {
+            var kept: [IRCTag] = []
+            if variant.contains(.time) { kept.append(IRCTag("time", stamp.timeTag)) }
+            if variant.contains(.tags), let id = stamp.msgidTag { kept.append(IRCTag("msgid", id)) }
+            for tag in tags where keeps(tag.key, variant) { kept.append(tag) }
+            IRCMessage.appendTags(kept, to: &out)
+        }
+        let bodyStart = out.count
+        out.append(UInt8(ascii: ":"))
+        out.append(contentsOf: source.utf8)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: command.utf8)
+        out.append(UInt8(ascii: " "))
+        out.append(contentsOf: target.utf8)
+        out.append(UInt8(ascii: " "))
+        out.append(UInt8(ascii: ":"))
+        out.append(contentsOf: text)
+        let limit = bodyStart + IRCLimits.lineBytes - 2
+        if out.count > limit { out.removeSubrange(UTF8Boundary.cut(out, at: limit)...) }
+        out.append(13)
+        out.append(10)
+        return out
+    }
+
     /// The message with its stamp as tags, as history stores it and tests read it.
     static func tagged(_ message: IRCMessage, _ stamp: Stamp) -> IRCMessage {
         var copy = message

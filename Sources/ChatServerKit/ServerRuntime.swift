@@ -390,6 +390,8 @@ final class ServerRuntime {
     /// is left waits in `paced`. A full queue pauses reading; a drained one resumes it.
     private func drain(_ connection: Connection) {
         let now = Monotonic.now()
+        // One reading of the clock for the lines of one read (they arrived together).
+        let wall = WallClock.now()
         var waiting = false
         while connection.queueHead < connection.queue.count, !connection.closing {
             guard state.accepting(connection.id) else { break }
@@ -402,7 +404,7 @@ final class ServerRuntime {
             }
             connection.queueHead += 1
             switch framed {
-            case .line(let line): state.received(line, from: connection.id, now: WallClock.now())
+            case .line(let line): state.received(line, from: connection.id, now: wall)
             case .overlong(let discarded): state.receivedOverlongLine(from: connection.id, discardedBytes: discarded)
             }
             apply()
@@ -490,7 +492,8 @@ final class ServerRuntime {
 
     private func apply() {
         while !state.outbox.isEmpty {
-            let outbox = state.takeOutbox()
+            var outbox = state.takeOutbox()
+            defer { state.recycle(&outbox) }
             for item in outbox.items {
                 // A line for one connection comes after what it is owed from the gathered room deliveries.
                 switch item {

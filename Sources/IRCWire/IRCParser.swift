@@ -97,3 +97,64 @@ extension IRCMessage {
         return bytes.count == 3 && bytes.allSatisfy { $0 >= 48 && $0 <= 57 }
     }
 }
+
+/// A PRIVMSG or NOTICE in the form clients nearly always send it — no tags, no source, the
+/// command in capitals, one target, one space each, the text in the trailing form:
+/// `PRIVMSG bob :hello`. It says where the target and the text are in the line, so a server
+/// can relay the line without parsing it into an `IRCMessage`.
+public struct PlainTextLine: Sendable, Equatable {
+    public let isNotice: Bool
+    public let target: Range<Int>
+    public let text: Range<Int>
+
+    /// Nil for every other line (tags, a source, lower case, a list of targets, extra spaces or
+    /// parameters, an empty text, a NUL, invalid UTF-8, over the length limit): the parser
+    /// takes those, with its errors and repairs.
+    public init?(_ line: [UInt8]) {
+        let count = line.count
+        guard count <= IRCLimits.lineBytes - 2 else { return nil }
+        let start: Int
+        if PlainTextLine.starts(line, PlainTextLine.privmsg) {
+            isNotice = false
+            start = PlainTextLine.privmsg.count
+        } else if PlainTextLine.starts(line, PlainTextLine.notice) {
+            isNotice = true
+            start = PlainTextLine.notice.count
+        } else {
+            return nil
+        }
+        // One pass: the target's end, and whether any byte is a NUL, a comma in the target, or
+        // not ASCII (only then is the line checked as UTF-8).
+        let found: (end: Int, clean: Bool, ascii: Bool) = line.withUnsafeBufferPointer { bytes in
+            var index = start
+            var high: UInt8 = 0
+            while index < count, bytes[index] != UInt8(ascii: " ") {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: ",") || byte == 0 { return (index, false, true) }
+                high |= byte
+                index += 1
+            }
+            let end = index
+            // The target, a space, a colon and at least one byte of text.
+            guard end > start, end + 2 < count, bytes[end + 1] == UInt8(ascii: ":") else { return (end, false, true) }
+            for i in (end + 2)..<count {
+                let byte = bytes[i]
+                if byte == 0 { return (end, false, true) }
+                high |= byte
+            }
+            return (end, true, high < 0x80)
+        }
+        guard found.clean, found.ascii || UTF8Validation.isValid(line) else { return nil }
+        target = start..<found.end
+        text = (found.end + 2)..<count
+    }
+
+    private static let privmsg = Array("PRIVMSG ".utf8)
+    private static let notice = Array("NOTICE ".utf8)
+
+    private static func starts(_ line: [UInt8], _ word: [UInt8]) -> Bool {
+        guard line.count > word.count else { return false }
+        for i in 0..<word.count where line[i] != word[i] { return false }
+        return true
+    }
+}

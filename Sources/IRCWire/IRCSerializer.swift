@@ -5,18 +5,7 @@ extension IRCMessage {
     public func serialized() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + params.reduce(0) { $0 + $1.utf8.count })
-        if !tags.isEmpty {
-            out.append(UInt8(ascii: "@"))
-            for (i, tag) in tags.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ";")) }
-                out.append(contentsOf: tag.key.utf8)
-                if !tag.value.isEmpty {
-                    out.append(UInt8(ascii: "="))
-                    IRCTagCoding.appendEscaped(tag.value, to: &out)
-                }
-            }
-            out.append(UInt8(ascii: " "))
-        }
+        IRCMessage.appendTags(tags, to: &out)
         let bodyStart = out.count
         if let source {
             out.append(UInt8(ascii: ":"))
@@ -59,6 +48,21 @@ extension IRCMessage {
         out.append(13)
         out.append(10)
         return out
+    }
+
+    /// `@key=value;key ` (escaped, with the space before the body); nothing for no tags.
+    public static func appendTags(_ tags: [IRCTag], to out: inout [UInt8]) {
+        guard !tags.isEmpty else { return }
+        out.append(UInt8(ascii: "@"))
+        for (i, tag) in tags.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ";")) }
+            out.append(contentsOf: tag.key.utf8)
+            if !tag.value.isEmpty {
+                out.append(UInt8(ascii: "="))
+                IRCTagCoding.appendEscaped(tag.value, to: &out)
+            }
+        }
+        out.append(UInt8(ascii: " "))
     }
 
     /// Numerics and text-carrying commands always send their last parameter in the trailing

@@ -101,3 +101,37 @@ func tagsSeparate() throws {
     let line = tag + "PRIVMSG #a :" + String(repeating: "y", count: 498)
     #expect(try IRCMessage(parsing: line).tags.first?.value.count == 4000)
 }
+
+@Suite("PlainTextLine")
+struct PlainTextLineTests {
+    @Test("finds the target and text of a plain PRIVMSG or NOTICE, as the parser reads them", arguments: [
+        "PRIVMSG bob :hi", "NOTICE bob :hi there", "PRIVMSG bob ::colon", "PRIVMSG #room :to a room",
+        "PRIVMSG bob :caf\u{E9} \u{1F600}", "PRIVMSG bob :  spaces  ", "PRIVMSG b :" + String(repeating: "x", count: 499),
+    ])
+    func accepted(line: String) throws {
+        let bytes = Array(line.utf8)
+        let plain = try #require(PlainTextLine(bytes))
+        let parsed = try IRCMessage(bytes: bytes)
+        #expect(plain.isNotice == (parsed.command == "NOTICE"))
+        #expect(String(decoding: bytes[plain.target], as: UTF8.self) == parsed.params[0])
+        #expect(String(decoding: bytes[plain.text], as: UTF8.self) == parsed.params[1])
+        #expect(parsed.params.count == 2)
+    }
+
+    @Test("leaves every other line to the parser", arguments: [
+        "privmsg bob :hi", "@label=x PRIVMSG bob :hi", ":alice PRIVMSG bob :hi", "PRIVMSG bob,carol :hi",
+        "PRIVMSG bob hi", "PRIVMSG  bob :hi", "PRIVMSG bob  :hi", "PRIVMSG bob :", "PRIVMSG bob", "PRIVMSG :hi",
+        "PRIVMSG", "PRIVMSGX bob :hi", "TAGMSG bob", "PRIVMSG b :" + String(repeating: "x", count: 500),
+    ])
+    func refused(line: String) {
+        #expect(PlainTextLine(Array(line.utf8)) == nil)
+    }
+
+    @Test("leaves a NUL or invalid UTF-8 to the parser (its error, its repair)")
+    func refusedBytes() {
+        #expect(PlainTextLine(Array("PRIVMSG bob :a".utf8) + [0, 98]) == nil)
+        #expect(PlainTextLine(Array("PRIVMSG bob :caf".utf8) + [0xC3]) == nil)
+        #expect(PlainTextLine(Array("PRIVMSG b".utf8) + [0, 98] + Array(" :x".utf8)) == nil)
+        #expect(PlainTextLine(Array("PRIVMSG bob :caf".utf8) + [0xC3, 0xA9]) != nil)
+    }
+}

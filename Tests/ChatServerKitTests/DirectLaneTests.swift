@@ -1,0 +1,101 @@
+import Testing
+@testable import ChatServerKit
+import IRCWire
+
+/// The direct-message lane (`relayPlainDirect`): a plain `PRIVMSG bob :hi` is relayed from its
+/// bytes. It must send exactly what the general path sends, and leave every other line to it.
+@Suite("Direct-message lane")
+struct DirectLaneTests {
+    /// Every form a recipient can ask for (all six bits, those that do not apply included).
+    static let variants = (0..<64).map { RenderVariant(rawValue: UInt8($0)) }
+
+    @Test("Rendering.direct writes byte for byte what render writes, in every variant")
+    func directMatchesRender() {
+        let texts = ["hi", "hello world", ":starts with a colon", "  spaced  ", "caf\u{E9} \u{1F600} \u{4E2D}",
+                     "\u{1B}[31mred\u{202E}", String(repeating: "x", count: 496),
+                     String(repeating: "\u{4E2D}", count: 166), String(repeating: "\u{1F600}", count: 124)]
+        let tagSets: [[IRCTag]] = [[], [IRCTag("account", "alice")], [IRCTag("account", "a;b c\\d"), IRCTag("bot")]]
+        let stamps = [Stamp(time: 1_700_000_000.123, msgid: 42), Stamp(time: 0, msgid: nil)]
+        var compared = 0
+        for variant in Self.variants {
+            for text in texts {
+                for tags in tagSets {
+                    for stamp in stamps {
+                        for command in ["PRIVMSG", "NOTICE"] {
+                            let message = IRCMessage(tags: tags, source: "alice!u@127.0.0.1", command: command, params: ["Bob", text])
+                            let expected = Rendering.render(message, stamp, variant)
+                            let direct = Rendering.direct(command, source: "alice!u@127.0.0.1", target: "Bob",
+                                                          text: Array(text.utf8)[...], tags: tags, stamp, variant)
+                            #expect(direct == expected, "\(variant.rawValue) \(command) \(text.prefix(20)) \(tags)")
+                            compared += 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(compared == 64 * 9 * 3 * 2 * 2)
+    }
+
+    /// The lane takes a plain line; the same message written another way (no colon) goes the
+    /// general way. Both must reach the recipient identically, for each set of capabilities.
+    @Test("a direct message arrives the same through the lane and the general path", arguments: [
+        [String](), ["server-time"], ["message-tags"], ["account-tag"], ["server-time", "message-tags", "account-tag"],
+    ])
+    func laneMatchesGeneralPath(caps: [String]) {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob", caps: caps)
+        h.send(alice, "MODE alice +B")
+        h.send(alice, "PRIVMSG bob :word")
+        let lane = h.lines(to: bob)
+        h.send(alice, "PRIVMSG bob word")
+        let general = h.lines(to: bob)
+        #expect(lane.count == 1 && general.count == 1)
+        // The msgids differ (two messages); everything else is the same.
+        func withoutID(_ lines: [String]) -> [String] {
+            lines.map { $0.replacing(/msgid=[^; ]+;?/, with: "") }
+        }
+        #expect(withoutID(lane) == withoutID(general))
+        #expect(lane.first?.hasSuffix(":alice!u@127.0.0.1 PRIVMSG bob :word") == true)
+        if caps.contains("message-tags") { #expect(lane.first?.contains("msgid=") == true && lane.first?.contains("bot") == true) }
+        if caps.contains("server-time") { #expect(lane.first?.hasPrefix("@time=") == true) }
+    }
+
+    @Test("what the lane leaves to the general path still gets its replies")
+    func fallbacks() {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        // Away: the sender is told (301), so the general path answers.
+        h.send(bob, "AWAY :lunch")
+        h.send(alice, "PRIVMSG bob :are you there")
+        #expect(h.commands(to: alice) == ["301"] && h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :are you there"])
+        h.send(bob, "AWAY")
+        // To oneself, lower case, a source, several targets, an empty text, invalid UTF-8.
+        h.send(alice, "PRIVMSG alice :me")
+        #expect(h.lines(to: alice) == [":alice!u@127.0.0.1 PRIVMSG alice :me"])
+        h.send(alice, "privmsg bob :lower")
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :lower"])
+        h.send(alice, ":alice PRIVMSG bob :sourced")
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :sourced"])
+        h.send(alice, "PRIVMSG nobody :x")
+        #expect(h.commands(to: alice) == ["401"])
+        h.send(alice, "PRIVMSG bob :")
+        #expect(h.commands(to: alice) == ["412"] && h.lines(to: bob).isEmpty)
+        h.state.received(Array("PRIVMSG bob :caf".utf8) + [0xC3], from: alice, now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :caf\u{FFFD}"])
+        // With echo-message the sender gets its copy, so it is not the lane's.
+        let carol = h.register("carol", caps: ["echo-message"])
+        h.send(carol, "PRIVMSG bob :echoed")
+        #expect(h.lines(to: carol) == [":carol!u@127.0.0.1 PRIVMSG bob :echoed"] && h.commands(to: bob) == ["PRIVMSG"])
+        // A NOTICE to someone away is not answered: the lane takes it.
+        h.send(bob, "AWAY :gone")
+        h.send(alice, "NOTICE bob :fyi")
+        #expect(h.lines(to: alice).isEmpty && h.lines(to: bob) == [":alice!u@127.0.0.1 NOTICE bob :fyi"])
+        // Before registration nothing is relayed.
+        let stranger = h.connect()
+        h.send(stranger, "PRIVMSG bob :early")
+        #expect(h.commands(to: stranger) == ["451"] && h.lines(to: bob).isEmpty)
+    }
+}
