@@ -212,8 +212,8 @@ extension ServerState {
         if let batch { message.tags.insert(IRCTag("batch", batch), at: 0) }
         // Half a millisecond in: the time printed is the stored millisecond, whatever the rounding of a Double.
         let stamp = Stamp(time: (Double(row.timeMilliseconds) + 0.5) / 1000, msgid: UInt64(bitPattern: row.msgid))
-        if let response, response.session === session {
-            self.response!.messages.append((message, stamp))
+        if response?.session === session {
+            response!.messages.append((message, stamp))
         } else {
             var variant = session.variant
             if batch != nil { variant.insert(.batch) }

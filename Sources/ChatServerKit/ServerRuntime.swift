@@ -410,7 +410,9 @@ final class ServerRuntime {
             apply()
         }
         if connection.queueHead == connection.queue.count {
-            connection.queue.removeAll(keepingCapacity: connection.queue.count <= 64)
+            // A busy client's queue keeps its storage; a quiet one's (a few lines at a time, most
+            // connections) goes, so an idle connection holds none.
+            connection.queue.removeAll(keepingCapacity: connection.queue.count > 8 && connection.queue.count <= 64)
             connection.queueHead = 0
         } else if connection.queueHead >= 1024 {
             connection.queue.removeFirst(connection.queueHead)

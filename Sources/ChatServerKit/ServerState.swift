@@ -361,8 +361,10 @@ public struct ServerState {
 
     /// Any message to one connection, through the response buffer when it is the requester's.
     mutating func send(_ session: Session, _ message: IRCMessage) {
-        if let response, response.session === session {
-            self.response!.messages.append((message, nil))
+        // Not `if let response`: a bound copy would share the buffer's storage, and every
+        // append would copy all of it (a NAMES of 10,000 is hundreds of lines: quadratic).
+        if response?.session === session {
+            response!.messages.append((message, nil))
         } else {
             sendNow(session, message)
         }

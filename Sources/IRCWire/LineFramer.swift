@@ -48,6 +48,15 @@ public struct LineFramer: Sendable {
                 return
             }
             let newline = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            if buffer.isEmpty && !discarding && newline - index <= maxLineBytes + 1 {
+                // The whole line came in this read (nearly always): an array of its own size,
+                // straight from the bytes read; the framer holds nothing between lines.
+                var length = newline - index
+                if length > 0 && base[index + length - 1] == 13 { length -= 1 }
+                emit(.line(Array(UnsafeBufferPointer(start: base + index, count: length))))
+                index = newline + 1
+                continue
+            }
             take(UnsafeBufferPointer(start: base + index, count: newline - index))
             if discarding {
                 emit(.overlong(discardedBytes: discarded))
@@ -57,7 +66,7 @@ public struct LineFramer: Sendable {
                 if buffer.last == 13 { buffer.removeLast() }
                 emit(.line(buffer))
             }
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 1024)
+            buffer = []
             index = newline + 1
         }
     }

@@ -38,6 +38,12 @@ let framerCases: [FramerCase] = [
                [.overlong(discardedBytes: 41), .line(Array("OK".utf8))], max: 20),
     FramerCase("line at the cap passes", String(repeating: "y", count: 20) + "\r\n",
                [.line(Array(repeating: UInt8(ascii: "y"), count: 20))], max: 20),
+    // The byte of slack kept for a CR: a bare-LF line one over the cap passes, two over does not.
+    FramerCase("one over the cap with a bare LF passes", String(repeating: "y", count: 21) + "\n",
+               [.line(Array(repeating: UInt8(ascii: "y"), count: 21))], max: 20),
+    FramerCase("two over the cap is over-long", String(repeating: "y", count: 21) + "\r\nOK\n",
+               [.overlong(discardedBytes: 22), .line(Array("OK".utf8))], max: 20),
+    FramerCase("lines after a line split across reads", "PING a\r\nPING b\r\nPING c\r\n", lines("PING a", "PING b", "PING c")),
 ]
 
 @Test("frames lines in chunks of 1, 2, 5 and all at once",
