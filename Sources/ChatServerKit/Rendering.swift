@@ -54,9 +54,10 @@ enum Rendering {
 
     /// A PRIVMSG or NOTICE to one person written straight from the sender's text bytes, byte
     /// for byte what `render` writes for `IRCMessage(tags:source:command:params: [target, text])`
-    /// (test `RenderingTests.directMatchesRender`): the time and msgid tags the variant asks for,
-    /// the tags it keeps, the body cut to 512 bytes at a character boundary. The text holds no
-    /// CR, LF or NUL (it comes from one framed line) and `target` is a nick.
+    /// (test `DirectLaneTests.directMatchesRender`): the time and msgid tags the variant asks for,
+    /// the tags it keeps, the body cut to 512 bytes at a character boundary. The caller makes sure
+    /// the text holds no CR, LF or NUL (`PlainTextLine` refuses them; `render` would make them
+    /// spaces) and `target` is a nick.
     static func direct(_ command: String, source: String, target: String, text: ArraySlice<UInt8>, tags: [IRCTag],
                        _ stamp: Stamp, _ variant: RenderVariant) -> [UInt8] {
         var out: [UInt8] = []

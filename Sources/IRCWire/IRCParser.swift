@@ -108,7 +108,7 @@ public struct PlainTextLine: Sendable, Equatable {
     public let text: Range<Int>
 
     /// Nil for every other line (tags, a source, lower case, a list of targets, extra spaces or
-    /// parameters, an empty text, a NUL, invalid UTF-8, over the length limit): the parser
+    /// parameters, an empty text, a NUL, CR or LF, invalid UTF-8, over the length limit): the parser
     /// takes those, with its errors and repairs.
     public init?(_ line: [UInt8]) {
         let count = line.count
@@ -123,14 +123,16 @@ public struct PlainTextLine: Sendable, Equatable {
         } else {
             return nil
         }
-        // One pass: the target's end, and whether any byte is a NUL, a comma in the target, or
-        // not ASCII (only then is the line checked as UTF-8).
+        // One pass: the target's end, and whether any byte is a NUL, CR or LF (a CR inside a line
+        // is kept by the framer; relayed raw it would start a forged line on some clients: the
+        // serialiser makes it a space), a comma in the target, or not ASCII (only then is the
+        // line checked as UTF-8).
         let found: (end: Int, clean: Bool, ascii: Bool) = line.withUnsafeBufferPointer { bytes in
             var index = start
             var high: UInt8 = 0
             while index < count, bytes[index] != UInt8(ascii: " ") {
                 let byte = bytes[index]
-                if byte == UInt8(ascii: ",") || byte == 0 { return (index, false, true) }
+                if byte == UInt8(ascii: ",") || byte == 0 || byte == 10 || byte == 13 { return (index, false, true) }
                 high |= byte
                 index += 1
             }
@@ -139,7 +141,7 @@ public struct PlainTextLine: Sendable, Equatable {
             guard end > start, end + 2 < count, bytes[end + 1] == UInt8(ascii: ":") else { return (end, false, true) }
             for i in (end + 2)..<count {
                 let byte = bytes[i]
-                if byte == 0 { return (end, false, true) }
+                if byte == 0 || byte == 10 || byte == 13 { return (end, false, true) }
                 high |= byte
             }
             return (end, true, high < 0x80)

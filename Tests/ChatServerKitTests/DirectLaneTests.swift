@@ -41,24 +41,78 @@ struct DirectLaneTests {
     @Test("a direct message arrives the same through the lane and the general path", arguments: [
         [String](), ["server-time"], ["message-tags"], ["account-tag"], ["server-time", "message-tags", "account-tag"],
     ])
-    func laneMatchesGeneralPath(caps: [String]) {
+    func laneMatchesGeneralPath(caps: [String]) throws {
         var h = Harness()
         let alice = h.register("alice")
         let bob = h.register("bob", caps: caps)
         h.send(alice, "MODE alice +B")
-        h.send(alice, "PRIVMSG bob :word")
-        let lane = h.lines(to: bob)
+        let session = try #require(h.state.sessions[alice])
+        let taken = h.state.relayPlainDirect(Array("PRIVMSG bob :word".utf8), from: session, now: h.now)
+        #expect(taken, "the lane takes it")
+        h.out = h.state.takeOutbox()
+        let lane = Self.rawLines(h.out, to: bob)
         h.send(alice, "PRIVMSG bob word")
-        let general = h.lines(to: bob)
+        let plain = PlainTextLine(Array("PRIVMSG bob word".utf8))
+        #expect(plain == nil, "the general path's")
+        let general = Self.rawLines(h.out, to: bob)
         #expect(lane.count == 1 && general.count == 1)
         // The msgids differ (two messages); everything else is the same.
         func withoutID(_ lines: [String]) -> [String] {
             lines.map { $0.replacing(/msgid=[^; ]+;?/, with: "") }
         }
         #expect(withoutID(lane) == withoutID(general))
-        #expect(lane.first?.hasSuffix(":alice!u@127.0.0.1 PRIVMSG bob :word") == true)
+        #expect(lane.first?.hasSuffix(":alice!u@127.0.0.1 PRIVMSG bob :word\r\n") == true)
         if caps.contains("message-tags") { #expect(lane.first?.contains("msgid=") == true && lane.first?.contains("bot") == true) }
         if caps.contains("server-time") { #expect(lane.first?.hasPrefix("@time=") == true) }
+    }
+
+    /// What went to `id`, as the bytes sent (not parsed again: a stray CR would survive).
+    static func rawLines(_ outbox: Outbox, to id: ConnectionID) -> [String] {
+        outbox.items.compactMap { item in
+            if case .send(let to, let bytes) = item, to == id { return String(decoding: bytes, as: UTF8.self) }
+            return nil
+        }
+    }
+
+    @Test("the lane takes only what it can send as the general path would", arguments: [
+        ("PRIVMSG bob :hi", true), ("NOTICE bob :hi", true), ("PRIVMSG BOB :case", true),
+        ("PRIVMSG alice :to myself", false), ("PRIVMSG #lobby :a room", false), ("PRIVMSG nobody :x", false),
+        ("PRIVMSG bob,carol :two", false), ("@+typing=active PRIVMSG bob :tagged", false), ("privmsg bob :lower", false),
+        ("PRIVMSG bob :a\rforged", false), ("PRIVMSG carol :away", false), ("NOTICE carol :away but a notice", true),
+    ])
+    func laneTakes(line: String, taken: Bool) throws {
+        var h = Harness()
+        let alice = h.register("alice")
+        _ = h.register("bob")
+        let carol = h.register("carol")
+        h.send(carol, "AWAY :out")
+        let session = try #require(h.state.sessions[alice])
+        let result = h.state.relayPlainDirect(Array(line.utf8), from: session, now: h.now)
+        #expect(result == taken)
+        // Nor from a client with echo-message, in a multiline batch, or before registering.
+        let echo = h.register("echo", caps: ["echo-message"])
+        let echoSession = try #require(h.state.sessions[echo])
+        let echoTaken = h.state.relayPlainDirect(Array("PRIVMSG bob :hi".utf8), from: echoSession, now: h.now)
+        #expect(!echoTaken)
+        let early = h.connect()
+        let earlySession = try #require(h.state.sessions[early])
+        let earlyTaken = h.state.relayPlainDirect(Array("PRIVMSG bob :hi".utf8), from: earlySession, now: h.now)
+        #expect(!earlyTaken)
+        let batching = h.register("batching", caps: ["batch", "draft/multiline"])
+        h.send(batching, "BATCH +m draft/multiline bob")
+        let batchingSession = try #require(h.state.sessions[batching])
+        let batchingTaken = h.state.relayPlainDirect(Array("PRIVMSG bob :hi".utf8), from: batchingSession, now: h.now)
+        #expect(!batchingTaken)
+    }
+
+    @Test("a CR inside the text goes out as a space, never raw: no forged second line")
+    func carriageReturn() {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        h.state.received(Array("PRIVMSG bob :hi\r:admin!x@y PRIVMSG bob :click".utf8), from: alice, now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(Self.rawLines(h.out, to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :hi :admin!x@y PRIVMSG bob :click\r\n"])
     }
 
     @Test("what the lane leaves to the general path still gets its replies")

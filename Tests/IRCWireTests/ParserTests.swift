@@ -122,6 +122,7 @@ struct PlainTextLineTests {
         "privmsg bob :hi", "@label=x PRIVMSG bob :hi", ":alice PRIVMSG bob :hi", "PRIVMSG bob,carol :hi",
         "PRIVMSG bob hi", "PRIVMSG  bob :hi", "PRIVMSG bob  :hi", "PRIVMSG bob :", "PRIVMSG bob", "PRIVMSG :hi",
         "PRIVMSG", "PRIVMSGX bob :hi", "TAGMSG bob", "PRIVMSG b :" + String(repeating: "x", count: 500),
+        "PRIVMSG bob :a\rb", "PRIVMSG bob :a\nb", "PRIVMSG b\rob :x", "PRIVMSG bob :\r",
     ])
     func refused(line: String) {
         #expect(PlainTextLine(Array(line.utf8)) == nil)
