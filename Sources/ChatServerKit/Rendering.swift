@@ -43,11 +43,7 @@ enum Rendering {
         if extendedJoin && !variant.contains(.extendedJoin) { needsCopy = true }
         guard needsCopy else { return message.serialized() }
         var copy = message
-        copy.tags.removeAll { !keeps($0.key, variant) }
-        if let stamp {
-            if addID, let id = stamp.msgidTag { copy.tags.insert(IRCTag("msgid", id), at: 0) }
-            if addTime { copy.tags.insert(IRCTag("time", stamp.timeTag), at: 0) }
-        }
+        copy.tags = tags(message.tags, stamp, variant)
         if extendedJoin && !variant.contains(.extendedJoin) { copy.params.removeLast(2) }
         return copy.serialized()
     }
@@ -62,13 +58,7 @@ enum Rendering {
                        _ stamp: Stamp, _ variant: RenderVariant) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(source.utf8.count + target.utf8.count + text.count + (variant.isEmpty ? 16 : 96))
-        if !variant.isEmpty || !tags.isEmpty {
-            var kept: [IRCTag] = []
-            if variant.contains(.time) { kept.append(IRCTag("time", stamp.timeTag)) }
-            if variant.contains(.tags), let id = stamp.msgidTag { kept.append(IRCTag("msgid", id)) }
-            for tag in tags where keeps(tag.key, variant) { kept.append(tag) }
-            IRCMessage.appendTags(kept, to: &out)
-        }
+        if !variant.isEmpty || !tags.isEmpty { IRCMessage.appendTags(self.tags(tags, stamp, variant), to: &out) }
         let bodyStart = out.count
         out.append(UInt8(ascii: ":"))
         out.append(contentsOf: source.utf8)
@@ -79,11 +69,20 @@ enum Rendering {
         out.append(UInt8(ascii: " "))
         out.append(UInt8(ascii: ":"))
         out.append(contentsOf: text)
-        let limit = bodyStart + IRCLimits.lineBytes - 2
-        if out.count > limit { out.removeSubrange(UTF8Boundary.cut(out, at: limit)...) }
-        out.append(13)
-        out.append(10)
+        IRCMessage.endLine(&out, bodyStart: bodyStart)
         return out
+    }
+
+    /// The tags a recipient of `variant` gets: the stamp's `time` and `msgid` if it asked for
+    /// them, first, then those of `tags` it keeps (one rule for `render` and `direct`).
+    static func tags(_ tags: [IRCTag], _ stamp: Stamp?, _ variant: RenderVariant) -> [IRCTag] {
+        var kept: [IRCTag] = []
+        if let stamp {
+            if variant.contains(.time) { kept.append(IRCTag("time", stamp.timeTag)) }
+            if variant.contains(.tags), let id = stamp.msgidTag { kept.append(IRCTag("msgid", id)) }
+        }
+        for tag in tags where keeps(tag.key, variant) { kept.append(tag) }
+        return kept
     }
 
     /// The message with its stamp as tags, as history stores it and tests read it.

@@ -41,13 +41,17 @@ extension IRCMessage {
                 out.append(contentsOf: param.utf8)
             }
         }
+        IRCMessage.endLine(&out, bodyStart: bodyStart)
+        return out
+    }
+
+    /// Cuts the body (from `bodyStart`) to 512 bytes with its line ending, at a UTF-8 character
+    /// boundary, and ends the line with CR LF.
+    public static func endLine(_ out: inout [UInt8], bodyStart: Int) {
         let limit = bodyStart + IRCLimits.lineBytes - 2
-        if out.count > limit {
-            out.removeSubrange(UTF8Boundary.cut(out, at: limit)...)
-        }
+        if out.count > limit { out.removeSubrange(UTF8Boundary.cut(out, at: limit)...) }
         out.append(13)
         out.append(10)
-        return out
     }
 
     /// `@key=value;key ` (escaped, with the space before the body); nothing for no tags.
