@@ -19,7 +19,7 @@ build:
 	$(SWIFT) build
 
 release:
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --static-swift-stdlib
 
 run: deps release
 	./.build/release/chat-tui --serve --port $(PORT)

@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "ChatStore", dependencies: ["CSQLite", "ChatTransport", "IRCWire"]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"], swiftSettings: hotPath),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
-        .target(name: "ChatUI", dependencies: ["ChatClientKit", "IRCWire"]),
+        .target(name: "ChatUI", dependencies: ["ChatClientKit", "ChatTransport", "IRCWire"]),
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
         .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
         // The load generator for `make bench`: plain IRC on IRCWire and ChatTransport.

@@ -1,6 +1,9 @@
 #define _GNU_SOURCE 1
 #include "CSystem.h"
 #include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/random.h>
 
 int csystem_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -30,3 +33,12 @@ int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
 
 #include <malloc.h>
 int csystem_malloc_trim(void) { return malloc_trim(0); }
+
+long csystem_getrandom(void *buffer, unsigned long length) { return getrandom(buffer, length, 0); }
+
+void csystem_name_thread(const char *name) {
+    char shortened[16];
+    strncpy(shortened, name, 15);
+    shortened[15] = 0;
+    pthread_setname_np(pthread_self(), shortened);
+}

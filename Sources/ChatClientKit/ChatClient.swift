@@ -1,4 +1,3 @@
-import Foundation
 import ChatStore
 import ChatTransport
 import IRCWire
@@ -95,7 +94,7 @@ public actor ChatClient {
             nextSerial += 1
             unconfirmed[index].serial = nextSerial
             let outgoing = unconfirmed[index]
-            var line = ChatLine(time: Date().timeIntervalSince1970, kind: outgoing.isAction ? .action : .message,
+            var line = ChatLine(time: WallClock.now(), kind: outgoing.isAction ? .action : .message,
                                 sender: state.nick, text: outgoing.text, isOwn: true)
             line.isPending = true
             line.serial = outgoing.serial
@@ -192,7 +191,7 @@ public actor ChatClient {
     public func start() {
         guard runTask == nil else { return }
         restoreFromLog()
-        if let logProblem { for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: .error, text: logProblem), to: .server) { emit(event) } }
+        if let logProblem { for event in state.line(ChatLine(time: WallClock.now(), kind: .error, text: logProblem), to: .server) { emit(event) } }
         keepConnected = true
         userStopReason = nil
         fatalReason = nil
@@ -314,7 +313,7 @@ public actor ChatClient {
     /// `name`: how to spell a direct conversation this opens (the folded key otherwise).
     public func note(_ text: String, in conversation: ConversationID, isError: Bool = true, name: String? = nil) {
         let place = state[conversation] == nil && conversation.kind != .direct ? .server : conversation
-        let line = ChatLine(time: Date().timeIntervalSince1970, kind: isError ? .error : .info, text: text)
+        let line = ChatLine(time: WallClock.now(), kind: isError ? .error : .info, text: text)
         for event in state.line(line, to: place, name: name) { emit(event) }
     }
 
@@ -391,7 +390,7 @@ public actor ChatClient {
                     connection.close(reason: refusal)
                     fatalReason = refusal
                     lastReason = refusal
-                    for event in state.connectionLost(reason: lastReason, now: Date().timeIntervalSince1970) { emit(event) }
+                    for event in state.connectionLost(reason: lastReason, now: WallClock.now()) { emit(event) }
                     holdUnconfirmed()
                     keepConnected = false
                     emit(.status(.stopped(reason: refusal)))
@@ -411,7 +410,7 @@ public actor ChatClient {
                     fatalReason = "\(config.host) was not found after \(unresolved) tries (\(lastReason)); check the name"
                 }
             }
-            for event in state.connectionLost(reason: lastReason, now: Date().timeIntervalSince1970) { emit(event) }
+            for event in state.connectionLost(reason: lastReason, now: WallClock.now()) { emit(event) }
             holdUnconfirmed()
             if let fatalReason {
                 keepConnected = false
@@ -445,7 +444,7 @@ public actor ChatClient {
         self.connection = connection
         serverErrorText = nil
         pingSentAt = nil
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.now()
         connectedAt = now
         lastReceived = now
         emit(.status(.connected))
@@ -468,7 +467,7 @@ public actor ChatClient {
             connection.taken()
             switch input {
             case .line(let bytes):
-                lastReceived = Date().timeIntervalSince1970
+                lastReceived = WallClock.now()
                 pingSentAt = nil
                 guard let message = try? IRCMessage(bytes: bytes) else { continue }
                 handle(message, over: connection)
@@ -489,7 +488,7 @@ public actor ChatClient {
 
     private func heartbeat(_ connection: LineConnection) {
         guard self.connection === connection else { return }
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.now()
         if !state.isRegistered {
             if now - connectedAt > config.registrationTimeout {
                 connection.close(reason: "registration timed out after \(Int(config.registrationTimeout)) s (the server never welcomed us)")
@@ -507,7 +506,7 @@ public actor ChatClient {
     }
 
     private func handle(_ message: IRCMessage, over connection: LineConnection) {
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.now()
         // /ignore: what an ignored person says (messages, notices, actions, CTCP, file offers)
         // is dropped here; their joins and quits still keep the member lists right.
         if message.command == "PRIVMSG" || message.command == "NOTICE" || message.command == "TAGMSG", isIgnored(message.source) {
@@ -627,7 +626,7 @@ public actor ChatClient {
             case .capabilities(let set): state.capabilities = set
             case .registered: break // the 001 itself is folded into the state next
             case .notice(let text):
-                for event in state.line(ChatLine(time: Date().timeIntervalSince1970, kind: .info, text: text), to: .server) { emit(event) }
+                for event in state.line(ChatLine(time: WallClock.now(), kind: .info, text: text), to: .server) { emit(event) }
             case .refuse(let reason):
                 fatalReason = reason
                 connection.close(reason: reason)
@@ -640,7 +639,7 @@ public actor ChatClient {
     private func deliver(_ outgoing: Outgoing, over connection: LineConnection) {
         let maxBytes = MessageSplitter.maxTextBytes(target: outgoing.target, source: state.ownSource) - (outgoing.isAction ? 9 : 0)
         let echoes = state.capabilities.contains("echo-message")
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.now()
         for piece in MessageSplitter.split(outgoing.text, maxBytes: maxBytes) {
             let text = outgoing.isAction ? "\u{1}ACTION \(piece)\u{1}" : piece
             do {
@@ -678,7 +677,7 @@ public actor ChatClient {
         var held = outgoing
         held.serial = nextSerial
         queue.append(held)
-        var line = ChatLine(time: Date().timeIntervalSince1970, kind: outgoing.isAction ? .action : .message,
+        var line = ChatLine(time: WallClock.now(), kind: outgoing.isAction ? .action : .message,
                             sender: state.nick, text: outgoing.text, isOwn: true)
         line.isPending = true
         line.serial = held.serial

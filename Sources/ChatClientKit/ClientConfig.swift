@@ -1,4 +1,4 @@
-import Foundation
+import ChatTransport
 
 /// How a `ChatClient` connects and behaves.
 public struct ClientConfig: Sendable {
@@ -28,7 +28,7 @@ public struct ClientConfig: Sendable {
     public var offlineQueueLimit = 100
     public var scrollbackLimit = 10_000
     /// Where received files go.
-    public var downloadDirectory = (ProcessInfo.processInfo.environment["HOME"] ?? "/tmp") + "/Downloads/chat-tui"
+    public var downloadDirectory = (Environment["HOME"] ?? "/tmp") + "/Downloads/chat-tui"
     /// Ports to listen on for DCC (nil: any free port).
     public var dccPorts: ClosedRange<Int>?
     /// The address to offer in DCC SEND (nil: our end of the server connection).

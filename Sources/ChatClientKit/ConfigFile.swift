@@ -1,14 +1,14 @@
-import Foundation
+import ChatTransport
 
 /// The `name = value` settings file, written back for what the program itself changes
 /// (`/ignore`): one setting replaced in place, every other line (comments too) kept.
 public enum ConfigFile {
     public static func set(_ name: String, to value: String?, in path: String) throws {
-        let old = FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let old = Files.readText(path) ?? ""
         var lines = old.isEmpty ? [] : old.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         if lines.last == "" { lines.removeLast() }
         let matches: (String) -> Bool = { line in
-            let key = line.split(separator: "=", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) }
+            let key = line.split(separator: "=", maxSplits: 1).first.map { $0.trimmedOfWhitespace() }
             return key == name
         }
         if let value {
@@ -17,8 +17,7 @@ public enum ConfigFile {
         } else {
             lines.removeAll(where: matches)
         }
-        let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try Files.createDirectories(Paths.directory(of: path))
+        try Files.writeAtomically(path, Array((lines.joined(separator: "\n") + "\n").utf8))
     }
 }

@@ -1,10 +1,10 @@
-import Foundation
+import ChatTransport
 
 /// The certificates a user chose to trust, one `host:port FINGERPRINT` per line, as SSH keeps
 /// known_hosts: a server seen again with another certificate is refused, not trusted anew.
 public enum KnownServers {
     public static func fingerprint(for server: String, in path: String) -> String? {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        guard let text = Files.readText(path) else { return nil }
         for line in text.split(separator: "\n") {
             let words = line.split(separator: " ")
             if words.count >= 2, words[0] == server { return String(words[1]) }
@@ -13,11 +13,11 @@ public enum KnownServers {
     }
 
     public static func remember(_ server: String, _ fingerprint: String, in path: String) {
-        let existing = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let existing = Files.readText(path) ?? ""
         let kept = existing.split(separator: "\n").filter { !$0.hasPrefix(server + " ") }.map(String.init)
         let text = (kept + ["\(server) \(fingerprint)"]).joined(separator: "\n") + "\n"
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        try? text.write(toFile: path, atomically: true, encoding: .utf8)
+        try? Files.createDirectories(Paths.directory(of: path))
+        try? Files.writeAtomically(path, Array(text.utf8))
     }
 
     /// Hex digits only, upper case: `ab:cd` and `ABCD` are the same fingerprint.

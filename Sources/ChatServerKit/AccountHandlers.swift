@@ -225,7 +225,7 @@ extension ServerState {
     mutating func scramFinal(_ session: Session, _ payload: [UInt8], asked: String, account: String?, credential: SCRAMCredential,
                              authPrefix: String, nonce: String, header: String, now: Double) {
         let message = String(decoding: payload, as: UTF8.self)
-        guard let proofRange = message.range(of: ",p=") else {
+        guard let proofRange = message.firstRange(of: ",p=") else {
             saslFailed(session, account: account, reason: "malformed SCRAM client-final message", now: now)
             return
         }
@@ -255,7 +255,7 @@ extension ServerState {
 
     /// RFC 5802: `=2C` is a comma and `=3D` an equals sign in a SCRAM name.
     static func scramUnescape(_ text: String) -> String {
-        text.replacingOccurrences(of: "=2C", with: ",").replacingOccurrences(of: "=3D", with: "=")
+        text.replacing("=2C", with: ",").replacing("=3D", with: "=")
     }
 
     /// Sends a SASL message in 400-byte chunks, with `+` after a full last chunk.

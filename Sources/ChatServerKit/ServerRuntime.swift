@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import Synchronization
 import ChatStore
 import ChatTransport
@@ -30,14 +29,12 @@ public struct HistoryOptions: Sendable {
 final class PasswordWorker: Sendable {
     private let jobs = Mutex<(queue: [PasswordCheck], stopped: Bool)>(([], false))
     private let results = Mutex<[(PasswordCheck, PasswordOutcome)]>([])
-    private let ready = DispatchSemaphore(value: 0)
+    private let ready = Semaphore()
     private let wakeup: Wakeup
 
     init(wakeup: Wakeup) {
         self.wakeup = wakeup
-        let thread = Thread { [self] in work() }
-        thread.name = "chat-tui passwords"
-        thread.start()
+        Threads.start(name: "chat-tui passwords") { [self] in work() }
     }
 
     func submit(_ check: PasswordCheck) {
@@ -729,7 +726,7 @@ public final class ServerHandle: Sendable {
     public let tlsPort: Int?
     let wakeup: Wakeup
     private let stopping = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let finished = Semaphore()
 
     init(port: Int, tlsPort: Int?, wakeup: Wakeup) {
         self.port = port
@@ -807,12 +804,10 @@ public final class ServerHandle: Sendable {
             box.runtime.run()
             handle.markFinished()
         } else {
-            let thread = Thread {
+            Threads.start(name: "chat-tui server") {
                 box.runtime.run()
                 handle.markFinished()
             }
-            thread.name = "chat-tui server"
-            thread.start()
         }
         return handle
     }

@@ -1,12 +1,12 @@
-import Foundation
 import Synchronization
+import ChatTransport
 
 /// Items handed from any thread to one writer thread, taken in batches: the writer is woken
 /// once per batch (when the queue goes from empty to not), not once per item, and told when to stop.
 final class BatchQueue<Item: Sendable>: Sendable {
     private let state = Mutex<(items: [Item], stopped: Bool)>(([], false))
-    private let ready = DispatchSemaphore(value: 0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let ready = Semaphore()
+    private let finished = Semaphore()
 
     func append(_ items: [Item]) {
         guard !items.isEmpty else { return }
@@ -25,7 +25,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
     /// The writer's wait: up to `timeout` seconds for items, then whatever is queued (perhaps
     /// nothing) and whether a stop was asked for.
     func take(waiting timeout: Double) -> (items: [Item], stopped: Bool) {
-        _ = ready.wait(timeout: .now() + timeout)
+        ready.wait(seconds: timeout)
         return takeNow()
     }
 

@@ -1,5 +1,5 @@
-import Foundation
 import Synchronization
+import ChatTransport
 
 /// One line the client showed, as its log keeps it.
 public struct LoggedLine: Sendable, Equatable {
@@ -45,9 +45,7 @@ public final class ClientLog: Sendable {
         try Self.createTables(writer)
         reader = ReaderBox(try Database(path: path))
         let box = ReaderBox(writer)
-        let thread = Thread { [self] in run(box.database) }
-        thread.name = "chat-tui log"
-        thread.start()
+        Threads.start(name: "chat-tui log") { [self] in run(box.database) }
     }
 
     static func createTables(_ database: Database) throws(Database.Failure) {
@@ -156,7 +154,7 @@ public final class ClientLog: Sendable {
         if !indexed.isEmpty {
             sql += " AND id IN (SELECT rowid FROM lines_fts WHERE lines_fts MATCH ?)"
             // Each word a phrase (quoted, quotes doubled): no FTS syntax from the user's text.
-            parameters.append(.text(indexed.map { "\"" + $0.replacingOccurrences(of: "\"", with: "\"\"") + "\"" }.joined(separator: " ")))
+            parameters.append(.text(indexed.map { "\"" + $0.replacing("\"", with: "\"\"") + "\"" }.joined(separator: " ")))
         }
         for word in scanned {
             sql += " AND instr(lower(text), lower(?)) > 0"

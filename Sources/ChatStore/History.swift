@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import Synchronization
+import ChatTransport
 import CSQLite
 
 /// One stored event: its msgid (sortable by time, so it is also the row's order; a QUIT or NICK
@@ -212,11 +212,9 @@ public final class HistoryWriter: Sendable {
         try database.execute("PRAGMA synchronous = \(synchronous)")
         let store = try HistoryStore(database: database)
         let box = StoreBox(store)
-        let thread = Thread { [self] in
+        Threads.start(name: "chat-tui history") { [self] in
             run(box.store, interval: interval, committed: committed, failed: failed, retention: retention)
         }
-        thread.name = "chat-tui history"
-        thread.start()
     }
 
     public func append(_ rows: [HistoryRow]) { pending.append(rows) }
@@ -228,7 +226,7 @@ public final class HistoryWriter: Sendable {
 
     private func run(_ store: HistoryStore, interval: Double, committed: @Sendable (Int64) -> Void,
                      failed: @Sendable (String) -> Void, retention: (days: Int, perTarget: Int)?) {
-        var lastPrune = Date()
+        var lastPrune = Monotonic.now()
         var failures = 0
         var toPrune: [String] = []
         var cutoff: Int64 = 0
@@ -259,9 +257,9 @@ public final class HistoryWriter: Sendable {
                 }
             }
             if let retention {
-                if toPrune.isEmpty && Date().timeIntervalSince(lastPrune) > 600 {
-                    lastPrune = Date()
-                    cutoff = Int64(Date().timeIntervalSince1970 * 1000 - Double(retention.days) * 86_400_000) << 16
+                if toPrune.isEmpty && Monotonic.now() - lastPrune > 600 {
+                    lastPrune = Monotonic.now()
+                    cutoff = Int64(WallClock.now() * 1000 - Double(retention.days) * 86_400_000) << 16
                     toPrune = (try? store.targets()) ?? []
                 }
                 // A few conversations a turn, between commits.

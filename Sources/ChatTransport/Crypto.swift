@@ -1,4 +1,8 @@
 import COpenSSL
+import CSystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Hashes and key derivation from OpenSSL: SHA-256 (file checksums, certificate fingerprints),
 /// HMAC-SHA-256 and PBKDF2-HMAC-SHA-256 (password hashes, SCRAM), random bytes, and a
@@ -62,9 +66,18 @@ public enum Crypto {
         return out
     }
 
+    /// From the kernel (getrandom(2)), not OpenSSL's generator: the server asks for a secret as
+    /// it starts, and RAND_bytes would bring up OpenSSL's providers and DRBG (~3.5 MiB of
+    /// resident library pages) in a server that may never use TLS.
     public static func randomBytes(_ count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
-        _ = RAND_bytes(&out, Int32(count))
+        var filled = 0
+        out.withUnsafeMutableBytes { buffer in
+            while filled < count {
+                let got = csystem_getrandom(buffer.baseAddress! + filled, UInt(count - filled))
+                if got > 0 { filled += Int(got) } else if errno != EINTR { fatalError("getrandom failed: errno \(errno)") }
+            }
+        }
         return out
     }
 

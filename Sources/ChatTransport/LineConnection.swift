@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import Synchronization
 import IRCWire
 
@@ -75,9 +74,7 @@ public final class LineConnection: Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         input = stream
         let loop = IOLoop(connection: self, continuation: continuation)
-        let thread = Thread { loop.run() }
-        thread.name = "chat-tui io \(peer)"
-        thread.start()
+        Threads.start(name: "chat-tui io \(peer)") { loop.run() }
     }
 
     deinit {
@@ -97,7 +94,7 @@ public final class LineConnection: Sendable {
         let result: Result<Connected, TransportError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 guard attempt.wait(continuation) else { return }
-                let thread = Thread {
+                Threads.start(name: "chat-tui connect") {
                     let outcome = Result { () throws(TransportError) -> Connected in
                         let deadline = Monotonic.now() + timeout
                         let fd = try Sockets.connect(host: host, port: port, timeout: timeout, cancel: attempt.cancel.fd, nonBlocking: true)
@@ -112,7 +109,6 @@ public final class LineConnection: Sendable {
                     }
                     attempt.finish(outcome)
                 }
-                thread.start()
             }
         } onCancel: {
             attempt.giveUp()

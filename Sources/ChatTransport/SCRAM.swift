@@ -31,7 +31,7 @@ public struct SCRAMClient: Sendable {
     public static func randomNonce() -> String { Base64.encode(Crypto.randomBytes(18)) }
 
     var firstBare: String {
-        "n=" + user.replacingOccurrences(of: "=", with: "=3D").replacingOccurrences(of: ",", with: "=2C") + ",r=" + nonce
+        "n=" + user.replacing("=", with: "=3D").replacing(",", with: "=2C") + ",r=" + nonce
     }
 
     /// client-first-message: `n,,n=USER,r=NONCE`.

@@ -156,7 +156,7 @@ extension ChatModel {
     /// A long line's text from a little before the first searched word, so the match shows.
     static func aroundMatch(_ text: String, _ query: String) -> String {
         let lower = text.lowercased()
-        let starts = query.split(separator: " ").compactMap { lower.range(of: $0.lowercased())?.lowerBound }
+        let starts = query.split(separator: " ").compactMap { lower.firstRange(of: $0.lowercased())?.lowerBound }
         guard let first = starts.min() else { return text }
         let offset = lower.distance(from: lower.startIndex, to: first)
         guard offset > 20 else { return text }

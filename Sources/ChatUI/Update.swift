@@ -1,4 +1,4 @@
-import Foundation
+import ChatTransport
 import ChatClientKit
 import IRCWire
 
@@ -456,7 +456,7 @@ extension ChatModel {
 extension String {
     func expandingTilde() -> String {
         guard hasPrefix("~/") || self == "~" else { return self }
-        return (ProcessInfo.processInfo.environment["HOME"] ?? "") + dropFirst()
+        return (Environment["HOME"] ?? "") + dropFirst()
     }
 }
 
@@ -464,15 +464,13 @@ extension String {
 enum PathCompletion {
     static func candidates(for word: String) -> [String] {
         let expanded = word.expandingTilde()
-        let directory = expanded.hasSuffix("/") ? expanded : (expanded as NSString).deletingLastPathComponent
-        let prefix = expanded.hasSuffix("/") ? "" : (expanded as NSString).lastPathComponent
-        let listed = (try? FileManager.default.contentsOfDirectory(atPath: directory.isEmpty ? "." : directory)) ?? []
+        let directory = expanded.hasSuffix("/") ? expanded : Paths.directory(of: expanded)
+        let prefix = expanded.hasSuffix("/") ? "" : Paths.lastComponent(of: expanded)
+        let listed = (Files.list(directory.isEmpty ? "." : directory) ?? []).sorted()
         let base = word.hasSuffix("/") ? word : String(word.dropLast(prefix.count))
         return listed.filter { $0.hasPrefix(prefix) && (!$0.hasPrefix(".") || prefix.hasPrefix(".")) }.map { name in
-            var isDirectory: ObjCBool = false
             let full = (directory.isEmpty ? "" : directory + "/") + name
-            _ = FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory)
-            return base + name + (isDirectory.boolValue ? "/" : "")
+            return base + name + (Files.isDirectory(full) ? "/" : "")
         }
     }
 }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import ChatClientKit
 import ChatStore
 import ChatTransport
@@ -34,9 +33,9 @@ enum AccountCommand {
         }
         guard let verb = positional.first else { fail(usage) }
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try Files.createDirectories(directory, mode: 0o700)
         } catch {
-            fail("cannot make \(directory): \(error.localizedDescription)")
+            fail("cannot make \(directory): \(error)")
         }
         // The database holds credentials: only the host reads it.
         umask(0o077)

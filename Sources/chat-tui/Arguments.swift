@@ -1,4 +1,4 @@
-import Foundation
+import ChatTransport
 import ChatClientKit
 import ChatServerKit
 import IRCWire
@@ -207,7 +207,7 @@ struct Arguments {
         Flag(name: "tls-key", value: "FILE", scope: .both, help: "the certificate's private key, PEM (joining: default, the certificate's own file)") { a, v in a.tlsKey = v },
         Flag(name: "password", value: "SECRET", scope: .both, help: "hosting: clients must send PASS SECRET; joining: the server's password") { a, v in a.password = v },
         Flag(name: "join", value: "'#a,#b'", scope: .both, help: "rooms to join after connecting") { a, v throws(Problem) in
-            a.rooms = v.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }
+            a.rooms = v.split(separator: ",").map { $0.trimmedOfWhitespace() }
             for room in a.rooms where IRCNames.channelProblem(room, types: "#&", maxBytes: 50) != nil {
                 throw Problem(description: "--join: \"\(room)\" is not a room name (rooms start with #)")
             }
@@ -247,7 +247,7 @@ struct Arguments {
         func rows(_ scope: Scope) -> String {
             flags.filter { $0.scope == scope }.map { flag in
                 let left = "  --" + flag.name + (flag.value.map { " " + $0 } ?? "")
-                return left.padding(toLength: max(left.count + 2, 28), withPad: " ", startingAt: 0) + flag.help
+                return left + String(repeating: " ", count: max(2, 28 - left.count)) + flag.help
             }.joined(separator: "\n")
         }
         return """
@@ -283,7 +283,7 @@ struct Arguments {
     /// `500`, `500K`, `20M`, `2G` as bytes.
     static func parseSize(_ text: String) -> UInt64? {
         let units: [Character: UInt64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
-        let upper = text.uppercased().replacingOccurrences(of: "IB", with: "").replacingOccurrences(of: "B", with: "")
+        let upper = text.uppercased().replacing("IB", with: "").replacing("B", with: "")
         if let last = upper.last, let unit = units[last], let number = UInt64(upper.dropLast()) { return number * unit }
         return UInt64(upper)
     }
@@ -291,17 +291,17 @@ struct Arguments {
     /// Flags from a config file: `name = value` lines (the long flag names without `--`);
     /// `true` makes a bare flag, `false` leaves it out. `#` starts a comment.
     static func fromConfigFile(_ path: String) throws(Problem) -> [String] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
+        guard let text = Files.readText(path) else { return [] }
         var flags: [String] = []
         let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback", "no-logs"]
-        for (number, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+            if line.trimmedOfWhitespace().isEmpty { continue }
             guard let eq = line.firstIndex(of: "=") else {
                 throw Problem(description: "\(path) line \(number + 1): expected `name = value`")
             }
-            let name = line[..<eq].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<eq].trimmedOfWhitespace()
+            let value = line[line.index(after: eq)...].trimmedOfWhitespace()
             if bare.contains(name) {
                 if ["true", "yes", "on"].contains(value.lowercased()) { flags.append("--" + name) }
             } else {

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import ChatTransport
+import Dispatch
 import ChatClientKit
 import ChatUI
 import CursesTerminal
@@ -38,7 +39,7 @@ final class ChatApp {
         terminal.start()
         let (width, height) = terminal.size
         _ = model.update(.resize(width: width, height: height))
-        model.now = Date().timeIntervalSince1970
+        model.now = WallClock.now()
         watchInput()
         watchSignals()
         startCommandQueue()
@@ -59,12 +60,12 @@ final class ChatApp {
                 let moving = self.model.transfers.values.contains { $0.state == .active }
                 if moving || self.model.reconnectAt != nil {
                     // Rates and countdowns move with the clock.
-                    self.handle(.tick(now: Date().timeIntervalSince1970))
+                    self.handle(.tick(now: WallClock.now()))
                 } else if (self.model.viewedConversation?.unread ?? 0) > 0 {
                     // The selection resting on unread lines marks them read after a second.
-                    self.handle(.tick(now: Date().timeIntervalSince1970))
+                    self.handle(.tick(now: WallClock.now()))
                 } else {
-                    self.model.now = Date().timeIntervalSince1970
+                    self.model.now = WallClock.now()
                 }
             }
         }

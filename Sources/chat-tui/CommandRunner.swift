@@ -1,4 +1,4 @@
-import Foundation
+import ChatTransport
 import ChatClientKit
 import ChatUI
 

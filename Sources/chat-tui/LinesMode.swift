@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import ChatTransport
 import ChatClientKit
 import ChatUI
 import IRCWire
@@ -70,12 +70,11 @@ enum LinesMode {
     /// Reads stdin on its own thread (a blocking read) and hands each line to the client.
     static func readInput(into client: ChatClient, view: LineView) async {
         let lines = AsyncStream<String?> { continuation in
-            let thread = Thread {
+            Threads.start(name: "chat-tui input") {
                 while let line = readLine(strippingNewline: true) { continuation.yield(line) }
                 continuation.yield(nil)
                 continuation.finish()
             }
-            thread.start()
         }
         for await line in lines {
             guard let line else {
@@ -114,7 +113,7 @@ enum LinesMode {
     /// One typed line: plain text to the current room, `/commands` through the same
     /// interpreter as the chat screen.
     static func handle(_ line: String, client: ChatClient, view: LineView) async {
-        guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        guard !line.trimmedOfWhitespace().isEmpty else { return }
         let context = await view.context()
         let commands: [UICommand]
         if line.hasPrefix("/") && !line.hasPrefix("//") {
@@ -162,7 +161,7 @@ enum LinesMode {
 
     /// `name`: the display name of the conversation a line is for.
     static func describeRaw(_ event: ClientEvent, name: String?) -> String? {
-        let now = Date().timeIntervalSince1970
+        let now = WallClock.now()
         switch event {
         case .status(let status):
             let text: String
@@ -172,7 +171,7 @@ enum LinesMode {
             case .connected: text = "connected, registering"
             case .registered(let nick): text = "registered as \(nick)"
             case .disconnected(let reason): text = "disconnected: \(reason)"
-            case .reconnecting(let seconds, _): text = String(format: "reconnecting in %.1f s", seconds)
+            case .reconnecting(let seconds, _): text = "reconnecting in \(seconds.fixed(1)) s"
             case .stopped(let reason): text = "stopped: \(reason)"
             }
             return "\(clock(now)) -!- \(text)"

@@ -1,11 +1,11 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import ChatServerKit
 import ChatClientKit
 import ChatStore
 import ChatTransport
+import Dispatch
 import IRCWire
 
 /// Writes one line to a file descriptor with a single system call.
@@ -20,10 +20,11 @@ func fail(_ message: String) -> Never {
     exit(2)
 }
 
-/// $HOME as the user set it (Foundation's NSHomeDirectory reads the password database
-/// instead, so `HOME=/tmp/x chat-tui` would still write into the real home).
-let homeDirectory = ProcessInfo.processInfo.environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-let configPath = (ProcessInfo.processInfo.environment["XDG_CONFIG_HOME"] ?? homeDirectory + "/.config") + "/chat-tui/config"
+/// $HOME as the user set it (so `HOME=/tmp/x chat-tui` writes there), else the password database's.
+let homeDirectory = Environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
+    ?? getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) } ?? "/"
+
+let configPath = (Environment["XDG_CONFIG_HOME"] ?? homeDirectory + "/.config") + "/chat-tui/config"
 // `chat-tui account …` manages the server's accounts and exits.
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "account" {
     AccountCommand.run(Array(CommandLine.arguments.dropFirst(2)))
@@ -33,7 +34,7 @@ let clientLogPath = homeDirectory + "/.local/share/chat-tui/client/history.db"
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "search" {
     let words = Array(CommandLine.arguments.dropFirst(2))
     guard !words.isEmpty else { fail("usage: chat-tui search WORDS (every word must be in the line)") }
-    guard FileManager.default.fileExists(atPath: clientLogPath) else { fail("no log yet: \(clientLogPath) does not exist") }
+    guard Files.exists(clientLogPath) else { fail("no log yet: \(clientLogPath) does not exist") }
     do {
         let log = try ClientLog(path: clientLogPath)
         let hits = try log.search(words, limit: 1000)
@@ -101,9 +102,9 @@ func joinHint(bind: String?, port: Int) -> [String] {
 func dataDirectory(_ arguments: Arguments) -> String {
     let directory = arguments.dataDirectory ?? (homeDirectory + "/.local/share/chat-tui/server")
     do {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try Files.createDirectories(directory, mode: 0o700)
     } catch {
-        fail("cannot make the data directory \(directory): \(error.localizedDescription)")
+        fail("cannot make the data directory \(directory): \(error)")
     }
     return directory
 }
@@ -169,7 +170,7 @@ func randomToken(bytes: Int) -> String {
 }
 
 func clientConfig(_ arguments: Arguments) -> ClientConfig {
-    let login = ProcessInfo.processInfo.environment["USER"].flatMap { IRCNames.nickProblem($0, maxBytes: 30) == nil ? $0 : nil }
+    let login = Environment["USER"].flatMap { IRCNames.nickProblem($0, maxBytes: 30) == nil ? $0 : nil }
     var config = ClientConfig(host: arguments.host ?? "127.0.0.1", port: arguments.port, nick: arguments.nick ?? login ?? "guest")
     config.rooms = arguments.rooms
     config.password = arguments.password
@@ -192,8 +193,7 @@ func clientConfig(_ arguments: Arguments) -> ClientConfig {
     }
     config.knownServersPath = homeDirectory + "/.local/share/chat-tui/client/known-servers"
     if arguments.logs {
-        try? FileManager.default.createDirectory(atPath: (clientLogPath as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
-                                                 attributes: [.posixPermissions: 0o700])
+        try? Files.createDirectories(Paths.directory(of: clientLogPath), mode: 0o700)
         config.logPath = clientLogPath
     }
     config.pingInterval = arguments.pingInterval ?? 30
@@ -232,9 +232,9 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.createdAt = WallClock.now()
     let accounts = openAccounts(arguments)
     if let path = arguments.motdPath {
-        guard let text = FileManager.default.contents(atPath: path) else { fail("cannot read the MOTD file \(path)") }
-        config.motd = String(decoding: text, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            .map { String($0).trimmingCharacters(in: .init(charactersIn: "\r")) }
+        guard let text = Files.readText(path) else { fail("cannot read the MOTD file \(path)") }
+        config.motd = text.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { String($0.drop(while: { $0 == "\r" }).reversed().drop(while: { $0 == "\r" }).reversed()) }
         if config.motd?.last == "" { config.motd?.removeLast() }
     }
     let limit = Sockets.raiseOpenFileLimit()
@@ -243,7 +243,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     if withScreen {
         // The screen belongs to curses: the server's log goes to a file.
         let path = arguments.logPath ?? (homeDirectory + "/.local/state/chat-tui/server.log")
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try? Files.createDirectories(Paths.directory(of: path))
         logFD = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         if logFD < 0 { fail("cannot write the server log \(path): \(String(cString: strerror(errno)))") }
     }
@@ -313,10 +313,11 @@ func runServer(_ arguments: Arguments) async -> Never {
     // SIGHUP reloads the certificate (a renewed one) without dropping anyone.
     signal(SIGHUP, SIG_IGN)
     let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
-    reload.setEventHandler {
-        guard let tls else { return }
+    let server = handle, files = tls.map { (certificate: $0.certificate, key: $0.key) }
+    reload.setEventHandler { @Sendable in
+        guard let tls = files else { return }
         do {
-            handle.replaceTLS(try TLSContext.server(certificate: tls.certificate, key: tls.key))
+            server.replaceTLS(try TLSContext.server(certificate: tls.certificate, key: tls.key))
             logger("SIGHUP: certificate \(tls.certificate) reloaded, SHA-256 \(TLSCertificates.fingerprint(ofFile: tls.certificate) ?? "?")")
         } catch {
             logger("SIGHUP: the certificate was not reloaded: \(error)")
@@ -334,8 +335,8 @@ func runServer(_ arguments: Arguments) async -> Never {
     signal(SIGTERM, SIG_IGN)
     let signals = [SIGINT, SIGTERM].map { number in
         let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler {
-            handle.stop()
+        source.setEventHandler { @Sendable in
+            server.stop()
             exit(0)
         }
         source.resume()

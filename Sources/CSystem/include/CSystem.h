@@ -17,6 +17,10 @@ int csystem_eventfd(void);
 int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len);
 /// Returns freed heap memory to the system (glibc malloc_trim).
 int csystem_malloc_trim(void);
+/// Random bytes from the kernel (getrandom(2)); the count filled, or -1 with errno.
+long csystem_getrandom(void *buffer, unsigned long length);
+/// Names the calling thread (at most 15 bytes are kept).
+void csystem_name_thread(const char *name);
 
 static inline uint32_t csystem_EPOLLIN(void) { return EPOLLIN; }
 static inline uint32_t csystem_EPOLLOUT(void) { return EPOLLOUT; }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import ChatTransport
 import IRCWire
 
@@ -12,10 +11,7 @@ extension ChatClient {
     /// Offers `path` to `nick`. Active: we listen and they connect. Passive: they listen.
     public func sendFile(_ path: String, to nick: String, passive: Bool = false) {
         let now = WallClock.now()
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-              let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let size = (attributes[.size] as? NSNumber)?.uint64Value else {
+        guard let size = Files.regularFileSize(path).map(UInt64.init) else {
             note("Cannot send \(path): no such file", in: nick)
             return
         }
@@ -27,7 +23,7 @@ extension ChatClient {
             note("That is you: pick someone else to send a file to", in: nick)
             return
         }
-        let name = SafeFileName.make((path as NSString).lastPathComponent)
+        let name = SafeFileName.make(Paths.lastComponent(of: path))
         let address = config.dccAddress ?? connection.localHost
         var info = transfers.add { id in
             TransferInfo(id: id, direction: .sending, peer: nick, offeredName: name, localPath: path, size: size,
@@ -162,19 +158,19 @@ extension ChatClient {
             return
         }
         do {
-            try FileManager.default.createDirectory(atPath: config.downloadDirectory, withIntermediateDirectories: true)
+            try Files.createDirectories(config.downloadDirectory)
         } catch {
-            note("Cannot create \(config.downloadDirectory): \(error.localizedDescription)", in: info.peer)
+            note("Cannot create \(config.downloadDirectory): \(error)", in: info.peer)
             return
         }
-        let name = (info.localPath as NSString).lastPathComponent
+        let name = Paths.lastComponent(of: info.localPath)
         let directory = config.downloadDirectory
-        let exists: (String) -> Bool = { FileManager.default.fileExists(atPath: directory + "/" + $0) }
+        let exists: (String) -> Bool = { Files.exists(directory + "/" + $0) }
         let part = directory + "/" + name + ".part"
-        let partSize = (try? FileManager.default.attributesOfItem(atPath: part))?[.size] as? NSNumber
-        if let partSize, partSize.uint64Value > 0, partSize.uint64Value < info.size, !exists(name) {
+        let partSize = Files.regularFileSize(part).map(UInt64.init)
+        if let partSize, partSize > 0, partSize < info.size, !exists(name) {
             // A previous attempt left NAME.part: ask the sender to continue from there.
-            let position = partSize.uint64Value
+            let position = partSize
             transfers.record(info.id, .resumeAsked(from: position))
             if let connection {
                 let resume = DCCMessage.resume(fileName: info.offeredName, port: info.port, position: position, token: info.token)
@@ -276,7 +272,7 @@ extension ChatClient {
     /// Runs `work` on its own thread and reports the outcome here.
     func runWorker(_ id: Int, _ work: @escaping @Sendable () -> TransferInfo.State) {
         let table = transfers
-        let thread = Thread {
+        Threads.start(name: "chat-tui dcc \(id)") {
             var outcome = work()
             if case .done(_, let seconds) = outcome, let info = table[id] {
                 outcome = .done(sha256: DCCWorker.checksum(info.localPath), seconds: seconds)
@@ -285,20 +281,18 @@ extension ChatClient {
             table.record(id, .ended(final, time: WallClock.now()))
             Task { await self.transferEnded(id) }
         }
-        thread.name = "chat-tui dcc \(id)"
-        thread.start()
     }
 
     func transferEnded(_ id: Int) {
         guard let info = transfers[id] else { return }
-        let name = (info.localPath as NSString).lastPathComponent
+        let name = Paths.lastComponent(of: info.localPath)
         let text: String
         switch info.state {
         case .done(let sha, let seconds):
             let rate = seconds > 0 ? " at \(Self.formatSize(UInt64(Double(info.size - info.startOffset) / seconds)))/s" : ""
             text = info.direction == .sending
-                ? "Sent \(name) (\(Self.formatSize(info.size))) to \(info.peer) in \(String(format: "%.1f", seconds)) s\(rate); SHA-256 \(sha)"
-                : "Received \(name) (\(Self.formatSize(info.size))) from \(info.peer) in \(String(format: "%.1f", seconds)) s\(rate), saved as \(info.localPath); SHA-256 \(sha)"
+                ? "Sent \(name) (\(Self.formatSize(info.size))) to \(info.peer) in \(seconds.fixed(1)) s\(rate); SHA-256 \(sha)"
+                : "Received \(name) (\(Self.formatSize(info.size))) from \(info.peer) in \(seconds.fixed(1)) s\(rate), saved as \(info.localPath); SHA-256 \(sha)"
         case .failed(let reason): text = "Transfer of \(info.offeredName) failed: \(reason)"
         case .expired: text = "Offer of \(info.offeredName) expired: nobody accepted it; its port is closed"
         case .rejected: text = "\(info.offeredName) was rejected"
@@ -334,6 +328,6 @@ extension ChatClient {
         var value = Double(bytes)
         var unit = 0
         while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : value.fixed(1) + " " + units[unit]
     }
 }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 import ChatTransport
 import IRCWire
 
@@ -151,11 +150,11 @@ enum DCCWorker {
             return .failed("\(failure); the partial file is kept as \(partPath)")
         }
         // Never overwrite: if the final name appeared meanwhile, pick the next free one.
-        let directory = (info.localPath as NSString).deletingLastPathComponent
+        let directory = Paths.directory(of: info.localPath)
         var finalPath = info.localPath
-        if FileManager.default.fileExists(atPath: finalPath) {
-            let name = SafeFileName.unique((finalPath as NSString).lastPathComponent) {
-                FileManager.default.fileExists(atPath: directory + "/" + $0)
+        if Files.exists(finalPath) {
+            let name = SafeFileName.unique(Paths.lastComponent(of: finalPath)) {
+                Files.exists(directory + "/" + $0)
             }
             finalPath = directory + "/" + name
             table.record(id, .savingTo(finalPath))

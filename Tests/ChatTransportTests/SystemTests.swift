@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+import ChatTransport
+import Synchronization
+
+/// The libc services that replaced Foundation in the program, checked against Foundation
+/// itself where it has the same operation (paths, "%.1f"), and against the file system.
+@Suite("system services without Foundation")
+struct SystemTests {
+    /// (path, directory, last component), as NSString's deletingLastPathComponent and
+    /// lastPathComponent answer (the callers used those before).
+    static let paths: [(String, String, String)] = [
+        ("/a/b/c", "/a/b", "c"), ("/a/b/c/", "/a/b", "c"), ("a/b", "a", "b"), ("a", "", "a"), ("/a", "/", "a"),
+        ("/", "/", "/"), ("", "", ""), ("~/x.txt", "~", "x.txt"), ("dir/sub/", "dir", "sub"), ("./f", ".", "f"),
+        ("../f", "..", "f"), ("/tmp/a b/c d.txt", "/tmp/a b", "c d.txt"), ("写真/猫.jpg", "写真", "猫.jpg"), ("x/.hidden", "x", ".hidden"),
+    ]
+
+    @Test("directory and last component of a path", arguments: paths)
+    func pathParts(_ path: String, _ directory: String, _ last: String) {
+        #expect(Paths.directory(of: path) == directory, "directory of \(path)")
+        #expect(Paths.lastComponent(of: path) == last, "last component of \(path)")
+    }
+
+    @Test("fixed digits agree with String(format:)")
+    func fixedAgrees() {
+        var values: [Double] = [0, -0.0, 0.05, 0.15, 0.25, 0.35, 1.25, 2.5, 9.95, 99.95, 1023.96, 1e15, 1e300, -3.14159, .infinity, -.infinity, .nan]
+        var seed: UInt64 = 12345
+        for _ in 0..<2000 {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            values.append(Double(seed >> 11) / Double(1 << 53) * 10_000)
+        }
+        for value in values {
+            for digits in [0, 1, 2, 6] {
+                #expect(value.fixed(digits) == String(format: "%.\(digits)f", value), "\(value) to \(digits) digits")
+            }
+        }
+    }
+
+    @Test("trimmedOfWhitespace drops white space at both ends only")
+    func trimmed() {
+        #expect("  a b \t\r\n".trimmedOfWhitespace() == "a b")
+        #expect("\r\nkey = value\r\n".trimmedOfWhitespace() == "key = value")
+        #expect("\t\t".trimmedOfWhitespace() == "")
+        #expect("".trimmedOfWhitespace() == "")
+        #expect("x".trimmedOfWhitespace() == "x")
+        #expect(" 猫 ".dropFirst(0).trimmedOfWhitespace() == "猫")
+    }
+
+    @Test("files: nested directories with their mode, atomic write, read, list, size, kinds")
+    func files() throws {
+        let root = NSTemporaryDirectory() + "chat-tui-system-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let nested = root + "/one/two/three"
+        try Files.createDirectories(nested, mode: 0o700)
+        try Files.createDirectories(nested, mode: 0o700)  // already there: fine
+        #expect(Files.isDirectory(nested))
+        for directory in [root, root + "/one", root + "/one/two", nested] {
+            let mode = try FileManager.default.attributesOfItem(atPath: directory)[.posixPermissions] as? Int
+            #expect(mode == 0o700, "\(directory)")
+        }
+        let file = nested + "/note.txt"
+        #expect(Files.read(file) == nil)
+        #expect(!Files.exists(file))
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try Files.writeAtomically(file, bytes)
+        #expect(Files.read(file) == bytes)
+        #expect(Files.regularFileSize(file) == bytes.count)
+        #expect(Files.regularFileSize(nested) == nil)
+        #expect(Files.exists(file) && !Files.isDirectory(file))
+        try Files.writeAtomically(file, Array("replaced\n".utf8))
+        #expect(Files.readText(file) == "replaced\n")
+        try Files.writeAtomically(nested + "/猫 b.txt", [])
+        #expect(Files.list(nested)?.sorted() == ["note.txt", "猫 b.txt"])
+        #expect(Files.list(root + "/missing") == nil)
+        // A write into a directory that does not exist fails, saying where, and leaves nothing.
+        #expect(throws: Files.Failure.self) { try Files.writeAtomically(root + "/missing/x", [1]) }
+        do { try Files.writeAtomically(root + "/missing/x", [1]) } catch {
+            #expect(error.description.contains(root + "/missing/x"))
+        }
+        // A path under a regular file cannot become a directory.
+        #expect(throws: Files.Failure.self) { try Files.createDirectories(file + "/sub") }
+    }
+
+    @Test("a semaphore's signal wakes a waiter on another thread; a timed wait with nothing signalled returns false")
+    func semaphore() {
+        let semaphore = Semaphore()
+        #expect(!semaphore.wait(seconds: 0))
+        #expect(!semaphore.wait(seconds: 0.01))
+        semaphore.signal()
+        semaphore.signal()
+        #expect(semaphore.wait(seconds: 0))
+        semaphore.wait()
+        let started = Semaphore(), answer = Semaphore()
+        Threads.start(name: "chat-tui semaphore test") {
+            started.wait()
+            answer.signal()
+        }
+        started.signal()
+        answer.wait()
+    }
+
+    @Test("a started thread runs its body under its name, cut to the kernel's 15 bytes")
+    func namedThread() throws {
+        let done = Semaphore(), release = Semaphore()
+        let seen = Mutex<String?>(nil)
+        Threads.start(name: "chat-tui named thread") {
+            let comm = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+            seen.withLock { $0 = comm }
+            done.signal()
+            release.wait()
+        }
+        done.wait()
+        #expect(seen.withLock { $0 } == "chat-tui named \n")
+        release.signal()
+    }
+
+    @Test("environment variables read as set")
+    func environment() {
+        setenv("CHAT_TUI_SYSTEM_TEST", "värde", 1)
+        #expect(Environment["CHAT_TUI_SYSTEM_TEST"] == "värde")
+        unsetenv("CHAT_TUI_SYSTEM_TEST")
+        #expect(Environment["CHAT_TUI_SYSTEM_TEST"] == nil)
+    }
+}
