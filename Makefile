@@ -19,7 +19,8 @@ build:
 	$(SWIFT) build
 
 release:
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build -c release --static-swift-stdlib --product chat-tui
+	$(SWIFT) build -c release --static-swift-stdlib --product chat-bench
 
 run: deps release
 	./.build/release/chat-tui --serve --port $(PORT)

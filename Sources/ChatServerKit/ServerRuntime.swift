@@ -91,6 +91,9 @@ final class ServerRuntime {
         var output = OutputBuffer()
         var waitingForWritable = false
         var queuedForFlush = false
+        /// Its output holds only a crowd's join announcements, written by this time at the
+        /// latest (`enqueueAnnouncement`); nil once it is written.
+        var announcementsDue: Double?
         var closing = false
         /// Set on the TLS port; the handshake runs inside the loop, a step per readiness.
         let tls: TLSSession?
@@ -135,6 +138,9 @@ final class ServerRuntime {
     private var connections = ConnectionTable<Connection>()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
+    /// Connections holding join announcements back, in the order they are due.
+    private var announcing: [(connection: Connection, due: Double)] = []
+    private var announcingHead = 0
     /// TLS connections whose session holds bytes already read from the socket: epoll will not
     /// say so, so they are read again next turn.
     private var heldTLS: [Connection] = []
@@ -184,6 +190,7 @@ final class ServerRuntime {
         while !control.stopRequested {
             var wake = nextTick
             for connection in paced { wake = min(wake, connection.pacer?.readyAt(1) ?? 0) }
+            if announcingHead < announcing.count { wake = min(wake, announcing[announcingHead].due) }
             let ready = continuing.contains { $0.output.count < Self.continueBelow }
             // Rounded up: a wait of 0.9 ms must not become a busy 0 ms one.
             let timeout = heldTLS.isEmpty && !ready ? Int32(max(0, min(1000, ((wake - Monotonic.now()) * 1000).rounded(.up)))) : 0
@@ -553,22 +560,66 @@ final class ServerRuntime {
 
     /// Hands each member of the gathered deliveries its bytes: the whole run, shared, to most;
     /// its own part to a member that joined during the run or whose own message was among them.
-    private func flushGathered() {
+    /// At the end of a turn, a run of nothing but JOINs to a crowd is appended without a write
+    /// (`enqueueAnnouncement`): a crowd arriving 32 a turn would otherwise cost every member a
+    /// send per turn, ~6 µs of kernel each over loopback.
+    private func flushGathered(endOfTurn: Bool = false) {
         guard let run = gathering else { return }
         gathering = nil
+        let deferred = endOfTurn && run.onlyJoins && run.memberCount >= Self.crowd
+        if deferred { control.countHeldRun() }
+        let add: (_ bytes: [UInt8], _ id: ConnectionID) -> Void = deferred ? { self.enqueueAnnouncement($0, for: $1) } : { self.enqueue($0, for: $1) }
         for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
             let all = run.bytes[g]
             if run.special.isEmpty {
-                for id in group.connections { enqueue(all, for: id) }
+                for id in group.connections { add(all, id) }
                 continue
             }
             for id in group.connections {
                 if !run.special.contains(id) {
-                    enqueue(all, for: id)
+                    add(all, id)
                 } else if let own = run.part(of: id, group: g) {
-                    enqueue(own, for: id)
+                    add(own, id)
                 }
             }
+        }
+    }
+
+    /// A room this big has its join announcements held back a little (`flushGathered`).
+    static let crowd = 100
+    /// For at most this long, and at most this many bytes per connection.
+    static let announcementDelay = 0.2
+    static let announcementBytes = 32 * 1024
+
+    /// Appends a crowd's join announcements and writes them with the connection's next output,
+    /// or when they are `announcementDelay` old, or past `announcementBytes`: whichever is first.
+    /// Order is kept: they are in the connection's output, ahead of anything appended later.
+    private func enqueueAnnouncement(_ bytes: [UInt8], for id: ConnectionID) {
+        guard let connection = connections[id.raw], !connection.closing else { return }
+        guard connection.held.isEmpty, !connection.queuedForFlush, !connection.waitingForWritable else {
+            enqueue(bytes, for: id)
+            return
+        }
+        connection.output.append(bytes)
+        if connection.output.count >= Self.announcementBytes {
+            queueFlush(connection)
+        } else if connection.announcementsDue == nil {
+            let due = Monotonic.now() + Self.announcementDelay
+            connection.announcementsDue = due
+            announcing.append((connection, due))
+        }
+    }
+
+    /// Held announcements that are due now are written this turn.
+    private func releaseAnnouncements(now: Double) {
+        while announcingHead < announcing.count, announcing[announcingHead].due <= now {
+            let (connection, due) = announcing[announcingHead]
+            announcingHead += 1
+            if connection.announcementsDue == due, !connection.closing { queueFlush(connection) }
+        }
+        if announcingHead == announcing.count {
+            announcing.removeAll(keepingCapacity: announcing.count <= 1024)
+            announcingHead = 0
         }
     }
 
@@ -641,7 +692,8 @@ final class ServerRuntime {
     }
 
     private func flushAndClose() {
-        flushGathered()
+        flushGathered(endOfTurn: true)
+        releaseAnnouncements(now: Monotonic.now())
         repeat {
             flushQueued()
             processDepartures()
@@ -654,6 +706,7 @@ final class ServerRuntime {
         flushQueue.removeAll(keepingCapacity: true)
         for connection in queue {
             connection.queuedForFlush = false
+            connection.announcementsDue = nil
             guard !connection.closing, connections[connection.id.raw] != nil, !connection.handshaking else { continue }
             let flushed = connection.tls.map { connection.output.flush(to: $0) } ?? connection.output.flush(to: connection.fd)
             switch flushed {
@@ -727,6 +780,11 @@ public final class ServerHandle: Sendable {
     let wakeup: Wakeup
     private let stopping = Atomic<Bool>(false)
     private let finished = Semaphore()
+    private let heldRuns = Atomic<Int>(0)
+
+    /// How many runs of join announcements were held back for a crowd (`enqueueAnnouncement`).
+    public var heldAnnouncementRuns: Int { heldRuns.load(ordering: .relaxed) }
+    func countHeldRun() { heldRuns.add(1, ordering: .relaxed) }
 
     init(port: Int, tlsPort: Int?, wakeup: Wakeup) {
         self.port = port
@@ -879,6 +937,9 @@ struct GatheredRun {
     /// Per group: where each delivery's lines start in `bytes`, and their end (the last entry).
     private var offsets: [[Int]] = []
     private(set) var deliveries = 0
+    /// Every delivery so far was a JOIN (the announcements a crowd arriving makes).
+    private(set) var onlyJoins = true
+    var memberCount: Int { groups.reduce(0) { $0 + $1.connections.count } }
     /// Members that joined during the run: the delivery they were first in.
     private var firstDelivery: [ConnectionID: Int] = [:]
     /// Members a delivery skipped (a sender without echo, a requester): which ones.
@@ -911,6 +972,7 @@ struct GatheredRun {
     mutating func add(_ delivery: Delivery) {
         let index = deliveries
         deliveries += 1
+        if delivery.message.command != "JOIN" { onlyJoins = false }
         fresh = []
         for (g, group) in delivery.groups.enumerated() {
             if g >= bytes.count {

@@ -3,33 +3,75 @@ import Glibc
 #endif
 
 /// Bytes waiting to be written to one socket. Lines are appended as they are produced and
-/// leave in as few `send` calls as the kernel allows: one per loop turn when the socket keeps up.
+/// leave in as few calls as the kernel allows: one per loop turn when the socket keeps up.
+///
+/// Small lines are copied into one contiguous chunk of the buffer's own. A big array (a room's
+/// gathered deliveries, the same for every member) is kept by reference, not copied: a
+/// member's buffer that already holds something gets another chunk, and the chunks leave
+/// together in one `sendmsg`. So holding output back (a crowd's join announcements) costs each
+/// member a reference per chunk, not a copy of the bytes.
 public struct OutputBuffer: Sendable {
-    private var bytes: [UInt8] = []
+    /// The chunk being written, from `start` on; the common case is this one alone.
+    private var first: [UInt8] = []
     private var start = 0
-    /// `bytes` is a line adopted as it was given (shared with other buffers): copied before it grows.
-    private var adopted = false
+    /// Chunks after `first`, in order, from `restHead` on.
+    private var rest: [[UInt8]] = []
+    private var restHead = 0
+    private var total = 0
+    /// The last chunk is our own (copied into), so a small line may be appended to it in place.
+    private var ownsLast = false
+
+    /// Lines at least this long are kept by reference when something is already waiting.
+    public static let shareFrom = 1024
+    /// At most this many chunks per `sendmsg`.
+    static let gatherAtMost = 64
 
     public init() {}
 
-    public var count: Int { bytes.count - start }
-    public var isEmpty: Bool { start == bytes.count }
+    public var count: Int { total }
+    public var isEmpty: Bool { total == 0 }
+    /// Chunks waiting (for tests: big shared arrays are referenced, not copied).
+    public var chunkCount: Int { total == 0 ? 0 : 1 + rest.count - restHead }
 
     public mutating func append(_ line: [UInt8]) {
+        guard !line.isEmpty else { return }
+        defer { total += line.count }
         // The first line is adopted, not copied: it is usually the only one this turn, and the
         // same bytes are every recipient's.
-        if bytes.isEmpty { bytes = line; start = 0; adopted = true; return }
-        if adopted || bytes.count + line.count > bytes.capacity {
-            // A second line: room for many (a burst of arrivals appends hundreds per turn,
-            // and growing from one line's size reallocated again and again), without what was sent.
-            var grown: [UInt8] = []
-            grown.reserveCapacity(max(2048, 2 * (bytes.count - start + line.count)))
-            grown.append(contentsOf: bytes[start...])
-            bytes = grown
+        if total == 0 {
+            first = line
             start = 0
-            adopted = false
+            ownsLast = false
+            return
         }
-        bytes.append(contentsOf: line)
+        if line.count >= Self.shareFrom {
+            rest.append(line)
+            ownsLast = false
+            return
+        }
+        let alone = restHead == rest.count
+        if ownsLast {
+            if alone { first.append(contentsOf: line) } else { rest[rest.count - 1].append(contentsOf: line) }
+            return
+        }
+        // A chunk of our own, with room for many small lines (a burst of arrivals appends
+        // hundreds a turn; growing from one line's size reallocated again and again). A small
+        // adopted line at the end is copied into it, so small lines stay contiguous.
+        let last = alone ? first[start...] : rest[rest.count - 1][...]
+        let absorb = last.count < Self.shareFrom
+        var own: [UInt8] = []
+        own.reserveCapacity(max(2048, 2 * ((absorb ? last.count : 0) + line.count)))
+        if absorb { own.append(contentsOf: last) }
+        own.append(contentsOf: line)
+        if !absorb {
+            rest.append(own)
+        } else if alone {
+            first = own
+            start = 0
+        } else {
+            rest[rest.count - 1] = own
+        }
+        ownsLast = true
     }
 
     public enum FlushResult: Equatable, Sendable {
@@ -42,12 +84,10 @@ public struct OutputBuffer: Sendable {
 
     /// Writes as much as the socket takes now.
     public mutating func flush(to fd: Int32) -> FlushResult {
-        while start < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in
-                send(fd, raw.baseAddress! + start, raw.count - start, Int32(MSG_NOSIGNAL))
-            }
+        while total > 0 {
+            let written = restHead == rest.count ? sendFirst(fd) : sendGathered(fd)
             if written > 0 {
-                start += written
+                consume(written)
                 continue
             }
             let code = errno
@@ -63,10 +103,52 @@ public struct OutputBuffer: Sendable {
         return .done
     }
 
+    private func sendFirst(_ fd: Int32) -> Int {
+        first.withUnsafeBytes { raw in send(fd, raw.baseAddress! + start, raw.count - start, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// One `sendmsg` over the first chunks (each pinned by `withUnsafeBytes` while it runs).
+    private func sendGathered(_ fd: Int32) -> Int {
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(min(chunkCount, Self.gatherAtMost))
+        func gather(_ index: Int) -> Int {
+            if index == rest.count || vectors.count == Self.gatherAtMost {
+                return vectors.withUnsafeMutableBufferPointer { iov in
+                    var message = msghdr()
+                    message.msg_iov = iov.baseAddress
+                    message.msg_iovlen = iov.count
+                    return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                }
+            }
+            return rest[index].withUnsafeBytes { raw in
+                vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress!), iov_len: raw.count))
+                return gather(index + 1)
+            }
+        }
+        return first.withUnsafeBytes { raw in
+            vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + start), iov_len: raw.count - start))
+            return gather(restHead)
+        }
+    }
+
+    /// `written` bytes have left: chunks written whole are let go, a partial one is remembered.
+    private mutating func consume(_ written: Int) {
+        total -= written
+        var left = written
+        while left >= first.count - start && restHead < rest.count {
+            left -= first.count - start
+            first = rest[restHead]
+            rest[restHead] = []
+            restHead += 1
+            start = 0
+        }
+        start += left
+    }
+
     /// Writes as much as a TLS session takes now.
     public mutating func flush(to session: TLSSession) -> FlushResult {
-        while start < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in
+        while total > 0 {
+            let written = first.withUnsafeBytes { raw in
                 session.write(UnsafeRawBufferPointer(rebasing: raw[start...]))
             }
             guard let written else { return .failed(errno: EPIPE) }
@@ -74,7 +156,7 @@ public struct OutputBuffer: Sendable {
                 compact()
                 return .wouldBlock
             }
-            start += written
+            consume(written)
         }
         reset()
         return .done
@@ -82,14 +164,23 @@ public struct OutputBuffer: Sendable {
 
     /// Everything was written: an idle connection holds no buffer at all.
     private mutating func reset() {
-        bytes = []
+        first = []
         start = 0
-        adopted = false
+        rest = []
+        restHead = 0
+        total = 0
+        ownsLast = false
     }
 
+    /// A stalled socket: the chunks already written go, and so do the written bytes of a big
+    /// chunk of our own.
     private mutating func compact() {
-        if start > 64 * 1024 || start > bytes.count / 2 {
-            bytes.removeSubrange(0..<start)
+        if restHead > 0 {
+            rest.removeFirst(restHead)
+            restHead = 0
+        }
+        if ownsLast && rest.isEmpty && (start > 64 * 1024 || start > first.count / 2) {
+            first.removeSubrange(0..<start)
             start = 0
         }
     }

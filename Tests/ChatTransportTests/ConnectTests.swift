@@ -108,14 +108,19 @@ struct ConnectTests {
         var received: [[UInt8]] = [[], []]
         var scratch = [UInt8](repeating: 0, count: 1000)
         var stalls = 0
+        var gathered = 0
         for round in 0..<400 {
-            // The same array to both (as a fan-out does), then a line of each one's own.
-            let shared = Array("shared \(round) \(String(repeating: "s", count: round % 97))\r\n".utf8)
+            // The same array to both (as a fan-out does), then a line of each one's own. Every
+            // third shared array is big (a room's gathered deliveries): kept by reference, as a
+            // chunk of its own, and sent with the others in one sendmsg.
+            let length = round % 3 == 1 ? OutputBuffer.shareFrom + round * 7 : round % 97
+            let shared = Array("shared \(round) \(String(repeating: "s", count: length))\r\n".utf8)
             for b in 0..<2 {
                 buffers[b].append(shared)
                 let own = Array("own \(b) \(round)\r\n".utf8)
                 if round % 3 != 0 { buffers[b].append(own) }
                 expected[b] += shared + (round % 3 != 0 ? own : [])
+                if buffers[b].chunkCount > 1 { gathered += 1 }
                 // Flushed on some rounds only, and read a little at a time: the kernel buffer fills
                 // and the writes stop part-way through.
                 if round % 5 == 0, buffers[b].flush(to: pairs[b][0]) == .wouldBlock { stalls += 1 }
@@ -133,6 +138,7 @@ struct ConnectTests {
             #expect(received[b] == expected[b])
         }
         #expect(stalls > 10, "the kernel refused part of a write often enough to test that path")
+        #expect(gathered > 50, "big shared arrays were held as chunks of their own")
     }
 }
 
