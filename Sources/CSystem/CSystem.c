@@ -4,6 +4,11 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
 
 int csystem_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 
@@ -40,5 +45,39 @@ void csystem_name_thread(const char *name) {
     char shortened[16];
     strncpy(shortened, name, 15);
     shortened[15] = 0;
+    // Not in the middle of a UTF-8 character: continuation bytes at the cut go.
+    size_t length = strlen(shortened);
+    if (length == 15 && ((unsigned char)name[15] & 0xC0) == 0x80) {
+        while (length > 0 && ((unsigned char)shortened[length - 1] & 0xC0) == 0x80) length--;
+        if (length > 0 && ((unsigned char)shortened[length - 1] & 0xC0) == 0xC0) length--;
+        shortened[length] = 0;
+    }
     pthread_setname_np(pthread_self(), shortened);
+}
+
+int csystem_semaphore_wait(sem_t *semaphore, double seconds) {
+    if (!(seconds > 0)) return sem_trywait(semaphore) == 0;
+    if (seconds > 1e9) seconds = 1e9;
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    double whole = floor(seconds);
+    long nanoseconds = deadline.tv_nsec + (long)((seconds - whole) * 1e9);
+    deadline.tv_sec += (time_t)whole + nanoseconds / 1000000000L;
+    deadline.tv_nsec = nanoseconds % 1000000000L;
+    for (;;) {
+        if (sem_clockwait(semaphore, CLOCK_MONOTONIC, &deadline) == 0) return 1;
+        if (errno != EINTR) return 0;
+    }
+}
+
+static locale_t c_numeric;
+static pthread_once_t c_numeric_once = PTHREAD_ONCE_INIT;
+static void make_c_numeric(void) { c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
+
+int csystem_format_fixed(char *out, unsigned long size, double value, int digits) {
+    pthread_once(&c_numeric_once, make_c_numeric);
+    locale_t previous = c_numeric ? uselocale(c_numeric) : (locale_t)0;
+    int written = snprintf(out, size, "%.*f", digits, value);
+    if (previous) uselocale(previous);
+    return written;
 }

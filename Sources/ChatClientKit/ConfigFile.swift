@@ -5,7 +5,7 @@ import ChatTransport
 public enum ConfigFile {
     public static func set(_ name: String, to value: String?, in path: String) throws {
         let old = Files.readText(path) ?? ""
-        var lines = old.isEmpty ? [] : old.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var lines = old.isEmpty ? [] : old.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init)
         if lines.last == "" { lines.removeLast() }
         let matches: (String) -> Bool = { line in
             let key = line.split(separator: "=", maxSplits: 1).first.map { $0.trimmedOfWhitespace() }

@@ -5,7 +5,7 @@ import ChatTransport
 public enum KnownServers {
     public static func fingerprint(for server: String, in path: String) -> String? {
         guard let text = Files.readText(path) else { return nil }
-        for line in text.split(separator: "\n") {
+        for line in text.split(whereSeparator: \.isNewline) {
             let words = line.split(separator: " ")
             if words.count >= 2, words[0] == server { return String(words[1]) }
         }
@@ -14,7 +14,7 @@ public enum KnownServers {
 
     public static func remember(_ server: String, _ fingerprint: String, in path: String) {
         let existing = Files.readText(path) ?? ""
-        let kept = existing.split(separator: "\n").filter { !$0.hasPrefix(server + " ") }.map(String.init)
+        let kept = existing.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix(server + " ") }.map(String.init)
         let text = (kept + ["\(server) \(fingerprint)"]).joined(separator: "\n") + "\n"
         try? Files.createDirectories(Paths.directory(of: path))
         try? Files.writeAtomically(path, Array(text.utf8))

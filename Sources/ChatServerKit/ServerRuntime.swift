@@ -138,8 +138,9 @@ final class ServerRuntime {
     private var connections = ConnectionTable<Connection>()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
-    /// Connections holding join announcements back, in the order they are due.
-    private var announcing: [(connection: Connection, due: Double)] = []
+    /// Connections holding join announcements back, in the order they are due (by ID: a
+    /// connection that closes meanwhile is not kept alive by its entry).
+    private var announcing: [(id: ConnectionID, due: Double)] = []
     private var announcingHead = 0
     /// TLS connections whose session holds bytes already read from the socket: epoll will not
     /// say so, so they are read again next turn.
@@ -568,7 +569,8 @@ final class ServerRuntime {
         gathering = nil
         let deferred = endOfTurn && run.onlyJoins && run.memberCount >= Self.crowd
         if deferred { control.countHeldRun() }
-        let add: (_ bytes: [UInt8], _ id: ConnectionID) -> Void = deferred ? { self.enqueueAnnouncement($0, for: $1) } : { self.enqueue($0, for: $1) }
+        let due = Monotonic.now() + Self.announcementDelay
+        let add: (_ bytes: [UInt8], _ id: ConnectionID) -> Void = deferred ? { self.enqueueAnnouncement($0, for: $1, due: due) } : { self.enqueue($0, for: $1) }
         for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
             let all = run.bytes[g]
             if run.special.isEmpty {
@@ -594,7 +596,7 @@ final class ServerRuntime {
     /// Appends a crowd's join announcements and writes them with the connection's next output,
     /// or when they are `announcementDelay` old, or past `announcementBytes`: whichever is first.
     /// Order is kept: they are in the connection's output, ahead of anything appended later.
-    private func enqueueAnnouncement(_ bytes: [UInt8], for id: ConnectionID) {
+    private func enqueueAnnouncement(_ bytes: [UInt8], for id: ConnectionID, due: Double) {
         guard let connection = connections[id.raw], !connection.closing else { return }
         guard connection.held.isEmpty, !connection.queuedForFlush, !connection.waitingForWritable else {
             enqueue(bytes, for: id)
@@ -604,21 +606,26 @@ final class ServerRuntime {
         if connection.output.count >= Self.announcementBytes {
             queueFlush(connection)
         } else if connection.announcementsDue == nil {
-            let due = Monotonic.now() + Self.announcementDelay
             connection.announcementsDue = due
-            announcing.append((connection, due))
+            announcing.append((id, due))
         }
     }
 
     /// Held announcements that are due now are written this turn.
     private func releaseAnnouncements(now: Double) {
         while announcingHead < announcing.count, announcing[announcingHead].due <= now {
-            let (connection, due) = announcing[announcingHead]
+            let (id, due) = announcing[announcingHead]
             announcingHead += 1
-            if connection.announcementsDue == due, !connection.closing { queueFlush(connection) }
+            // Written meanwhile (and perhaps holding a later run, with an entry of its own), or gone: nothing to do.
+            if let connection = connections[id.raw], connection.announcementsDue == due, !connection.closing { queueFlush(connection) }
         }
+        // The entries already handled go: at once when none is left, and in any case before they
+        // are most of the list (under steady joins the list never empties by itself).
         if announcingHead == announcing.count {
             announcing.removeAll(keepingCapacity: announcing.count <= 1024)
+            announcingHead = 0
+        } else if announcingHead >= 1024 && announcingHead * 2 >= announcing.count {
+            announcing.removeFirst(announcingHead)
             announcingHead = 0
         }
     }

@@ -66,16 +66,27 @@ public enum Crypto {
         return out
     }
 
-    /// From the kernel (getrandom(2)), not OpenSSL's generator: the server asks for a secret as
-    /// it starts, and RAND_bytes would bring up OpenSSL's providers and DRBG (~3.5 MiB of
-    /// resident library pages) in a server that may never use TLS.
+    /// From the kernel (getrandom(2)): the server asks for a secret as it starts, and a server
+    /// without TLS need not bring up OpenSSL's generator (its providers and DRBG) for it. Where
+    /// getrandom is missing (an old kernel, a seccomp sandbox), OpenSSL's generator fills the rest.
     public static func randomBytes(_ count: Int) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: count)
-        var filled = 0
+        guard count > 0 else { return out }
         out.withUnsafeMutableBytes { buffer in
+            var filled = 0
             while filled < count {
                 let got = csystem_getrandom(buffer.baseAddress! + filled, UInt(count - filled))
-                if got > 0 { filled += Int(got) } else if errno != EINTR { fatalError("getrandom failed: errno \(errno)") }
+                if got > 0 {
+                    filled += Int(got)
+                } else if got < 0 && errno == EINTR {
+                    continue
+                } else {
+                    let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])
+                    guard RAND_bytes(rest.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(rest.count)) == 1 else {
+                        fatalError("no random bytes: getrandom and OpenSSL both failed")
+                    }
+                    filled = count
+                }
             }
         }
         return out

@@ -47,21 +47,9 @@ public final class Semaphore: @unchecked Sendable {
         while sem_wait(semaphore) != 0 && errno == EINTR {}
     }
 
-    /// Waits at most `seconds`; false when the time ran out first.
+    /// Waits at most `seconds` (by the monotonic clock); false when the time ran out first.
     @discardableResult
-    public func wait(seconds: Double) -> Bool {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        let whole = seconds.rounded(.down)
-        var nanoseconds = Int(deadline.tv_nsec) + Int((seconds - whole) * 1e9)
-        deadline.tv_sec += Int(whole) + nanoseconds / 1_000_000_000
-        nanoseconds %= 1_000_000_000
-        deadline.tv_nsec = nanoseconds
-        while true {
-            if sem_timedwait(semaphore, &deadline) == 0 { return true }
-            if errno != EINTR { return false }
-        }
-    }
+    public func wait(seconds: Double) -> Bool { csystem_semaphore_wait(semaphore, seconds) == 1 }
 }
 
 /// Environment variables.
@@ -145,12 +133,17 @@ public enum Files {
         read(path).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// Writes to a temporary file beside `path`, flushes it and renames it over `path`, so a
-    /// reader sees the old file or the new one, never half of one.
+    /// Writes to a new temporary file beside `path` (a name nobody had: mkstemp), flushes it
+    /// and renames it over `path`, so a reader sees the old file or the new one, never half of
+    /// one. The file keeps the permissions it had (a config holding a password stays 0600);
+    /// a new one gets `mode`.
     public static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(Failure) {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        var template = Array((path + ".tmp-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard fd >= 0 else { throw Failure("cannot create", temporary) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        fchmod(fd, status(path).map { $0.st_mode & 0o7777 } ?? mode)
         var written = 0
         while written < bytes.count {
             let wrote = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
@@ -210,10 +203,11 @@ extension StringProtocol {
 }
 
 extension Double {
-    /// The value with `digits` digits after the point, as C's printf writes it ("%.1f" for 1).
+    /// The value with `digits` digits after the point, as C's printf writes it ("%.1f" for 1),
+    /// with a point whatever the locale.
     public func fixed(_ digits: Int) -> String {
         var buffer = [CChar](repeating: 0, count: 400)
-        let written = withVaList([Int32(digits), self]) { vsnprintf(&buffer, buffer.count, "%.*f", $0) }
+        let written = csystem_format_fixed(&buffer, UInt(buffer.count), self, Int32(digits))
         guard written >= 0, Int(written) < buffer.count else { return description }
         return String(decoding: buffer[..<Int(written)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }

@@ -294,7 +294,7 @@ struct Arguments {
         guard let text = Files.readText(path) else { return [] }
         var flags: [String] = []
         let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback", "no-logs"]
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             if line.trimmedOfWhitespace().isEmpty { continue }
             guard let eq = line.firstIndex(of: "=") else {

@@ -233,7 +233,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     let accounts = openAccounts(arguments)
     if let path = arguments.motdPath {
         guard let text = Files.readText(path) else { fail("cannot read the MOTD file \(path)") }
-        config.motd = text.split(separator: "\n", omittingEmptySubsequences: false)
+        config.motd = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
             .map { String($0.drop(while: { $0 == "\r" }).reversed().drop(while: { $0 == "\r" }).reversed()) }
         if config.motd?.last == "" { config.motd?.removeLast() }
     }

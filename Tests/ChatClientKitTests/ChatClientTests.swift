@@ -178,6 +178,26 @@ func configFileWrite() throws {
     #expect(String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self) == "# mine\nnick = alice\nignore = a!*@*,b!*@*\nbell = off\n")
     try ConfigFile.set("ignore", to: nil, in: path)
     #expect(String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self) == "# mine\nnick = alice\nbell = off\n")
+    // A file written on Windows (CR LF): its lines are lines (Swift reads CR LF as one
+    // character, so splitting at "\n" alone saw one long line), and its mode is kept.
+    try Data("# mine\r\nnick = alice\r\nignore = old\r\n".utf8).write(to: URL(fileURLWithPath: path))
+    chmod(path, 0o600)
+    try ConfigFile.set("ignore", to: "c!*@*", in: path)
+    #expect(String(decoding: FileManager.default.contents(atPath: path)!, as: UTF8.self) == "# mine\nnick = alice\nignore = c!*@*\n")
+    #expect((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) == 0o600, "a config that may hold a password stays private")
+    #expect(try FileManager.default.contentsOfDirectory(atPath: (path as NSString).deletingLastPathComponent) == ["config"], "no temporary file left beside it")
+}
+
+@Test("known servers read from a CR LF file")
+func knownServersCRLF() throws {
+    let path = NSTemporaryDirectory() + "chat-tui-known-\(UUID().uuidString)"
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    try Data("a.example:6697 AB12\r\nb.example:6697 CD34\r\n".utf8).write(to: URL(fileURLWithPath: path))
+    #expect(KnownServers.fingerprint(for: "a.example:6697", in: path) == "AB12")
+    #expect(KnownServers.fingerprint(for: "b.example:6697", in: path) == "CD34")
+    KnownServers.remember("a.example:6697", "EF56", in: path)
+    #expect(KnownServers.fingerprint(for: "a.example:6697", in: path) == "EF56")
+    #expect(KnownServers.fingerprint(for: "b.example:6697", in: path) == "CD34")
 }
 
 @Test("a note about someone opens their conversation under their spelling, not the folded key")

@@ -140,6 +140,49 @@ struct ConnectTests {
         #expect(stalls > 10, "the kernel refused part of a write often enough to test that path")
         #expect(gathered > 50, "big shared arrays were held as chunks of their own")
     }
+
+    @Test("random mixes of small lines and big shared arrays, past 64 chunks at once, partial writes: every byte in order")
+    func outputBufferRandom() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]); close(pair[1]) }
+        Sockets.setNonBlocking(pair[0])
+        var size: Int32 = 4096
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var seed: UInt64 = 7
+        func next(_ bound: Int) -> Int {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return Int((seed >> 33) % UInt64(bound))
+        }
+        var buffer = OutputBuffer()
+        var expected: [UInt8] = [], received: [UInt8] = []
+        var scratch = [UInt8](repeating: 0, count: 70_000)
+        var mostChunks = 0, stalls = 0
+        for step in 0..<3000 {
+            let big = next(3) == 0
+            let length = big ? OutputBuffer.shareFrom + next(3000) : 1 + next(200)
+            let line = (0..<length).map { UInt8(truncatingIfNeeded: step &+ $0) }
+            buffer.append(line)
+            expected += line
+            mostChunks = max(mostChunks, buffer.chunkCount)
+            // Long stretches without a flush let more than 64 chunks pile up.
+            if next(100) < 3 {
+                if buffer.flush(to: pair[0]) == .wouldBlock { stalls += 1 }
+                let n = scratch.withUnsafeMutableBytes { recv(pair[1], $0.baseAddress, 1 + next($0.count - 1), Int32(MSG_DONTWAIT)) }
+                if n > 0 { received += scratch[0..<n] }
+            }
+            #expect(buffer.count <= expected.count - received.count)
+        }
+        while received.count < expected.count {
+            _ = buffer.flush(to: pair[0])
+            let n = scratch.withUnsafeMutableBytes { recv(pair[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { received += scratch[0..<n] }
+        }
+        #expect(received == expected)
+        #expect(buffer.isEmpty && buffer.chunkCount == 0)
+        #expect(mostChunks > 64, "more chunks waiting than one sendmsg takes")
+        #expect(stalls > 5, "the kernel refused part of a write")
+    }
 }
 
 @Suite("a flooding peer")

@@ -79,6 +79,13 @@ struct SystemTests {
         }
         // A path under a regular file cannot become a directory.
         #expect(throws: Files.Failure.self) { try Files.createDirectories(file + "/sub") }
+        // A rewrite keeps the file's mode; a new file gets the one asked for; no temporary stays.
+        chmod(file, 0o600)
+        try Files.writeAtomically(file, Array("again\n".utf8))
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int == 0o600)
+        try Files.writeAtomically(nested + "/new", [1], mode: 0o640)
+        #expect(try FileManager.default.attributesOfItem(atPath: nested + "/new")[.posixPermissions] as? Int == 0o640)
+        #expect(Files.list(nested)?.sorted() == ["new", "note.txt", "猫 b.txt"])
     }
 
     @Test("a semaphore's signal wakes a waiter on another thread; a timed wait with nothing signalled returns false")
@@ -86,6 +93,12 @@ struct SystemTests {
         let semaphore = Semaphore()
         #expect(!semaphore.wait(seconds: 0))
         #expect(!semaphore.wait(seconds: 0.01))
+        #expect(!semaphore.wait(seconds: -1))
+        #expect(!semaphore.wait(seconds: .nan))
+        semaphore.signal()
+        #expect(semaphore.wait(seconds: .infinity), "a wait without end returns once signalled")
+        semaphore.signal()
+        #expect(semaphore.wait(seconds: 0.999_999_999))
         semaphore.signal()
         semaphore.signal()
         #expect(semaphore.wait(seconds: 0))

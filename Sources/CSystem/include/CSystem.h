@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
+#include <semaphore.h>
 
 int csystem_epoll_create(void);
 int csystem_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
@@ -19,8 +20,14 @@ int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len);
 int csystem_malloc_trim(void);
 /// Random bytes from the kernel (getrandom(2)); the count filled, or -1 with errno.
 long csystem_getrandom(void *buffer, unsigned long length);
-/// Names the calling thread (at most 15 bytes are kept).
+/// Names the calling thread (at most 15 bytes are kept, cut at a UTF-8 character boundary).
 void csystem_name_thread(const char *name);
+/// Waits on `semaphore` at most `seconds` by the monotonic clock (a wall-clock step does not
+/// stretch it); 1 when it was signalled, 0 when the time ran out.
+int csystem_semaphore_wait(sem_t *semaphore, double seconds);
+/// `value` with `digits` digits after the point as printf's "%.*f" writes it in the C locale
+/// (whatever the program's LC_NUMERIC: curses sets the user's); the length, as snprintf's.
+int csystem_format_fixed(char *out, unsigned long size, double value, int digits);
 
 static inline uint32_t csystem_EPOLLIN(void) { return EPOLLIN; }
 static inline uint32_t csystem_EPOLLOUT(void) { return EPOLLOUT; }
