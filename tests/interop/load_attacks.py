@@ -121,9 +121,9 @@ class Attack:
         self.stats = {}
 
         def main(stop, queue):
-            # At a lower CPU priority than the bystanders: on a 2-core machine a busy attacker
-            # otherwise takes the core the bystanders' reader needs, and the scheduler's delay
-            # shows as server latency (the server, pinned to the other core, feels the attack the same).
+            # At a lower CPU priority: on a 2-core machine a busy attacker otherwise runs on the
+            # server's core too (only the server is pinned) and the scheduler's slices show as
+            # server latency; a real attacker's CPU is its own. (It makes fewer connections for it.)
             os.nice(10)
             stats = {}
             body(stop, stats)
