@@ -145,23 +145,9 @@ public struct OutputBuffer: Sendable {
         start += left
     }
 
-    /// Writes as much as a TLS session takes now.
-    /// TLS copies every byte into its records anyway: the chunks are joined first, so the
-    /// session is always handed the same contiguous bytes it was handed before (what SSL_write
-    /// needs when it retries; with the chunks handed over one by one, a line behind a shared
-    /// chunk could stall unwritten: found by the interop test of a record split in two).
+    /// Writes as much as a TLS session takes now: a record per chunk (the session is always handed
+    /// the unwritten rest of the first chunk, what SSL_write needs when it retries).
     public mutating func flush(to session: TLSSession) -> FlushResult {
-        if restHead < rest.count {
-            var joined: [UInt8] = []
-            joined.reserveCapacity(total)
-            joined.append(contentsOf: first[start...])
-            for chunk in rest[restHead...] { joined.append(contentsOf: chunk) }
-            first = joined
-            start = 0
-            rest = []
-            restHead = 0
-            ownsLast = true
-        }
         while total > 0 {
             let written = first.withUnsafeBytes { raw in
                 session.write(UnsafeRawBufferPointer(rebasing: raw[start...]))
