@@ -569,7 +569,7 @@ final class ServerRuntime {
         gathering = nil
         let deferred = endOfTurn && run.onlyJoins && run.memberCount >= Self.crowd
         if deferred { control.countHeldRun() }
-        let due = Monotonic.now() + Self.announcementDelay
+        let due = deferred ? Monotonic.now() + Self.announcementDelay : 0
         let add: (_ bytes: [UInt8], _ id: ConnectionID) -> Void = deferred ? { self.enqueueAnnouncement($0, for: $1, due: due) } : { self.enqueue($0, for: $1) }
         for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
             let all = run.bytes[g]

@@ -233,8 +233,8 @@ func runServer(_ arguments: Arguments) async -> Never {
     let accounts = openAccounts(arguments)
     if let path = arguments.motdPath {
         guard let text = Files.readText(path) else { fail("cannot read the MOTD file \(path)") }
-        config.motd = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
-            .map { String($0.drop(while: { $0 == "\r" }).reversed().drop(while: { $0 == "\r" }).reversed()) }
+        // Every line end is a separator (CR LF, LF, a lone CR): no CR is left inside a line.
+        config.motd = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).map(String.init)
         if config.motd?.last == "" { config.motd?.removeLast() }
     }
     let limit = Sockets.raiseOpenFileLimit()

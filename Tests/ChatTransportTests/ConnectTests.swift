@@ -64,12 +64,21 @@ struct ConnectTests {
         }
     }
 
-    @Test("output buffer writes everything a reader takes, in order")
-    func outputBuffer() throws {
+    /// A connected AF_UNIX stream pair, the writing end (0) non-blocking, with the kernel's buffers
+    /// set small when asked (so that writes stop part-way).
+    func socketPair(sendBuffer: Int32? = nil, receiveBuffer: Int32? = nil) -> [Int32] {
         var pair: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-        defer { close(pair[0]); close(pair[1]) }
         Sockets.setNonBlocking(pair[0])
+        if var size = sendBuffer { setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        if var size = receiveBuffer { setsockopt(pair[1], SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
+        return pair
+    }
+
+    @Test("output buffer writes everything a reader takes, in order")
+    func outputBuffer() throws {
+        let pair = socketPair()
+        defer { close(pair[0]); close(pair[1]) }
         var buffer = OutputBuffer()
         var expected: [UInt8] = []
         for i in 0..<20_000 {
@@ -92,16 +101,7 @@ struct ConnectTests {
     @Test("appends between partial writes, and one shared line in two buffers, keep every byte in order")
     func outputBufferInterleaved() throws {
         var pairs: [[Int32]] = []
-        for _ in 0..<2 {
-            var pair: [Int32] = [0, 0]
-            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
-            Sockets.setNonBlocking(pair[0])
-            // Small kernel buffers, so that writes stop part-way.
-            var size: Int32 = 2048
-            setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            setsockopt(pair[1], SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            pairs.append(pair)
-        }
+        for _ in 0..<2 { pairs.append(socketPair(sendBuffer: 2048, receiveBuffer: 2048)) }
         defer { for pair in pairs { close(pair[0]); close(pair[1]) } }
         var buffers = [OutputBuffer(), OutputBuffer()]
         var expected: [[UInt8]] = [[], []]
@@ -143,12 +143,8 @@ struct ConnectTests {
 
     @Test("random mixes of small lines and big shared arrays, past 64 chunks at once, partial writes: every byte in order")
     func outputBufferRandom() throws {
-        var pair: [Int32] = [0, 0]
-        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let pair = socketPair(sendBuffer: 4096)
         defer { close(pair[0]); close(pair[1]) }
-        Sockets.setNonBlocking(pair[0])
-        var size: Int32 = 4096
-        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         var seed: UInt64 = 7
         func next(_ bound: Int) -> Int {
             seed = seed &* 6364136223846793005 &+ 1442695040888963407
