@@ -80,19 +80,33 @@ extension ServerState {
     mutating func relayPlainDirect(_ line: [UInt8], from session: Session, now: Double) -> Bool {
         guard session.registered, session.openBatch == nil, !session.caps.contains(.echoMessage),
               let plain = PlainTextLine(line) else { return false }
-        let name = String(decoding: line[plain.target], as: UTF8.self)
         let sender = session.user
-        guard !IRCNames.isChannel(name), let target = user(named: name), target !== sender, let nick = target.nick,
+        guard line[plain.target.lowerBound] != UInt8(ascii: "#"),
+              let (target, header) = directTarget(line[plain.target], notice: plain.isNotice, of: session), target !== sender,
               plain.isNotice || target.away == nil, !historyEnabled || directEntry(sender, target) == nil else { return false }
         sender.lastSpoke = now
-        let command = plain.isNotice ? "NOTICE" : "PRIVMSG"
-        let stamp = self.stamp(command, now: now)
+        let stamp = self.stamp(plain.isNotice ? "NOTICE" : "PRIVMSG", now: now)
         let tags = accountTags(sender)
         for to in target.sessions where to.registered {
-            outbox.items.append(.send(to.connection, Rendering.direct(command, source: sender.prefix, target: nick,
-                                                                      text: line[plain.text], tags: tags, stamp, to.variant)))
+            outbox.items.append(.send(to.connection, Rendering.direct(header: header, text: line[plain.text], tags: tags, stamp, to.variant)))
         }
         return true
+    }
+
+    /// The registered user a direct message's target names, as `user(named:)` finds them, and the
+    /// line's start: the session's last answer when the bytes and the command are the same and
+    /// neither side has changed its `nick!user@host` since.
+    mutating func directTarget(_ name: ArraySlice<UInt8>, notice: Bool, of session: Session) -> (User, [UInt8])? {
+        let sender = session.user
+        if let last = session.lastDirect, last.user.prefixGeneration == last.generation, sender.prefixGeneration == last.senderGeneration,
+           last.notice == notice, last.name.elementsEqual(name), last.user.sessions.contains(where: \.registered) {
+            return (last.user, last.header)
+        }
+        guard let found = user(named: String(decoding: name, as: UTF8.self)), let nick = found.nick else { return nil }
+        let header = Rendering.directHeader(notice ? "NOTICE" : "PRIVMSG", source: sender.prefix, target: nick)
+        session.lastDirect = Session.LastDirect(name: Array(name), user: found, generation: found.prefixGeneration,
+                                                senderGeneration: sender.prefixGeneration, notice: notice, header: header)
+        return (found, header)
     }
 
     enum MessageTarget {

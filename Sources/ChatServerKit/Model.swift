@@ -52,6 +52,33 @@ final class Session {
     var graceGiven: Set<String> = []
     /// A draft/multiline batch the client has opened and not yet closed.
     var openBatch: MultilineBatch?
+    /// The state has forgotten this connection (`removeSession`): the runtime, which keeps the
+    /// session to save a lookup per line, hands it nothing more.
+    var gone = false
+    /// The person this connection last wrote to directly, by the target bytes it used, and the
+    /// line's start for them (`:nick!user@host PRIVMSG bob :`): a run of messages to one person
+    /// finds them without folding and hashing the name, and writes each line in two copies.
+    /// Valid while neither side's `prefixGeneration` moved (the target still holds that
+    /// nickname, so the name is still theirs).
+    var lastDirect: LastDirect?
+    /// A class: read once per line, a struct of three references would cost three retains.
+    final class LastDirect {
+        let name: [UInt8]
+        let user: User
+        let generation: UInt64
+        let senderGeneration: UInt64
+        let notice: Bool
+        let header: [UInt8]
+
+        init(name: [UInt8], user: User, generation: UInt64, senderGeneration: UInt64, notice: Bool, header: [UInt8]) {
+            self.name = name
+            self.user = user
+            self.generation = generation
+            self.senderGeneration = senderGeneration
+            self.notice = notice
+            self.header = header
+        }
+    }
     let connectedAt: Double
     var lastActivity: Double
     var pingSentAt: Double?
@@ -76,6 +103,8 @@ final class User {
     var host: String { didSet { prefix = User.makePrefix(nick, username, host) } }
     var nick: String? { didSet { prefix = User.makePrefix(nick, username, host) } }
     var username: String? { didSet { prefix = User.makePrefix(nick, username, host) } }
+    /// Counts changes of `prefix`, hence of the nickname (what `Session.lastDirect` checks).
+    private(set) var prefixGeneration: UInt64 = 0
     var realname = ""
     var away: String?
     /// User modes that are plain flags (`i`, `w`, `B`, `o`).
@@ -90,7 +119,7 @@ final class User {
     var monitoring: [String: String] = [:]
 
     /// `nick!user@host`, kept ready: every relayed message carries it.
-    private(set) var prefix: String
+    private(set) var prefix: String { didSet { prefixGeneration &+= 1 } }
 
     static func makePrefix(_ nick: String?, _ user: String?, _ host: String) -> String {
         "\(nick ?? "*")!\(user ?? "unknown")@\(host)"

@@ -48,18 +48,10 @@ enum Rendering {
         return copy.serialized()
     }
 
-    /// A PRIVMSG or NOTICE to one person written straight from the sender's text bytes, byte
-    /// for byte what `render` writes for `IRCMessage(tags:source:command:params: [target, text])`
-    /// (test `DirectLaneTests.directMatchesRender`): the time and msgid tags the variant asks for,
-    /// the tags it keeps, the body cut to 512 bytes at a character boundary. The caller makes sure
-    /// the text holds no CR, LF or NUL (`PlainTextLine` refuses them; `render` would make them
-    /// spaces) and `target` is a nick.
-    static func direct(_ command: String, source: String, target: String, text: ArraySlice<UInt8>, tags: [IRCTag],
-                       _ stamp: Stamp, _ variant: RenderVariant) -> [UInt8] {
+    /// `:source COMMAND target :`, what every such line starts with (after its tags).
+    static func directHeader(_ command: String, source: String, target: String) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(source.utf8.count + target.utf8.count + text.count + (variant.isEmpty ? 16 : 96))
-        if !variant.isEmpty || !tags.isEmpty { IRCMessage.appendTags(self.tags(tags, stamp, variant), to: &out) }
-        let bodyStart = out.count
+        out.reserveCapacity(source.utf8.count + command.utf8.count + target.utf8.count + 5)
         out.append(UInt8(ascii: ":"))
         out.append(contentsOf: source.utf8)
         out.append(UInt8(ascii: " "))
@@ -68,6 +60,21 @@ enum Rendering {
         out.append(contentsOf: target.utf8)
         out.append(UInt8(ascii: " "))
         out.append(UInt8(ascii: ":"))
+        return out
+    }
+
+    /// A PRIVMSG or NOTICE to one person written straight from the sender's text bytes, byte
+    /// for byte what `render` writes for `IRCMessage(tags:source:command:params: [target, text])`
+    /// (test `DirectLaneTests.directMatchesRender`): the time and msgid tags the variant asks for,
+    /// the tags it keeps, the body cut to 512 bytes at a character boundary. The caller makes sure
+    /// the text holds no CR, LF or NUL (`PlainTextLine` refuses them; `render` would make them
+    /// spaces) and `header` is `directHeader`'s for a nick.
+    static func direct(header: [UInt8], text: ArraySlice<UInt8>, tags: [IRCTag], _ stamp: Stamp, _ variant: RenderVariant) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(header.count + text.count + (variant.isEmpty && tags.isEmpty ? 2 : 96))
+        if !variant.isEmpty || !tags.isEmpty { IRCMessage.appendTags(self.tags(tags, stamp, variant), to: &out) }
+        let bodyStart = out.count
+        out.append(contentsOf: header)
         out.append(contentsOf: text)
         IRCMessage.endLine(&out, bodyStart: bodyStart)
         return out

@@ -114,6 +114,8 @@ final class ServerRuntime {
         /// Output waiting for history to commit a msgid (the sender's copy of its message), and
         /// everything for this connection after it, in order.
         var held: [(msgid: UInt64, bytes: [UInt8])] = []
+        /// The state's session for it, kept so a line costs no lookup (nil: refused at once).
+        var session: Session?
 
         init(id: ConnectionID, fd: Int32, peer: String, tls: TLSSession?) {
             self.id = id
@@ -295,6 +297,7 @@ final class ServerRuntime {
                 connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
             }
             state.connected(connection.id, host: host, peer: peer, secure: connection.tls != nil, now: WallClock.now())
+            connection.session = state.sessions[connection.id]
             apply()
         }
     }
@@ -399,17 +402,24 @@ final class ServerRuntime {
         let wall = WallClock.now()
         var waiting = false
         while connection.queueHead < connection.queue.count, !connection.closing {
-            guard state.accepting(connection.id) else { break }
-            let framed = connection.queue[connection.queueHead]
+            guard let session = connection.session, !session.gone else { break }
+            guard !session.busy else { break }
             if var pacer = connection.pacer {
                 let cost: Int
-                if case .line(let line) = framed { cost = Pacer.cost(of: line, inBatch: state.inBatch(connection.id)) } else { cost = 1 }
+                if case .line(let line) = connection.queue[connection.queueHead] {
+                    cost = Pacer.cost(of: line, inBatch: state.inBatch(connection.id))
+                } else {
+                    cost = 1
+                }
                 guard pacer.take(cost, now: now) else { waiting = true; break }
                 connection.pacer = pacer
             }
+            // Moved out of the queue (its slot is about to be dropped), not copied.
+            var framed = FramedLine.overlong(discardedBytes: 0)
+            swap(&framed, &connection.queue[connection.queueHead])
             connection.queueHead += 1
             switch framed {
-            case .line(let line): state.received(line, from: connection.id, now: wall)
+            case .line(let line): state.received(line, session: session, now: wall)
             case .overlong(let discarded): state.receivedOverlongLine(from: connection.id, discardedBytes: discarded)
             }
             apply()
@@ -501,7 +511,10 @@ final class ServerRuntime {
         while !state.outbox.isEmpty {
             var outbox = state.takeOutbox()
             defer { state.recycle(&outbox) }
-            for item in outbox.items {
+            // Taken from the end of the reversed list: each item is moved out, not copied (a copy
+            // is a retain now and a release when the list is emptied, per line sent).
+            outbox.items.reverse()
+            while let item = outbox.items.popLast() {
                 // A line for one connection comes after what it is owed from the gathered room deliveries.
                 switch item {
                 case .send(let id, _), .sendAfterCommit(let id, _, _), .close(let id):

@@ -185,6 +185,12 @@ public struct ServerState {
     /// One complete line from the connection.
     public mutating func received(_ line: [UInt8], from id: ConnectionID, now: Double) {
         guard let session = sessions[id] else { return }
+        received(line, session: session, now: now)
+    }
+
+    /// The same, from the runtime, which keeps each connection's session (no lookup per line).
+    mutating func received(_ line: [UInt8], session: Session, now: Double) {
+        guard !session.gone else { return }
         session.lastActivity = now
         session.pingSentAt = nil
         // While a password is checked off the loop, the client's next lines wait, so replies
@@ -604,6 +610,8 @@ public struct ServerState {
 
     mutating func removeSession(_ session: Session, quitMessage: String, now: Double) {
         guard sessions.removeValue(forKey: session.connection) != nil else { return }
+        session.gone = true
+        session.lastDirect = nil
         releaseLimits(session)
         let user = session.user
         user.sessions.removeAll { $0 === session }

@@ -24,8 +24,8 @@ struct DirectLaneTests {
                         for command in ["PRIVMSG", "NOTICE"] {
                             let message = IRCMessage(tags: tags, source: "alice!u@127.0.0.1", command: command, params: ["Bob", text])
                             let expected = Rendering.render(message, stamp, variant)
-                            let direct = Rendering.direct(command, source: "alice!u@127.0.0.1", target: "Bob",
-                                                          text: Array(text.utf8)[...], tags: tags, stamp, variant)
+                            let header = Rendering.directHeader(command, source: "alice!u@127.0.0.1", target: "Bob")
+                            let direct = Rendering.direct(header: header, text: Array(text.utf8)[...], tags: tags, stamp, variant)
                             #expect(direct == expected, "\(variant.rawValue) \(command) \(text.prefix(20)) \(tags)")
                             compared += 1
                         }
@@ -103,6 +103,58 @@ struct DirectLaneTests {
         let batchingSession = try #require(h.state.sessions[batching])
         let batchingTaken = h.state.relayPlainDirect(Array("PRIVMSG bob :hi".utf8), from: batchingSession, now: h.now)
         #expect(!batchingTaken)
+    }
+
+    /// The lane remembers whom a connection last wrote to (`Session.lastDirect`); every change
+    /// of either side's name or host, or the person leaving, must send the next line right.
+    @Test("a run of messages to one person follows every change of name, host or person")
+    func lastTargetFollowsChanges() throws {
+        var h = Harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        let carol = h.register("carol")
+        h.send(alice, "PRIVMSG bob :one")
+        h.send(alice, "PRIVMSG bob :two")
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :two"])
+        #expect(h.state.sessions[alice]?.lastDirect?.user === h.state.sessions[bob]?.user, "remembered")
+        // The same person by another spelling: the line names them as they write their nick.
+        h.send(alice, "PRIVMSG BoB :three")
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :three"])
+        // A NOTICE after PRIVMSGs to the same bytes.
+        h.send(alice, "NOTICE BoB :four")
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 NOTICE bob :four"])
+        // The target renames: the old name is nobody's, the new one reaches them.
+        h.send(bob, "NICK robert")
+        h.send(alice, "NOTICE BoB :five")
+        #expect(h.lines(to: bob).isEmpty)
+        h.send(alice, "PRIVMSG BoB :six")
+        #expect(h.commands(to: alice) == ["401"] && h.lines(to: bob).isEmpty)
+        h.send(alice, "PRIVMSG robert :seven")
+        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG robert :seven"])
+        // The sender renames: the next line carries the new prefix.
+        h.send(alice, "NICK alicia")
+        h.send(alice, "PRIVMSG robert :eight")
+        #expect(h.lines(to: bob) == [":alicia!u@127.0.0.1 PRIVMSG robert :eight"])
+        // Someone else takes the freed name and is written to by it; then its owner leaves and a
+        // newcomer takes it: the line goes to whoever holds the name now.
+        h.send(carol, "NICK bob")
+        h.send(alice, "PRIVMSG bob :nine")
+        #expect(h.lines(to: carol) == [":alicia!u@127.0.0.1 PRIVMSG bob :nine"] && h.lines(to: bob).isEmpty)
+        h.send(carol, "QUIT :bye")
+        h.send(alice, "PRIVMSG bob :ten")
+        #expect(h.commands(to: alice) == ["401"])
+        let newcomer = h.register("bob")
+        h.send(alice, "PRIVMSG bob :eleven")
+        #expect(h.lines(to: newcomer) == [":alicia!u@127.0.0.1 PRIVMSG bob :eleven"] && h.lines(to: carol).isEmpty)
+        // A host change (CHGHOST by an operator's vhost, here set directly) is in the next line.
+        let user = try #require(h.state.sessions[alice]?.user)
+        user.host = "cloak.example"
+        h.send(alice, "PRIVMSG bob :twelve")
+        #expect(h.lines(to: newcomer) == [":alicia!u@cloak.example PRIVMSG bob :twelve"])
+        // The sender leaving forgets it (no reference kept to whoever it wrote to).
+        let session = try #require(h.state.sessions[alice])
+        h.send(alice, "QUIT")
+        #expect(session.gone && session.lastDirect == nil)
     }
 
     @Test("a CR inside the text goes out as a space, never raw: no forged second line")
