@@ -228,9 +228,11 @@ extension ServerState {
         // Unsorted on purpose: clients sort for display, and sorting 10,000 names for every
         // arrival made joining a big room quadratic in string comparisons. Names are gathered as
         // bytes: one String per 353 line, not one per member.
-        let overhead = ":\(config.name) 353 \(target) \(symbol) \(channel.name) :".utf8.count + 2
+        let head = Array(":\(config.name) 353 \(target) \(symbol) \(channel.name) :".utf8)
+        let overhead = head.count + 2
         if isMember {
-            // A member sees everyone: the room's kept list, cut into lines at spaces.
+            // A member sees everyone: the room's kept list, cut into lines at spaces and written
+            // as bytes (the reply's only text is names: no String or message per line).
             let names = membership.names(of: key, form: Membership.namesForm(allPrefixes: all, userhost: full))
             let room = IRCLimits.lineBytes - overhead
             var start = 0
@@ -240,7 +242,11 @@ extension ServerState {
                     // Back to the space before the entry that does not fit (entries are far shorter than a line).
                     while end > start && names[end] != UInt8(ascii: " ") { end -= 1 }
                 }
-                reply(session, .namReply, symbol, channel.name, String(decoding: names[start..<end], as: UTF8.self))
+                var line = head
+                line.reserveCapacity(head.count + end - start + 2)
+                line += names[start..<end]
+                line += [13, 10]
+                sendRaw(session, line)
                 start = end + 1
             }
             if end { reply(session, .endOfNames, channel.name, "End of /NAMES list") }

@@ -213,7 +213,7 @@ extension ServerState {
         // Half a millisecond in: the time printed is the stored millisecond, whatever the rounding of a Double.
         let stamp = Stamp(time: (Double(row.timeMilliseconds) + 0.5) / 1000, msgid: UInt64(bitPattern: row.msgid))
         if response?.session === session {
-            response!.messages.append((message, stamp))
+            response!.messages.append(.message(message, stamp))
         } else {
             var variant = session.variant
             if batch != nil { variant.insert(.batch) }

@@ -60,7 +60,7 @@ extension ServerState {
                     let stamp = self.stamp(command, now: request.now)
                     deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, viaResponse: false, stamp: stamp,
                             history: directEntry(sender, sender).map { [$0] } ?? [])
-                    if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append((message, stamp)) }
+                    if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append(.message(message, stamp)) }
                 } else {
                     deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged,
                             history: directEntry(sender, target).map { [$0] } ?? [])

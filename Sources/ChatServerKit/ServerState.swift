@@ -370,9 +370,19 @@ public struct ServerState {
         // Not `if let response`: a bound copy would share the buffer's storage, and every
         // append would copy all of it (a NAMES of 10,000 is hundreds of lines: quadratic).
         if response?.session === session {
-            response!.messages.append((message, nil))
+            response!.messages.append(.message(message, nil))
         } else {
             sendNow(session, message)
+        }
+    }
+
+    /// A line written already, CR LF included, with no tags and nothing the serialiser would
+    /// change (as `send` of that message would write it for any variant, with no stamp).
+    mutating func sendRaw(_ session: Session, _ line: [UInt8]) {
+        if response?.session === session {
+            response!.messages.append(.raw(line))
+        } else {
+            outbox.items.append(.send(session.connection, line))
         }
     }
 
@@ -402,18 +412,15 @@ public struct ServerState {
         if let batch = buffer.batch {
             variant.insert(.batch)
             var bytes: [UInt8] = []
-            for (message, stamp) in buffer.messages {
-                var message = message
-                if message.tag("batch") == nil { message.tags.insert(IRCTag("batch", batch), at: 0) }
-                bytes += Rendering.render(message, stamp, variant)
-            }
+            let tag = IRCTag("batch", batch)
+            for line in buffer.messages { bytes += line.rendered(variant, adding: tag) }
             if !bytes.isEmpty { outbox.items.append(.send(session.connection, bytes)) }
             return
         }
         guard let label = buffer.label else {
             if buffer.messages.isEmpty { return }
             var bytes: [UInt8] = []
-            for (message, stamp) in buffer.messages { bytes += Rendering.render(message, stamp, variant) }
+            for line in buffer.messages { bytes += line.rendered(variant) }
             outbox.items.append(buffer.awaitsCommit.map { .sendAfterCommit(session.connection, bytes, $0) } ?? .send(session.connection, bytes))
             return
         }
@@ -426,11 +433,8 @@ public struct ServerState {
             session.replyBatch = reference
             var bytes = Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "BATCH",
                                                     params: ["+" + reference, "labeled-response"]), nil, variant)
-            for (message, stamp) in buffer.messages {
-                var message = message
-                if message.tag("batch") == nil { message.tags.insert(IRCTag("batch", reference), at: 0) }
-                bytes += Rendering.render(message, stamp, variant)
-            }
+            let tag = IRCTag("batch", reference)
+            for line in buffer.messages { bytes += line.rendered(variant, adding: tag) }
             outbox.items.append(.send(session.connection, bytes))
             return
         }
@@ -439,19 +443,14 @@ public struct ServerState {
         case 0:
             bytes = Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "ACK"), nil, variant)
         case 1:
-            var (only, stamp) = buffer.messages[0]
-            only.tags.insert(IRCTag("label", label), at: 0)
-            bytes = Rendering.render(only, stamp, variant)
+            bytes = buffer.messages[0].rendered(variant, adding: IRCTag("label", label))
         default:
             let reference = newBatchReference()
             bytes += Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "BATCH",
                                                  params: ["+" + reference, "labeled-response"]), nil, variant)
-            for (message, stamp) in buffer.messages {
-                var message = message
-                // A line already in a batch of its own (a multiline echo) stays in that inner batch.
-                if message.tag("batch") == nil { message.tags.insert(IRCTag("batch", reference), at: 0) }
-                bytes += Rendering.render(message, stamp, variant)
-            }
+            // A line already in a batch of its own (a multiline echo) stays in that inner batch.
+            let tag = IRCTag("batch", reference)
+            for line in buffer.messages { bytes += line.rendered(variant, adding: tag) }
             bytes += Rendering.render(IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]), nil, variant)
         }
         outbox.items.append(buffer.awaitsCommit.map { .sendAfterCommit(session.connection, bytes, $0) } ?? .send(session.connection, bytes))
@@ -528,7 +527,7 @@ public struct ServerState {
     /// The requester's own copy goes in its reply; the sender's copy of a stored message (its
     /// echo) waits until it is committed.
     mutating func answerRequester(_ message: IRCMessage, _ stamp: Stamp, stored: Bool) {
-        response!.messages.append((message, stamp))
+        response!.messages.append(.message(message, stamp))
         if stored, let id = stamp.msgid, Self.isEchoed(message.command) { response!.awaitsCommit = id }
     }
 
@@ -684,12 +683,35 @@ public struct ServerState {
 }
 
 /// The replies to one command, held until it is done.
+/// A line of a command's response: a message, or one already written without tags (the 353s
+/// of a big room's NAMES, cut from the room's kept list), which gets only the batch or label tag.
+enum ResponseLine {
+    case message(IRCMessage, Stamp?)
+    case raw([UInt8])
+
+    /// Its bytes for `variant`, with `tag` (a batch or label) first unless it has that tag already.
+    func rendered(_ variant: RenderVariant, adding tag: IRCTag? = nil) -> [UInt8] {
+        switch self {
+        case .message(var message, let stamp):
+            if let tag, message.tag(tag.key) == nil { message.tags.insert(tag, at: 0) }
+            return Rendering.render(message, stamp, variant)
+        case .raw(let bytes):
+            guard let tag, Rendering.keeps(tag.key, variant) else { return bytes }
+            var out: [UInt8] = []
+            out.reserveCapacity(bytes.count + 64)
+            IRCMessage.appendTags([tag], to: &out)
+            out += bytes
+            return out
+        }
+    }
+}
+
 struct ResponseBuffer {
     let session: Session
     let label: String?
     /// A step of a long reply streamed in a labeled-response batch: its lines carry this batch.
     var batch: String? = nil
-    var messages: [(IRCMessage, Stamp?)] = []
+    var messages: [ResponseLine] = []
     /// The command's answer comes later (a password check): no ACK now.
     var deferred = false
     /// It holds the sender's copy of a message history stores: sent once that msgid is committed.

@@ -217,6 +217,43 @@ struct StateChatTests {
         #expect(names.flatMap { $0.params[3].split(separator: " ") }.count == 120)
     }
 
+    /// A member's 353s are cut from the room's kept list as bytes (`sendRaw`), not built as
+    /// messages: each must be what serialising its parse writes, with the batch tag when labelled.
+    @Test("a member's NAMES, written as bytes, is what the message path writes, labelled or not")
+    func namesAsBytes() throws {
+        var h = Harness()
+        for i in 0..<60 { _ = h.register("user_with_long_name_\(i)") }
+        let plain = h.register("plain")
+        let labelled = h.register("labelled", caps: ["labeled-response", "batch", "server-time", "message-tags"])
+        func sent(_ id: ConnectionID) -> [String] {
+            DirectLaneTests.rawLines(h.out, to: id).joined().split(separator: "\r\n").map(String.init)
+        }
+        for (id, request) in [(plain, "NAMES #lobby"), (labelled, "@label=n1 NAMES #lobby"), (labelled, "NAMES #lobby")] {
+            h.send(id, request)
+            let lines = sent(id)
+            var names: [Substring] = []
+            for line in lines {
+                let message = try IRCMessage(bytes: Array(line.utf8))
+                #expect(message.serialized() == Array((line + "\r\n").utf8), "\(line)")
+                #expect(line.utf8.count + 2 <= 512 + (message.tags.isEmpty ? 0 : 4096))
+                if message.command == "353" { names += message.params[3].split(separator: " ") }
+            }
+            #expect(names.count == 62 && Set(names).count == 62, "\(request)")
+            let replies = lines.filter { !$0.contains(" BATCH ") }
+            #expect(replies.count > 2 && replies.last?.contains(" 366 ") == true)
+            if request.hasPrefix("@label") {
+                let open = try #require(lines.first)
+                #expect(open.hasPrefix("@label=n1 :test.server BATCH +"))
+                let reference = String(open.split(separator: "+").last!.split(separator: " ").first!)
+                #expect(replies.allSatisfy { $0.hasPrefix("@batch=\(reference) :test.server 353 labelled = #lobby :") || $0.hasPrefix("@batch=\(reference) :test.server 366 ") })
+                #expect(lines.last == ":test.server BATCH -\(reference)")
+            } else {
+                let nick = id == plain ? "plain" : "labelled"
+                #expect(replies.dropLast().allSatisfy { $0.hasPrefix(":test.server 353 \(nick) = #lobby :") })
+            }
+        }
+    }
+
     @Test("bad lines: 417, NUL, empty, invalid UTF-8 delivered with replacement characters")
     func badLines() {
         var h = Harness()
