@@ -102,7 +102,11 @@ extension ServerState {
            last.notice == notice, last.name.elementsEqual(name), last.user.sessions.contains(where: \.registered) {
             return (last.user, last.header)
         }
-        guard let found = user(named: String(decoding: name, as: UTF8.self)), let nick = found.nick else { return nil }
+        guard let found = user(named: String(decoding: name, as: UTF8.self)), let nick = found.nick else {
+            // Whoever it remembered may have left: it keeps nobody alive.
+            session.lastDirect = nil
+            return nil
+        }
         let header = Rendering.directHeader(notice ? "NOTICE" : "PRIVMSG", source: sender.prefix, target: nick)
         session.lastDirect = Session.LastDirect(name: Array(name), user: found, generation: found.prefixGeneration,
                                                 senderGeneration: sender.prefixGeneration, notice: notice, header: header)

@@ -682,7 +682,6 @@ public struct ServerState {
     }
 }
 
-/// The replies to one command, held until it is done.
 /// A line of a command's response: a message, or one already written without tags (the 353s
 /// of a big room's NAMES, cut from the room's kept list), which gets only the batch or label tag.
 enum ResponseLine {
@@ -706,6 +705,7 @@ enum ResponseLine {
     }
 }
 
+/// The replies to one command, held until it is done.
 struct ResponseBuffer {
     let session: Session
     let label: String?

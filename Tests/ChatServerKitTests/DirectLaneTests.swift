@@ -143,6 +143,7 @@ struct DirectLaneTests {
         h.send(carol, "QUIT :bye")
         h.send(alice, "PRIVMSG bob :ten")
         #expect(h.commands(to: alice) == ["401"])
+        #expect(h.state.sessions[alice]?.lastDirect == nil, "the departed user is not kept alive")
         let newcomer = h.register("bob")
         h.send(alice, "PRIVMSG bob :eleven")
         #expect(h.lines(to: newcomer) == [":alicia!u@127.0.0.1 PRIVMSG bob :eleven"] && h.lines(to: carol).isEmpty)

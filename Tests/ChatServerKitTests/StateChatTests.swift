@@ -225,10 +225,12 @@ struct StateChatTests {
         for i in 0..<60 { _ = h.register("user_with_long_name_\(i)") }
         let plain = h.register("plain")
         let labelled = h.register("labelled", caps: ["labeled-response", "batch", "server-time", "message-tags"])
+        let full = h.register("full", caps: ["multi-prefix", "userhost-in-names"])
         func sent(_ id: ConnectionID) -> [String] {
             DirectLaneTests.rawLines(h.out, to: id).joined().split(separator: "\r\n").map(String.init)
         }
-        for (id, request) in [(plain, "NAMES #lobby"), (labelled, "@label=n1 NAMES #lobby"), (labelled, "NAMES #lobby")] {
+        for (id, request) in [(plain, "NAMES #lobby"), (labelled, "@label=n1 NAMES #lobby"), (labelled, "NAMES #lobby"),
+                              (full, "NAMES #lobby")] {
             h.send(id, request)
             let lines = sent(id)
             var names: [Substring] = []
@@ -238,7 +240,8 @@ struct StateChatTests {
                 #expect(line.utf8.count + 2 <= 512 + (message.tags.isEmpty ? 0 : 4096))
                 if message.command == "353" { names += message.params[3].split(separator: " ") }
             }
-            #expect(names.count == 62 && Set(names).count == 62, "\(request)")
+            #expect(names.count == 63 && Set(names).count == 63, "\(request)")
+            if id == full { #expect(names.allSatisfy { $0.contains("!u@127.0.0.1") }) }
             let replies = lines.filter { !$0.contains(" BATCH ") }
             #expect(replies.count > 2 && replies.last?.contains(" 366 ") == true)
             if request.hasPrefix("@label") {
@@ -248,10 +251,19 @@ struct StateChatTests {
                 #expect(replies.allSatisfy { $0.hasPrefix("@batch=\(reference) :test.server 353 labelled = #lobby :") || $0.hasPrefix("@batch=\(reference) :test.server 366 ") })
                 #expect(lines.last == ":test.server BATCH -\(reference)")
             } else {
-                let nick = id == plain ? "plain" : "labelled"
+                let nick = id == plain ? "plain" : id == full ? "full" : "labelled"
                 #expect(replies.dropLast().allSatisfy { $0.hasPrefix(":test.server 353 \(nick) = #lobby :") })
             }
         }
+        // A secret room's 353s say `@`; an operator's name carries its prefix (both with multi-prefix).
+        h.send(full, "JOIN #hidden")
+        h.send(plain, "JOIN #hidden")
+        h.send(full, "MODE #hidden +sv plain")
+        h.send(plain, "NAMES #hidden")
+        #expect(sent(plain).first.map { Set($0.split(separator: ":").last!.split(separator: " ")) } == ["@full", "+plain"])
+        #expect(sent(plain).first?.hasPrefix(":test.server 353 plain @ #hidden :") == true)
+        h.send(full, "NAMES #hidden")
+        #expect(sent(full).first.map { Set($0.split(separator: ":").last!.split(separator: " ")) } == ["@full!u@127.0.0.1", "+plain!u@127.0.0.1"])
     }
 
     @Test("bad lines: 417, NUL, empty, invalid UTF-8 delivered with replacement characters")
