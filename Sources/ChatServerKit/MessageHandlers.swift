@@ -85,7 +85,8 @@ extension ServerState {
               let (target, header) = directTarget(line[plain.target], notice: plain.isNotice, of: session), target !== sender,
               plain.isNotice || target.away == nil, !historyEnabled || directEntry(sender, target) == nil else { return false }
         sender.lastSpoke = now
-        let stamp = self.stamp(plain.isNotice ? "NOTICE" : "PRIVMSG", now: now)
+        // What `stamp(_:now:)` gives: a PRIVMSG or NOTICE always has a msgid (no string compare).
+        let stamp = Stamp(time: now, msgid: messageIDs.next(now: now))
         let tags = accountTags(sender)
         for to in target.sessions where to.registered {
             outbox.items.append(.send(to.connection, Rendering.direct(header: header, text: line[plain.text], tags: tags, stamp, to.variant)))

@@ -139,12 +139,27 @@ public struct PlainTextLine: Sendable, Equatable {
             let end = index
             // The target, a space, a colon and at least one byte of text.
             guard end > start, end + 2 < count, bytes[end + 1] == UInt8(ascii: ":") else { return (end, false, true) }
-            for i in (end + 2)..<count {
+            // The text eight bytes at a time: a word has a NUL, LF or CR byte exactly when one of
+            // `w`, `w ^ 0x0A…`, `w ^ 0x0D…` has a zero byte (`(x - 0x01…) & ~x & 0x80…` is non-zero
+            // exactly then), and a byte ≥ 0x80 shows in the OR of the words.
+            let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+            func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+            var i = end + 2
+            var wordHigh: UInt64 = 0
+            let base = UnsafeRawPointer(bytes.baseAddress!)
+            while i + 8 <= count {
+                let word = base.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                if hasZeroByte(word) || hasZeroByte(word ^ (ones &* 0x0A)) || hasZeroByte(word ^ (ones &* 0x0D)) { return (end, false, true) }
+                wordHigh |= word
+                i += 8
+            }
+            while i < count {
                 let byte = bytes[i]
                 if byte == 0 || byte == 10 || byte == 13 { return (end, false, true) }
                 high |= byte
+                i += 1
             }
-            return (end, true, high < 0x80)
+            return (end, true, high < 0x80 && wordHigh & highs == 0)
         }
         guard found.clean, found.ascii || UTF8Validation.isValid(line) else { return nil }
         target = start..<found.end

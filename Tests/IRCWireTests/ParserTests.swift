@@ -128,6 +128,40 @@ struct PlainTextLineTests {
         #expect(PlainTextLine(Array(line.utf8)) == nil)
     }
 
+    /// The text is scanned eight bytes at a time: a NUL, CR or LF, or a byte of 0x80 or more,
+    /// must be seen wherever it falls (in a word, in the tail, at either edge of a word).
+    @Test("a NUL, CR or LF anywhere in the text is refused, and any high byte makes it checked as UTF-8")
+    func everyPosition() {
+        for length in 1...40 {
+            let text = (0..<length).map { UInt8(ascii: "a") + UInt8($0 % 26) }
+            let clean = Array("PRIVMSG bob :".utf8) + text
+            #expect(PlainTextLine(clean)?.text.count == length)
+            for position in 0..<length {
+                for bad: UInt8 in [0, 10, 13] {
+                    var line = clean
+                    line[13 + position] = bad
+                    #expect(PlainTextLine(line) == nil, "\(bad) at \(position) of \(length)")
+                }
+                // Near misses are ordinary text: 0x01, 0x09, 0x0B, 0x0C, 0x0E, 0x7F.
+                for fine: UInt8 in [1, 9, 11, 12, 14, 0x7F] {
+                    var line = clean
+                    line[13 + position] = fine
+                    #expect(PlainTextLine(line) != nil, "\(fine) at \(position) of \(length)")
+                }
+                // A lone 0xC3 is invalid UTF-8 (refused); 0xC3 0xA9 is é (taken).
+                var invalid = clean
+                invalid[13 + position] = 0xC3
+                #expect(PlainTextLine(invalid) == nil, "0xC3 at \(position) of \(length)")
+                if position + 1 < length {
+                    var valid = clean
+                    valid[13 + position] = 0xC3
+                    valid[14 + position] = 0xA9
+                    #expect(PlainTextLine(valid) != nil, "é at \(position) of \(length)")
+                }
+            }
+        }
+    }
+
     @Test("leaves a NUL or invalid UTF-8 to the parser (its error, its repair)")
     func refusedBytes() {
         #expect(PlainTextLine(Array("PRIVMSG bob :a".utf8) + [0, 98]) == nil)
