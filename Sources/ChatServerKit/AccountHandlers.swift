@@ -315,8 +315,8 @@ extension ServerState {
         answer(check, outcome, session: session, now: now)
         flushResponse()
         // The lines that waited for this answer, in order, until one starts another check.
-        while !session.busy, !session.heldLines.isEmpty, sessions[session.connection] != nil {
-            received(session.heldLines.removeFirst(), from: session.connection, now: now)
+        while !session.busy, !session.heldLines.isEmpty, !session.gone {
+            received(session.heldLines.removeFirst(), session: session, now: now)
         }
     }
 

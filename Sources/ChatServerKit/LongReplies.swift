@@ -67,14 +67,10 @@ extension ServerState {
         stepLongReply(session, now: now)
         flushResponse()
         // Done: the lines that waited for it, in order, until one starts something long again.
-        while !session.busy, !session.heldLines.isEmpty, sessions[session.connection] != nil {
-            received(session.heldLines.removeFirst(), from: session.connection, now: now)
+        while !session.busy, !session.heldLines.isEmpty, !session.gone {
+            received(session.heldLines.removeFirst(), session: session, now: now)
         }
     }
-
-    /// Whether the connection's next line may be handled now (not while a password is checked
-    /// or a long reply is being made): the runtime keeps lines queued until then.
-    public func accepting(_ id: ConnectionID) -> Bool { !(sessions[id]?.busy ?? false) }
 
     /// Whether the client has a draft/multiline batch open (its batch lines are not paced).
     public func inBatch(_ id: ConnectionID) -> Bool { sessions[id]?.openBatch != nil }

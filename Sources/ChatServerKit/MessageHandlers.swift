@@ -100,7 +100,7 @@ extension ServerState {
     mutating func directTarget(_ name: ArraySlice<UInt8>, notice: Bool, of session: Session) -> (User, [UInt8])? {
         let sender = session.user
         if let last = session.lastDirect, last.user.prefixGeneration == last.generation, sender.prefixGeneration == last.senderGeneration,
-           last.notice == notice, last.name.elementsEqual(name), last.user.sessions.contains(where: \.registered) {
+           last.notice == notice, last.name.elementsEqual(name), last.user.isOnline {
             return (last.user, last.header)
         }
         guard let found = user(named: String(decoding: name, as: UTF8.self)), let nick = found.nick else {

@@ -125,6 +125,8 @@ final class User {
         "\(nick ?? "*")!\(user ?? "unknown")@\(host)"
     }
     var replyName: String { nick ?? "*" }
+    /// Registered on at least one connection: others can see and reach them.
+    var isOnline: Bool { sessions.contains(where: \.registered) }
     var isOperator: Bool { modes.contains("o") }
     var isBot: Bool { modes.contains("B") }
     var isInvisible: Bool { modes.contains("i") }

@@ -27,7 +27,7 @@ extension ServerState {
             let folded = casemapping.fold(mask)
             let all = mask == "*" || mask == "0"
             let matches = users.values.filter { other in
-                guard other.sessions.contains(where: \.registered), isVisible(other, to: asker) else { return false }
+                guard other.isOnline, isVisible(other, to: asker) else { return false }
                 if all { return true }
                 return [other.replyName, other.username ?? "", other.host, other.realname].contains {
                     IRCNames.globMatch(folded, casemapping.fold($0))

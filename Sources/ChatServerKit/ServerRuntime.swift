@@ -481,8 +481,8 @@ final class ServerRuntime {
         drain(connection)
         guard !connection.closing else { return }
         if let quit = connection.queue[connection.queueHead...].last(where: { if case .line(let line) = $0 { return line.starts(with: Array("QUIT".utf8)) } else { return false } }),
-           case .line(let line) = quit, state.accepting(connection.id) {
-            state.received(line, from: connection.id, now: WallClock.now())
+           case .line(let line) = quit, let session = connection.session, !session.busy {
+            state.received(line, session: session, now: WallClock.now())
             apply()
             guard !connection.closing else { return }
         }

@@ -470,7 +470,7 @@ public struct ServerState {
     // MARK: Lookups
 
     func user(named nick: String) -> User? {
-        guard let user = nicks[casemapping.fold(nick)], user.sessions.contains(where: \.registered) else { return nil }
+        guard let user = nicks[casemapping.fold(nick)], user.isOnline else { return nil }
         return user
     }
 
