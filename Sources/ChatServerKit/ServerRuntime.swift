@@ -91,9 +91,6 @@ final class ServerRuntime {
         var output = OutputBuffer()
         var waitingForWritable = false
         var queuedForFlush = false
-        /// Its output holds only a crowd's join announcements, written by this time at the
-        /// latest (`enqueueAnnouncement`); nil once it is written.
-        var announcementsDue: Double?
         var closing = false
         /// Set on the TLS port; the handshake runs inside the loop, a step per readiness.
         let tls: TLSSession?
@@ -140,10 +137,8 @@ final class ServerRuntime {
     private var connections = ConnectionTable<Connection>()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
-    /// Connections holding join announcements back, in the order they are due (by ID: a
-    /// connection that closes meanwhile is not kept alive by its entry).
-    private var announcing: [(id: ConnectionID, due: Double)] = []
-    private var announcingHead = 0
+    /// A crowd's join announcements held at the room across turns (`flushGathered`).
+    private var heldJoins: HeldJoins?
     /// TLS connections whose session holds bytes already read from the socket: epoll will not
     /// say so, so they are read again next turn.
     private var heldTLS: [Connection] = []
@@ -193,7 +188,7 @@ final class ServerRuntime {
         while !control.stopRequested {
             var wake = nextTick
             for connection in paced { wake = min(wake, connection.pacer?.readyAt(1) ?? 0) }
-            if announcingHead < announcing.count { wake = min(wake, announcing[announcingHead].due) }
+            if let held = heldJoins { wake = min(wake, held.since + Self.announcementDelay) }
             let ready = continuing.contains { $0.output.count < Self.continueBelow }
             // Rounded up: a wait of 0.9 ms must not become a busy 0 ms one.
             let timeout = heldTLS.isEmpty && !ready ? Int32(max(0, min(1000, ((wake - Monotonic.now()) * 1000).rounded(.up)))) : 0
@@ -574,27 +569,39 @@ final class ServerRuntime {
 
     /// Hands each member of the gathered deliveries its bytes: the whole run, shared, to most;
     /// its own part to a member that joined during the run or whose own message was among them.
-    /// At the end of a turn, a run of nothing but JOINs to a crowd is appended without a write
-    /// (`enqueueAnnouncement`): a crowd arriving 32 a turn would otherwise cost every member a
-    /// send per turn, ~6 µs of kernel each over loopback.
+    /// At the end of a turn, a run of nothing but JOINs to a crowd is held at the room instead
+    /// (`HeldJoins`), with the runs of the turns after it, until `announcementDelay` has passed
+    /// or `announcementBytes` are held: a crowd arriving 32 a turn would otherwise cost every
+    /// member an append per turn and a send every few turns.
     private func flushGathered(endOfTurn: Bool = false) {
         guard let run = gathering else { return }
         gathering = nil
-        let deferred = endOfTurn && run.onlyJoins && run.memberCount >= Self.crowd
-        if deferred { control.countHeldRun() }
-        let due = deferred ? Monotonic.now() + Self.announcementDelay : 0
-        let add: (_ bytes: [UInt8], _ id: ConnectionID) -> Void = deferred ? { self.enqueueAnnouncement($0, for: $1, due: due) } : { self.enqueue($0, for: $1) }
+        if endOfTurn && run.onlyJoins && run.memberCount >= Self.crowd {
+            if heldJoins?.add(run) == true {
+                control.countHeldRun()
+                return
+            }
+            releaseHeldJoins()
+            if let held = HeldJoins(run, now: Monotonic.now()) {
+                heldJoins = held
+                control.countHeldRun()
+                return
+            }
+        } else if heldJoins?.room == run.room {
+            // Everyone in the room is owed the held runs first: one append each, not a catch-up each.
+            releaseHeldJoins()
+        }
         for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
             let all = run.bytes[g]
             if run.special.isEmpty {
-                for id in group.connections { add(all, id) }
+                for id in group.connections { enqueue(all, for: id) }
                 continue
             }
             for id in group.connections {
                 if !run.special.contains(id) {
-                    add(all, id)
+                    enqueue(all, for: id)
                 } else if let own = run.part(of: id, group: g) {
-                    add(own, id)
+                    enqueue(own, for: id)
                 }
             }
         }
@@ -602,49 +609,27 @@ final class ServerRuntime {
 
     /// A room this big has its join announcements held back a little (`flushGathered`).
     static let crowd = 100
-    /// For at most this long, and at most this many bytes per connection.
+    /// For at most this long, and at most this many bytes per member.
     static let announcementDelay = 0.2
     static let announcementBytes = 32 * 1024
 
-    /// Appends a crowd's join announcements and writes them with the connection's next output,
-    /// or when they are `announcementDelay` old, or past `announcementBytes`: whichever is first.
-    /// Order is kept: they are in the connection's output, ahead of anything appended later.
-    private func enqueueAnnouncement(_ bytes: [UInt8], for id: ConnectionID, due: Double) {
-        guard let connection = connections[id.raw], !connection.closing else { return }
-        guard connection.held.isEmpty, !connection.queuedForFlush, !connection.waitingForWritable else {
-            enqueue(bytes, for: id)
-            return
-        }
-        connection.output.append(bytes)
-        if connection.output.count >= Self.announcementBytes {
-            queueFlush(connection)
-        } else if connection.announcementsDue == nil {
-            connection.announcementsDue = due
-            announcing.append((id, due))
-        }
-    }
-
-    /// Held announcements that are due now are written this turn.
-    private func releaseAnnouncements(now: Double) {
-        while announcingHead < announcing.count, announcing[announcingHead].due <= now {
-            let (id, due) = announcing[announcingHead]
-            announcingHead += 1
-            // Written meanwhile (and perhaps holding a later run, with an entry of its own), or gone: nothing to do.
-            if let connection = connections[id.raw], connection.announcementsDue == due, !connection.closing { queueFlush(connection) }
-        }
-        // The entries already handled go: at once when none is left, and in any case before they
-        // are most of the list (under steady joins the list never empties by itself).
-        if announcingHead == announcing.count {
-            announcing.removeAll(keepingCapacity: announcing.count <= 1024)
-            announcingHead = 0
-        } else if announcingHead >= 1024 && announcingHead * 2 >= announcing.count {
-            announcing.removeFirst(announcingHead)
-            announcingHead = 0
-        }
+    /// Every member of the held runs gets what it is owed, to be written this turn.
+    private func releaseHeldJoins() {
+        guard let held = heldJoins else { return }
+        heldJoins = nil
+        held.release { bytes, id in enqueue(bytes, for: id) }
     }
 
     private func enqueue(_ bytes: [UInt8], for id: ConnectionID) {
         guard let connection = connections[id.raw], !connection.closing else { return }
+        // What a crowd's held announcements owe it goes first.
+        if heldJoins != nil && heldJoins!.mayOwe(id) {
+            for owed in heldJoins!.takeOwed(id) { enqueueInOrder(owed, connection) }
+        }
+        enqueueInOrder(bytes, connection)
+    }
+
+    private func enqueueInOrder(_ bytes: [UInt8], _ connection: Connection) {
         // Behind a held echo: in order, after it.
         if !connection.held.isEmpty {
             connection.held.append((0, bytes))
@@ -706,6 +691,10 @@ final class ServerRuntime {
             flushGathered()
             guard !connection.closing else { return }
         }
+        if !discardOutput, heldJoins != nil && heldJoins!.mayOwe(connection.id) {
+            for owed in heldJoins!.takeOwed(connection.id) { enqueueInOrder(owed, connection) }
+            guard !connection.closing else { return }
+        }
         connection.closing = true
         if discardOutput { connection.output = OutputBuffer() }
         toClose.append(connection)
@@ -713,7 +702,9 @@ final class ServerRuntime {
 
     private func flushAndClose() {
         flushGathered(endOfTurn: true)
-        releaseAnnouncements(now: Monotonic.now())
+        if let held = heldJoins, Monotonic.now() >= held.since + Self.announcementDelay || held.byteCount >= Self.announcementBytes {
+            releaseHeldJoins()
+        }
         repeat {
             flushQueued()
             processDepartures()
@@ -726,7 +717,6 @@ final class ServerRuntime {
         flushQueue.removeAll(keepingCapacity: true)
         for connection in queue {
             connection.queuedForFlush = false
-            connection.announcementsDue = nil
             guard !connection.closing, connections[connection.id.raw] != nil, !connection.handshaking else { continue }
             let flushed = connection.tls.map { connection.output.flush(to: $0) } ?? connection.output.flush(to: connection.fd)
             switch flushed {
@@ -760,6 +750,7 @@ final class ServerRuntime {
                 Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
                 close(connection.fd)
                 connections.remove(connection.id.raw)
+                heldJoins?.forget(connection.id)
             }
         }
     }
@@ -778,6 +769,7 @@ final class ServerRuntime {
 
     private func shutdown() {
         flushGathered()
+        releaseHeldJoins()
         for connection in connections.all {
             connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
             sendLastWords(connection)
@@ -802,7 +794,7 @@ public final class ServerHandle: Sendable {
     private let finished = Semaphore()
     private let heldRuns = Atomic<Int>(0)
 
-    /// How many runs of join announcements were held back for a crowd (`enqueueAnnouncement`).
+    /// How many runs of join announcements were held back for a crowd (`HeldJoins`).
     public var heldAnnouncementRuns: Int { heldRuns.load(ordering: .relaxed) }
     func countHeldRun() { heldRuns.add(1, ordering: .relaxed) }
 
@@ -968,6 +960,8 @@ struct GatheredRun {
     private var fresh: [ConnectionID] = []
     /// Members with a part of their own (joined during the run, or skipped at least once).
     private(set) var special: Set<ConnectionID> = []
+    /// Per group: how many members its first delivery went to (the rest joined during the run).
+    private(set) var startCounts: [Int] = []
 
     init(room: String, generation: UInt64) {
         self.room = room
@@ -999,6 +993,7 @@ struct GatheredRun {
                 bytes.append([])
                 offsets.append(Array(repeating: 0, count: index))
                 groups.append((group.variant, []))
+                startCounts.append(index == 0 ? group.connections.count : 0)
             }
             let old = groups[g].connections.count
             let start = bytes[g].count
@@ -1018,6 +1013,19 @@ struct GatheredRun {
             skipped[id, default: []].append(index)
             special.insert(id)
             if index == 0 || firstDelivery[id] == index { fresh.append(id) }
+        }
+    }
+
+    /// Where in `bytes[g]` the part of a member of group `g` begins, when its part is all that
+    /// follows: a member skipped by nothing, or only by its first delivery (a JOIN's requester,
+    /// whose copy went with its reply). Nil for a part with a hole in it.
+    func suffixStart(of id: ConnectionID, group g: Int) -> Int? {
+        let first = firstDelivery[id] ?? 0
+        let ends = offsets[g]
+        switch skipped[id] {
+        case nil: return first < deliveries ? ends[first] : bytes[g].count
+        case let skips? where skips == [first]: return first + 1 < deliveries ? ends[first + 1] : bytes[g].count
+        default: return nil
         }
     }
 

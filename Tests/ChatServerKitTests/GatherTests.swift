@@ -23,8 +23,8 @@ struct GatherTests {
     }
 
     /// 40 arrive into a small room; 130 take it past the size at which join announcements are
-    /// held back for a moment (`ServerRuntime.crowd`), so the last arrivals' JOINs wait in the
-    /// members' output for the deadline or the next line, and must still come in order.
+    /// held back for a moment (`ServerRuntime.crowd`), so the last arrivals' JOINs wait at the
+    /// room (`HeldJoins`) for the deadline or the next line, and must still come in order.
     @Test("a crowd arriving at once, some speaking as they arrive, some with echo-message: each sees the first member's sequence from its own JOIN on",
           arguments: [40, 130])
     func crowd(size: Int) throws {
@@ -81,5 +81,79 @@ struct GatherTests {
             }
         }
         if size > 100 { #expect(server.handle.heldAnnouncementRuns > 0, "the crowd's announcements were held back at least once") }
+    }
+
+    /// A room past `ServerRuntime.crowd`, two waves of arrivals, and between them a direct
+    /// message, a room message and a departure: the announcements held at the room across turns
+    /// (`HeldJoins`) come before anything sent after them was seen, and each exactly once.
+    @Test("a crowd's announcements held across turns: what someone says after seeing the arrivals comes after them for everyone, each arrival told once")
+    func heldAcrossTurns() throws {
+        let server = try TestServer()
+        let first = try server.client()
+        try first.register("first")
+        func arrive(_ names: [String]) throws -> [LineClient] {
+            let clients = try names.map { _ in try server.client() }
+            for (name, client) in zip(names, clients) { client.sendBytes(Array("NICK \(name)\r\nUSER u 0 * :crowd\r\n".utf8)) }
+            return clients
+        }
+        func seen(_ names: [String]) throws {
+            var waiting = Set(names)
+            while !waiting.isEmpty {
+                let join = try first.expect("JOIN")
+                waiting.remove(String(join.source!.prefix { $0 != "!" }))
+            }
+        }
+        let oldNames = (0..<110).map { "old\($0)" }
+        let old = try arrive(oldNames)
+        try seen(oldNames)
+        let waveA = (0..<40).map { "a\($0)" }, waveB = (0..<40).map { "b\($0)" }
+        let clientsA = try arrive(waveA)
+        try seen(waveA)
+        first.send("PRIVMSG old5 :after A")
+        first.send("PRIVMSG #lobby :after A")
+        old[7].send("QUIT :bye")
+        let clientsB = try arrive(waveB)
+        // One of them renames itself as soon as it is in, while its JOIN is still held for most
+        // (for `announcementDelay`): a rename is not a room delivery, so each member must be
+        // caught up with the JOIN before it.
+        let b5Arrival = try clientsB[5].readUntil { $0.command == "366" }
+        clientsB[5].send("NICK b5renamed")
+        try seen(waveB)
+        first.send("PRIVMSG #lobby :END")
+        for (name, client) in zip(oldNames + waveA + waveB, old + clientsA + clientsB) where name != "old7" {
+            let lines = (name == "b5" ? b5Arrival : []) + (try client.readUntil { $0.command == "PRIVMSG" && $0.params.last == "END" })
+            let nick = { (m: IRCMessage) in String(m.source?.prefix { $0 != "!" } ?? "") }
+            let joins = lines.filter { $0.command == "JOIN" }.map(nick)
+            let own = try #require(joins.firstIndex(of: name), "\(name) saw its own JOIN")
+            let later = Array(joins[(own + 1)...])
+            #expect(later.count == Set(later).count, "\(name) was told of an arrival twice")
+            let arrivals = oldNames + waveA + waveB
+            let expected = Array(arrivals[(arrivals.firstIndex(of: name)! + 1)...])
+            #expect(later == expected, "\(name) was told of \(later.count) arrivals, \(expected.count) in order expected")
+            // Whatever first said after seeing wave A comes after wave A's JOINs, for everyone there.
+            let said = lines.firstIndex { $0.command == "PRIVMSG" && $0.params == ["#lobby", "after A"] }
+            if waveB.contains(name) {
+                #expect(said == nil)
+            } else {
+                let after = try #require(said, "\(name) got first's room message")
+                let lastA = lines.lastIndex { $0.command == "JOIN" && waveA.contains(nick($0)) }!
+                #expect(lastA < after, "\(name) got first's message before an arrival first had seen")
+                #expect(lines.filter { $0.command == "QUIT" && nick($0) == "old7" }.count == 1, "\(name) was told once that old7 left")
+            }
+            if name != "b5" {
+                let rename = lines.firstIndex { $0.command == "NICK" && $0.params == ["b5renamed"] }
+                let join = lines.firstIndex { $0.command == "JOIN" && nick($0) == "b5" }
+                if let join, let rename {
+                    #expect(join < rename, "\(name) was told b5 renamed itself before it was told b5 arrived")
+                } else if let rename, waveB.firstIndex(of: name).map({ $0 > 5 }) != true {
+                    Issue.record("\(name) was told of the rename at \(rename) but never of b5's arrival")
+                }
+            }
+            if name == "old5" {
+                let direct = try #require(lines.firstIndex { $0.command == "PRIVMSG" && $0.params == ["old5", "after A"] })
+                #expect(lines.lastIndex { $0.command == "JOIN" && waveA.contains(nick($0)) }! < direct, "the direct message came before arrivals its sender had seen")
+            }
+        }
+        #expect(server.handle.heldAnnouncementRuns > 0, "the crowd's announcements were held")
     }
 }
