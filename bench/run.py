@@ -157,7 +157,7 @@ SERVERS = ["chat-tui", "ngircd", "inspircd"]
 OURS_IN_TABLES = ["--history-days", "0"]
 
 
-def run_scenario(kind, args, tls=False, extra=(), timeout=300):
+def run_scenario(kind, args, tls=False, extra=(), timeout=300, leaving=False):
     if tls and kind == "inspircd":
         return {"error": "not measured over TLS (its TLS module is not set up in the bench)"}
     server = Server(kind, tls=tls, extra=extra)
@@ -166,11 +166,26 @@ def run_scenario(kind, args, tls=False, extra=(), timeout=300):
         result = bench(args(kind), server.tls_port if tls else server.port, timeout=timeout)
         result["cpu_seconds"] = cpu_seconds(server.pid) - before
         result["peak_rss_kib"] = status_kib(server.pid, "VmHWM")
+        if leaving:
+            result.update(crowd_leaving(server.pid, timeout))
         deliveries = result.get("deliveries") or result.get("registered") or 0
         result["cpu_per_million"] = result["cpu_seconds"] / deliveries * 1e6 if deliveries else None
         return result
     finally:
         server.stop()
+
+
+def crowd_leaving(pid, timeout):
+    """chat-bench has exited, so all its connections closed at once: the server's CPU until it
+    is idle again (no tick of CPU for a second), and the wall time that took."""
+    start, cpu = time.monotonic(), cpu_seconds(pid)
+    last, last_change = cpu, start
+    while time.monotonic() - last_change < 1 and time.monotonic() - start < timeout:
+        time.sleep(0.05)
+        now = cpu_seconds(pid)
+        if now != last:
+            last, last_change = now, time.monotonic()
+    return {"leave_cpu_seconds": last - cpu, "leave_seconds": last_change - start}
 
 
 def run_idle(kind, count):
@@ -260,7 +275,7 @@ def main():
     for _ in range(REPEATS):
         try:
             raw["arrivals"].append(run_scenario("chat-tui", lambda k: ["register", "--count", "10000", "--batch", "500"],
-                                                extra=OURS_IN_TABLES, timeout=600))
+                                                extra=OURS_IN_TABLES, timeout=600, leaving=True))
         except Exception as error:
             raw["arrivals"].append({"error": str(error)})
     print("arrivals 10,000: " + ", ".join(f"{r.get('seconds', 0):.1f} s" if "error" not in r else "error" for r in raw["arrivals"]), flush=True)
@@ -377,6 +392,8 @@ def render(raw):
                 f"| seconds, first connect to last welcome | {median_range([r['seconds'] for r in arrivals], lambda v: f'{v:.1f}')} |",
                 f"| server CPU ms per registration | {median_range([r['cpu_seconds'] / max(1, r['registered']) * 1000 for r in arrivals], lambda v: f'{v:.2f}')} |",
                 f"| server peak RSS MiB | {median_range([r['peak_rss_kib'] / 1024 for r in arrivals], lambda v: f'{v:.1f}')} |",
+                f"| the crowd leaving at once (chat-bench exits): seconds until the server is idle | {median_range([r.get('leave_seconds', 0) for r in arrivals], lambda v: f'{v:.1f}')} |",
+                f"| ... its server CPU seconds (each QUIT told to everyone still there) | {median_range([r.get('leave_cpu_seconds', 0) for r in arrivals], lambda v: f'{v:.1f}')} |",
                 f"| all registered | {', '.join('yes' if r.get('complete') else 'no' for r in arrivals)} |", ""]
     history = raw.get("history", {})
     if history:

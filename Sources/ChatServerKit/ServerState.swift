@@ -500,19 +500,26 @@ public struct ServerState {
     /// Sends a room event to every member of the room `key` (one lookup for the room, none per member).
     /// The common case (no capability filter) hands over the room's kept lists (`FanOut`)
     /// with at most two connections to skip: no walk over the members.
-    mutating func deliver(_ message: IRCMessage, toRoom key: String, except: UserID? = nil, now: Double,
-                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, stamp given: Stamp? = nil) {
+    /// `leaving`: the connection of a user leaving the server (its QUIT), skipped though it
+    /// is still in the room's lists and no longer among the user's sessions.
+    mutating func deliver(_ message: IRCMessage, toRoom key: String, except: UserID? = nil, leaving: ConnectionID? = nil, now: Double,
+                          onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, stamp given: Stamp? = nil,
+                          history: [HistoryEntry]? = nil) {
         guard required == nil && excluded == nil, let fanOut = membership.fanOut[key] else {
             let members = membership.members[key] ?? [:]
             deliver(message, toUsers: members.values.lazy.filter { $0.user.id != except }.map(\.user), now: now,
-                    onlyWith: required, excluding: excluded, stamp: given)
+                    onlyWith: required, excluding: excluded, stamp: given, history: history)
             return
         }
         let storable = Delivery.isStorable(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
-        let entries = historyEntries(message, storable: storable, given: nil)
+        let entries = historyEntries(message, storable: storable, given: history)
         var skip: [ConnectionID] = []
-        if let except, let session = users[except]?.sessions.first { skip.append(session.connection) }
+        if let leaving {
+            skip.append(leaving)
+        } else if let except, let session = users[except]?.sessions.first {
+            skip.append(session.connection)
+        }
         if let requester = response?.session, requester.user.id != except, requester.registered,
            membership.isMember(requester.user.id, of: key) {
             skip.append(requester.connection)
@@ -618,7 +625,15 @@ public struct ServerState {
         if user.sessions.isEmpty {
             if session.registered {
                 let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [quitMessage])
-                deliver(quit, to: membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+                let rooms = membership.rooms(of: user.id)
+                if rooms.count == 1, let room = rooms.first {
+                    // In one room (everyone is in #lobby): its members are the room's kept lists,
+                    // with no set of neighbours made and no lookup per member (a crowd leaving at
+                    // once cost ~0.6 µs per member per departure that way: 30 s for 10,000).
+                    deliver(quit, toRoom: room, except: user.id, leaving: session.connection, now: now, history: [HistoryEntry(target: room)])
+                } else {
+                    deliver(quit, to: membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+                }
                 registeredCount -= 1
                 for letter in user.modes { setUserMode(user, letter, false) }
                 rememberDeparture(user, now: now)

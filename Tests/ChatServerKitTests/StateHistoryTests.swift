@@ -130,6 +130,28 @@ struct StateHistoryTests {
         #expect(h.historyLines(to: plainClient).map(\.command) == ["PRIVMSG"])
     }
 
+    @Test("QUIT: from one room through the room's lists (the quitter skipped), from two through the neighbours; every other member once, a row per room")
+    func quitRoutes() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        let bob = h.register("bob", caps: caps)
+        let carol = h.register("carol")
+        h.send(bob, "QUIT :one room")
+        let one = try #require(h.out.deliveries.first { $0.message.command == "QUIT" })
+        #expect(one.lists?.room == "#lobby", "the room's kept lists, not a list made for this QUIT")
+        #expect(Set(one.recipients) == [alice, carol])
+        #expect(one.rows.map(\.target) == ["#lobby"])
+        #expect(!h.out.messages(to: bob).contains { $0.command == "QUIT" }, "the quitter gets ERROR, not its own QUIT")
+        h.send(alice, "JOIN #side")
+        h.send(carol, "JOIN #side")
+        let dave = h.register("dave")
+        h.send(alice, "QUIT :two rooms")
+        let two = try #require(h.out.deliveries.first { $0.message.command == "QUIT" })
+        #expect(two.lists == nil)
+        #expect(two.recipients.sorted() == [carol, dave], "carol shares both rooms and is told once")
+        #expect(two.rows.map(\.target).sorted() == ["#lobby", "#side"])
+    }
+
     @Test("a client without chathistory gets the room's last lines when it joins, with server-time when it has it")
     func replayOnJoin() throws {
         var h = Harness(historyOf: try historyStore()) { $0.replayOnJoin = 2 }
