@@ -105,7 +105,7 @@ struct HeldJoins {
     }
 
     /// Every member's bytes: the held chunks joined, shared by those owed all of it; a copy of
-    /// the tail for the others.
+    /// the tail for the others; nothing for a member forgotten (closed).
     func release(_ give: (_ bytes: [UInt8], _ id: ConnectionID) -> Void) {
         for g in groups.indices {
             let all = chunks[g].count == 1 ? chunks[g][0] : Array(chunks[g].joined())
@@ -117,11 +117,7 @@ struct HeldJoins {
                 at += chunk.count
             }
             chunkStarts.append(at)
-            if positions.isEmpty {
-                for id in groups[g].connections { give(all, id) }
-                continue
-            }
-            for id in groups[g].connections {
+            for id in groups[g].connections where members[g].contains(Self.slot(id)) {
                 guard let from = positions[id] else {
                     give(all, id)
                     continue

@@ -526,6 +526,9 @@ final class ServerRuntime {
                     if historyWriter == nil || committed.value.load(ordering: .acquiring) >= Int64(bitPattern: msgid) {
                         enqueue(bytes, for: id)
                     } else if let connection = connections[id.raw], !connection.closing {
+                        // A crowd's held JOINs from before the echo go first (after the echo,
+                        // they would wait behind it in `held`).
+                        catchUp(connection)
                         if connection.held.isEmpty { holding.append(connection) }
                         connection.held.append((msgid, bytes))
                     }
@@ -622,11 +625,14 @@ final class ServerRuntime {
 
     private func enqueue(_ bytes: [UInt8], for id: ConnectionID) {
         guard let connection = connections[id.raw], !connection.closing else { return }
-        // What a crowd's held announcements owe it goes first.
-        if heldJoins != nil && heldJoins!.mayOwe(id) {
-            for owed in heldJoins!.takeOwed(id) { enqueueInOrder(owed, connection) }
-        }
+        catchUp(connection)
         enqueueInOrder(bytes, connection)
+    }
+
+    /// What a crowd's held announcements owe a connection, ahead of whatever comes next for it.
+    private func catchUp(_ connection: Connection) {
+        guard heldJoins != nil && heldJoins!.mayOwe(connection.id) else { return }
+        for owed in heldJoins!.takeOwed(connection.id) { enqueueInOrder(owed, connection) }
     }
 
     private func enqueueInOrder(_ bytes: [UInt8], _ connection: Connection) {
@@ -666,7 +672,8 @@ final class ServerRuntime {
             if !connection.held.isEmpty { holding.append(connection) }
             let stillHeld = connection.held
             connection.held = []
-            for bytes in released { enqueue(bytes, for: connection.id) }
+            // Not `enqueue`: what the crowd's held JOINs owe it came after these lines.
+            for bytes in released { enqueueInOrder(bytes, connection) }
             connection.held = stillHeld
         }
     }
@@ -691,8 +698,8 @@ final class ServerRuntime {
             flushGathered()
             guard !connection.closing else { return }
         }
-        if !discardOutput, heldJoins != nil && heldJoins!.mayOwe(connection.id) {
-            for owed in heldJoins!.takeOwed(connection.id) { enqueueInOrder(owed, connection) }
+        if !discardOutput {
+            catchUp(connection)
             guard !connection.closing else { return }
         }
         connection.closing = true
@@ -708,7 +715,10 @@ final class ServerRuntime {
         repeat {
             flushQueued()
             processDepartures()
+            // The departures' QUITs to a room are gathered like any room delivery: out this turn.
+            flushGathered()
         } while !flushQueue.isEmpty
+        assert(gathering == nil, "a turn ends with every gathered room delivery handed out")
         closeClosing()
     }
 

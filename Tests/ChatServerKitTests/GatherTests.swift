@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import IRCTestSupport
 @testable import ChatServerKit
@@ -155,5 +156,49 @@ struct GatherTests {
             }
         }
         #expect(server.handle.heldAnnouncementRuns > 0, "the crowd's announcements were held")
+    }
+
+    /// With history on, a sender's echo waits for its commit (`held`); the crowd's JOINs held
+    /// before it must still come before it, and those held after it, after it: the speaker's
+    /// view of arrivals and its own line is everyone else's.
+    @Test("a member speaking while a crowd's JOINs are held, its echo waiting for the history commit: it sees its line where everyone else does")
+    func echoAmongHeldJoins() throws {
+        let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-gather-\(UUID().uuidString).db"))
+        let first = try server.client()
+        try first.register("first")
+        let speaker = try server.client()
+        _ = try speaker.register("speaker", caps: ["echo-message"])
+        let old = try (0..<110).map { _ in try server.client() }
+        for (n, client) in old.enumerated() { client.sendBytes(Array("NICK old\(n)\r\nUSER u 0 * :crowd\r\n".utf8)) }
+        for _ in old { _ = try first.expect("JOIN") }
+        func arrive(_ prefix: String, _ count: Int) throws -> [LineClient] {
+            let clients = try (0..<count).map { _ in try server.client() }
+            for (n, client) in clients.enumerated() { client.sendBytes(Array("NICK \(prefix)\(n)\r\nUSER u 0 * :crowd\r\n".utf8)) }
+            return clients
+        }
+        // Wave a: all in (each has its NAMES), so their JOINs wait at the room for the others;
+        // the speaker's line comes in a later turn, with none of them in it.
+        let waveA = try arrive("wa", 40)
+        for client in waveA { _ = try client.readUntil { $0.command == "366" } }
+        speaker.send("PRIVMSG #lobby :one")
+        // Wave b right behind a second line: their JOINs are held while its echo waits for the commit.
+        speaker.send("PRIVMSG #lobby :two")
+        let waveB = try arrive("wb", 40)
+        for _ in 0..<80 { _ = try first.expect("JOIN") }
+        first.send("PRIVMSG #lobby :END")
+        func view(_ client: LineClient) throws -> [String] {
+            try client.readUntil { $0.command == "PRIVMSG" && $0.params.last == "END" }.compactMap { message in
+                let nick = String(message.source?.prefix { $0 != "!" } ?? "")
+                if message.command == "JOIN" && nick.hasPrefix("w") { return nick }
+                if message.command == "PRIVMSG" && nick == "speaker" { return "speaker: " + (message.params.last ?? "") }
+                return nil
+            }
+        }
+        let speakerView = try view(speaker)
+        #expect(speakerView.contains("speaker: one") && speakerView.contains("speaker: two"), "the echoes came")
+        _ = waveB
+        for client in old.prefix(20) {
+            #expect(try view(client) == speakerView, "a bystander's order of arrivals and the speaker's line is the speaker's own")
+        }
     }
 }

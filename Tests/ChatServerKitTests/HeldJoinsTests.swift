@@ -104,4 +104,60 @@ struct HeldJoinsTests {
         later.add(room.arrive())
         #expect(held.add(later) == false)
     }
+
+    @Test("a closed member is forgotten: its slot's next connection is owed nothing, and the release gives the old ID nothing")
+    func forgottenSlot() throws {
+        var room = Room()
+        for _ in 0..<5 { _ = room.arrive() }
+        var run = GatheredRun(room: "#lobby", generation: 7)
+        run.add(room.arrive())
+        var held = try #require(HeldJoins(run, now: 0))
+        let closed = room.arrivals[2].id
+        held.forget(closed)
+        // The same slot, a later serial (ConnectionTable's IDs): another connection.
+        let reused = ConnectionID(1 << 24 | closed.raw)
+        #expect(!held.mayOwe(closed) && !held.mayOwe(reused))
+        let owedToReused = held.takeOwed(reused)
+        #expect(owedToReused.isEmpty)
+        var given: [ConnectionID] = []
+        held.release { _, id in given.append(id) }
+        #expect(!given.contains(closed))
+        #expect(Set(given) == Set(room.arrivals.map(\.id).filter { $0 != closed && $0 != room.arrivals.last!.id }))
+    }
+
+    @Test("a run with a new form of member (a group the hold has not) is not held; a member in the run's first delivery but not in the hold is owed that run only")
+    func groupsAndLateMembers() throws {
+        var room = Room()
+        room.groups = [(RenderVariant(), [])]
+        for _ in 0..<3 { room.groups[0].connections.append(ConnectionID(room.next)); room.arrivals.append((ConnectionID(room.next), "n\(room.next)")); room.next += 1 }
+        func join(_ g: Int) -> Delivery {
+            let id = ConnectionID(room.next)
+            if g >= room.groups.count { room.groups.append((.time, [])) }
+            room.groups[g].connections.append(id)
+            room.arrivals.append((id, "n\(room.next)"))
+            let message = IRCMessage(source: "n\(room.next)!u@h", command: "JOIN", params: ["#lobby"])
+            room.next += 1
+            return Delivery(message: message, stamp: Stamp(time: 1, msgid: room.next), groups: room.groups, skipping: [id],
+                            lists: ("#lobby", 7), storable: true)
+        }
+        var run = GatheredRun(room: "#lobby", generation: 7)
+        run.add(join(0))
+        var held = try #require(HeldJoins(run, now: 0))
+        // Someone in the lists before the next run's first delivery, with no delivery of its own gathered.
+        let late = ConnectionID(room.next)
+        room.groups[0].connections.append(late)
+        room.arrivals.append((late, "n\(room.next)"))
+        room.next += 1
+        var next = GatheredRun(room: "#lobby", generation: 7)
+        next.add(join(0))
+        let added = held.add(next)
+        #expect(added)
+        let owedLate = nicks(held.takeOwed(late)), owedFirst = nicks(held.takeOwed(room.arrivals[0].id))
+        #expect(owedLate == ["n\(late.raw + 1)"], "only the run it was there for")
+        #expect(owedFirst == ["n4", "n\(late.raw + 1)"])
+        var other = GatheredRun(room: "#lobby", generation: 7)
+        other.add(join(1))
+        let addedOther = held.add(other)
+        #expect(!addedOther, "a group the hold has not")
+    }
 }

@@ -152,6 +152,24 @@ struct StateHistoryTests {
         #expect(two.rows.map(\.target).sorted() == ["#lobby", "#side"])
     }
 
+    @Test("KILL of a user in one room by an operator in it with a label: the QUIT comes once to the operator, in its labelled reply, and to the rest through the room's lists")
+    func killWithLabel() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.operators = [OperatorBlock(name: "root", passwordHash: OperatorBlock.hash("pw", salt: "s"))] }
+        let oper = h.register("oper", caps: caps + ["labeled-response"])
+        h.send(oper, "OPER root pw")
+        let eve = h.register("eve")
+        let frank = h.register("frank")
+        h.send(oper, "@label=k1 KILL eve :enough")
+        let quit = try #require(h.out.deliveries.first { $0.message.command == "QUIT" })
+        #expect(quit.lists?.room == "#lobby")
+        #expect(Set(quit.recipients) == [frank])
+        let toOper = h.out.messages(to: oper)
+        #expect(toOper.filter { $0.command == "QUIT" }.count == 1)
+        #expect(toOper.contains { $0.tag("label") == "k1" })
+        // The killed user sees the KILL and its own QUIT once (sent to it directly), not a second from the room.
+        #expect(h.out.messages(to: eve).filter { $0.command == "QUIT" }.count == 1)
+    }
+
     @Test("a client without chathistory gets the room's last lines when it joins, with server-time when it has it")
     func replayOnJoin() throws {
         var h = Harness(historyOf: try historyStore()) { $0.replayOnJoin = 2 }
