@@ -13,9 +13,11 @@ struct HeldJoinsTests {
         var arrivals: [(id: ConnectionID, line: String)] = []
 
         /// One arrival's JOIN delivery: to everyone there, the joiner skipped (its copy goes with its reply).
-        mutating func arrive() -> Delivery {
+        /// Its form: every third arrival's `.time`, or the group given (a new one past the last).
+        mutating func arrive(group: Int? = nil) -> Delivery {
             let id = ConnectionID(next)
-            let g = next % 3 == 0 ? 1 : 0
+            let g = group ?? (next % 3 == 0 ? 1 : 0)
+            if g >= groups.count { groups.append((.tags, [])) }
             groups[g].connections.append(id)
             let message = IRCMessage(source: "n\(next)!u@h", command: "JOIN", params: ["#lobby"])
             next += 1
@@ -130,18 +132,8 @@ struct HeldJoinsTests {
         var room = Room()
         room.groups = [(RenderVariant(), [])]
         for _ in 0..<3 { room.groups[0].connections.append(ConnectionID(room.next)); room.arrivals.append((ConnectionID(room.next), "n\(room.next)")); room.next += 1 }
-        func join(_ g: Int) -> Delivery {
-            let id = ConnectionID(room.next)
-            if g >= room.groups.count { room.groups.append((.time, [])) }
-            room.groups[g].connections.append(id)
-            room.arrivals.append((id, "n\(room.next)"))
-            let message = IRCMessage(source: "n\(room.next)!u@h", command: "JOIN", params: ["#lobby"])
-            room.next += 1
-            return Delivery(message: message, stamp: Stamp(time: 1, msgid: room.next), groups: room.groups, skipping: [id],
-                            lists: ("#lobby", 7), storable: true)
-        }
         var run = GatheredRun(room: "#lobby", generation: 7)
-        run.add(join(0))
+        run.add(room.arrive(group: 0))
         var held = try #require(HeldJoins(run, now: 0))
         // Someone in the lists before the next run's first delivery, with no delivery of its own gathered.
         let late = ConnectionID(room.next)
@@ -149,14 +141,14 @@ struct HeldJoinsTests {
         room.arrivals.append((late, "n\(room.next)"))
         room.next += 1
         var next = GatheredRun(room: "#lobby", generation: 7)
-        next.add(join(0))
+        next.add(room.arrive(group: 0))
         let added = held.add(next)
         #expect(added)
         let owedLate = nicks(held.takeOwed(late)), owedFirst = nicks(held.takeOwed(room.arrivals[0].id))
         #expect(owedLate == ["n\(late.raw + 1)"], "only the run it was there for")
         #expect(owedFirst == ["n4", "n\(late.raw + 1)"])
         var other = GatheredRun(room: "#lobby", generation: 7)
-        other.add(join(1))
+        other.add(room.arrive(group: 1))
         let addedOther = held.add(other)
         #expect(!addedOther, "a group the hold has not")
     }
