@@ -67,6 +67,18 @@ func tableCounts() {
     #expect(zip(tables.rangeEnds, tables.rangeStarts.dropFirst()).allSatisfy { $0 < $1 }, "ranges sorted and disjoint")
 }
 
+@Test("the compact tables give every entry of the data, as written, and nothing for a code point not in it")
+func compactTablesMatchData() {
+    let tables = ConfusableTables.shared
+    for (text, table) in [(ConfusableData.prototypes, tables.prototypes), (ConfusableData.decompositions, tables.decompositions)] {
+        var reference: [UInt32: [UInt32]] = [:]
+        ConfusableTables.forEachEntry(text) { reference[$0[0]] = Array($0.dropFirst()) }
+        #expect(reference.count == table.count)
+        #expect(reference.allSatisfy { key, values in table[key].map { $0.map(\.value) } == values })
+        for key: UInt32 in [0, 0x41, 0x10FFFF] where reference[key] == nil { #expect(table[key] == nil) }
+    }
+}
+
 @Test("scripts of code points", arguments: [
     ("a", "Latin"), ("ａ", "Latin"), ("\u{0430}", "Cyrillic"), ("λ", "Greek"), ("山", "Han"), ("タ", "Katakana"),
     ("の", "Hiragana"), ("ㄅ", "Bopomofo"), ("김", "Hangul"), ("7", "Common"), ("_", "Common"),
