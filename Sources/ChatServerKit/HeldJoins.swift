@@ -104,9 +104,9 @@ struct HeldJoins {
         positions[id] = nil
     }
 
-    /// Every member's bytes: the held chunks joined, shared by those owed all of it; a copy of
-    /// the tail for the others; nothing for a member forgotten (closed).
-    func release(_ give: (_ bytes: [UInt8], _ id: ConnectionID) -> Void) {
+    /// Every member's bytes: the held chunks joined, shared, from where each member's part
+    /// begins (`from`); nothing for a member forgotten (closed).
+    func release(_ give: (_ bytes: [UInt8], _ from: Int, _ id: ConnectionID) -> Void) {
         for g in groups.indices {
             let all = chunks[g].count == 1 ? chunks[g][0] : Array(chunks[g].joined())
             guard !all.isEmpty else { continue }
@@ -119,11 +119,11 @@ struct HeldJoins {
             chunkStarts.append(at)
             for id in groups[g].connections where members[g].contains(Self.slot(id)) {
                 guard let from = positions[id] else {
-                    give(all, id)
+                    give(all, 0, id)
                     continue
                 }
                 let start = chunkStarts[from.chunk] + from.offset
-                if start < all.count { give(Array(all[start...]), id) }
+                if start < all.count { give(all, start, id) }
             }
         }
     }

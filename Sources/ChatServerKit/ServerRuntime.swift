@@ -613,14 +613,18 @@ final class ServerRuntime {
     /// A room this big has its join announcements held back a little (`flushGathered`).
     static let crowd = 100
     /// For at most this long, and at most this many bytes per member.
-    static let announcementDelay = 0.2
-    static let announcementBytes = 32 * 1024
+    static let announcementDelay = 0.4
+    static let announcementBytes = 64 * 1024
 
     /// Every member of the held runs gets what it is owed, to be written this turn.
     private func releaseHeldJoins() {
         guard let held = heldJoins else { return }
         heldJoins = nil
-        held.release { bytes, id in enqueue(bytes, for: id) }
+        held.release { bytes, from, id in
+            // (Nothing is held any more, so there is no catching up to do first.)
+            guard let connection = connections[id.raw], !connection.closing else { return }
+            enqueueInOrder(bytes, from: from, connection)
+        }
     }
 
     private func enqueue(_ bytes: [UInt8], for id: ConnectionID) {
@@ -635,13 +639,14 @@ final class ServerRuntime {
         for owed in heldJoins!.takeOwed(connection.id) { enqueueInOrder(owed, connection) }
     }
 
-    private func enqueueInOrder(_ bytes: [UInt8], _ connection: Connection) {
+    /// `bytes[from...]` after what the connection has waiting.
+    private func enqueueInOrder(_ bytes: [UInt8], from: Int = 0, _ connection: Connection) {
         // Behind a held echo: in order, after it.
         if !connection.held.isEmpty {
-            connection.held.append((0, bytes))
+            connection.held.append((0, from == 0 ? bytes : Array(bytes[from...])))
             return
         }
-        connection.output.append(bytes)
+        connection.output.append(bytes, from: from)
         // The limit is on what the peer has not taken: it applies at once to a socket the
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
         // Within one turn the output may grow to four times the limit (a busy room's burst)

@@ -74,6 +74,22 @@ public struct OutputBuffer: Sendable {
         ownsLast = true
     }
 
+    /// Appends `line[offset...]`: when nothing is waiting, the array itself is adopted from that
+    /// offset (the tail of a crowd's held JOINs, shared by many members: no copy each); copied
+    /// otherwise.
+    public mutating func append(_ line: [UInt8], from offset: Int) {
+        guard offset > 0 else { return append(line) }
+        guard offset < line.count else { return }
+        if total == 0 {
+            first = line
+            start = offset
+            ownsLast = false
+            total = line.count - offset
+            return
+        }
+        append(Array(line[offset...]))
+    }
+
     public enum FlushResult: Equatable, Sendable {
         /// Everything was written.
         case done

@@ -75,7 +75,7 @@ struct HeldJoinsTests {
                 #expect(!held!.mayOwe(gone!))
             }
         }
-        held!.release { bytes, id in got[id, default: []] += nicks([bytes]) }
+        held!.release { bytes, from, id in got[id, default: []] += nicks([Array(bytes[from...])]) }
         for (id, _) in room.arrivals where id != gone {
             let want = expected(room, id, heldFrom: before)
             #expect(got[id, default: []] == want, "\(id): \(got[id, default: []].count) lines, \(want.count) owed")
@@ -122,7 +122,7 @@ struct HeldJoinsTests {
         let owedToReused = held.takeOwed(reused)
         #expect(owedToReused.isEmpty)
         var given: [ConnectionID] = []
-        held.release { _, id in given.append(id) }
+        held.release { _, _, id in given.append(id) }
         #expect(!given.contains(closed))
         #expect(Set(given) == Set(room.arrivals.map(\.id).filter { $0 != closed && $0 != room.arrivals.last!.id }))
     }

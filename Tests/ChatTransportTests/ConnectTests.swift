@@ -98,6 +98,29 @@ struct ConnectTests {
         #expect(buffer.isEmpty)
     }
 
+    @Test("a shared array adopted from an offset by an empty buffer: its tail is written, the array itself unchanged, and later lines follow it")
+    func outputBufferFromOffset() throws {
+        let pair = socketPair()
+        defer { close(pair[0]); close(pair[1]) }
+        let shared = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        var buffer = OutputBuffer()
+        buffer.append(shared, from: 12_345)
+        #expect(buffer.count == shared.count - 12_345 && buffer.chunkCount == 1)
+        buffer.append(Array("after\r\n".utf8))
+        buffer.append(shared, from: shared.count)
+        let expected = Array(shared[12_345...]) + Array("after\r\n".utf8)
+        var received: [UInt8] = []
+        var scratch = [UInt8](repeating: 0, count: 65536)
+        while received.count < expected.count {
+            _ = buffer.flush(to: pair[0])
+            let n = scratch.withUnsafeMutableBytes { recv(pair[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n > 0 { received += scratch[0..<n] }
+        }
+        #expect(received == expected)
+        #expect(buffer.isEmpty)
+        #expect(shared[0] == 0 && shared.count == 40_000)
+    }
+
     @Test("appends between partial writes, and one shared line in two buffers, keep every byte in order")
     func outputBufferInterleaved() throws {
         var pairs: [[Int32]] = []
@@ -116,10 +139,13 @@ struct ConnectTests {
             let length = round % 3 == 1 ? OutputBuffer.shareFrom + round * 7 : round % 97
             let shared = Array("shared \(round) \(String(repeating: "s", count: length))\r\n".utf8)
             for b in 0..<2 {
-                buffers[b].append(shared)
+                // Every seventh round, from an offset (a held tail): adopted when the buffer is
+                // empty, copied when something waits.
+                let from = round % 7 == 3 ? 1 + (round + b) % 9 : 0
+                buffers[b].append(shared, from: from)
                 let own = Array("own \(b) \(round)\r\n".utf8)
                 if round % 3 != 0 { buffers[b].append(own) }
-                expected[b] += shared + (round % 3 != 0 ? own : [])
+                expected[b] += shared[from...] + (round % 3 != 0 ? own : [])
                 if buffers[b].chunkCount > 1 { gathered += 1 }
                 // Flushed on some rounds only, and read a little at a time: the kernel buffer fills
                 // and the writes stop part-way through.
