@@ -9,7 +9,9 @@ import CSQLite
 /// is stored once per room with the same msgid), its time in
 /// milliseconds, the conversation it belongs to (a folded room name, or `dm PARTY PARTY` for a
 /// direct conversation), and the IRC line as relayed (tags, source, command, parameters).
-public struct HistoryRow: Sendable, Equatable {
+/// A class: a row goes to the recent list, the delivery and the writer's queue, and as a value
+/// each of those copies retained its three strings and its array again.
+public final class HistoryRow: Sendable, Equatable {
     public let msgid: Int64
     public let timeMilliseconds: Int64
     public let target: String
