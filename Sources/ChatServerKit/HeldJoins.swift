@@ -4,8 +4,8 @@
 /// owed in one append when the hold is released (after `announcementDelay`, or past
 /// `announcementBytes`), or alone, before anything else is written to it (`takeOwed`).
 ///
-/// A member is owed everything held unless it has a position: where its bytes begin (it joined
-/// while the room's arrivals were held, or was caught up since).
+/// A member is owed everything held unless it has a position: where its bytes begin in its
+/// group's held bytes (it joined while the room's arrivals were held, or was caught up since).
 struct HeldJoins {
     let room: String
     let generation: UInt64
@@ -17,11 +17,12 @@ struct HeldJoins {
     private(set) var chunks: [[[UInt8]]]
     /// Per group: its members' slots, so that "is this connection owed something?" is a bit test.
     private var members: [SlotSet]
-    /// Members whose bytes begin later than the first chunk: (group, chunk, offset in it).
-    private var positions: [ConnectionID: (group: Int, chunk: Int, offset: Int)] = [:]
+    /// Per group: the bytes held, all chunks together.
+    private var totals: [Int]
+    /// Members whose bytes begin later than the start: where, in their group's held bytes.
+    private var positions: [ConnectionID: Int] = [:]
     /// The bytes held for the biggest group.
-    private(set) var byteCount = 0
-    private(set) var runs = 0
+    var byteCount: Int { totals.max() ?? 0 }
 
     /// A hold of `run`, or nil when some member's part of it is not a suffix of the run's bytes.
     init?(_ run: GatheredRun, now: Double) {
@@ -31,6 +32,7 @@ struct HeldJoins {
         groups = run.groups.map { ($0.variant, []) }
         chunks = Array(repeating: [], count: run.groups.count)
         members = Array(repeating: SlotSet(), count: run.groups.count)
+        totals = Array(repeating: 0, count: run.groups.count)
         guard add(run) else { return nil }
     }
 
@@ -39,7 +41,7 @@ struct HeldJoins {
     mutating func add(_ run: GatheredRun) -> Bool {
         guard run.room == room, run.generation == generation, run.groups.count == groups.count,
               run.bytes.count == groups.count else { return false }
-        var starts: [(group: Int, id: ConnectionID, start: Int)] = []
+        var starts: [(id: ConnectionID, at: Int)] = []
         var specialsSeen = 0
         for g in groups.indices {
             let held = groups[g].connections.count
@@ -51,25 +53,21 @@ struct HeldJoins {
                 if run.special.contains(id) {
                     guard let start = run.suffixStart(of: id, group: g) else { return false }
                     specialsSeen += 1
-                    starts.append((g, id, start))
+                    starts.append((id, totals[g] + start))
                 } else {
-                    starts.append((g, id, 0))
+                    starts.append((id, totals[g]))
                 }
             }
         }
         // A special member among those held already (skipped by a delivery): not a suffix.
         guard specialsSeen == run.special.count else { return false }
-        let chunk = runs
         for g in groups.indices {
             chunks[g].append(run.bytes[g])
+            totals[g] += run.bytes[g].count
             for id in run.groups[g].connections[groups[g].connections.count...] { members[g].insert(Self.slot(id)) }
             groups[g].connections = run.groups[g].connections
         }
-        for (g, id, start) in starts where !(chunk == 0 && start == 0) {
-            positions[id] = (g, chunk, start)
-        }
-        runs += 1
-        byteCount = chunks.map { $0.reduce(0) { $0 + $1.count } }.max() ?? 0
+        for (id, at) in starts where at > 0 { positions[id] = at }
         return true
     }
 
@@ -84,16 +82,17 @@ struct HeldJoins {
         let slot = Self.slot(id)
         // A member's bit is cleared when it closes (`forget`), so a bit names this connection.
         guard let g = members.firstIndex(where: { $0.contains(slot) }) else { return [] }
-        let from = positions[id] ?? (g, 0, 0)
-        guard from.chunk < chunks[g].count else { return [] }
+        let from = positions[id] ?? 0
+        guard from < totals[g] else { return [] }
         var owed: [[UInt8]] = []
-        for c in from.chunk..<chunks[g].count {
-            let chunk = chunks[g][c]
-            let start = c == from.chunk ? from.offset : 0
-            if start == 0 { owed.append(chunk) } else if start < chunk.count { owed.append(Array(chunk[start...])) }
+        var chunkStart = 0
+        for chunk in chunks[g] {
+            defer { chunkStart += chunk.count }
+            guard !chunk.isEmpty, chunkStart + chunk.count > from else { continue }
+            owed.append(from <= chunkStart ? chunk : Array(chunk[(from - chunkStart)...]))
         }
-        positions[id] = (g, chunks[g].count, 0)
-        return owed.filter { !$0.isEmpty }
+        positions[id] = totals[g]
+        return owed
     }
 
     /// Forgets a connection that closed (its slot may be reused; the lists keep its stale ID,
@@ -110,20 +109,9 @@ struct HeldJoins {
         for g in groups.indices {
             let all = chunks[g].count == 1 ? chunks[g][0] : Array(chunks[g].joined())
             guard !all.isEmpty else { continue }
-            var chunkStarts: [Int] = []
-            var at = 0
-            for chunk in chunks[g] {
-                chunkStarts.append(at)
-                at += chunk.count
-            }
-            chunkStarts.append(at)
             for id in groups[g].connections where members[g].contains(Self.slot(id)) {
-                guard let from = positions[id] else {
-                    give(all, 0, id)
-                    continue
-                }
-                let start = chunkStarts[from.chunk] + from.offset
-                if start < all.count { give(all, start, id) }
+                let from = positions[id] ?? 0
+                if from < all.count { give(all, from, id) }
             }
         }
     }

@@ -625,14 +625,14 @@ public struct ServerState {
         if user.sessions.isEmpty {
             if session.registered {
                 let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [quitMessage])
-                let rooms = membership.rooms(of: user.id)
+                let rooms = membership.rooms(of: user.id), entries = roomEntries(of: user)
                 if rooms.count == 1, let room = rooms.first {
                     // In one room (everyone is in #lobby): its members are the room's kept lists,
                     // with no set of neighbours made and no lookup per member (a crowd leaving at
                     // once cost ~0.6 µs per member per departure that way: 30 s for 10,000).
-                    deliver(quit, toRoom: room, except: user.id, leaving: session.connection, now: now, history: [HistoryEntry(target: room)])
+                    deliver(quit, toRoom: room, except: user.id, leaving: session.connection, now: now, history: entries)
                 } else {
-                    deliver(quit, to: membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+                    deliver(quit, to: membership.neighbours(of: user.id), now: now, history: entries)
                 }
                 registeredCount -= 1
                 for letter in user.modes { setUserMode(user, letter, false) }

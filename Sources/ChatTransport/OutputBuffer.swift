@@ -39,9 +39,7 @@ public struct OutputBuffer: Sendable {
         // The first line is adopted, not copied: it is usually the only one this turn, and the
         // same bytes are every recipient's.
         if total == 0 {
-            first = line
-            start = 0
-            ownsLast = false
+            adopt(line, from: 0)
             return
         }
         if line.count >= Self.shareFrom {
@@ -78,16 +76,20 @@ public struct OutputBuffer: Sendable {
     /// offset (the tail of a crowd's held JOINs, shared by many members: no copy each); copied
     /// otherwise.
     public mutating func append(_ line: [UInt8], from offset: Int) {
-        guard offset > 0 else { return append(line) }
         guard offset < line.count else { return }
         if total == 0 {
-            first = line
-            start = offset
-            ownsLast = false
+            adopt(line, from: offset)
             total = line.count - offset
-            return
+        } else {
+            append(offset == 0 ? line : Array(line[offset...]))
         }
-        append(Array(line[offset...]))
+    }
+
+    /// An empty buffer takes `line` itself as the chunk it writes, from `offset` on.
+    private mutating func adopt(_ line: [UInt8], from offset: Int) {
+        first = line
+        start = offset
+        ownsLast = false
     }
 
     public enum FlushResult: Equatable, Sendable {

@@ -172,11 +172,7 @@ struct ScalarMapping: Sendable {
         keys.reserveCapacity(spans.count)
         starts.reserveCapacity(spans.count + 1)
         values.reserveCapacity(flat.count)
-        for span in spans {
-            if keys.last == span.key {
-                values.removeSubrange(Int(starts.removeLast())...)
-                keys.removeLast()
-            }
+        for (index, span) in spans.enumerated() where index + 1 == spans.count || spans[index + 1].key != span.key {
             keys.append(span.key)
             starts.append(UInt32(values.count))
             values.append(contentsOf: flat[span.start..<span.end].map { Unicode.Scalar($0)! })

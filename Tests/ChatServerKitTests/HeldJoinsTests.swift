@@ -33,6 +33,15 @@ struct HeldJoinsTests {
         return room.arrivals[max(own, heldFrom)...].map(\.line)
     }
 
+    /// A room of five, then a sixth arrival's JOIN held.
+    func holdAfterFive() throws -> (Room, HeldJoins) {
+        var room = Room()
+        for _ in 0..<5 { _ = room.arrive() }
+        var run = GatheredRun(room: "#lobby", generation: 7)
+        run.add(room.arrive())
+        return (room, try #require(HeldJoins(run, now: 0)))
+    }
+
     func nicks(_ chunks: [[UInt8]]) -> [String] {
         chunks.flatMap { Outbox.parse($0) }.map { String($0.source!.prefix { $0 != "!" }) }
     }
@@ -86,11 +95,7 @@ struct HeldJoinsTests {
 
     @Test("a run another member was skipped in (its own message without echo) is not a suffix: not held, and the hold is unchanged")
     func holeNotHeld() throws {
-        var room = Room()
-        for _ in 0..<5 { _ = room.arrive() }
-        var first = GatheredRun(room: "#lobby", generation: 7)
-        first.add(room.arrive())
-        var held = try #require(HeldJoins(first, now: 0))
+        var (room, held) = try holdAfterFive()
         var run = GatheredRun(room: "#lobby", generation: 7)
         var join = room.arrive()
         join.skipping.append(room.arrivals[0].id)
@@ -109,11 +114,7 @@ struct HeldJoinsTests {
 
     @Test("a closed member is forgotten: its slot's next connection is owed nothing, and the release gives the old ID nothing")
     func forgottenSlot() throws {
-        var room = Room()
-        for _ in 0..<5 { _ = room.arrive() }
-        var run = GatheredRun(room: "#lobby", generation: 7)
-        run.add(room.arrive())
-        var held = try #require(HeldJoins(run, now: 0))
+        var (room, held) = try holdAfterFive()
         let closed = room.arrivals[2].id
         held.forget(closed)
         // The same slot, a later serial (ConnectionTable's IDs): another connection.
