@@ -314,10 +314,7 @@ extension ServerState {
         session.deferredLabel = nil
         answer(check, outcome, session: session, now: now)
         flushResponse()
-        // The lines that waited for this answer, in order, until one starts another check.
-        while !session.busy, !session.heldLines.isEmpty, !session.gone {
-            received(session.heldLines.removeFirst(), session: session, now: now)
-        }
+        resumeHeldLines(session, now: now)
     }
 
     mutating func answer(_ check: PasswordCheck, _ outcome: PasswordOutcome, session: Session, now: Double) {

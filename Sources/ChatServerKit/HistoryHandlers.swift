@@ -28,41 +28,62 @@ extension ServerState {
     /// The rows history keeps of a message (made once: the writer takes the same), remembered
     /// until surely committed.
     mutating func rememberRecent(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> [HistoryRow] {
+        // While nothing can be stored and rows pile up, a JOIN, PART or mode change still happens
+        // but is not kept (messages are refused before they get here: `historyRefuses`).
+        if let health = historyHealth, health.refusing(past: config.historyBacklog), !Self.isEchoed(message.command) {
+            eventsNotStored += entries.count
+            return []
+        }
         let line = String(decoding: message.serialized().dropLast(2), as: UTF8.self)
         let time = Int64((stamp.time * 1000).rounded(.down))
         let rows = entries.map { entry in
             HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: message.command,
                        line: line, parties: entry.parties.map { ($0.party, $0.peer) })
         }
-        for row in rows { recentHistory[row.target, default: []].append(row) }
+        for row in rows {
+            recentHistory[row.target, default: []].append(row)
+            extendTail(row)
+        }
         return rows
     }
 
-    /// From `tick`: what is past the window goes (once a second, not on every message: dropping
-    /// the front of the array moves the rest).
-    mutating func pruneRecent(now: Double) {
-        let cutoff = Int64((now - Self.recentWindow) * 1000)
-        for (target, rows) in recentHistory where rows.first.map({ $0.timeMilliseconds < cutoff }) ?? true {
-            let kept = rows.drop { $0.timeMilliseconds < cutoff }
-            recentHistory[target] = kept.isEmpty ? nil : Array(kept)
+    /// A message whose rows would wait behind rows that cannot be stored is refused, in words,
+    /// and not delivered to anyone: nobody sees what might be lost.
+    mutating func historyRefuses(_ session: Session, _ command: String, _ target: MessageTarget) -> Bool {
+        guard let health = historyHealth, health.refusing(past: config.historyBacklog) else { return false }
+        let name: String
+        switch target {
+        case .room(_, let channel):
+            name = channel.name
+        case .person(let user, let nick):
+            // A direct message history does not keep goes as always.
+            guard directEntry(session.user, user) != nil else { return false }
+            name = nick
         }
+        if !refusingLogged {
+            refusingLogged = true
+            outbox.items.append(.log("history: messages refused while \(health.waiting.load(ordering: .relaxed)) rows wait to be stored"))
+        }
+        standardReply(session, "FAIL", command: command, code: "TEMPORARILY_UNAVAILABLE", context: [name], always: true,
+                      "Not sent: the server cannot store messages right now (its disk is full); try again in a while")
+        return true
     }
 
-    /// Stored rows merged with those not yet committed, each once, in msgid order.
-    func historyRows(_ target: String, _ direction: HistoryStore.Direction, _ bound: Int64, limit: Int,
-                     commands: [String]?) throws(Database.Failure) -> [HistoryRow] {
-        guard let history else { return [] }
-        let stored = try history.rows(target, direction, bound, limit: limit, commands: commands)
-        guard let pool = recentHistory[target] else { return stored }
-        let recent = pool.filter {
-            (commands?.contains($0.command) ?? true) && (direction == .before ? $0.msgid < bound : $0.msgid > bound)
+    /// From `tick`: what is past the window and committed goes (once a second, not on every
+    /// message: dropping the front of the array moves the rest). Rows the writer has not
+    /// stored stay, however old: CHATHISTORY reads them here until they are.
+    mutating func pruneRecent(now: Double) {
+        if let health = historyHealth, !health.refusing(past: config.historyBacklog), refusingLogged || eventsNotStored > 0 {
+            outbox.items.append(.log("history: storing again" + (eventsNotStored > 0 ? "; \(eventsNotStored) joins, parts and mode changes were not kept meanwhile" : "")))
+            refusingLogged = false
+            eventsNotStored = 0
         }
-        guard !recent.isEmpty else { return stored }
-        var seen = Set(stored.map(\.msgid))
-        var merged = stored
-        for row in recent where seen.insert(row.msgid).inserted { merged.append(row) }
-        merged.sort { $0.msgid < $1.msgid }
-        return direction == .before ? Array(merged.suffix(limit)) : Array(merged.prefix(limit))
+        let committed = historyHealth?.committed.load(ordering: .acquiring) ?? .max
+        let cutoff = Int64((now - Self.recentWindow) * 1000)
+        for (target, rows) in recentHistory where rows.first.map({ $0.timeMilliseconds < cutoff && $0.msgid <= committed }) ?? true {
+            let kept = rows.drop { $0.timeMilliseconds < cutoff && $0.msgid <= committed }
+            recentHistory[target] = kept.isEmpty ? nil : Array(kept)
+        }
     }
 
     /// The rooms a user is in, for a QUIT or NICK that history keeps in each.
@@ -120,7 +141,7 @@ extension ServerState {
         func fail(_ code: String, _ context: [String], _ text: String) {
             standardReply(session, "FAIL", command: "CHATHISTORY", code: code, context: context, always: true, text)
         }
-        guard let history else {
+        guard history != nil else {
             fail("INVALID_PARAMS", [subcommand], "History is off on this server")
             return
         }
@@ -139,7 +160,7 @@ extension ServerState {
         }
         let limit = min(asked, config.chathistoryLimit)
         if subcommand == "TARGETS" {
-            chathistoryTargets(session, p[1], p[2], limit: limit, history: history)
+            chathistoryTargets(session, p[1], p[2], limit: limit)
             return
         }
         let name = p[1]
@@ -157,45 +178,40 @@ extension ServerState {
             }
             return -1
         }
-        let commands = session.caps.contains(.eventPlayback) ? nil : ["PRIVMSG", "NOTICE", "TAGMSG"]
-        var rows: [HistoryRow] = []
-        do {
-            switch subcommand {
-            case "LATEST":
-                let bound = point(p[2])
-                guard bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
-                // LATEST msgid=X: the newest after X, up to the limit (what a client that has X is missing).
-                if let bound {
-                    let newer = try historyRows(target, .before, Int64.max, limit: limit, commands: commands)
-                    rows = newer.filter { $0.msgid > bound }
-                } else {
-                    rows = try historyRows(target, .before, Int64.max, limit: limit, commands: commands)
-                }
-            case "BEFORE", "AFTER":
-                guard let bound = point(p[2]), bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
-                rows = try historyRows(target, subcommand == "BEFORE" ? .before : .after, bound, limit: limit, commands: commands)
-            case "AROUND":
-                guard let bound = point(p[2]), bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
-                let before = try historyRows(target, .before, bound, limit: limit / 2, commands: commands)
-                let after = try historyRows(target, .after, bound - 1, limit: limit - before.count, commands: commands)
-                rows = before + after
-            default: // BETWEEN
-                guard let first = point(p[2]), let second = point(p[3]), first != -1, second != -1 else {
-                    return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference")
-                }
-                if first <= second {
-                    rows = try historyRows(target, .after, first, limit: limit, commands: commands).filter { $0.msgid < second }
-                } else {
-                    rows = try historyRows(target, .before, first, limit: limit, commands: commands).filter { $0.msgid > second }
-                }
-            }
-        } catch {
-            log(session, "history: \(error)")
-            return fail("MESSAGE_ERROR", [subcommand, name], "History could not be read")
+        let kinds: HistoryStore.Kinds = session.caps.contains(.eventPlayback) ? .all : .messages
+        func rows(_ direction: HistoryStore.Direction, _ bound: Int64, _ limit: Int) -> HistoryRead {
+            .rows(target: target, direction: direction, bound: bound, limit: limit, kinds: kinds)
         }
-        let floor = historyFloor(target)
-        if floor > 0 { rows.removeAll { $0.msgid < floor } }
-        sendHistoryBatch(session, name, rows)
+        let reads: [HistoryRead]
+        var above: Int64?, below: Int64?
+        switch subcommand {
+        case "LATEST":
+            let bound = point(p[2])
+            guard bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
+            // LATEST msgid=X: the newest after X, up to the limit (what a client that has X is missing).
+            reads = [rows(.before, .max, limit)]
+            above = bound
+        case "BEFORE", "AFTER":
+            guard let bound = point(p[2]), bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
+            reads = [rows(subcommand == "BEFORE" ? .before : .after, bound, limit)]
+        case "AROUND":
+            guard let bound = point(p[2]), bound != -1 else { return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference") }
+            // Up to half before it; from it on, what the limit leaves (the answer is cut to the limit).
+            reads = [rows(.before, bound, limit / 2), rows(.after, bound - 1, limit)]
+        default: // BETWEEN
+            guard let first = point(p[2]), let second = point(p[3]), first != -1, second != -1 else {
+                return fail("INVALID_PARAMS", [subcommand, p[2]], "Bad message reference")
+            }
+            if first <= second {
+                reads = [rows(.after, first, limit)]
+                below = second
+            } else {
+                reads = [rows(.before, first, limit)]
+                above = second
+            }
+        }
+        requestHistory(session, reads, .chathistory(name: name, target: target, above: above, below: below),
+                       recent: uncommitted(target, kinds))
     }
 
     /// A `chathistory` batch with the stored lines, their original msgid, time, source and tags.
@@ -222,7 +238,7 @@ extension ServerState {
     }
 
     /// TARGETS: the rooms one is in and one's direct conversations with messages between two times.
-    mutating func chathistoryTargets(_ session: Session, _ from: String, _ to: String, limit: Int, history: HistoryStore) {
+    mutating func chathistoryTargets(_ session: Session, _ from: String, _ to: String, limit: Int) {
         guard from.hasPrefix("timestamp="), to.hasPrefix("timestamp="),
               let start = ServerTime.parse(String(from.dropFirst(10))), let end = ServerTime.parse(String(to.dropFirst(10))) else {
             standardReply(session, "FAIL", command: "CHATHISTORY", code: "INVALID_PARAMS", context: ["TARGETS", from], always: true,
@@ -230,19 +246,16 @@ extension ServerState {
             return
         }
         let low = Int64((min(start, end) * 1000).rounded()) << 16, high = (Int64((max(start, end) * 1000).rounded()) + 1) << 16
-        var found: [(name: String, last: Int64)] = []
-        do {
-            for key in membership.rooms(of: session.user.id) {
-                if let last = try history.latest(in: key), last > low, last < high, let channel = channels[key] { found.append((channel.name, last)) }
-            }
-            if let account = session.user.account {
-                for conversation in try history.conversations(of: "a:" + AccountStore.key(account), from: low, to: high, limit: limit) {
-                    found.append((conversation.peer, conversation.last))
-                }
-            }
-        } catch {
-            log(session, "history: \(error)")
+        let rooms = membership.rooms(of: session.user.id).sorted().compactMap { key in channels[key].map { (key: key, name: $0.name) } }
+        var reads = rooms.map { HistoryRead.latest(target: $0.key) }
+        if let account = session.user.account {
+            reads.append(.conversations(party: "a:" + AccountStore.key(account), from: low, to: high, limit: limit))
         }
+        requestHistory(session, reads, .targets(rooms: rooms, low: low, high: high, limit: limit))
+    }
+
+    /// The `draft/chathistory-targets` batch: the targets with their newest message, oldest first.
+    mutating func sendTargetsBatch(_ session: Session, _ found: [(name: String, last: Int64)], limit: Int) {
         let reference = newBatchReference()
         send(session, IRCMessage(source: config.name, command: "BATCH", params: ["+" + reference, "draft/chathistory-targets"]))
         for (name, last) in found.sorted(by: { $0.last < $1.last }).prefix(limit) {
@@ -255,11 +268,23 @@ extension ServerState {
 
     /// A client that does not ask for history itself gets a room's last lines when it joins,
     /// with their times (server-time) where it reads them, so it too has context.
+    /// The room's last lines are kept in memory (`roomTails`) once read, so a crowd joining and
+    /// leaving costs no database read per JOIN; the first joiner after a start reads them off the loop.
     mutating func replayOnJoin(_ session: Session, key: String, name: String) {
         guard history != nil, config.replayOnJoin > 0, !session.caps.contains(.chathistory) else { return }
+        if let tail = roomTails[key] {
+            replay(tail, to: session, key: key, name: name)
+        } else {
+            requestHistory(session, [.rows(target: key, direction: .before, bound: .max, limit: config.replayOnJoin, kinds: .texts)],
+                           .replay(name: name, key: key), recent: uncommitted(key, .texts))
+        }
+    }
+
+    /// The replay itself: in a batch where the client reads batches, the lines alone otherwise.
+    mutating func replay(_ tail: [HistoryRow], to session: Session, key: String, name: String) {
         let floor = historyFloor(key)
-        guard let found = try? historyRows(key, .before, Int64.max, limit: config.replayOnJoin, commands: ["PRIVMSG", "NOTICE"]),
-              case let rows = found.filter({ $0.msgid >= floor }), !rows.isEmpty else { return }
+        let rows = floor > 0 ? tail.filter { $0.msgid >= floor } : tail
+        guard !rows.isEmpty else { return }
         if session.caps.contains(.batch) {
             sendHistoryBatch(session, name, rows)
         } else {

@@ -66,10 +66,7 @@ extension ServerState {
         response = ResponseBuffer(session: session, label: nil, batch: session.replyBatch)
         stepLongReply(session, now: now)
         flushResponse()
-        // Done: the lines that waited for it, in order, until one starts something long again.
-        while !session.busy, !session.heldLines.isEmpty, !session.gone {
-            received(session.heldLines.removeFirst(), session: session, now: now)
-        }
+        resumeHeldLines(session, now: now)
     }
 
     /// Whether the client has a draft/multiline batch open (its batch lines are not paced).

@@ -40,8 +40,11 @@ final class Session {
     /// A reply made a step at a time, and the labeled-response batch it streams in.
     var longReply: LongReply?
     var replyBatch: String?
-    /// Its next lines must wait: a password is being checked, or a long reply made.
-    var busy: Bool { verifying || longReply != nil }
+    /// The serials of its history reads on the store worker (`HistoryQuery`): one per
+    /// CHATHISTORY, one per room of a JOIN whose last lines are not in memory yet.
+    var historyQueries: Set<UInt64> = []
+    /// Its next lines must wait: a password is being checked, history read, or a long reply made.
+    var busy: Bool { verifying || !historyQueries.isEmpty || longReply != nil }
     /// The OPER name being checked.
     var operName: String?
     /// SHA-256 of the client certificate shown in the TLS handshake (uppercase hex), for SASL EXTERNAL.

@@ -101,6 +101,7 @@ extension ServerState {
             // To oneself: delivered like a plain message to oneself, echo-message or not.
             recipients = [target]
         }
+        if let resolved = messageTarget(batch.target, from: session, quiet: true), historyRefuses(session, command, resolved) { return }
         sender.lastSpoke = now
         // The sender with echo-message gets the batch back as its reply; without, nothing.
         let echo = session.caps.contains(.echoMessage)

@@ -85,6 +85,8 @@ public struct Outbox: Sendable {
         case sendAfterCommit(ConnectionID, [UInt8], UInt64)
         /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
         case checkPassword(PasswordCheck)
+        /// A history read to make off the loop; the answer goes to `ServerState.historyAnswered`.
+        case readHistory(HistoryQuery)
         /// More of a long reply is to come: the runtime asks for it (`ServerState.continueReply`)
         /// once the connection has taken most of what it has.
         case continueReply(ConnectionID)

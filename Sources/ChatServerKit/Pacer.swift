@@ -37,7 +37,9 @@ public struct Pacer: Sendable, Equatable {
     }
 
     /// What a line costs: PONG nothing (keeping the connection alive is never delayed), a line
-    /// inside a draft/multiline batch nothing (the batch's own limits bound it), any other one.
+    /// inside a draft/multiline batch nothing (the batch's own limits bound it), a CHATHISTORY
+    /// `historyCost` (a read of up to 100 stored lines: a client catching up on ten rooms still
+    /// does it at once, one asking again and again is slowed to two a second), any other one.
     /// `inBatch`: the client has a multiline batch open (only then are `batch=` lines batch lines).
     public static func cost(of line: [UInt8], inBatch: Bool = true) -> Int {
         if line.starts(with: Array("PONG".utf8)) && (line.count == 4 || line[4] == UInt8(ascii: " ")) { return 0 }
@@ -52,6 +54,23 @@ public struct Pacer: Sendable, Equatable {
                 index = semicolon + 1
             }
         }
+        if Self.command(of: line, is: "CHATHISTORY") { return historyCost }
         return 1
+    }
+
+    public static let historyCost = 2
+
+    /// Whether the line's command (after any tags) is `name`, in any case.
+    static func command(of line: [UInt8], is name: StaticString) -> Bool {
+        var start = 0
+        if line.first == UInt8(ascii: "@") {
+            guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { return false }
+            start = space + 1
+        }
+        let count = name.utf8CodeUnitCount
+        guard line.count >= start + count else { return false }
+        let letters = UnsafeBufferPointer(start: name.utf8Start, count: count)
+        for (offset, letter) in letters.enumerated() where line[start + offset] | 0x20 != letter | 0x20 { return false }
+        return line.count == start + count || line[start + count] == UInt8(ascii: " ")
     }
 }

@@ -112,6 +112,9 @@ public struct ServerConfig: Sendable {
     public var longReplyStep = 256
     /// The most lines one CHATHISTORY request gets (ISUPPORT CHATHISTORY).
     public var chathistoryLimit = 100
+    /// Rows that may wait for a history writer that cannot store them (a full disk), their
+    /// senders' echoes held; past it, new messages are refused with FAIL TEMPORARILY_UNAVAILABLE.
+    public var historyBacklog = 1000
     /// Lines of a room's history sent on joining to clients without draft/chathistory (0: none).
     public var replayOnJoin = 20
 

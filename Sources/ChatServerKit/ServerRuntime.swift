@@ -24,25 +24,26 @@ public struct HistoryOptions: Sendable {
     }
 }
 
-/// The thread that runs password hashing (PBKDF2) for the loop: the loop hands it a check and
-/// goes on; the answer is taken on the next wake-up. One thread: on two cores the other is the loop's.
-final class PasswordWorker: Sendable {
-    private let jobs = Mutex<(queue: [PasswordCheck], stopped: Bool)>(([], false))
-    private let results = Mutex<[(PasswordCheck, PasswordOutcome)]>([])
+/// A thread that does slow work for the loop: the loop hands it a job and goes on; the answer
+/// is taken on the next wake-up. The passwords' (PBKDF2) and the history reads' each have one:
+/// on two cores the other is the loop's.
+final class Worker<Job: Sendable, Outcome: Sendable>: Sendable {
+    private let jobs = Mutex<(queue: [Job], stopped: Bool)>(([], false))
+    private let results = Mutex<[(Job, Outcome)]>([])
     private let ready = Semaphore()
     private let wakeup: Wakeup
 
-    init(wakeup: Wakeup) {
+    init(name: String, wakeup: Wakeup, perform: @escaping @Sendable (Job) -> Outcome) {
         self.wakeup = wakeup
-        Threads.start(name: "chat-tui passwords") { [self] in work() }
+        Threads.start(name: name) { [self] in work(perform) }
     }
 
-    func submit(_ check: PasswordCheck) {
-        jobs.withLock { $0.queue.append(check) }
+    func submit(_ job: Job) {
+        jobs.withLock { $0.queue.append(job) }
         ready.signal()
     }
 
-    func takeResults() -> [(PasswordCheck, PasswordOutcome)] {
+    func takeResults() -> [(Job, Outcome)] {
         results.withLock { taken in defer { taken.removeAll() }; return taken }
     }
 
@@ -51,34 +52,36 @@ final class PasswordWorker: Sendable {
         ready.signal()
     }
 
-    /// The connection closed: its check, if still waiting, is answered `.cancelled` without being run.
-    func cancel(_ connection: ConnectionID) {
-        let removed: [PasswordCheck] = jobs.withLock { state in
-            let mine = state.queue.filter { $0.connection == connection }
-            state.queue.removeAll { $0.connection == connection }
+    /// Jobs still waiting that match are answered `outcome` without being run (their connection closed).
+    func cancel(where matches: (Job) -> Bool, answer outcome: Outcome) {
+        let removed: [Job] = jobs.withLock { state in
+            let mine = state.queue.filter(matches)
+            state.queue.removeAll(where: matches)
             return mine
         }
         guard !removed.isEmpty else { return }
-        results.withLock { $0 += removed.map { ($0, .cancelled) } }
+        results.withLock { $0 += removed.map { ($0, outcome) } }
         wakeup.signal()
     }
 
-    private func work() {
+    private func work(_ perform: (Job) -> Outcome) {
         while true {
             ready.wait()
-            let next: PasswordCheck? = jobs.withLock { state in
+            let next: Job? = jobs.withLock { state in
                 state.stopped || state.queue.isEmpty ? nil : state.queue.removeFirst()
             }
-            guard let check = next else {
+            guard let job = next else {
                 if jobs.withLock({ $0.stopped }) { return }
                 continue
             }
-            let outcome = check.run()
-            results.withLock { $0.append((check, outcome)) }
+            let outcome = perform(job)
+            results.withLock { $0.append((job, outcome)) }
             wakeup.signal()
         }
     }
 }
+
+typealias HistoryReader = Worker<HistoryQuery, Result<[HistoryResult], Database.Failure>>
 
 /// The shell around `ServerState`: owns the sockets, the epoll loop and the clock, feeds the
 /// state events, and applies what it decides. One thread; one `send` per connection per loop turn.
@@ -149,7 +152,9 @@ final class ServerRuntime {
     private var ticks = 0
     private var lastTrim = 0
     private var eventsThisTick = 0
-    private let passwords: PasswordWorker
+    private let passwords: Worker<PasswordCheck, PasswordOutcome>
+    /// History reads (CHATHISTORY, a room's last lines for a joiner) on a connection of their own.
+    private let historyReader: HistoryReader?
     /// Connections with a check at the worker (cancelled if they close first).
     private var checking: Set<ConnectionID> = []
     /// Connections with lines waiting for their pacer (or for the state to take them).
@@ -158,7 +163,7 @@ final class ServerRuntime {
     private var continuing: [Connection] = []
     /// History: the writer thread, and the connections with output waiting for its commits.
     private let historyWriter: HistoryWriter?
-    private let committed: CommittedBox
+    private let committed: HistoryHealth
     private var holding: [Connection] = []
     /// Below this much unsent output, a long reply's next step is made.
     private static let continueBelow = 64 * 1024
@@ -167,8 +172,12 @@ final class ServerRuntime {
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
 
     init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int,
-         history: HistoryWriter?, committed: CommittedBox, logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
+         history: HistoryWriter?, reader: HistoryStore?, committed: HistoryHealth, logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
         historyWriter = history
+        historyReader = reader.map { store in
+            let box = StoreBox(store)
+            return HistoryReader(name: "chat-tui history reads", wakeup: control.wakeup) { $0.run(on: box.store) }
+        }
         self.committed = committed
         self.state = state
         self.listeners = listeners
@@ -177,7 +186,7 @@ final class ServerRuntime {
         self.control = control
         self.sendQueueLimit = sendQueueLimit
         self.logger = logger
-        passwords = PasswordWorker(wakeup: control.wakeup)
+        passwords = Worker(name: "chat-tui passwords", wakeup: control.wakeup) { $0.run() }
         epoll = try Epoll()
         for (index, fd) in listeners.enumerated() { try epoll.add(fd, token: Self.listenerToken(index)) }
         try epoll.add(control.wakeup.fd, token: Self.wakeupToken)
@@ -235,6 +244,11 @@ final class ServerRuntime {
                 apply()
                 // Its next lines waited for this answer.
                 if let connection = connections[check.connection.raw] { drain(connection) }
+            }
+            for (query, result) in historyReader?.takeResults() ?? [] {
+                state.historyAnswered(query, result, now: WallClock.now())
+                apply()
+                if let connection = connections[query.connection.raw] { drain(connection) }
             }
             // A new certificate (SIGHUP): new connections get it; those up keep theirs.
             if let context = control.takeReplacementTLS() {
@@ -523,7 +537,7 @@ final class ServerRuntime {
                 case .send(let id, let bytes):
                     enqueue(bytes, for: id)
                 case .sendAfterCommit(let id, let bytes, let msgid):
-                    if historyWriter == nil || committed.value.load(ordering: .acquiring) >= Int64(bitPattern: msgid) {
+                    if historyWriter == nil || committed.committed.load(ordering: .acquiring) >= Int64(bitPattern: msgid) {
                         enqueue(bytes, for: id)
                     } else if let connection = connections[id.raw], !connection.closing {
                         // A crowd's held JOINs from before the echo go first (after the echo,
@@ -556,6 +570,8 @@ final class ServerRuntime {
                 case .checkPassword(let check):
                     checking.insert(check.connection)
                     passwords.submit(check)
+                case .readHistory(let query):
+                    historyReader?.submit(query)
                 case .continueReply(let id):
                     if let connection = connections[id.raw], !connection.inContinuing {
                         connection.inContinuing = true
@@ -662,18 +678,25 @@ final class ServerRuntime {
     /// Output held for commits that have happened now goes out, in order.
     private func releaseCommitted() {
         guard !holding.isEmpty else { return }
-        let done = committed.value.load(ordering: .acquiring)
+        let done = committed.committed.load(ordering: .acquiring)
         let list = holding
         holding.removeAll()
         for connection in list {
             guard !connection.closing else { connection.held.removeAll(); continue }
-            // Everything up to the first echo not committed yet; all of it once the held bytes
-            // pass the send queue's limit (a stalled writer must not hold memory for ever).
+            // Everything up to the first echo not committed yet. Past the send queue's limit (a
+            // writer that cannot store: a full disk), everything but the unconfirmed echoes, so
+            // memory stays bounded and no echo claims what is not stored; they follow their commit.
             let heldBytes = connection.held.reduce(0) { $0 + $1.bytes.count }
-            let count = heldBytes > sendQueueLimit ? connection.held.count
-                : connection.held.firstIndex { $0.msgid != 0 && Int64(bitPattern: $0.msgid) > done } ?? connection.held.count
-            let released = connection.held.prefix(count).map(\.bytes)
-            connection.held.removeFirst(count)
+            let released: [[UInt8]]
+            if heldBytes > sendQueueLimit {
+                let waiting = { (entry: (msgid: UInt64, bytes: [UInt8])) in entry.msgid != 0 && Int64(bitPattern: entry.msgid) > done }
+                released = connection.held.filter { !waiting($0) }.map(\.bytes)
+                connection.held.removeAll { !waiting($0) }
+            } else {
+                let count = connection.held.firstIndex { $0.msgid != 0 && Int64(bitPattern: $0.msgid) > done } ?? connection.held.count
+                released = connection.held.prefix(count).map(\.bytes)
+                connection.held.removeFirst(count)
+            }
             if !connection.held.isEmpty { holding.append(connection) }
             let stillHeld = connection.held
             connection.held = []
@@ -760,7 +783,10 @@ final class ServerRuntime {
                 for held in connection.held { connection.output.append(held.bytes) }
                 connection.held = []
                 sendLastWords(connection)
-                if checking.contains(connection.id) { passwords.cancel(connection.id) }
+                if checking.contains(connection.id) {
+                    let id = connection.id
+                    passwords.cancel(where: { $0.connection == id }, answer: .cancelled)
+                }
                 epoll.remove(connection.fd)
                 Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
                 close(connection.fd)
@@ -793,6 +819,7 @@ final class ServerRuntime {
         connections = ConnectionTable()
         for fd in listeners { close(fd) }
         passwords.stop()
+        historyReader?.stop()
         historyWriter?.stop()
         logger("server stopped")
     }
@@ -849,6 +876,8 @@ public final class ServerHandle: Sendable {
                              sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
+        // A file-size limit reached is a failed write (EFBIG, retried like a full disk), not the end of the server.
+        signal(SIGXFSZ, SIG_IGN)
         let plain = plaintext || tls == nil ? try Sockets.listen(bind: bind, port: port) : []
         var secure: [Int32] = []
         if let tls {
@@ -858,32 +887,42 @@ public final class ServerHandle: Sendable {
         let handle = ServerHandle(port: plain.first.map(Sockets.boundPort) ?? tlsPort ?? 0, tlsPort: tlsPort, wakeup: try Wakeup())
         // History: a reader for the loop, a writer thread that commits in batches and wakes the
         // loop with the highest msgid each commit made durable.
-        let committed = CommittedBox()
+        let health = HistoryHealth()
         var reader: HistoryStore?
+        var worker: HistoryStore?
         var writer: HistoryWriter?
         if let history, history.days > 0 {
+            // A data directory that cannot be written would lose every row: refuse to start.
+            let directory = history.path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+            if let problem = HistoryWriter.writeProblem(in: directory.isEmpty ? "." : directory) {
+                plain.forEach { close($0) }
+                secure.forEach { close($0) }
+                throw .unavailable("the data directory \(directory) cannot be written (\(problem)): free space there, or run with --history-days 0")
+            }
             do {
                 // The loop's reader waits at most 100 ms for the writer's lock (a read marker
                 // being set): a long prune must not freeze the loop.
                 let database = try Database(path: history.path)
                 database.setBusyTimeout(milliseconds: 100)
                 reader = try HistoryStore(database: database)
+                // The store worker's own connection: history reads never run on the loop.
+                worker = try HistoryStore(database: Database(path: history.path))
                 let wakeup = handle.wakeup
-                let box = committed
-                writer = try HistoryWriter(path: history.path, synchronous: history.synchronous, committed: { id in
-                    box.value.store(id, ordering: .releasing)
+                writer = try HistoryWriter(path: history.path, synchronous: history.synchronous, committed: { _ in
                     wakeup.signal()
-                }, failed: logger, retention: (history.days, history.perTarget))
+                }, failed: logger, retention: (history.days, history.perTarget), health: health)
             } catch {
                 plain.forEach { close($0) }
                 secure.forEach { close($0) }
-                throw .unavailable("cannot open the history database \(history.path): \(error)")
+                throw .unavailable("cannot keep history in \(history.path): \(error)")
             }
         }
-        let runtime = try ServerRuntime(state: ServerState(config: config, accounts: accounts, history: reader), listeners: plain + secure,
+        var state = ServerState(config: config, accounts: accounts, history: reader)
+        if writer != nil { state.historyHealth = health }
+        let runtime = try ServerRuntime(state: state, listeners: plain + secure,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context },
                                         tlsPort: handle.tlsPort, control: handle,
-                                        sendQueueLimit: sendQueueLimit, history: writer, committed: committed, logger: logger)
+                                        sendQueueLimit: sendQueueLimit, history: writer, reader: worker, committed: health, logger: logger)
         let box = RuntimeBox(runtime)
         if blocking {
             box.runtime.run()
@@ -899,9 +938,6 @@ public final class ServerHandle: Sendable {
 }
 
 /// The committed-msgid counter, shared by the loop and the writer's callback.
-final class CommittedBox: Sendable {
-    let value = Atomic<Int64>(0)
-}
 
 /// Hands the runtime to the one thread that will use it from then on.
 private final class RuntimeBox: @unchecked Sendable {

@@ -53,6 +53,16 @@ public struct ServerState {
     /// What was handed to the history writer in the last seconds: the writer commits within
     /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.
     var recentHistory: [String: [HistoryRow]] = [:]
+    /// The history writer's state (nil: history off): while it cannot store and too many rows
+    /// wait, new messages are refused (`historyRefuses`).
+    public var historyHealth: HistoryHealth?
+    /// Events not kept in history while storing failed, and whether the log has said so this burst.
+    var eventsNotStored = 0
+    var refusingLogged = false
+    /// Each live room's last lines for the replay on joining (PRIVMSG and NOTICE, at most
+    /// `replayOnJoin`), read once from the database and kept up to date as lines are said.
+    var roomTails: [String: [HistoryRow]] = [:]
+    var nextHistorySerial: UInt64 = 0
     /// Rooms that ended while closed (+i, +k or +s) in this run of the server.
     var closedRooms: Set<String> = []
     /// PBKDF2s handed to the worker and not answered yet.
@@ -197,7 +207,7 @@ public struct ServerState {
         // keep the order of the commands (a PING after OPER is answered after OPER).
         if session.busy {
             guard session.heldLines.count < 256 else {
-                closeLink(session, reason: "Too many lines sent while a password was being checked", now: now)
+                closeLink(session, reason: "Too many lines sent while waiting for an answer", now: now)
                 return
             }
             session.heldLines.append(line)
@@ -663,6 +673,7 @@ public struct ServerState {
     mutating func removeMember(_ id: UserID, from key: String) {
         if membership.remove(id, from: key), let channel = channels.removeValue(forKey: key) {
             sortedChannelKeys.remove(key)
+            roomTails[key] = nil
             // A closed room (invite-only, keyed, secret) keeps its history from whoever makes a
             // room of that name next: they read only what is said from then on.
             if channel.has("i") || channel.key != nil || channel.isSecret { closedRooms.insert(key) }

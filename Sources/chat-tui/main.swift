@@ -271,6 +271,7 @@ func runServer(_ arguments: Arguments) async -> Never {
                                         accounts: accounts, history: history, sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
         // The default TLS port taken (another room on this machine): go on without TLS, saying so.
+        if case TransportError.unavailable(let reason) = error { fail(reason) }
         guard tls != nil, arguments.plaintext, !arguments.tlsPortGiven, case TransportError.addressInUse = error,
               let plainOnly = try? ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
                                                       accounts: accounts, history: history, sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {

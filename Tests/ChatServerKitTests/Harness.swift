@@ -26,6 +26,24 @@ struct Harness {
     var holdingChecks = false
     var heldChecks: [PasswordCheck] = []
 
+    /// History reads kept back (as a busy store worker would) until `releaseReads`.
+    var holdingReads = false
+    var heldReads: [HistoryQuery] = []
+
+    /// Answers the held reads now, in the order they were asked.
+    @discardableResult
+    mutating func releaseReads() -> Outbox {
+        var result = Outbox()
+        let reads = heldReads
+        heldReads = []
+        for query in reads {
+            state.historyAnswered(query, query.run(on: history!), now: now)
+            result.items += state.takeOutbox().items
+        }
+        out = runChecks(result)
+        return out
+    }
+
     /// Connections whose long reply waits for its next step (`continueReplies`).
     var continuations: [ConnectionID] = []
 
@@ -39,6 +57,15 @@ struct Harness {
         }
         while index < result.items.count {
             if case .continueReply(let id) = result.items[index], !continuations.contains(id) { continuations.append(id) }
+            if case .readHistory(let query) = result.items[index], let history {
+                // The store worker's read, made here at once (or later, with `holdingReads`).
+                if holdingReads {
+                    heldReads.append(query)
+                } else {
+                    state.historyAnswered(query, query.run(on: history), now: now)
+                    result.items += state.takeOutbox().items
+                }
+            }
             if case .checkPassword(let check) = result.items[index] {
                 if holdingChecks {
                     heldChecks.append(check)

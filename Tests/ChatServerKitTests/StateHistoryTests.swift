@@ -259,7 +259,144 @@ struct StateHistoryTakeoverTests {
         #expect(try history.conversations(of: "a:bob_", from: 0, to: .max, limit: 10).count == 1)
         try accounts.delete(key: "bob_")
         #expect(try history.conversations(of: "a:bob_", from: 0, to: .max, limit: 10).isEmpty)
-        #expect(try history.rows("dm a:alice a:bob_", .after, 0, limit: 10, commands: nil).isEmpty)
+        #expect(try history.rows("dm a:alice a:bob_", .after, 0, limit: 10, kinds: .all).isEmpty)
         #expect(try history.conversations(of: "a:alice", from: 0, to: .max, limit: 10).isEmpty, "the conversation is gone for both")
+    }
+}
+
+@Suite("server state: history reads off the loop (issue 23, item 1)")
+struct StateHistoryReadTests {
+    let caps = ["draft/chathistory", "batch", "server-time", "message-tags", "echo-message", "labeled-response"]
+
+    func reads(_ outbox: Outbox) -> Int {
+        outbox.items.filter { if case .readHistory = $0 { return true } else { return false } }.count
+    }
+
+    @Test("CHATHISTORY is a read for the store worker: the client's next lines wait for its answer, and the label goes with the answer")
+    func chathistoryWaits() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "PRIVMSG #lobby :one", "PRIVMSG #lobby :two")
+        h.holdingReads = true
+        let asked = h.send(alice, "@label=q1 CHATHISTORY LATEST #lobby * 10", "PING :after")
+        #expect(reads(asked) == 1)
+        #expect(asked.messages(to: alice).isEmpty, "nothing yet: not the batch, not the PONG that waits behind it")
+        h.releaseReads()
+        let lines = h.out.messages(to: alice)
+        #expect(lines.first?.command == "BATCH" && lines.first?.tag("label") == "q1" && lines.first?.params.last == "labeled-response")
+        #expect(lines.filter { $0.command == "PRIVMSG" }.map { $0.params.last! } == ["one", "two"])
+        #expect(lines.last?.command == "PONG", "the PING after it is answered after it: \(lines.map(\.command))")
+    }
+
+    @Test("a line said while the read is on the worker (not committed) is in the answer")
+    func uncommittedMerged() throws {
+        let store = try historyStore()
+        var h = Harness(historyOf: store)
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "PRIVMSG #lobby :stored")
+        // The next line reaches the recent list but not the database (as before a commit).
+        h.state.received(Array("PRIVMSG #lobby :not yet committed".utf8), from: alice, now: h.now)
+        _ = h.state.takeOutbox()
+        let bob = h.register("bob", caps: caps)
+        h.send(bob, "CHATHISTORY LATEST #lobby * 10")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["stored", "not yet committed"])
+    }
+
+    @Test("a crowd joining and leaving costs one database read for the room's last lines, then none; the replay stays current")
+    func joinChurnReadsOnce() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.replayOnJoin = 3 }
+        let alice = h.register("alice", caps: caps)
+        for n in 0..<5 { h.send(alice, "PRIVMSG #lobby :earlier \(n)") }
+        var readsMade = 0
+        var replays: [[String]] = []
+        for n in 0..<40 {
+            let id = h.connect()
+            var outbox = h.send(id, "NICK churn\(n)", "USER u 0 * :churn")
+            readsMade += reads(outbox)
+            replays.append(outbox.messages(to: id).filter { $0.command == "PRIVMSG" }.map { $0.params.last! })
+            if n == 20 { h.send(alice, "PRIVMSG #lobby :said meanwhile") }
+            outbox = h.send(id, "PART #lobby")
+            readsMade += reads(outbox)
+            h.send(id, "QUIT")
+        }
+        #expect(readsMade == 1, "one read, by the first joiner; the rest from memory")
+        #expect(replays[0] == ["earlier 2", "earlier 3", "earlier 4"])
+        #expect(replays[20] == ["earlier 2", "earlier 3", "earlier 4"])
+        #expect(replays[21] == ["earlier 3", "earlier 4", "said meanwhile"])
+        #expect(replays[39] == replays[21])
+    }
+
+    @Test("a JOIN of two rooms whose lines are not in memory makes two reads; lines after the JOIN wait for both")
+    func joinTwoRoomsWaits() throws {
+        let store = try historyStore()
+        var first = Harness(historyOf: store) { $0.room = nil }
+        let alice = first.register("alice", caps: caps)
+        first.send(alice, "JOIN #a,#b", "PRIVMSG #a :in a", "PRIVMSG #b :in b")
+        // A restart: the same database, nothing in memory.
+        var h = Harness(historyOf: store) { $0.room = nil }
+        let owner = h.register("owner", caps: caps)
+        h.send(owner, "JOIN #a,#b")
+        let old = h.register("old")
+        h.holdingReads = true
+        let joined = h.send(old, "JOIN #a,#b", "PING :x")
+        #expect(reads(joined) == 2)
+        #expect(!joined.messages(to: old).contains { $0.command == "PONG" })
+        h.releaseReads()
+        let lines = h.out.messages(to: old)
+        #expect(lines.filter { $0.command == "PRIVMSG" }.map { "\($0.params[0]) \($0.params.last!)" } == ["#a in a", "#b in b"])
+        #expect(lines.last?.command == "PONG")
+    }
+}
+
+@Suite("server state: a history writer that cannot store (issue 23, item 2)")
+struct StateHistoryFullDiskTests {
+    let caps = ["draft/chathistory", "batch", "server-time", "message-tags", "echo-message"]
+
+    @Test("past the backlog, messages are refused in words and reach nobody; joins happen but are not kept; when storing works again, messages go")
+    func refusedWhileFull() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.historyBacklog = 10 }
+        let health = HistoryHealth()
+        health.committed.store(.max, ordering: .relaxed)
+        h.state.historyHealth = health
+        let alice = h.register("alice", caps: caps)
+        let bob = h.register("bob")
+        health.failing.store(true, ordering: .relaxed)
+        health.waiting.store(9, ordering: .relaxed)
+        h.send(alice, "PRIVMSG #lobby :below the bound: accepted, its echo waits")
+        #expect(h.out.deliveries.contains { $0.recipients.contains(bob) })
+        health.waiting.store(10, ordering: .relaxed)
+        h.send(alice, "PRIVMSG #lobby :refused")
+        let fail = h.out.messages(to: alice).first
+        #expect(fail?.command == "FAIL" && fail?.params.prefix(3) == ["PRIVMSG", "TEMPORARILY_UNAVAILABLE", "#lobby"], "\(String(describing: fail))")
+        #expect(!h.out.deliveries.contains { $0.recipients.contains(bob) }, "nobody saw it")
+        #expect(h.out.logs.contains { $0.contains("messages refused") })
+        // A direct message history does not keep (neither side has an account) still goes.
+        h.send(alice, "PRIVMSG bob :not kept anyway")
+        #expect(h.out.messages(to: bob).contains { $0.params.last == "not kept anyway" })
+        // A JOIN happens, with no row for history.
+        h.send(bob, "JOIN #other")
+        #expect(h.out.deliveries.allSatisfy { $0.rows.isEmpty })
+        #expect(h.out.messages(to: bob).contains { $0.command == "JOIN" })
+        // Stored again: messages go, and the log says what was not kept.
+        health.failing.store(false, ordering: .relaxed)
+        health.waiting.store(0, ordering: .relaxed)
+        h.tick(advance: 1)
+        #expect(h.out.logs.contains { $0.contains("storing again") && $0.contains("1 joins") })
+        h.send(alice, "PRIVMSG #lobby :after")
+        #expect(h.out.deliveries.contains { $0.recipients.contains(bob) })
+    }
+
+    @Test("rows the writer has not committed stay in the recent list past its window, and go once committed")
+    func uncommittedKept() throws {
+        var h = Harness(historyOf: try historyStore())
+        let health = HistoryHealth()
+        h.state.historyHealth = health
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "PRIVMSG #lobby :waiting")
+        h.tick(advance: 60)
+        #expect(h.state.recentHistory["#lobby"]?.contains { $0.line.hasSuffix(":waiting") } == true)
+        health.committed.store(.max, ordering: .relaxed)
+        h.tick(advance: 1)
+        #expect(h.state.recentHistory["#lobby"] == nil)
     }
 }

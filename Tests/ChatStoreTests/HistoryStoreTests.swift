@@ -17,17 +17,16 @@ struct HistoryStoreTests {
         let history = try store()
         try history.insert((1...10).map { row($0) } + (1...3).map { row($0, "#b") })
         #expect(try history.prune(olderThan: 3 << 16, keepPerTarget: 5) == 2 + 3 + 2, "#a: 1, 2 by age, 3–5 past the cap; #b: 1, 2 by age")
-        #expect(try history.rows("#a", .after, 0, limit: 100, commands: nil).map(\.timeMilliseconds) == [6, 7, 8, 9, 10])
-        #expect(try history.rows("#b", .after, 0, limit: 100, commands: nil).map(\.timeMilliseconds) == [3])
+        #expect(try history.rows("#a", .after, 0, limit: 100, kinds: .all).map(\.timeMilliseconds) == [6, 7, 8, 9, 10])
+        #expect(try history.rows("#b", .after, 0, limit: 100, kinds: .all).map(\.timeMilliseconds) == [3])
     }
 
     @Test("a QUIT kept in two rooms shares its msgid; BEFORE and AFTER are strict and ordered")
     func sharedMsgid() throws {
         let history = try store()
         try history.insert([row(5, "#a"), row(5, "#b"), row(6, "#a")])
-        #expect(try history.rows("#a", .before, 6 << 16, limit: 10, commands: nil).map(\.timeMilliseconds) == [5])
-        #expect(try history.rows("#b", .after, 4 << 16, limit: 10, commands: ["PRIVMSG"]).map(\.timeMilliseconds) == [5])
-        #expect(try history.rows("#a", .after, 0, limit: 10, commands: ["JOIN"]).isEmpty)
+        #expect(try history.rows("#a", .before, 6 << 16, limit: 10, kinds: .all).map(\.timeMilliseconds) == [5])
+        #expect(try history.rows("#b", .after, 4 << 16, limit: 10, kinds: .texts).map(\.timeMilliseconds) == [5])
         #expect(try history.count() == 3)
     }
 
@@ -36,9 +35,30 @@ struct HistoryStoreTests {
         let history = try store()
         try history.insert((1...70).map { row($0) })
         try history.insert((60...100).map { row($0) } + (1...5).map { row($0, "#b") })
-        let stored = try history.rows("#a", .after, 0, limit: 200, commands: nil)
+        let stored = try history.rows("#a", .after, 0, limit: 200, kinds: .all)
         #expect(stored == (1...100).map { row($0) })
-        #expect(try history.rows("#b", .after, 0, limit: 200, commands: nil) == (1...5).map { row($0, "#b") })
+        #expect(try history.rows("#b", .after, 0, limit: 200, kinds: .all) == (1...5).map { row($0, "#b") })
         #expect(try history.count() == 105)
+    }
+
+    @Test("messages among 20,000 membership events: read through the partial indexes (the plan says so), the events left out")
+    func messagesAmongEvents() throws {
+        let history = try store()
+        var rows: [HistoryRow] = []
+        for n in Int64(1)...20_000 {
+            let command = n == 7 ? "PRIVMSG" : n == 9 ? "TAGMSG" : n % 2 == 0 ? "JOIN" : "PART"
+            rows.append(HistoryRow(msgid: n << 16, timeMilliseconds: n, target: "#a", command: command, line: ":x!x@h \(command) #a"))
+        }
+        try history.insert(rows)
+        #expect(try history.rows("#a", .before, .max, limit: 100, kinds: .messages).map(\.timeMilliseconds) == [7, 9])
+        #expect(try history.rows("#a", .before, .max, limit: 100, kinds: .texts).map(\.timeMilliseconds) == [7])
+        #expect(try history.rows("#a", .after, 7 << 16, limit: 100, kinds: .messages).map(\.timeMilliseconds) == [9])
+        #expect(try history.rows("#a", .before, .max, limit: 3, kinds: .all).map(\.timeMilliseconds) == [19_998, 19_999, 20_000])
+        for kinds in [HistoryStore.Kinds.messages, .texts] {
+            for direction in [HistoryStore.Direction.before, .after] {
+                let plan = try history.plan(direction, kinds: kinds)
+                #expect(plan.contains(kinds == .messages ? "history_messages" : "history_texts"), "\(plan)")
+            }
+        }
     }
 }

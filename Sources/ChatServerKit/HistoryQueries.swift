@@ -1,0 +1,190 @@
+import ChatStore
+import IRCWire
+
+/// A read of stored history for one connection, made by the store worker off the event loop
+/// (`HistoryReader`): the loop hands it over and goes on; the connection's next lines wait for
+/// the answer (`Session.busy`), so its replies keep the order of its commands.
+public struct HistoryQuery: Sendable, Equatable {
+    public let connection: ConnectionID
+    /// Tells this query's answer from one for an earlier query of the same connection.
+    let serial: UInt64
+    let reads: [HistoryRead]
+    let purpose: HistoryPurpose
+    /// The target's rows not committed yet when it was asked, of the kinds read: merged with
+    /// what the database gives, so a line said a moment ago is in the answer too.
+    let recent: [HistoryRow]
+
+    /// One query per serial.
+    public static func == (a: HistoryQuery, b: HistoryQuery) -> Bool { a.serial == b.serial && a.connection == b.connection }
+
+    /// Runs the reads on the worker's own connection to the database.
+    public func run(on store: HistoryStore) -> Result<[HistoryResult], Database.Failure> {
+        do {
+            var results: [HistoryResult] = []
+            for read in reads {
+                switch read {
+                case .rows(let target, let direction, let bound, let limit, let kinds):
+                    results.append(.rows(try store.rows(target, direction, bound, limit: limit, kinds: kinds)))
+                case .latest(let target):
+                    results.append(.latest(try store.latest(in: target)))
+                case .conversations(let party, let from, let to, let limit):
+                    results.append(.conversations(try store.conversations(of: party, from: from, to: to, limit: limit)))
+                }
+            }
+            return .success(results)
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+public enum HistoryRead: Sendable {
+    case rows(target: String, direction: HistoryStore.Direction, bound: Int64, limit: Int, kinds: HistoryStore.Kinds)
+    case latest(target: String)
+    case conversations(party: String, from: Int64, to: Int64, limit: Int)
+}
+
+public enum HistoryResult: Sendable {
+    case rows([HistoryRow])
+    case latest(Int64?)
+    case conversations([(target: String, peer: String, last: Int64)])
+}
+
+/// What the answer is for.
+enum HistoryPurpose: Sendable {
+    /// CHATHISTORY LATEST/BEFORE/AFTER/AROUND/BETWEEN: the batch for `name`, the rows kept
+    /// strictly between the bounds given (LATEST msgid=, BETWEEN).
+    case chathistory(name: String, target: String, above: Int64?, below: Int64?)
+    /// CHATHISTORY TARGETS: the rooms asked about (folded key, name shown), then the account's conversations.
+    case targets(rooms: [(key: String, name: String)], low: Int64, high: Int64, limit: Int)
+    /// The replay on joining, for a room whose recent lines are not in memory yet.
+    case replay(name: String, key: String)
+}
+
+extension ServerState {
+    /// Hands a query to the store worker. A CHATHISTORY's response (and its label) waits for
+    /// the answer; a JOIN's replay follows the JOIN's own response.
+    mutating func requestHistory(_ session: Session, _ reads: [HistoryRead], _ purpose: HistoryPurpose, recent: [HistoryRow] = []) {
+        nextHistorySerial += 1
+        session.historyQueries.insert(nextHistorySerial)
+        if case .replay = purpose {
+        } else if response?.session === session {
+            response?.deferred = true
+            session.deferredLabel = response?.label
+        }
+        outbox.items.append(.readHistory(HistoryQuery(connection: session.connection, serial: nextHistorySerial, reads: reads,
+                                                      purpose: purpose, recent: recent)))
+    }
+
+    /// The rows of `target` not committed yet, of these kinds (for a query's `recent`).
+    func uncommitted(_ target: String, _ kinds: HistoryStore.Kinds) -> [HistoryRow] {
+        recentHistory[target]?.filter { kinds.includes($0.command) } ?? []
+    }
+
+    /// The worker's answer: the reply it was for, then the lines that waited for it.
+    public mutating func historyAnswered(_ query: HistoryQuery, _ result: Result<[HistoryResult], Database.Failure>, now: Double) {
+        guard let session = sessions[query.connection], session.historyQueries.remove(query.serial) != nil else { return }
+        if case .replay = query.purpose {
+            response = ResponseBuffer(session: session, label: nil)
+        } else {
+            response = ResponseBuffer(session: session, label: session.deferredLabel)
+            session.deferredLabel = nil
+        }
+        switch result {
+        case .success(let results):
+            answer(query, results, session: session)
+        case .failure(let error):
+            log(session, "history: \(error)")
+            if case .replay = query.purpose {
+                break
+            } else {
+                standardReply(session, "FAIL", command: "CHATHISTORY", code: "MESSAGE_ERROR", context: [query.purpose.context],
+                              always: true, "History could not be read")
+            }
+        }
+        flushResponse()
+        resumeHeldLines(session, now: now)
+    }
+
+    private mutating func answer(_ query: HistoryQuery, _ results: [HistoryResult], session: Session) {
+        switch query.purpose {
+        case .chathistory(let name, let target, let above, let below):
+            var rows: [HistoryRow] = []
+            var limit = 0
+            for (read, result) in zip(query.reads, results) {
+                guard case .rows(_, let direction, let bound, let readLimit, _) = read, case .rows(let stored) = result else { continue }
+                rows += Self.merge(stored, query.recent, direction, bound, limit: readLimit)
+                limit = max(limit, readLimit)
+            }
+            // AROUND: what is before the reference, then as much from it on as the limit leaves.
+            if rows.count > limit { rows.removeLast(rows.count - limit) }
+            if let above { rows.removeAll { $0.msgid <= above } }
+            if let below { rows.removeAll { $0.msgid >= below } }
+            let floor = historyFloor(target)
+            if floor > 0 { rows.removeAll { $0.msgid < floor } }
+            sendHistoryBatch(session, name, rows)
+        case .targets(let rooms, let low, let high, let limit):
+            var found: [(name: String, last: Int64)] = []
+            for (index, result) in results.enumerated() {
+                switch result {
+                case .latest(let last):
+                    guard index < rooms.count else { continue }
+                    // A line not committed yet is the newest.
+                    let newest = max(last ?? 0, recentHistory[rooms[index].key]?.last?.msgid ?? 0)
+                    if newest > low, newest < high { found.append((rooms[index].name, newest)) }
+                case .conversations(let conversations):
+                    for conversation in conversations { found.append((conversation.peer, conversation.last)) }
+                case .rows:
+                    break
+                }
+            }
+            sendTargetsBatch(session, found, limit: limit)
+        case .replay(let name, let key):
+            guard case .rows(let stored)? = results.first else { return }
+            let tail = Array(Self.merge(stored, query.recent + uncommitted(key, .texts), .before, .max, limit: config.replayOnJoin))
+            // Kept while the room lives: the next joiner's replay needs no database.
+            if channels[key] != nil { roomTails[key] = tail }
+            guard membership.isMember(session.user.id, of: key) else { return }
+            replay(tail, to: session, key: key, name: name)
+        }
+    }
+
+    /// Stored rows merged with those not yet committed, each once, in msgid order, cut to the limit
+    /// from the bound's side.
+    static func merge(_ stored: [HistoryRow], _ recent: [HistoryRow], _ direction: HistoryStore.Direction, _ bound: Int64,
+                      limit: Int) -> [HistoryRow] {
+        let candidates = recent.filter { direction == .before ? $0.msgid < bound : $0.msgid > bound }
+        guard !candidates.isEmpty else { return stored }
+        var seen = Set(stored.map(\.msgid))
+        var merged = stored
+        for row in candidates where seen.insert(row.msgid).inserted { merged.append(row) }
+        merged.sort { $0.msgid < $1.msgid }
+        return direction == .before ? Array(merged.suffix(limit)) : Array(merged.prefix(limit))
+    }
+
+    /// The lines that waited while the connection's command was answered off the loop, in
+    /// order, until one of them starts another such wait.
+    mutating func resumeHeldLines(_ session: Session, now: Double) {
+        while !session.busy, !session.heldLines.isEmpty, !session.gone {
+            received(session.heldLines.removeFirst(), session: session, now: now)
+        }
+    }
+
+    /// A new room line for the kept tails (`roomTails`): the replay on joining reads them, not the database.
+    mutating func extendTail(_ row: HistoryRow) {
+        guard roomTails[row.target] != nil, HistoryStore.Kinds.texts.includes(row.command) else { return }
+        roomTails[row.target]!.append(row)
+        if roomTails[row.target]!.count > config.replayOnJoin { roomTails[row.target]!.removeFirst() }
+    }
+}
+
+extension HistoryPurpose {
+    /// The FAIL's context: what was asked about.
+    var context: String {
+        switch self {
+        case .chathistory(let name, _, _, _): name
+        case .targets: "TARGETS"
+        case .replay(let name, _): name
+        }
+    }
+}
