@@ -385,21 +385,23 @@ extension ServerState {
     }
 
     func loginThrottleKeys(_ session: Session, account: String?) -> [String] {
-        var keys: [String] = []
-        if !Self.isLoopback(session.user.address) { keys.append("address " + Self.throttleKey(session.user.address)) }
+        var keys = ["address " + Self.throttleKey(session.user.address)]
         if let account { keys.append("account " + fold(account)) }
         return keys
     }
 
-    /// Past the failures allowed in a minute (per address, and per account from anywhere), a
-    /// login is refused unchecked until the minute is over. Successes are never counted.
+    /// Past the failures allowed in a minute from one address (loopback aside), a login from
+    /// there is refused unchecked until the minute is over. Past an account's failures from
+    /// anywhere, a login to it is refused only from addresses that have failed this minute
+    /// themselves: the guessers are slowed, never the owner, whose right password from an
+    /// address that has not been failing is checked as always. Successes are never counted.
     func loginThrottled(_ session: Session, account: String, now: Double) -> String? {
-        for key in loginThrottleKeys(session, account: account) {
-            guard let entry = loginFailures[key], now - entry.since < 60 else { continue }
-            let limit = key.hasPrefix("address") ? config.loginFailuresPerAddress : config.loginFailuresPerAccount
-            if entry.count >= limit {
-                return "SASL authentication failed: too many failed logins \(key.hasPrefix("address") ? "from your address" : "for \(account)"); try again in a minute"
-            }
+        let address = loginFailures["address " + Self.throttleKey(session.user.address)].flatMap { now - $0.since < 60 ? $0.count : nil } ?? 0
+        if address >= config.loginFailuresPerAddress && !Self.isLoopback(session.user.address) {
+            return "SASL authentication failed: too many failed logins from your address; try again in a minute"
+        }
+        if address > 0, let entry = loginFailures["account " + fold(account)], now - entry.since < 60, entry.count >= config.loginFailuresPerAccount {
+            return "SASL authentication failed: too many failed logins for \(account) from your address; try again in a minute"
         }
         return nil
     }

@@ -189,6 +189,16 @@ extension ServerState {
         return groups.prefix(4).joined(separator: ":") + "::/64"
     }
 
+    /// The network an address is in, for the share of unregistered connections: an IPv4 /24,
+    /// an IPv6 /48 (a site's allocation).
+    static func blockKey(_ address: String) -> String {
+        if address.contains(":") {
+            let key = throttleKey(address)
+            return key.split(separator: ":").prefix(3).joined(separator: ":") + "::/48"
+        }
+        return address.split(separator: ".").prefix(3).joined(separator: ".") + ".0/24"
+    }
+
     struct NickRefusal {
         let numeric: Numeric
         let reason: String
@@ -305,10 +315,7 @@ extension ServerState {
             return
         }
         session.registered = true
-        if session.countedUnregistered {
-            unregisteredConnections -= 1
-            session.countedUnregistered = false
-        }
+        leaveUnregistered(session)
         registeredCount += 1
         peakRegistered = max(peakRegistered, registeredCount)
         log(session, "registered as \(nick) (\(user.prefix))")

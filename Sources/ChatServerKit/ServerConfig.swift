@@ -175,6 +175,10 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var newPerWindow = 32
     public var window: Double = 600
     public var unregistered = 2000
+    /// Unregistered connections from one network (an IPv4 /24, an IPv6 /48) at once.
+    public var unregisteredPerBlock = 256
+    /// The registration timeout once half of `unregistered` is taken.
+    public var registrationTimeoutUnderPressure: Double = 10
     /// Loopback connections skip these limits and the pacing (the host's screen, local tools).
     public var exemptLoopback = true
     /// Command pacing: lines a client may send at once, then per second after that
@@ -183,6 +187,10 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var linesPerSecond: Double = 4
     /// Lines waiting for their turn per connection; past this the server stops reading it.
     public var queuedLines = 256
+    /// CPU seconds of TLS handshakes one address may cost the loop per minute; past it, its
+    /// new TLS connections are closed at once until the minute is over. (An X25519 handshake
+    /// costs about 2 ms, so this is hundreds of them; the new-connection limit comes first.)
+    public var handshakeCPUPerMinute = 1.0
 
     public init(perAddress: Int = 16, newPerWindow: Int = 32, window: Double = 600, unregistered: Int = 2000, exemptLoopback: Bool = true,
                 burst: Int = 20, linesPerSecond: Double = 4, queuedLines: Int = 256) {

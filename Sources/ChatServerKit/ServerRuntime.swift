@@ -116,6 +116,8 @@ final class ServerRuntime {
         var held: [(msgid: UInt64, bytes: [UInt8])] = []
         /// The state's session for it, kept so a line costs no lookup (nil: refused at once).
         var session: Session?
+        /// The address key its TLS handshake's CPU is charged to (nil: loopback, or no limits).
+        var handshakeKey: String?
 
         init(id: ConnectionID, fd: Int32, peer: String, tls: TLSSession?) {
             self.id = id
@@ -149,6 +151,10 @@ final class ServerRuntime {
     /// Connections found dead this turn, told to the state together (`processDepartures`).
     private var departures: [(ConnectionID, String)] = []
     private var listenersPausedUntil: Double?
+    /// TLS handshake CPU seconds per address key in the current minute, and when it began.
+    private var handshakeCPU: [String: Double] = [:]
+    private var handshakeMinute = Monotonic.now()
+    private var handshakeRefusalsLogged: Set<String> = []
     private var ticks = 0
     private var lastTrim = 0
     private var eventsThisTick = 0
@@ -304,11 +310,35 @@ final class ServerRuntime {
             let host = SocketAddress.host(of: address)
             if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
                 connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
+                if tls != nil {
+                    let key = ServerState.throttleKey(host)
+                    connection.handshakeKey = key
+                    if handshakeSpent(key) >= limits.handshakeCPUPerMinute {
+                        // Nothing can be said in plain text to a TLS client: closed, and the log says why once.
+                        if handshakeRefusalsLogged.insert(key).inserted {
+                            logger("[\(peer)] TLS refused: handshakes from \(key) cost \(Int(handshakeSpent(key) * 1000)) ms of CPU this minute")
+                        }
+                        connections.remove(id)
+                        epoll.remove(fd)
+                        close(fd)
+                        continue
+                    }
+                }
             }
             state.connected(connection.id, host: host, peer: peer, secure: connection.tls != nil, now: WallClock.now())
             connection.session = state.sessions[connection.id]
             apply()
         }
+    }
+
+    /// The handshake CPU an address has cost this minute (a new minute forgets the last).
+    private func handshakeSpent(_ key: String) -> Double {
+        if Monotonic.now() - handshakeMinute >= 60 {
+            handshakeMinute = Monotonic.now()
+            handshakeCPU.removeAll()
+            handshakeRefusalsLogged.removeAll()
+        }
+        return handshakeCPU[key] ?? 0
     }
 
     private func setWritable(_ connection: Connection, _ writable: Bool) {
@@ -342,7 +372,10 @@ final class ServerRuntime {
         if let tls = connection.tls, !tls.handshakeDone {
             // A handshake step: whatever it waits for is what epoll watches next. A client that
             // stalls here costs one idle socket until the registration timeout closes it.
-            switch tls.handshake() {
+            let started = connection.handshakeKey == nil ? 0 : ThreadCPU.now()
+            let progress = tls.handshake()
+            if let key = connection.handshakeKey { handshakeCPU[key, default: 0] += ThreadCPU.now() - started }
+            switch progress {
             case .done:
                 state.secured(connection.id, clientCertificate: tls.peerFingerprint)
                 apply()

@@ -42,6 +42,8 @@ public struct ServerState {
     var connectionsPerAddress: [String: Int] = [:]
     var recentConnections: [String: [Double]] = [:]
     var unregisteredConnections = 0
+    /// The unregistered connections per network (`blockKey`), oldest first.
+    var unregisteredByBlock: [String: [ConnectionID]] = [:]
     var ticksSincePrune = 0
     /// Addresses refused in the current window, so the log says so once.
     var refusedAddresses: Set<String> = []
@@ -155,8 +157,8 @@ public struct ServerState {
             refusal = "Too many connections from your address (\(limits.perAddress))"
         } else if recent.count >= limits.newPerWindow {
             refusal = "Too many new connections from your address; try again in \(Int(limits.window / 60)) minutes"
-        } else if unregisteredConnections >= limits.unregistered {
-            refusal = "The server is busy; try again in a moment"
+        } else if (unregisteredByBlock[Self.blockKey(address)]?.count ?? 0) >= limits.unregisteredPerBlock {
+            refusal = "Too many connections from your network are registering at once; try again in a moment"
         } else {
             refusal = nil
         }
@@ -169,8 +171,36 @@ public struct ServerState {
         recentConnections[key] = recent
         connectionsPerAddress[key, default: 0] += 1
         session.limitKey = key
+        // Full: the oldest of those registering from the network with the most of them makes
+        // room, so a newcomer from elsewhere always gets in (2,000 silent connections used to
+        // lock everyone out for the whole registration timeout).
+        if unregisteredConnections >= limits.unregistered, let crowded = unregisteredByBlock.max(by: { $0.value.count < $1.value.count }),
+           let oldest = crowded.value.first, let evicted = sessions[oldest] {
+            if refusedAddresses.insert("evicting " + crowded.key).inserted {
+                log(session, "unregistered connections full (\(limits.unregistered)): closing the oldest from \(crowded.key) to make room")
+            }
+            closeLink(evicted, reason: "The server is full of connections that have not registered; yours was the oldest", now: now)
+        }
         unregisteredConnections += 1
         session.countedUnregistered = true
+        unregisteredByBlock[Self.blockKey(address), default: []].append(session.connection)
+    }
+
+    /// Registered or gone: no longer among those registering.
+    mutating func leaveUnregistered(_ session: Session) {
+        guard session.countedUnregistered else { return }
+        unregisteredConnections -= 1
+        session.countedUnregistered = false
+        let block = Self.blockKey(session.user.address)
+        unregisteredByBlock[block]?.removeAll { $0 == session.connection }
+        if unregisteredByBlock[block]?.isEmpty == true { unregisteredByBlock[block] = nil }
+    }
+
+    /// The registration timeout: shorter once half the room for unregistered connections is
+    /// taken, so connections that never register are shed sooner under a flood of them.
+    var effectiveRegistrationTimeout: Double {
+        guard let limits = config.connectionLimits, unregisteredConnections >= limits.unregistered / 2 else { return config.registrationTimeout }
+        return min(config.registrationTimeout, limits.registrationTimeoutUnderPressure)
     }
 
     /// A connection leaves the counts it was in.
@@ -180,10 +210,7 @@ public struct ServerState {
             if connectionsPerAddress[key] == 0 { connectionsPerAddress[key] = nil }
             session.limitKey = nil
         }
-        if session.countedUnregistered {
-            unregisteredConnections -= 1
-            session.countedUnregistered = false
-        }
+        leaveUnregistered(session)
     }
 
     /// The connection is gone (closed by the peer, reset, unwritable); tell everyone who shared a room.
@@ -262,9 +289,10 @@ public struct ServerState {
         }
         ticksSincePrune += 1
         var timedOut: [(Session, String)] = []
+        let registrationTimeout = effectiveRegistrationTimeout
         for session in sessions.values {
             if !session.registered {
-                if now - session.connectedAt >= config.registrationTimeout {
+                if now - session.connectedAt >= registrationTimeout {
                     timedOut.append((session, "Registration timed out"))
                 }
             } else if let sent = session.pingSentAt {

@@ -214,6 +214,15 @@ public enum Monotonic {
     }
 }
 
+/// CPU seconds the calling thread has used (what a TLS handshake costs the loop).
+public enum ThreadCPU {
+    public static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}
+
 /// Seconds since 1970 on the wall clock, for `server-time` and logs.
 public enum WallClock {
     public static func now() -> Double {

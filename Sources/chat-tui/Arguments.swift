@@ -64,6 +64,7 @@ struct Arguments {
     var historyDays = 30
     var historySync = "NORMAL"
     var replayOnJoin = 20
+    var historyBacklog = 1000
     var nickProtection = NickProtection.rename(after: 30)
 
     struct Problem: Error, CustomStringConvertible {
@@ -146,6 +147,12 @@ struct Arguments {
             limits.linesPerSecond = rate
             a.limits = limits
         },
+        Flag(name: "tls-handshake-budget", value: "MS", scope: .hosting, help: "milliseconds of CPU the TLS handshakes from one address may cost per minute; past it its TLS connections are closed (default 1000)") { a, v throws(Problem) in
+            guard let ms = Double(v), ms > 0 else { throw Problem(description: "--tls-handshake-budget wants milliseconds, more than 0") }
+            var limits = a.limits ?? ConnectionLimits()
+            limits.handshakeCPUPerMinute = ms / 1000
+            a.limits = limits
+        },
         Flag(name: "limit-loopback", value: nil, scope: .hosting, help: "apply the limits and the pacing to connections from this machine too") { a, _ in
             var limits = a.limits ?? ConnectionLimits()
             limits.exemptLoopback = false
@@ -160,6 +167,10 @@ struct Arguments {
         Flag(name: "history-sync", value: "normal|full", scope: .hosting, help: "normal: a crash of the server loses nothing committed; full: a power loss neither (slower)") { a, v throws(Problem) in
             guard v == "normal" || v == "full" else { throw Problem(description: "--history-sync wants normal or full") }
             a.historySync = v.uppercased()
+        },
+        Flag(name: "history-backlog", value: "N", scope: .hosting, help: "rows that may wait while history cannot be stored (a full disk), their echoes held; past it new messages are refused (default 1000)") { a, v throws(Problem) in
+            guard let rows = Int(v), rows >= 0 else { throw Problem(description: "--history-backlog wants a number of rows") }
+            a.historyBacklog = rows
         },
         Flag(name: "replay-on-join", value: "N", scope: .hosting, help: "lines of a room's history sent on joining to clients that do not ask for it (default 20; 0: none)") { a, v throws(Problem) in
             guard let lines = Int(v), lines >= 0 else { throw Problem(description: "--replay-on-join wants a number of lines") }

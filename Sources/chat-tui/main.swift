@@ -227,6 +227,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.accountRegistration = arguments.registrationOpen
     config.nickProtection = arguments.nickProtection
     config.replayOnJoin = arguments.replayOnJoin
+    config.historyBacklog = arguments.historyBacklog
     let history = arguments.historyDays > 0
         ? HistoryOptions(path: dataDirectory(arguments) + "/server.db", days: arguments.historyDays, synchronous: arguments.historySync) : nil
     config.createdAt = WallClock.now()

@@ -104,9 +104,19 @@ struct StateAccountTests {
         // Another address, the same account: five more failures reach the account's limit of ten.
         let other = h.saslClient("eve", from: "198.51.100.7")
         for _ in 0..<5 { h.send(other, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "guess")) }
+        // A third guesser gets one try; after it, even the right password from there is refused.
         let third = h.saslClient("trent", from: "192.0.2.1")
+        h.send(third, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "guess"))
         h.send(third, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"))
-        #expect(h.lines(to: third).last == ":test.server 904 trent :SASL authentication failed: too many failed logins for alice; try again in a minute")
+        #expect(h.lines(to: third).last == ":test.server 904 trent :SASL authentication failed: too many failed logins for alice from your address; try again in a minute")
+        // The owner, from an address that has not been failing, logs in: the guessers never lock them out.
+        let owner = h.saslClient("alice", from: "192.0.2.200")
+        h.send(owner, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"))
+        #expect(h.commands(to: owner) == ["AUTHENTICATE", "900", "903"])
+        // Nor from loopback (the host's own address), whose failures are counted but never limit it.
+        let host = h.saslClient("alice_", from: "127.0.0.1")
+        h.send(host, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"))
+        #expect(h.commands(to: host) == ["AUTHENTICATE", "900", "903"])
         // A minute later both limits have lapsed (the unregistered connections timed out meanwhile).
         _ = h.tick(advance: 61)
         let later = h.saslClient("alice", from: "203.0.113.9")
@@ -358,9 +368,10 @@ struct StateAccountAttackTests {
             let first = String(decoding: Base64.decode(h.out.messages(to: id)[1].params[0])!, as: UTF8.self)
             h.send(id, "AUTHENTICATE " + Base64.encode(Array(try client.final(serverFirst: first).utf8)))
         }
-        let id = h.saslClient("s10", from: "192.0.2.77")
+        // A guesser that has failed (the last address above) is refused unchecked once the name has ten failures.
+        let id = h.saslClient("s10", from: "198.51.100.9")
         h.send(id, "AUTHENTICATE SCRAM-SHA-256", "AUTHENTICATE " + Base64.encode(Array(SCRAMClient(user: "nobody", password: "x", nonce: "z").first.utf8)))
-        #expect(h.lines(to: id).last == ":test.server 904 s10 :SASL authentication failed: too many failed logins for nobody; try again in a minute")
+        #expect(h.lines(to: id).last == ":test.server 904 s10 :SASL authentication failed: too many failed logins for nobody from your address; try again in a minute")
     }
 
     @Test("one grace period per account name: back and forth does not renew it, and after the rename it is refused")

@@ -380,7 +380,7 @@ struct StateHistoryFullDiskTests {
         // Stored again: messages go, and the log says what was not kept.
         health.failing.store(false, ordering: .relaxed)
         health.waiting.store(0, ordering: .relaxed)
-        h.tick(advance: 1)
+        _ = h.tick(advance: 1)
         #expect(h.out.logs.contains { $0.contains("storing again") && $0.contains("1 joins") })
         h.send(alice, "PRIVMSG #lobby :after")
         #expect(h.out.deliveries.contains { $0.recipients.contains(bob) })
@@ -393,10 +393,10 @@ struct StateHistoryFullDiskTests {
         h.state.historyHealth = health
         let alice = h.register("alice", caps: caps)
         h.send(alice, "PRIVMSG #lobby :waiting")
-        h.tick(advance: 60)
+        _ = h.tick(advance: 60)
         #expect(h.state.recentHistory["#lobby"]?.contains { $0.line.hasSuffix(":waiting") } == true)
         health.committed.store(.max, ordering: .relaxed)
-        h.tick(advance: 1)
+        _ = h.tick(advance: 1)
         #expect(h.state.recentHistory["#lobby"] == nil)
     }
 }

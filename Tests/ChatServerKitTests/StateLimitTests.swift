@@ -251,3 +251,47 @@ extension ServerState {
     /// Whether the connection is still open (admitted).
     func sessionCount(for id: ConnectionID) -> Bool { sessions[id] != nil }
 }
+
+@Suite("server state: connections that never register (issue 23, item 3)")
+struct UnregisteredFloodTests {
+    @Test("at the cap, a newcomer from an unseen network gets in: the oldest of the most crowded network is closed; each network has a share; the timeout shortens under pressure")
+    func newcomerAlwaysGetsIn() {
+        var h = Harness {
+            $0.connectionLimits = ConnectionLimits(perAddress: 16, newPerWindow: 32, unregistered: 40)
+            $0.connectionLimits!.unregisteredPerBlock = 16
+            $0.registrationTimeout = 60
+            $0.connectionLimits!.registrationTimeoutUnderPressure = 10
+        }
+        // Three networks of silent connections fill the cap: 16 + 16 + 8.
+        var silent: [ConnectionID] = []
+        for block in 0..<3 {
+            for n in 0..<(block < 2 ? 16 : 8) { silent.append(h.connect(from: "198.51.\(block).\(n % 8 + 1)")) }
+        }
+        #expect(h.state.unregisteredConnections == 40)
+        // The share: a seventeenth from the first network is refused.
+        let extra = h.connect(from: "198.51.0.9")
+        #expect(h.state.sessions[extra] == nil)
+        // A newcomer from elsewhere: the oldest of a crowded network goes, the newcomer registers.
+        h.state.connected(ConnectionID(999), host: "203.0.113.7", peer: "203.0.113.7:5000", now: h.now)
+        let admitted = h.state.takeOutbox()
+        #expect(admitted.closed == [silent[0]], "the oldest of the first crowded network")
+        #expect(h.state.sessions[ConnectionID(999)] != nil)
+        h.send(ConnectionID(999), "NICK newcomer", "USER u 0 * :n")
+        #expect(h.commands(to: ConnectionID(999)).contains("001"))
+        // Under pressure (over half the cap) a silent connection is closed after 10 s, not 60.
+        let closed = h.tick(advance: 11).closed
+        #expect(closed.count == 39, "every silent one left")
+        #expect(h.state.unregisteredConnections == 0 && h.state.unregisteredByBlock.isEmpty)
+    }
+
+    @Test("below half the cap, the registration timeout is the configured one")
+    func fullTimeoutWhenCalm() {
+        var h = Harness {
+            $0.connectionLimits = ConnectionLimits(unregistered: 40)
+            $0.registrationTimeout = 60
+        }
+        let quiet = h.connect(from: "198.51.100.1")
+        #expect(h.tick(advance: 30).closed.isEmpty)
+        #expect(h.tick(advance: 31).closed == [quiet])
+    }
+}
