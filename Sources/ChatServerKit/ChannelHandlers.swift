@@ -31,6 +31,7 @@ extension ServerState {
             return
         }
         let isNew = channels[key] == nil
+        var op = false
         if isNew {
             let lookalikeKeys = NameKeys.of(name, casemapping)
             for skeleton in lookalikeKeys {
@@ -39,15 +40,22 @@ extension ServerState {
                     return
                 }
             }
-            channels[key] = Channel(name: name, createdAt: now)
+            // A name with a saved record is that room again, under its rules (RoomPersistence).
+            guard let made = roomToMake(key, name: name, for: session, key: given, now: now) else { return }
+            channels[key] = made.channel
+            op = made.op
             sortedChannelKeys.insert(key)
             for skeleton in lookalikeKeys { channelSkeletons[skeleton] = key }
         } else if let refusal = admissionProblem(user, channels[key]!, key: given) {
             reply(session, refusal.numeric, channels[key]!.name, refusal.reason)
             return
+        } else {
+            // The accounts a saved room keeps as its operators get +o back.
+            op = isSavedOperator(user, key: key)
+            roomUsed(key, now: now)
         }
         // The first member of a new room runs it.
-        let status = MemberStatus(user: user, op: isNew)
+        let status = MemberStatus(user: user, op: op)
         membership.add(user.id, to: key, status)
         forgetInvitation(user.id, to: key)
         let channel = channels[key]!
@@ -72,12 +80,14 @@ extension ServerState {
     /// The one admission check for JOIN: banned (474), wrong key (475), full (471), invite only (473).
     /// An invitation (only an operator of a +i room can give one) passes the key, the limit and
     /// +i, but not a ban, as in InspIRCd; an exception (+e) passes a ban; an invite exception
-    /// (+I) passes +i.
+    /// (+I) passes +i. The accounts a saved room keeps as its operators are invited for good
+    /// (or a `+i` room would be locked once empty: nobody would be in it to invite them).
     func admissionProblem(_ user: User, _ channel: Channel, key: String?) -> Refusal? {
         if isBanned(user, in: channel) {
             return Refusal(numeric: .bannedFromChan, reason: "Cannot join channel (+b)")
         }
         if channel.invited.contains(user.id) { return nil }
+        if user.account != nil && isSavedOperator(user, key: casemapping.fold(channel.name)) { return nil }
         if let required = channel.key, key != required {
             return Refusal(numeric: .badChannelKey, reason: "Cannot join channel (+k)")
         }
@@ -178,6 +188,7 @@ extension ServerState {
         // nick!user@host, so clients can show who set it in full (irssi shows the host).
         channels[key]!.topicSetBy = request.user.prefix
         channels[key]!.topicSetAt = request.now
+        roomChanged(key, now: request.now)
         let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "TOPIC", params: [channel.name, topic])
         deliver(message, toRoom: key, now: request.now)
     }

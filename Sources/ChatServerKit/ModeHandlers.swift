@@ -101,6 +101,8 @@ extension ServerState {
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "MODE",
                                  params: [channel.name] + ModeSyntax.format(applied))
         deliver(message, toRoom: key, now: request.now)
+        // Saved once per command (a voice changes nothing kept).
+        if applied.contains(where: { $0.letter != "v" }) { roomChanged(key, now: request.now) }
     }
 
     /// Applies one change an operator asked for; the change as announced, or nil when nothing changed.
@@ -174,6 +176,7 @@ extension ServerState {
             }
             guard current.has(mode.letter) != change.adding else { return nil }
             membership.setStatus(target.id, in: key, mode.letter, change.adding)
+            if mode.letter == "o", let account = target.account { operatorChanged(key, account: account, on: change.adding) }
             return ModeChange(adding: change.adding, letter: mode.letter, argument: target.replyName)
         }
     }

@@ -102,7 +102,11 @@ public struct ServerState {
             for key in NameKeys.of(name, .rfc1459) { reserved[key] = name }
         }
         reservedSkeletons = reserved
+        loadSavedRooms()
     }
+
+    /// The rooms kept across restarts (RoomPersistence.swift).
+    var roomRecords = RoomRecords()
 
     /// Takes what has been decided since the last call.
     public mutating func takeOutbox() -> Outbox {

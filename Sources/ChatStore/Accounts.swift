@@ -148,6 +148,8 @@ public final class AccountStore {
             _ = try? database.query("DELETE FROM history_parties WHERE target = ?", [.text(target)])
         }
         _ = try? database.query("DELETE FROM read_markers WHERE account = ?", [.text(key)])
+        // Nor does it run the rooms the account ran (RoomStore's table, once the server has run).
+        _ = try? database.query("DELETE FROM room_operators WHERE account = ?", [.text(key)])
     }
 
     /// The account's name as written and its credential.

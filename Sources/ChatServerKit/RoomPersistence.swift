@@ -1,0 +1,264 @@
+import ChatStore
+import IRCWire
+
+/// The rooms the server keeps across restarts, in the accounts' database (`RoomStore`).
+///
+/// A room has a record once it differs from a new room (modes other than `+nt`, a key, a
+/// limit, a list entry or a topic) or was ever closed (`+i`, `+k`, `+s`); the record is
+/// written when its modes, lists or topic change, or an account is given or taken `+o`, and
+/// it stays when the room empties. Joining a name with a record makes the room from it, with
+/// its creation time, rules and topic, and checks the JOIN against those rules as for a live
+/// room. A room that goes back to a new room's state and was never closed loses its record.
+///
+/// The writes are small and synchronous, on the event loop, as the account store's are today;
+/// a later issue moves every SQLite call off the loop.
+struct RoomRecords {
+    var store: RoomStore?
+    /// The saved rooms could not be read at start: every room made in this run is treated as
+    /// closed for history (its members read only what is said in it), since whether its name
+    /// was a closed room's is not known.
+    var unavailable = false
+    /// Every room with a record, live or not, by folded name.
+    var saved: [String: SavedRoom] = [:]
+    /// Records read for a JOIN that their rules refused, so a JOIN repeated (`JOIN #r,#r,#r…`)
+    /// does not read the database again each time. At most `cacheLimit`, dropped on any write.
+    var refusedRecently: [String: RoomRecord] = [:]
+    /// Records kept at most; past it the least recently active record of a room that is not
+    /// live goes (one that is open first). Live rooms are bounded by users and CHANLIMIT.
+    var limit = 10_000
+    /// Closed rooms without a record remembered at most (checked at start, oldest go first).
+    var closedMarkLimit = 100_000
+    static let cacheLimit = 16
+    /// Operator accounts kept per room.
+    static let operatorLimit = 100
+
+    struct SavedRoom {
+        var everClosed: Bool
+        var lastActive: Double
+        /// The accounts that get `+o` on joining; read with the record when the room is made from it.
+        var operatorAccounts: Set<String> = []
+    }
+}
+
+extension ServerState {
+    /// At start: the saved rooms become dormant records, and the closed rooms without a record
+    /// are remembered (what `closedRooms` is for: their history stays from the next makers).
+    mutating func loadSavedRooms() {
+        guard let database = accounts?.database else { return }
+        do {
+            let store = try RoomStore(database: database)
+            for summary in try store.summaries() {
+                roomRecords.saved[summary.key] = .init(everClosed: summary.everClosed, lastActive: summary.lastActive)
+            }
+            var marks = try store.closedMarks()
+            // A mark is needed while history holds lines of the room from before its present
+            // record (all of them when it has none).
+            if let history {
+                var kept: [(key: String, since: Double)] = []
+                for mark in marks {
+                    let record = roomRecords.saved[mark.key] == nil ? nil : try store.record(mark.key)
+                    let floor = record.map { Int64(($0.createdAt * 1000).rounded(.down)) << 16 } ?? Int64.max
+                    // A check that fails keeps the mark.
+                    if (try? RoomStore.hasHistory(mark.key, before: floor, in: history.database)) ?? true {
+                        kept.append(mark)
+                    } else {
+                        try store.unmarkClosed(mark.key)
+                    }
+                }
+                marks = kept
+            }
+            if marks.count > roomRecords.closedMarkLimit {
+                let dropped = marks.prefix(marks.count - roomRecords.closedMarkLimit)
+                for mark in dropped { try store.unmarkClosed(mark.key) }
+                marks.removeFirst(dropped.count)
+                roomLog("rooms: \(dropped.count) of the oldest closed rooms without a record forgotten (at most \(roomRecords.closedMarkLimit) kept)")
+            }
+            closedRooms.formUnion(marks.map(\.key))
+            roomRecords.store = store
+        } catch {
+            roomRecords.unavailable = true
+            roomLog("rooms: the saved rooms cannot be read (\(error)); rooms made in this run read only their own history")
+        }
+    }
+
+    /// A room about to be made for a JOIN: from its record when the name has one (nil when the
+    /// record's rules refuse the joiner, who has been told), else new. `op`: the joiner runs it.
+    mutating func roomToMake(_ key: String, name: String, for session: Session, key given: String?, now: Double) -> (channel: Channel, op: Bool)? {
+        guard let entry = roomRecords.saved[key] else {
+            if roomRecords.unavailable { closedRooms.insert(key) }
+            return (Channel(name: name, createdAt: now), true)
+        }
+        // Fail closed: without its rules the room is not made, or anyone could make it.
+        func unreadable(_ problem: String) {
+            log(session, "rooms: cannot read the record of \(key): \(problem)")
+            standardReply(session, "FAIL", command: "JOIN", code: "TEMPORARILY_UNAVAILABLE", context: [name],
+                          "The room's rules cannot be read now; try again later")
+        }
+        guard let store = roomRecords.store else {
+            unreadable("the saved rooms could not be read at start")
+            return nil
+        }
+        let found: RoomRecord?
+        if let cached = roomRecords.refusedRecently[key] {
+            found = cached
+        } else {
+            do {
+                found = try store.record(key)
+            } catch {
+                unreadable("\(error)")
+                return nil
+            }
+        }
+        guard let record = found else {
+            // Gone from the database behind our back: a new room, which reads none of a closed one's history.
+            roomRecords.saved[key] = nil
+            if entry.everClosed { forgetClosedRecord(key, store: store, now: now) }
+            return (Channel(name: name, createdAt: now), true)
+        }
+        let channel = Self.channel(from: record, casemapping: casemapping)
+        let operators = Set(record.operatorAccounts)
+        // Its operators' accounts are let in as if invited (`admissionProblem` reads them here).
+        roomRecords.saved[key] = .init(everClosed: record.everClosed, lastActive: entry.lastActive, operatorAccounts: operators)
+        if let refusal = admissionProblem(session.user, channel, key: given) {
+            // A dormant record keeps only its summary in memory.
+            roomRecords.saved[key] = entry
+            if roomRecords.refusedRecently.count >= RoomRecords.cacheLimit { roomRecords.refusedRecently.removeAll() }
+            roomRecords.refusedRecently[key] = record
+            reply(session, refusal.numeric, channel.name, refusal.reason)
+            return nil
+        }
+        roomRecords.refusedRecently[key] = nil
+        roomRecords.saved[key]!.lastActive = now
+        do { try store.touch(key, lastActive: now) } catch { log(session, "rooms: cannot save \(key): \(error)") }
+        // Its operators' accounts run it; a record without any is run by the first who passes its rules.
+        return (channel, operators.isEmpty || isSavedOperator(session.user, key: key))
+    }
+
+    /// Whether `user` gets `+o` on joining the room: its account is among those the room keeps.
+    func isSavedOperator(_ user: User, key: String) -> Bool {
+        guard let account = user.account, let entry = roomRecords.saved[key] else { return false }
+        return entry.operatorAccounts.contains(AccountStore.key(account))
+    }
+
+    /// An account given (`on`) or taken `+o` in a room with a record (saved by `roomChanged`).
+    mutating func operatorChanged(_ key: String, account: String, on: Bool) {
+        guard let entry = roomRecords.saved[key] else { return }
+        if on {
+            guard entry.operatorAccounts.count < RoomRecords.operatorLimit else { return }
+            roomRecords.saved[key]!.operatorAccounts.insert(AccountStore.key(account))
+        } else {
+            roomRecords.saved[key]!.operatorAccounts.remove(AccountStore.key(account))
+        }
+    }
+
+    /// After a room's modes, lists, topic or operators changed: its record written, made, or
+    /// (back to a new room's state, never closed) removed. A write that fails is logged and the
+    /// room goes on in memory.
+    mutating func roomChanged(_ key: String, now: Double) {
+        guard let store = roomRecords.store, let channel = channels[key] else { return }
+        let entry = roomRecords.saved[key]
+        let closed = Self.isClosed(channel)
+        roomRecords.refusedRecently[key] = nil
+        if Self.isAsNew(channel) && !(entry?.everClosed ?? false) {
+            guard entry != nil else { return }
+            roomRecords.saved[key] = nil
+            do { try store.remove(key) } catch { roomLog("rooms: cannot remove the record of \(key): \(error)") }
+            return
+        }
+        // The accounts kept, and those of the room's operators now (the creator, an IRC operator given +o).
+        var operators = entry?.operatorAccounts ?? []
+        for status in (membership.members[key] ?? [:]).values where status.op && operators.count < RoomRecords.operatorLimit {
+            if let account = status.user.account { operators.insert(AccountStore.key(account)) }
+        }
+        let saved = RoomRecords.SavedRoom(everClosed: (entry?.everClosed ?? false) || closed, lastActive: now, operatorAccounts: operators)
+        roomRecords.saved[key] = saved
+        do {
+            try store.save(Self.record(of: channel, key: key, saved))
+        } catch {
+            roomLog("rooms: cannot save \(channel.name): \(error); the room goes on in memory, and its rules last until it ends or the server stops")
+        }
+        if entry == nil { keepRecordsWithinLimit(store: store, now: now) }
+    }
+
+    /// Past the limit, the least recently active records of rooms that are not live go, open
+    /// rooms' first. A closed room's name is remembered, so its history stays from the next makers.
+    mutating func keepRecordsWithinLimit(store: RoomStore, now: Double) {
+        while roomRecords.saved.count > roomRecords.limit {
+            // A walk over the records, only when a new one is made past the limit.
+            let live = channels
+            let dormant = roomRecords.saved.lazy.filter { live[$0.key] == nil }
+            func order(_ room: (key: String, value: RoomRecords.SavedRoom)) -> (Int, Double, String) {
+                (room.value.everClosed ? 1 : 0, room.value.lastActive, room.key)
+            }
+            guard let (key, entry) = dormant.min(by: { order($0) < order($1) }) else { return }
+            roomRecords.saved[key] = nil
+            roomRecords.refusedRecently[key] = nil
+            do { try store.remove(key) } catch { roomLog("rooms: cannot remove the record of \(key): \(error)") }
+            if entry.everClosed { forgetClosedRecord(key, store: store, now: now) }
+        }
+    }
+
+    /// A closed room's record is gone: its name stays closed, here and in the database.
+    mutating func forgetClosedRecord(_ key: String, store: RoomStore, now: Double) {
+        closedRooms.insert(key)
+        do { try store.markClosed(key, since: now) } catch { roomLog("rooms: cannot remember that \(key) was closed: \(error)") }
+    }
+
+    /// On a JOIN of a live room with a record: the record marked active, at most once an hour
+    /// (which records go first when there are too many is by this time).
+    mutating func roomUsed(_ key: String, now: Double) {
+        guard let store = roomRecords.store, let entry = roomRecords.saved[key], now - entry.lastActive >= 3600 else { return }
+        roomRecords.saved[key]!.lastActive = now
+        do { try store.touch(key, lastActive: now) } catch { roomLog("rooms: cannot save \(key): \(error)") }
+    }
+
+    /// A line for the host's log with no connection to name; room names came from the network.
+    mutating func roomLog(_ text: String) {
+        outbox.items.append(.log(PlainText.visible(text)))
+    }
+
+    // MARK: Rooms and records
+
+    /// Closed: what it takes to join it, or to see it, is more than its name.
+    static func isClosed(_ channel: Channel) -> Bool { channel.has("i") || channel.key != nil || channel.isSecret }
+
+    /// Nothing in it that a room made now would not have.
+    static func isAsNew(_ channel: Channel) -> Bool {
+        channel.flags == FlagModes(["n", "t"]) && channel.key == nil && channel.limit == nil && channel.topic.isEmpty
+            && channel.lists == ModeLists()
+    }
+
+    static func record(of channel: Channel, key: String, _ saved: RoomRecords.SavedRoom) -> RoomRecord {
+        func entries(_ letter: Character) -> [RoomRecord.Entry] {
+            channel.lists[letter].map { RoomRecord.Entry(mask: $0.mask, setBy: $0.setBy, setAt: $0.setAt) }
+        }
+        var record = RoomRecord(key: key, name: channel.name, createdAt: channel.createdAt, flags: channel.flags.letters,
+                                roomKey: channel.key, limit: channel.limit, lastActive: saved.lastActive)
+        record.bans = entries("b")
+        record.exceptions = entries("e")
+        record.inviteExceptions = entries("I")
+        record.topic = channel.topic
+        record.topicSetBy = channel.topicSetBy
+        record.topicSetAt = channel.topicSetAt
+        record.operatorAccounts = saved.operatorAccounts.sorted()
+        record.everClosed = saved.everClosed
+        return record
+    }
+
+    static func channel(from record: RoomRecord, casemapping: Casemapping) -> Channel {
+        var channel = Channel(name: record.name, createdAt: record.createdAt)
+        channel.flags = FlagModes(Array(record.flags))
+        channel.key = record.roomKey
+        channel.limit = record.limit
+        func entries(_ list: [RoomRecord.Entry]) -> [ListEntry] {
+            list.map { ListEntry(mask: $0.mask, folded: Array(casemapping.fold($0.mask).utf8), setBy: $0.setBy, setAt: $0.setAt) }
+        }
+        channel.lists.bans = entries(record.bans)
+        channel.lists.exceptions = entries(record.exceptions)
+        channel.lists.inviteExceptions = entries(record.inviteExceptions)
+        channel.topic = record.topic
+        channel.topicSetBy = record.topicSetBy
+        channel.topicSetAt = record.topicSetAt
+        return channel
+    }
+}
