@@ -64,8 +64,16 @@ extension ServerState {
             refusingLogged = true
             outbox.items.append(.log("history: messages refused while \(health.waiting.load(ordering: .relaxed)) rows wait to be stored"))
         }
-        standardReply(session, "FAIL", command: command, code: "TEMPORARILY_UNAVAILABLE", context: [name], always: true,
-                      "Not sent: the server cannot store messages right now (its disk is full); try again in a while")
+        // Ahead of the echoes that wait for their commit, with the command's label if it has one.
+        var refusal = IRCMessage(source: config.name, command: "FAIL", params: [command, "TEMPORARILY_UNAVAILABLE", name,
+                                 "Not sent: the server cannot store messages right now (its disk is full); try again in a while"])
+        var variant = session.variant
+        if response?.session === session, let label = response?.label {
+            refusal.tags.append(IRCTag("label", label))
+            variant.insert(.label)
+            response?.deferred = true
+        }
+        outbox.items.append(.sendAhead(session.connection, Rendering.render(refusal, nil, variant)))
         return true
     }
 

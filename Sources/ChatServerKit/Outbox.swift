@@ -83,6 +83,9 @@ public struct Outbox: Sendable {
         /// Bytes for one connection that wait until history has committed this msgid (the
         /// sender's own copy of a stored message); what follows for it waits behind them.
         case sendAfterCommit(ConnectionID, [UInt8], UInt64)
+        /// Bytes for one connection ahead of what waits there for a commit: the refusal of a
+        /// message while history cannot store (the sender must hear of it now, not after the disk recovers).
+        case sendAhead(ConnectionID, [UInt8])
         /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
         case checkPassword(PasswordCheck)
         /// A history read to make off the loop; the answer goes to `ServerState.historyAnswered`.
@@ -109,6 +112,8 @@ public struct Outbox: Sendable {
             case .send(let target, let bytes) where target == id:
                 return Outbox.parse(bytes)
             case .sendAfterCommit(let target, let bytes, _) where target == id:
+                return Outbox.parse(bytes)
+            case .sendAhead(let target, let bytes) where target == id:
                 return Outbox.parse(bytes)
             case .deliver(let delivery):
                 guard !delivery.skipping.contains(id), let group = delivery.groups.first(where: { $0.connections.contains(id) }) else { return [] }

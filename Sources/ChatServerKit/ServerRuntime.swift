@@ -559,7 +559,7 @@ final class ServerRuntime {
             while let item = outbox.items.popLast() {
                 // A line for one connection comes after what it is owed from the gathered room deliveries.
                 switch item {
-                case .send(let id, _), .sendAfterCommit(let id, _, _), .close(let id):
+                case .send(let id, _), .sendAfterCommit(let id, _, _), .sendAhead(let id, _), .close(let id):
                     if let run = gathering, !run.owesNothing(id) { flushGathered() }
                 case .deliver(let delivery):
                     if let run = gathering, !run.takes(delivery) { flushGathered() }
@@ -569,6 +569,14 @@ final class ServerRuntime {
                 switch item {
                 case .send(let id, let bytes):
                     enqueue(bytes, for: id)
+                case .sendAhead(let id, let bytes):
+                    if let connection = connections[id.raw], !connection.closing {
+                        catchUp(connection)
+                        let held = connection.held
+                        connection.held = []
+                        enqueueInOrder(bytes, connection)
+                        connection.held = held
+                    }
                 case .sendAfterCommit(let id, let bytes, let msgid):
                     if historyWriter == nil || committed.committed.load(ordering: .acquiring) >= Int64(bitPattern: msgid) {
                         enqueue(bytes, for: id)
