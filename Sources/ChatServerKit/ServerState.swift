@@ -178,7 +178,9 @@ public struct ServerState {
         // Full: the oldest of those registering from the network with the most of them makes
         // room, so a newcomer from elsewhere always gets in (2,000 silent connections used to
         // lock everyone out for the whole registration timeout).
-        if unregisteredConnections >= limits.unregistered, let crowded = unregisteredByBlock.max(by: { $0.value.count < $1.value.count }),
+        // (Between networks with as many, the one whose oldest came first: the same choice every time.)
+        if unregisteredConnections >= limits.unregistered,
+           let crowded = unregisteredByBlock.max(by: { ($0.value.count, $1.value.first?.raw ?? 0) < ($1.value.count, $0.value.first?.raw ?? 0) }),
            let oldest = crowded.value.first, let evicted = sessions[oldest] {
             if refusedAddresses.insert("evicting " + crowded.key).inserted {
                 log(session, "unregistered connections full (\(limits.unregistered)): closing the oldest from \(crowded.key) to make room")
