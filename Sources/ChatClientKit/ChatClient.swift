@@ -50,7 +50,8 @@ public actor ChatClient {
     public init(config: ClientConfig) {
         self.config = config
         // The client owns the facts; lines are kept by the views that show them.
-        state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: false)
+        state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: false,
+                            directLimit: config.directConversationLimit)
         registration = Registration(config.registrationSettings)
         wantedRooms = config.rooms
         ignoreMasks = config.ignoreMasks.compactMap { IRCMask.normalise($0.contains("!") || $0.contains("@") ? $0 : $0 + "!*@*") }
@@ -300,13 +301,12 @@ public actor ChatClient {
 
     /// Opens a direct conversation (or a room's window) by name, if it is not open.
     public func openConversation(_ name: String) {
-        let id = state.id(for: name)
-        if state[id] == nil { emit(state.record(.opened(id, name: name))) }
+        for event in state.open(name, now: WallClock.now()) { emit(event) }
     }
 
     public func closeConversation(_ id: ConversationID) {
         guard id != .server, state[id] != nil else { return }
-        emit(state.record(.closed(id)))
+        emit(state.close(id))
     }
 
     /// Adds a client-side note (an error the user should see) to a conversation.
@@ -472,6 +472,9 @@ public actor ChatClient {
                 guard let message = try? IRCMessage(bytes: bytes) else { continue }
                 handle(message, over: connection)
                 registered = registered || state.isRegistered
+                // A flood faster than the log can write waits here, not in memory: the
+                // connection's bounded input fills and TCP slows the server.
+                await log?.waitWhileBehind()
             case .overlong(let discarded):
                 emit(.error("the server sent a line of \(discarded) bytes; it was discarded"))
             case .closed(let reason):

@@ -27,6 +27,10 @@ public struct ClientConfig: Sendable {
     /// Messages held while offline; past this, new ones are reported as not sent.
     public var offlineQueueLimit = 100
     public var scrollbackLimit = 10_000
+    /// Direct conversations kept open; past this, the least recently active ones are closed
+    /// (strangers' before ours), their lines still in the log. 200 strangers writing at once
+    /// is a flood, not a conversation; 200,000 of them must not cost 200,000 conversations.
+    public var directConversationLimit = 200
     /// Where received files go.
     public var downloadDirectory = (Environment["HOME"] ?? "/tmp") + "/Downloads/chat-tui"
     /// Ports to listen on for DCC (nil: any free port).

@@ -66,14 +66,25 @@ public struct ClientState: Sendable {
     /// Events produced by the message being applied.
     private var produced: [ClientEvent] = []
 
-    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true) {
+    /// Direct conversations kept open (`ClientConfig.directConversationLimit`).
+    public let directLimit: Int
+    /// The server window has said once that direct conversations are being closed.
+    private var toldOfDirectLimit = false
+    /// Each open direct conversation: when it last had a line (a count, not a clock) and
+    /// whether we wrote in it, to choose which to close past the limit.
+    private var directActivity: [ConversationID: (last: UInt64, ours: Bool)] = [:]
+    private var activityClock: UInt64 = 0
+
+    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, directLimit: Int = 200) {
         book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
+        self.directLimit = directLimit
     }
 
     /// Goes on reading from a book (tests fold server lines into a screen's view this way).
     public init(continuing book: ConversationBook, registered: Bool) {
         self.book = book
         isRegistered = registered
+        directLimit = 200
     }
 
     // Reading, through the book.
@@ -111,15 +122,81 @@ public struct ClientState: Sendable {
     @discardableResult
     public mutating func line(_ line: ChatLine, to id: ConversationID, name: String? = nil) -> [ClientEvent] {
         var events: [ClientEvent] = []
-        if book[id] == nil { events.append(record(.opened(id, name: name ?? line.sender ?? id.key))) }
+        if book[id] == nil { events += opening(id, name: name ?? line.sender ?? id.key, time: line.time) }
         // The newest only: older lines (fetched by scrolling, around a search hit) do not move it back.
         if let msgid = line.msgid, line.time >= (latestMsgidTime[id] ?? 0) {
             latestMsgid[id] = msgid
             latestMsgidTime[id] = line.time
         }
         if line.kind == .message || line.kind == .action || line.kind == .notice { latestTime[id] = max(latestTime[id] ?? 0, line.time) }
+        if id.kind == .direct { active(id, ours: line.isOwn) }
         events.append(record(.line(id, line)))
         return events
+    }
+
+    private mutating func active(_ id: ConversationID, ours: Bool = false) {
+        activityClock += 1
+        directActivity[id] = (activityClock, ours || (directActivity[id]?.ours ?? false))
+    }
+
+    /// With more direct conversations open than the limit, the one to close (never `keeping`):
+    /// the least recently active one we never wrote in, else the least recently active one.
+    func directConversationToClose(keeping: ConversationID) -> ConversationID? {
+        guard directActivity.count > directLimit else { return nil }
+        var stranger: (id: ConversationID, last: UInt64)?, any: (id: ConversationID, last: UInt64)?
+        for (id, activity) in directActivity where id != keeping {
+            if activity.last < any?.last ?? .max { any = (id, activity.last) }
+            if !activity.ours, activity.last < stranger?.last ?? .max { stranger = (id, activity.last) }
+        }
+        return (stranger ?? any)?.id
+    }
+
+    /// Opens a conversation the user asked for (/query), if it is not open.
+    public mutating func open(_ name: String, now: Double) -> [ClientEvent] {
+        let id = id(for: name)
+        return book[id] == nil ? opening(id, name: name, time: now) : []
+    }
+
+    /// Opens a conversation; a direct one past the limit closes the least recently active
+    /// (a stranger's first), said once in the server window.
+    private mutating func opening(_ id: ConversationID, name: String, time: Double) -> [ClientEvent] {
+        var events = [record(.opened(id, name: name))]
+        guard id.kind == .direct else { return events }
+        active(id)
+        while let old = directConversationToClose(keeping: id) {
+            events.append(close(old))
+            if !toldOfDirectLimit {
+                toldOfDirectLimit = true
+                let text = "More than \(directLimit) direct conversations: the least recently active are closed "
+                    + "(those you never wrote in first); what was said in them stays in the log, /search finds it"
+                events += self.line(ChatLine(time: time, kind: .info, text: text), to: .server)
+            }
+        }
+        return events
+    }
+
+    /// Closes a conversation and forgets what was kept about it.
+    public mutating func close(_ id: ConversationID) -> ClientEvent {
+        latestMsgid[id] = nil
+        latestMsgidTime[id] = nil
+        latestTime[id] = nil
+        droppedAt[id] = nil
+        droppedSince.remove(id)
+        historyRequests[id] = nil
+        pendingNames[id] = nil
+        directActivity[id] = nil
+        return record(.closed(id))
+    }
+
+    /// A direct conversation moved to a new nickname: what is kept about it moves too.
+    private mutating func moveFacts(from old: ConversationID, to new: ConversationID) {
+        if let value = latestMsgid.removeValue(forKey: old) { latestMsgid[new] = value }
+        if let value = latestMsgidTime.removeValue(forKey: old) { latestMsgidTime[new] = value }
+        if let value = latestTime.removeValue(forKey: old) { latestTime[new] = value }
+        if let value = droppedAt.removeValue(forKey: old) { droppedAt[new] = value }
+        if droppedSince.remove(old) != nil { droppedSince.insert(new) }
+        if let value = historyRequests.removeValue(forKey: old) { historyRequests[new] = value }
+        if let value = directActivity.removeValue(forKey: old) { directActivity[new] = value }
     }
 
     private mutating func say(_ line: ChatLine, to id: ConversationID, name: String? = nil) {
@@ -396,6 +473,8 @@ public struct ClientState: Sendable {
             }
         }
         emit(wasMe ? .nickChanged(old: c.from, new: new) : .renamed(old: c.from, new: new))
+        let from = ConversationID.direct(oldKey), to = ConversationID.direct(key(for: new))
+        if from != to, book[from] == nil, book[to] != nil { moveFacts(from: from, to: to) }
         let text = wasMe ? "You are now known as \(new)" : "\(c.from) is now known as \(new)"
         for id in shared {
             var place = id

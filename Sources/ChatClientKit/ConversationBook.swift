@@ -64,9 +64,9 @@ public struct ConversationBook: Sendable {
         case .opened(let id, let name):
             insertConversation(id, name: name)
         case .closed(let id):
-            guard id != .server else { return }
-            conversations[id] = nil
-            order.removeAll { $0 == id }
+            guard id != .server, conversations.removeValue(forKey: id) != nil else { return }
+            // Once in the order; past the limit on direct conversations, usually near its start.
+            if let index = order.firstIndex(of: id) { order.remove(at: index) }
         case .joined(let id, let name, let again):
             insertConversation(id, name: name)
             conversations[id]!.name = name

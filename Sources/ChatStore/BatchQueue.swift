@@ -3,10 +3,21 @@ import ChatTransport
 
 /// Items handed from any thread to one writer thread, taken in batches: the writer is woken
 /// once per batch (when the queue goes from empty to not), not once per item, and told when to stop.
+/// With a `bound`, producers that can wait (`waitForRoom`) are held while that many items are
+/// queued, until the writer takes them: the backlog stays bounded and nothing is dropped.
 final class BatchQueue<Item: Sendable>: Sendable {
-    private let state = Mutex<(items: [Item], stopped: Bool)>(([], false))
+    private struct State {
+        var items: [Item] = []
+        var stopped = false
+        /// Producers waiting for the writer to take what is queued.
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Mutex(State())
     private let ready = Semaphore()
     private let finished = Semaphore()
+    let bound: Int
+
+    init(bound: Int = .max) { self.bound = bound }
 
     func append(_ items: [Item]) {
         guard !items.isEmpty else { return }
@@ -15,6 +26,23 @@ final class BatchQueue<Item: Sendable>: Sendable {
             return state.items.isEmpty
         }
         if wasEmpty { ready.signal() }
+    }
+
+    /// Items queued now.
+    var count: Int { state.withLock { $0.items.count } }
+
+    /// Returns at once while fewer than `bound` items are queued (or the writer was told to
+    /// stop); otherwise when the writer takes them.
+    func waitForRoom() async {
+        if state.withLock({ $0.items.count < bound || $0.stopped }) { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.items.count < bound || state.stopped { return true }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// Puts items back at the front (a batch to try again).
@@ -30,15 +58,25 @@ final class BatchQueue<Item: Sendable>: Sendable {
     }
 
     func takeNow() -> (items: [Item], stopped: Bool) {
-        state.withLock { state in
-            defer { state.items.removeAll(keepingCapacity: true) }
-            return (state.items, state.stopped)
+        let (items, stopped, released) = state.withLock { state in
+            defer {
+                state.items.removeAll(keepingCapacity: true)
+                state.waiting = []
+            }
+            return (state.items, state.stopped, state.waiting)
         }
+        for producer in released { producer.resume() }
+        return (items, stopped)
     }
 
     /// Asks the writer to stop after what is queued, and waits until it has (`writerFinished`).
     func stopAndWait() {
-        state.withLock { $0.stopped = true }
+        let released = state.withLock { state in
+            state.stopped = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for producer in released { producer.resume() }
         ready.signal()
         finished.wait()
     }

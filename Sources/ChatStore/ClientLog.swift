@@ -35,12 +35,19 @@ public struct LoggedLine: Sendable, Equatable {
 /// search finds Chinese, Japanese or emoji inside a run of text as well as English words
 /// (`unicode61` would take a run of Han characters as one word and miss anything inside it);
 /// queries shorter than three characters fall back to a scan (`LIKE`).
-/// Writes go through a thread that commits in batches; reads (start-up, search) are direct.
+/// Writes go through a thread that commits in batches (everything queued since the last
+/// commit); reads (start-up, search) are direct. The trigram index makes a line cost tens of
+/// microseconds to write, slower than a flood arrives, so the queue has a bound: past it the
+/// client stops reading from the server (`waitWhileBehind`) until the writer has taken the
+/// backlog, and TCP slows the sender. Nothing shown is dropped from the log.
 public final class ClientLog: Sendable {
-    private let pending = BatchQueue<LoggedLine>()
+    private let pending: BatchQueue<LoggedLine>
     private let reader: ReaderBox
 
-    public init(path: String) throws(Database.Failure) {
+    /// `backlogBound`: lines queued at which `waitWhileBehind` waits (10,000: a few MiB, well
+    /// under a second of the writer's time).
+    public init(path: String, backlogBound: Int = 10_000) throws(Database.Failure) {
+        pending = BatchQueue(bound: backlogBound)
         let writer = try Database(path: path)
         try Self.createTables(writer)
         reader = ReaderBox(try Database(path: path))
@@ -64,6 +71,13 @@ public final class ClientLog: Sendable {
 
     /// Queues lines to be written (a line with a msgid already logged is not written twice).
     public func append(_ lines: [LoggedLine]) { pending.append(lines) }
+
+    /// Returns at once while fewer than the bound's lines wait to be written; otherwise when
+    /// the writer has taken them (the reader of a flood waits here, so the backlog stays bounded).
+    public func waitWhileBehind() async { await pending.waitForRoom() }
+
+    /// Lines queued and not yet taken by the writer.
+    public var backlog: Int { pending.count }
 
     /// Writes what is queued and stops the writer.
     public func close() { pending.stopAndWait() }

@@ -103,7 +103,13 @@ extension ChatModel {
             selection = .conversation(id)
             reconcileSelection()
             return []
-        case .left, .closed, .members, .memberJoined, .memberLeft, .memberChanged, .connectionLost, .opened, .nickChanged:
+        case .closed(let id):
+            // Closed by you or by the client's limit on direct conversations: nothing kept about it.
+            scroll[id] = nil
+            olderAsked[id] = nil
+            reconcileSelection()
+            return []
+        case .left, .members, .memberJoined, .memberLeft, .memberChanged, .connectionLost, .opened, .nickChanged:
             reconcileSelection()
             return []
         default:

@@ -42,4 +42,19 @@ struct ClientLogTests {
         #expect(try log.around(network: "irc.example:6667", conversation: "#lobby", time: 2, before: 1, after: 1).map(\.text) == ["one", "two", "three"])
         #expect(try log.count() == 4)
     }
+
+    @Test("a flood waits for the writer: the backlog never passes its bound, and every line reaches the log")
+    func backlogBounded() async throws {
+        let log = try ClientLog(path: NSTemporaryDirectory() + "chat-tui-client-log-\(UUID().uuidString).db", backlogBound: 100)
+        var most = 0
+        for i in 0..<3000 {
+            await log.waitWhileBehind()
+            log.append([line("line \(i) of the flood", at: Double(i))])
+            most = max(most, log.backlog)
+        }
+        log.close()
+        #expect(most <= 100)
+        #expect(try log.count() == 3000)
+        await log.waitWhileBehind() // a closed log holds nobody
+    }
 }
