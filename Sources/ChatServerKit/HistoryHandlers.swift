@@ -49,7 +49,8 @@ extension ServerState {
 
     /// A message whose rows would wait behind rows that cannot be stored is refused, in words,
     /// and not delivered to anyone: nobody sees what might be lost.
-    mutating func historyRefuses(_ session: Session, _ command: String, _ target: MessageTarget) -> Bool {
+    /// `alone`: the command's only target, so the refusal may carry its label (one labelled answer per command).
+    mutating func historyRefuses(_ session: Session, _ command: String, _ target: MessageTarget, alone: Bool = true) -> Bool {
         guard let health = historyHealth, health.refusing(past: config.historyBacklog) else { return false }
         let name: String
         switch target {
@@ -68,7 +69,8 @@ extension ServerState {
         var refusal = IRCMessage(source: config.name, command: "FAIL", params: [command, "TEMPORARILY_UNAVAILABLE", name,
                                  "Not sent: the server cannot store messages right now (its disk is full); try again in a while"])
         var variant = session.variant
-        if response?.session === session, let label = response?.label {
+        if response?.session === session, let label = response?.label, response?.messages.isEmpty == true, response?.deferred == false,
+           alone {
             refusal.tags.append(IRCTag("label", label))
             variant.insert(.label)
             response?.deferred = true
@@ -284,7 +286,7 @@ extension ServerState {
             replay(tail, to: session, key: key, name: name)
         } else {
             requestHistory(session, [.rows(target: key, direction: .before, bound: .max, limit: config.replayOnJoin, kinds: .texts)],
-                           .replay(name: name, key: key), recent: uncommitted(key, .texts))
+                           .replay(name: name, key: key, upTo: Int64(bitPattern: messageIDs.latest)), recent: uncommitted(key, .texts))
         }
     }
 

@@ -57,8 +57,9 @@ enum HistoryPurpose: Sendable {
     case chathistory(name: String, target: String, above: Int64?, below: Int64?)
     /// CHATHISTORY TARGETS: the rooms asked about (folded key, name shown), then the account's conversations.
     case targets(rooms: [(key: String, name: String)], low: Int64, high: Int64, limit: Int)
-    /// The replay on joining, for a room whose recent lines are not in memory yet.
-    case replay(name: String, key: String)
+    /// The replay on joining, for a room whose recent lines are not in memory yet: only lines
+    /// up to `upTo` (the newest msgid when it joined; what came after reached it live).
+    case replay(name: String, key: String, upTo: Int64)
 }
 
 extension ServerState {
@@ -139,13 +140,13 @@ extension ServerState {
                 }
             }
             sendTargetsBatch(session, found, limit: limit)
-        case .replay(let name, let key):
+        case .replay(let name, let key, let upTo):
             guard case .rows(let stored)? = results.first else { return }
             let tail = Array(Self.merge(stored, query.recent + uncommitted(key, .texts), .before, .max, limit: config.replayOnJoin))
             // Kept while the room lives: the next joiner's replay needs no database.
             if channels[key] != nil { roomTails[key] = tail }
             guard membership.isMember(session.user.id, of: key) else { return }
-            replay(tail, to: session, key: key, name: name)
+            replay(tail.filter { $0.msgid <= upTo }, to: session, key: key, name: name)
         }
     }
 
@@ -184,7 +185,7 @@ extension HistoryPurpose {
         switch self {
         case .chathistory(let name, _, _, _): name
         case .targets: "TARGETS"
-        case .replay(let name, _): name
+        case .replay(let name, _, _): name
         }
     }
 }

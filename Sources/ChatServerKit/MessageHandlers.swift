@@ -43,7 +43,7 @@ extension ServerState {
             // `alice,alice` or `#a,#A`: one delivery per target.
             if names.count > 1 && !seen.insert(casemapping.fold(name)).inserted { continue }
             guard let resolved = messageTarget(name, from: request.session, quiet: quiet) else { continue }
-            if historyRefuses(session, command, resolved) { continue }
+            if historyRefuses(session, command, resolved, alone: names.count == 1) { continue }
             switch resolved {
             case .room(let key, let channel):
                 let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [channel.name] + params)

@@ -60,13 +60,17 @@ public struct Pacer: Sendable, Equatable {
 
     public static let historyCost = 2
 
-    /// Whether the line's command (after any tags) is `name`, in any case.
+    /// Whether the line's command (after any tags and source, and the spaces after them) is `name`, in any case.
     static func command(of line: [UInt8], is name: StaticString) -> Bool {
         var start = 0
-        if line.first == UInt8(ascii: "@") {
-            guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { return false }
-            start = space + 1
+        func skipWord() -> Bool {
+            guard let space = line[start...].firstIndex(of: UInt8(ascii: " ")) else { return false }
+            start = space
+            while start < line.count && line[start] == UInt8(ascii: " ") { start += 1 }
+            return true
         }
+        if line.first == UInt8(ascii: "@") && !skipWord() { return false }
+        if start < line.count && line[start] == UInt8(ascii: ":") && !skipWord() { return false }
         let count = name.utf8CodeUnitCount
         guard line.count >= start + count else { return false }
         let letters = UnsafeBufferPointer(start: name.utf8Start, count: count)

@@ -10,10 +10,18 @@ import IRCWire
 /// its creation time, rules and topic, and checks the JOIN against those rules as for a live
 /// room. A room that goes back to a new room's state and was never closed loses its record.
 ///
-/// The writes are small and synchronous, on the event loop, as the account store's are today;
-/// a later issue moves every SQLite call off the loop.
+/// Changes are gathered (`pending`) and written once a second from `tick`, in one transaction
+/// (and when the server stops): a room whose modes change as fast as its operator is paced
+/// costs one commit a second, not one a change. The write is still on the event loop, as the
+/// account store's are today; a later issue moves every SQLite call off the loop.
 struct RoomRecords {
     var store: RoomStore?
+    /// What changed since the last write, by folded name (read before the database: `record`).
+    var pending: [String: RoomStore.Change] = [:]
+    /// Closed rooms whose record went, to remember in the same write.
+    var pendingMarks: [(key: String, since: Double)] = []
+    /// The last write failed: the log said so once, and says when writing works again.
+    var writeFailing = false
     /// The saved rooms could not be read at start: every room made in this run is treated as
     /// closed for history (its members read only what is said in it), since whether its name
     /// was a closed room's is not known.
@@ -103,7 +111,7 @@ extension ServerState {
             found = cached
         } else {
             do {
-                found = try store.record(key)
+                found = try pendingRecord(key, store: store)
             } catch {
                 unreadable("\(error)")
                 return nil
@@ -129,7 +137,7 @@ extension ServerState {
         }
         roomRecords.refusedRecently[key] = nil
         roomRecords.saved[key]!.lastActive = now
-        do { try store.touch(key, lastActive: now) } catch { log(session, "rooms: cannot save \(key): \(error)") }
+        touchRecord(key, now)
         // Its operators' accounts run it; a record without any is run by the first who passes its rules.
         return (channel, operators.isEmpty || isSavedOperator(session.user, key: key))
     }
@@ -162,7 +170,7 @@ extension ServerState {
         if Self.isAsNew(channel) && !(entry?.everClosed ?? false) {
             guard entry != nil else { return }
             roomRecords.saved[key] = nil
-            do { try store.remove(key) } catch { roomLog("rooms: cannot remove the record of \(key): \(error)") }
+            roomRecords.pending[key] = .remove
             return
         }
         // The accounts kept, and those of the room's operators now (the creator, an IRC operator given +o).
@@ -172,11 +180,8 @@ extension ServerState {
         }
         let saved = RoomRecords.SavedRoom(everClosed: (entry?.everClosed ?? false) || closed, lastActive: now, operatorAccounts: operators)
         roomRecords.saved[key] = saved
-        do {
-            try store.save(Self.record(of: channel, key: key, saved))
-        } catch {
-            roomLog("rooms: cannot save \(channel.name): \(error); the room goes on in memory, and its rules last until it ends or the server stops")
-        }
+        roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
+
         if entry == nil { keepRecordsWithinLimit(store: store, now: now) }
     }
 
@@ -193,7 +198,7 @@ extension ServerState {
             guard let (key, entry) = dormant.min(by: { order($0) < order($1) }) else { return }
             roomRecords.saved[key] = nil
             roomRecords.refusedRecently[key] = nil
-            do { try store.remove(key) } catch { roomLog("rooms: cannot remove the record of \(key): \(error)") }
+            roomRecords.pending[key] = .remove
             if entry.everClosed { forgetClosedRecord(key, store: store, now: now) }
         }
     }
@@ -201,15 +206,61 @@ extension ServerState {
     /// A closed room's record is gone: its name stays closed, here and in the database.
     mutating func forgetClosedRecord(_ key: String, store: RoomStore, now: Double) {
         closedRooms.insert(key)
-        do { try store.markClosed(key, since: now) } catch { roomLog("rooms: cannot remember that \(key) was closed: \(error)") }
+        roomRecords.pendingMarks.append((key, now))
     }
 
     /// On a JOIN of a live room with a record: the record marked active, at most once an hour
     /// (which records go first when there are too many is by this time).
     mutating func roomUsed(_ key: String, now: Double) {
-        guard let store = roomRecords.store, let entry = roomRecords.saved[key], now - entry.lastActive >= 3600 else { return }
+        guard roomRecords.store != nil, let entry = roomRecords.saved[key], now - entry.lastActive >= 3600 else { return }
         roomRecords.saved[key]!.lastActive = now
-        do { try store.touch(key, lastActive: now) } catch { roomLog("rooms: cannot save \(key): \(error)") }
+        touchRecord(key, now)
+    }
+
+    /// A record as it is now: the change not written yet, else the database's.
+    func pendingRecord(_ key: String, store: RoomStore) throws(Database.Failure) -> RoomRecord? {
+        switch roomRecords.pending[key] {
+        case .save(let record)?: return record
+        case .remove?: return nil
+        case .touch(let lastActive)?:
+            var record = try store.record(key)
+            record?.lastActive = lastActive
+            return record
+        case .markClosed?, nil: return try store.record(key)
+        }
+    }
+
+    /// The record's `lastActive` moved, in the next write.
+    mutating func touchRecord(_ key: String, _ now: Double) {
+        switch roomRecords.pending[key] {
+        case .save(var record)?:
+            record.lastActive = now
+            roomRecords.pending[key] = .save(record)
+        case .remove?:
+            break
+        default:
+            roomRecords.pending[key] = .touch(lastActive: now)
+        }
+    }
+
+    /// Writes what changed (from `tick`, and when the server stops), in one transaction. A write
+    /// that fails is logged and the rooms go on in memory; their records are tried again.
+    public mutating func writeRoomRecords() {
+        guard let store = roomRecords.store, !roomRecords.pending.isEmpty || !roomRecords.pendingMarks.isEmpty else { return }
+        let changes = roomRecords.pending.sorted { $0.key < $1.key }.map { (key: $0.key, change: $0.value) }
+            + roomRecords.pendingMarks.map { (key: $0.key, change: RoomStore.Change.markClosed(since: $0.since)) }
+        do {
+            try store.apply(changes)
+            roomRecords.pending.removeAll()
+            roomRecords.pendingMarks.removeAll()
+            if roomRecords.writeFailing { roomLog("rooms: the saved rooms are written again") }
+            roomRecords.writeFailing = false
+        } catch {
+            if !roomRecords.writeFailing {
+                roomLog("rooms: cannot save \(changes.count) changes to the saved rooms: \(error); the rooms go on in memory, tried again each second")
+            }
+            roomRecords.writeFailing = true
+        }
     }
 
     /// A line for the host's log with no connection to name; room names came from the network.

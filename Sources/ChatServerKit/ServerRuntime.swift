@@ -113,7 +113,9 @@ final class ServerRuntime {
         var inContinuing = false
         /// Output waiting for history to commit a msgid (the sender's copy of its message), and
         /// everything for this connection after it, in order.
-        var held: [(msgid: UInt64, bytes: [UInt8])] = []
+        var held: [(msgid: UInt64, bytes: [UInt8])] = [] { didSet { if held.isEmpty { heldBytes = 0 } } }
+        /// The bytes in `held`, so its bound is checked as it grows.
+        var heldBytes = 0
         /// The state's session for it, kept so a line costs no lookup (nil: refused at once).
         var session: Session?
         /// The address key its TLS handshake's CPU is charged to (nil: loopback, or no limits).
@@ -204,7 +206,7 @@ final class ServerRuntime {
             var wake = nextTick
             for connection in paced { wake = min(wake, connection.pacer?.readyAt(1) ?? 0) }
             if let held = heldJoins { wake = min(wake, held.since + Self.announcementDelay) }
-            let ready = continuing.contains { $0.output.count < Self.continueBelow }
+            let ready = continuing.contains { $0.output.count + $0.heldBytes < Self.continueBelow }
             // Rounded up: a wait of 0.9 ms must not become a busy 0 ms one.
             let timeout = heldTLS.isEmpty && !ready ? Int32(max(0, min(1000, ((wake - Monotonic.now()) * 1000).rounded(.up)))) : 0
             let events = epoll.wait(timeoutMilliseconds: timeout)
@@ -224,6 +226,8 @@ final class ServerRuntime {
             if now >= nextTick {
                 state.tick(now: WallClock.now())
                 apply()
+                // A writer that cannot store wakes nobody: what is held is looked at here too.
+                releaseCommitted()
                 nextTick = now + 1
                 ticks += 1
                 // A burst (a big room's join announcements, a flood) leaves freed buffers that
@@ -504,7 +508,7 @@ final class ServerRuntime {
         for connection in list {
             connection.inContinuing = false
             guard !connection.closing, connections[connection.id.raw] != nil else { continue }
-            if connection.output.count >= Self.continueBelow {
+            if connection.output.count + connection.heldBytes >= Self.continueBelow {
                 connection.inContinuing = true
                 continuing.append(connection)
                 continue
@@ -586,6 +590,7 @@ final class ServerRuntime {
                         catchUp(connection)
                         if connection.held.isEmpty { holding.append(connection) }
                         connection.held.append((msgid, bytes))
+                        connection.heldBytes += bytes.count
                     }
                 case .deliver(let delivery):
                     if let historyWriter, !delivery.rows.isEmpty { historyWriter.append(delivery.rows) }
@@ -701,6 +706,10 @@ final class ServerRuntime {
         // Behind a held echo: in order, after it.
         if !connection.held.isEmpty {
             connection.held.append((0, from == 0 ? bytes : Array(bytes[from...])))
+            connection.heldBytes += bytes.count - from
+            // Past the send queue's limit (echoes waiting for a writer that cannot store), what
+            // is not an unconfirmed echo goes now: held output stays bounded.
+            if connection.heldBytes > sendQueueLimit { release(connection, all: true) }
             return
         }
         connection.output.append(bytes, from: from)
@@ -719,32 +728,37 @@ final class ServerRuntime {
     /// Output held for commits that have happened now goes out, in order.
     private func releaseCommitted() {
         guard !holding.isEmpty else { return }
-        let done = committed.committed.load(ordering: .acquiring)
         let list = holding
         holding.removeAll()
         for connection in list {
             guard !connection.closing else { connection.held.removeAll(); continue }
-            // Everything up to the first echo not committed yet. Past the send queue's limit (a
-            // writer that cannot store: a full disk), everything but the unconfirmed echoes, so
-            // memory stays bounded and no echo claims what is not stored; they follow their commit.
-            let heldBytes = connection.held.reduce(0) { $0 + $1.bytes.count }
-            let released: [[UInt8]]
-            if heldBytes > sendQueueLimit {
-                let waiting = { (entry: (msgid: UInt64, bytes: [UInt8])) in entry.msgid != 0 && Int64(bitPattern: entry.msgid) > done }
-                released = connection.held.filter { !waiting($0) }.map(\.bytes)
-                connection.held.removeAll { !waiting($0) }
-            } else {
-                let count = connection.held.firstIndex { $0.msgid != 0 && Int64(bitPattern: $0.msgid) > done } ?? connection.held.count
-                released = connection.held.prefix(count).map(\.bytes)
-                connection.held.removeFirst(count)
-            }
+            release(connection, all: connection.heldBytes > sendQueueLimit)
             if !connection.held.isEmpty { holding.append(connection) }
-            let stillHeld = connection.held
-            connection.held = []
-            // Not `enqueue`: what the crowd's held JOINs owe it came after these lines.
-            for bytes in released { enqueueInOrder(bytes, connection) }
-            connection.held = stillHeld
         }
+    }
+
+    /// Everything held up to the first echo not committed yet; with `all` (past the send
+    /// queue's limit: a writer that cannot store, a full disk), everything but the unconfirmed
+    /// echoes, so memory stays bounded and no echo claims what is not stored: they follow
+    /// their commit.
+    private func release(_ connection: Connection, all: Bool) {
+        let done = committed.committed.load(ordering: .acquiring)
+        let waiting = { (entry: (msgid: UInt64, bytes: [UInt8])) in entry.msgid != 0 && Int64(bitPattern: entry.msgid) > done }
+        let released: [[UInt8]]
+        if all {
+            released = connection.held.filter { !waiting($0) }.map(\.bytes)
+            connection.held.removeAll { !waiting($0) }
+        } else {
+            let count = connection.held.firstIndex(where: waiting) ?? connection.held.count
+            released = connection.held.prefix(count).map(\.bytes)
+            connection.held.removeFirst(count)
+        }
+        let stillHeld = connection.held
+        connection.held = []
+        // Not `enqueue`: what the crowd's held JOINs owe it came after these lines.
+        for bytes in released { enqueueInOrder(bytes, connection) }
+        connection.held = stillHeld
+        connection.heldBytes = stillHeld.reduce(0) { $0 + $1.bytes.count }
     }
 
     /// A reader this far behind is stalled; drop it rather than hold memory for it.
@@ -820,8 +834,13 @@ final class ServerRuntime {
             let closing = toClose
             toClose.removeAll()
             for connection in closing {
-                // Output held for a commit goes with the last words: the commit is on its way.
-                for held in connection.held { connection.output.append(held.bytes) }
+                // Output held for a commit goes with the last words, up to the first echo whose
+                // row is not stored yet (with a full disk it may never be: no echo claims it).
+                let done = committed.committed.load(ordering: .acquiring)
+                for held in connection.held {
+                    if held.msgid != 0 && Int64(bitPattern: held.msgid) > done { break }
+                    connection.output.append(held.bytes)
+                }
                 connection.held = []
                 sendLastWords(connection)
                 if checking.contains(connection.id) {
@@ -850,6 +869,8 @@ final class ServerRuntime {
     }
 
     private func shutdown() {
+        state.writeRoomRecords()
+        apply()
         flushGathered()
         releaseHeldJoins()
         for connection in connections.all {

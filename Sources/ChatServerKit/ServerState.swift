@@ -285,6 +285,7 @@ public struct ServerState {
         }
         enforceNickProtection(now: now)
         pruneRecent(now: now)
+        writeRoomRecords()
         if let window = config.connectionLimits?.window, ticksSincePrune >= 60 {
             ticksSincePrune = 0
             recentConnections = recentConnections.compactMapValues { times in
@@ -782,6 +783,8 @@ struct ResponseBuffer {
 /// bits, a counter below), written in base 32 so they stay short.
 public struct MessageIDs: Sendable {
     private var last: UInt64 = 0
+    /// The newest msgid handed out.
+    var latest: UInt64 { last }
 
     mutating func next(now: Double) -> UInt64 {
         let candidate = UInt64(max(0, now * 1000)) << 16

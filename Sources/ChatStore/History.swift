@@ -295,9 +295,14 @@ public final class HistoryWriter: Sendable {
         guard fd >= 0 else { return String(cString: strerror(errno)) }
         defer { close(fd); unlink(path) }
         let block = [UInt8](repeating: 0, count: 64 * 1024)
-        let written = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if written < 0 { return String(cString: strerror(errno)) }
-        if written < block.count { return "No space left on device" }
+        var offset = 0
+        while offset < block.count {
+            // A short write is followed by one that says why (ENOSPC, EFBIG).
+            let written = block.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 { return String(cString: strerror(errno)) }
+            if written == 0 { return "nothing could be written" }
+            offset += written
+        }
         if fsync(fd) != 0 { return String(cString: strerror(errno)) }
         return nil
     }

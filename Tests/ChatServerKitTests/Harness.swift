@@ -76,6 +76,10 @@ struct Harness {
             }
             index += 1
         }
+        // The saved rooms' changes written at once (after the lines that waited for an answer),
+        // as the runtime's tick writes them each second.
+        state.writeRoomRecords()
+        result.items += state.takeOutbox().items
         return result
     }
 

@@ -34,7 +34,8 @@ struct PacerTests {
         ("PONG :x", 0), ("@batch=m1 PRIVMSG #a :line", 0), ("@label=q;batch=m1 PRIVMSG #a :x", 0),
         ("PRIVMSG #a :PONG", 1), ("@+batchy=1 PRIVMSG #a :x", 1), ("@label=batch=x PRIVMSG #a :x", 1), ("PING :x", 1), ("PONGX :x", 1),
         ("CHATHISTORY LATEST #a * 100", Pacer.historyCost), ("@label=1 chathistory latest #a * 1", Pacer.historyCost),
-        ("CHATHISTORY", Pacer.historyCost), ("CHATHISTORYX #a", 1), ("PRIVMSG #a :CHATHISTORY LATEST", 1),
+        ("CHATHISTORY", Pacer.historyCost), (":me CHATHISTORY LATEST #a * 1", Pacer.historyCost),
+        ("@a=b  :me  CHATHISTORY LATEST #a * 1", Pacer.historyCost), ("CHATHISTORYX #a", 1), ("PRIVMSG #a :CHATHISTORY LATEST", 1),
     ])
     func costs(_ line: String, _ cost: Int) {
         #expect(Pacer.cost(of: Array(line.utf8)) == cost)

@@ -251,12 +251,34 @@ struct RoomPersistenceTests {
         let database = try Database(path: server.path)
         try database.execute("DROP TABLE room_list_entries; DROP TABLE room_operators; DROP TABLE rooms")
         h.send(alice, "JOIN #room", "MODE #room +s")
-        #expect(h.out.logs.contains { $0.hasPrefix("rooms: cannot save #room") })
+        #expect(h.out.logs.contains { $0.hasPrefix("rooms: cannot save 1 changes to the saved rooms") })
         h.send(alice, "MODE #room")
         #expect(h.replies("324", to: alice).first?[2] == "+nst")
         h.send(alice, "JOIN #kept")
         #expect(h.out.messages(to: alice).map(\.command) == ["NOTICE"])
         #expect(h.out.messages(to: alice).first?.params.last?.contains("cannot be read now") == true)
         #expect(h.state.members(of: "#kept").isEmpty)
+    }
+}
+
+@Suite("saved rooms: changes gathered and written together (review of issue 23, item 6)")
+struct RoomWriteBatchTests {
+    @Test("a hundred mode changes are one write of the latest record; a record read before the write is the pending one")
+    func gathered() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-rooms-batch-\(UUID().uuidString).db"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let accounts = try AccountStore(database: Database(path: path))
+        var state = ServerState(config: { var c = ServerConfig(); c.name = "test.server"; c.room = nil; return c }(), accounts: accounts)
+        let id = ConnectionID(1)
+        state.connected(id, host: "127.0.0.1", peer: "127.0.0.1:1", now: 1000)
+        for line in ["NICK alice", "USER a 0 * :a", "JOIN #club"] { state.received(Array(line.utf8), from: id, now: 1000) }
+        let rooms = try RoomStore(database: accounts.database)
+        for n in 0..<100 { state.received(Array("MODE #club +l \(n + 1)".utf8), from: id, now: 1000) }
+        _ = state.takeOutbox()
+        #expect(try rooms.record("#club") == nil, "nothing written before the tick")
+        #expect(try state.pendingRecord("#club", store: rooms)?.limit == 100)
+        state.tick(now: 1001)
+        #expect(try rooms.record("#club")?.limit == 100)
+        #expect(state.roomRecords.pending.isEmpty)
     }
 }

@@ -326,6 +326,27 @@ struct StateHistoryReadTests {
         #expect(replays[39] == replays[21])
     }
 
+    @Test("a line said while a joiner's replay is being read reaches it once, live, not again in the replay; the next joiner's replay has it")
+    func replayUpToTheJoin() throws {
+        let store = try historyStore()
+        var first = Harness(historyOf: store)
+        let alice = first.register("alice", caps: caps)
+        first.send(alice, "PRIVMSG #lobby :before restart")
+        var h = Harness(historyOf: store)
+        let owner = h.register("owner", caps: caps)
+        h.holdingReads = true
+        let old = h.connect()
+        var seen = h.send(old, "NICK old", "USER u 0 * :old").messages(to: old)
+        h.send(owner, "PRIVMSG #lobby :live while reading")
+        seen += h.out.messages(to: old)
+        seen += h.releaseReads().messages(to: old)
+        #expect(seen.filter { $0.command == "PRIVMSG" }.map { $0.params.last! } == ["live while reading", "before restart"],
+                "the live line once; the replay only what came before the JOIN")
+        h.holdingReads = false
+        let next = h.register("next")
+        #expect(h.out.messages(to: next).filter { $0.command == "PRIVMSG" }.map { $0.params.last! } == ["before restart", "live while reading"])
+    }
+
     @Test("a JOIN of two rooms whose lines are not in memory makes two reads; lines after the JOIN wait for both")
     func joinTwoRoomsWaits() throws {
         let store = try historyStore()
