@@ -86,6 +86,9 @@ public struct Outbox: Sendable {
         /// Bytes for one connection ahead of what waits there for a commit: the refusal of a
         /// message while history cannot store (the sender must hear of it now, not after the disk recovers).
         case sendAhead(ConnectionID, [UInt8])
+        /// Changes to the saved rooms for the history writer, which stores them before the rows
+        /// handed over after them (`ServerState.writeRoomRecords`).
+        case saveRooms(RoomChanges)
         /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
         case checkPassword(PasswordCheck)
         /// A history read to make off the loop; the answer goes to `ServerState.historyAnswered`.
@@ -151,5 +154,14 @@ public struct Outbox: Sendable {
 
     public var closed: [ConnectionID] {
         items.compactMap { if case .close(let id) = $0 { return id } else { return nil } }
+    }
+}
+
+/// Changes to the saved rooms, in order.
+public struct RoomChanges: Sendable, Equatable {
+    public let list: [(key: String, change: RoomStore.Change)]
+
+    public static func == (a: RoomChanges, b: RoomChanges) -> Bool {
+        a.list.elementsEqual(b.list) { $0.key == $1.key && $0.change == $1.change }
     }
 }

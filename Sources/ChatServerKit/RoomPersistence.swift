@@ -10,10 +10,12 @@ import IRCWire
 /// its creation time, rules and topic, and checks the JOIN against those rules as for a live
 /// room. A room that goes back to a new room's state and was never closed loses its record.
 ///
-/// Changes are gathered (`pending`) and written once a second from `tick`, in one transaction
-/// (and when the server stops): a room whose modes change as fast as its operator is paced
-/// costs one commit a second, not one a change. The write is still on the event loop, as the
-/// account store's are today; a later issue moves every SQLite call off the loop.
+/// With history on, changes go to the history writer's thread as they happen (`viaWriter`),
+/// which stores them before the rows handed over after them: an echo that waited for its
+/// commit means the rules set before it are stored too, and the loop never writes them.
+/// Without history, changes are gathered (`pending`) and written once a second from `tick`,
+/// in one transaction (and when the server stops), on the loop: a room whose modes change as
+/// fast as its operator is paced costs one commit a second, not one a change.
 struct RoomRecords {
     var store: RoomStore?
     /// What changed since the last write, by folded name (read before the database: `record`).
@@ -22,6 +24,10 @@ struct RoomRecords {
     var pendingMarks: [(key: String, since: Double)] = []
     /// The last write failed: the log said so once, and says when writing works again.
     var writeFailing = false
+    /// Changes go to the history writer (`.saveRooms`); until it has committed them, a read sees them here.
+    var viaWriter = false
+    var inFlight: [String: (change: RoomStore.Change, upTo: Int)] = [:]
+    var handed = 0
     /// The saved rooms could not be read at start: every room made in this run is treated as
     /// closed for history (its members read only what is said in it), since whether its name
     /// was a closed room's is not known.
@@ -171,6 +177,7 @@ extension ServerState {
             guard entry != nil else { return }
             roomRecords.saved[key] = nil
             roomRecords.pending[key] = .remove
+            if roomRecords.viaWriter { writeRoomRecords() }
             return
         }
         // The accounts kept, and those of the room's operators now (the creator, an IRC operator given +o).
@@ -181,6 +188,7 @@ extension ServerState {
         let saved = RoomRecords.SavedRoom(everClosed: (entry?.everClosed ?? false) || closed, lastActive: now, operatorAccounts: operators)
         roomRecords.saved[key] = saved
         roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
+        if roomRecords.viaWriter { writeRoomRecords() }
 
         if entry == nil { keepRecordsWithinLimit(store: store, now: now) }
     }
@@ -207,6 +215,7 @@ extension ServerState {
     mutating func forgetClosedRecord(_ key: String, store: RoomStore, now: Double) {
         closedRooms.insert(key)
         roomRecords.pendingMarks.append((key, now))
+        if roomRecords.viaWriter { writeRoomRecords() }
     }
 
     /// On a JOIN of a live room with a record: the record marked active, at most once an hour
@@ -219,15 +228,23 @@ extension ServerState {
 
     /// A record as it is now: the change not written yet, else the database's.
     func pendingRecord(_ key: String, store: RoomStore) throws(Database.Failure) -> RoomRecord? {
-        switch roomRecords.pending[key] {
-        case .save(let record)?: return record
-        case .remove?: return nil
-        case .touch(let lastActive)?:
-            var record = try store.record(key)
-            record?.lastActive = lastActive
-            return record
-        case .markClosed?, nil: return try store.record(key)
+        var touched: Double?
+        for change in [roomRecords.pending[key], roomRecords.inFlight[key]?.change] {
+            switch change {
+            case .save(var record)?:
+                if let touched { record.lastActive = touched }
+                return record
+            case .remove?:
+                return nil
+            case .touch(let lastActive)?:
+                if touched == nil { touched = lastActive }
+            case .markClosed?, nil:
+                continue
+            }
         }
+        var record = try store.record(key)
+        if let touched { record?.lastActive = touched }
+        return record
     }
 
     /// The record's `lastActive` moved, in the next write.
@@ -241,14 +258,37 @@ extension ServerState {
         default:
             roomRecords.pending[key] = .touch(lastActive: now)
         }
+        if roomRecords.viaWriter { writeRoomRecords() }
     }
 
     /// Writes what changed (from `tick`, and when the server stops), in one transaction. A write
     /// that fails is logged and the rooms go on in memory; their records are tried again.
     public mutating func writeRoomRecords() {
+        if roomRecords.viaWriter, let committed = historyHealth?.roomChangesCommitted.load(ordering: .acquiring) {
+            roomRecords.inFlight = roomRecords.inFlight.filter { $0.value.upTo > committed }
+        }
         guard let store = roomRecords.store, !roomRecords.pending.isEmpty || !roomRecords.pendingMarks.isEmpty else { return }
         let changes = roomRecords.pending.sorted { $0.key < $1.key }.map { (key: $0.key, change: $0.value) }
             + roomRecords.pendingMarks.map { (key: $0.key, change: RoomStore.Change.markClosed(since: $0.since)) }
+        if roomRecords.viaWriter {
+            roomRecords.handed += changes.count
+            for (key, change) in changes {
+                switch (change, roomRecords.inFlight[key]?.change) {
+                case (.markClosed, _):
+                    continue
+                case (.touch(let lastActive), .save(var record)?):
+                    // Still the whole record until the writer has it, now with its new time.
+                    record.lastActive = lastActive
+                    roomRecords.inFlight[key] = (.save(record), roomRecords.handed)
+                default:
+                    roomRecords.inFlight[key] = (change, roomRecords.handed)
+                }
+            }
+            outbox.items.append(.saveRooms(RoomChanges(list: changes)))
+            roomRecords.pending.removeAll()
+            roomRecords.pendingMarks.removeAll()
+            return
+        }
         do {
             try store.apply(changes)
             roomRecords.pending.removeAll()

@@ -618,6 +618,8 @@ final class ServerRuntime {
                     passwords.submit(check)
                 case .readHistory(let query):
                     historyReader?.submit(query)
+                case .saveRooms(let changes):
+                    historyWriter?.append(roomChanges: changes.list)
                 case .continueReply(let id):
                     if let connection = connections[id.raw], !connection.inContinuing {
                         connection.inContinuing = true
@@ -980,7 +982,11 @@ public final class ServerHandle: Sendable {
             }
         }
         var state = ServerState(config: config, accounts: accounts, history: reader)
-        if writer != nil { state.historyHealth = health }
+        if writer != nil {
+            state.historyHealth = health
+            // The saved rooms are written by the history writer, off the loop, in order with the rows.
+            state.roomRecords.viaWriter = true
+        }
         let runtime = try ServerRuntime(state: state, listeners: plain + secure,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context },
                                         tlsPort: handle.tlsPort, control: handle,

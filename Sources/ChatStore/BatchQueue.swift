@@ -19,6 +19,9 @@ final class BatchQueue<Item: Sendable>: Sendable {
 
     init(bound: Int = .max) { self.bound = bound }
 
+    /// Wakes the writer without an item (it has other work: the rooms' changes).
+    func wake() { ready.signal() }
+
     func append(_ items: [Item]) {
         guard !items.isEmpty else { return }
         let wasEmpty = state.withLock { state -> Bool in

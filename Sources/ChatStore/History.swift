@@ -251,6 +251,8 @@ public final class HistoryHealth: Sendable {
     public let committed = Atomic<Int64>(0)
     public let failing = Atomic<Bool>(false)
     public let waiting = Atomic<Int>(0)
+    /// Changes to the saved rooms handed to the writer and committed, counted (`RoomChanges`).
+    public let roomChangesCommitted = Atomic<Int>(0)
 
     public init() {}
 
@@ -269,6 +271,9 @@ public final class HistoryWriter: Sendable {
     private let pending = BatchQueue<HistoryRow>()
     private let stats = Mutex<(rows: Int, commits: Int, failures: Int)>((0, 0, 0))
     public let health: HistoryHealth
+    /// Changes to the saved rooms, written before the rows that came after them: an echo that
+    /// waited for its commit means the room's rules set before it are stored too.
+    private let roomChanges = Mutex<[(key: String, change: RoomStore.Change)]>([])
 
     /// `path`: the database file; `synchronous`: SQLite's `synchronous` (NORMAL survives a
     /// process crash, FULL a power loss too). `retention`: every ten minutes rows older than
@@ -307,6 +312,11 @@ public final class HistoryWriter: Sendable {
         return nil
     }
 
+    public func append(roomChanges changes: [(key: String, change: RoomStore.Change)]) {
+        roomChanges.withLock { $0 += changes }
+        pending.wake()
+    }
+
     public func append(_ rows: [HistoryRow]) {
         health.waiting.add(rows.count, ordering: .relaxed)
         pending.append(rows)
@@ -325,9 +335,25 @@ public final class HistoryWriter: Sendable {
         var toPrune: [String] = []
         var cutoff: Int64 = 0
         var pruned = 0
+        let rooms = try? RoomStore(database: store.database)
+        var roomsFailing = false
         while true {
             // Gather what came in the window (a short wait lets a burst become one commit).
             let (rows, stopped) = pending.take(waiting: interval)
+            // The rooms' changes first: they came before these rows (or with them).
+            let changes = roomChanges.withLock { taken in defer { taken.removeAll() }; return taken }
+            if !changes.isEmpty, let rooms {
+                do {
+                    try rooms.apply(changes)
+                    health.roomChangesCommitted.add(changes.count, ordering: .releasing)
+                    if roomsFailing { failed("rooms: the saved rooms are written again") }
+                    roomsFailing = false
+                } catch {
+                    if !roomsFailing { failed("rooms: cannot save \(changes.count) changes to the saved rooms (\(error)); trying again") }
+                    roomsFailing = true
+                    if !stopped { roomChanges.withLock { $0.insert(contentsOf: changes, at: 0) } }
+                }
+            }
             if !rows.isEmpty {
                 do {
                     try store.insert(rows)

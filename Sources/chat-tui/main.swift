@@ -231,6 +231,11 @@ func runServer(_ arguments: Arguments) async -> Never {
     let history = arguments.historyDays > 0
         ? HistoryOptions(path: dataDirectory(arguments) + "/server.db", days: arguments.historyDays, synchronous: arguments.historySync) : nil
     config.createdAt = WallClock.now()
+    // Accounts, rooms and history all live there: a directory that cannot be written (a full
+    // disk) would lose them silently, so the server does not start.
+    if let problem = HistoryWriter.writeProblem(in: dataDirectory(arguments)) {
+        fail("the data directory \(dataDirectory(arguments)) cannot be written (\(problem)): free space there first")
+    }
     let accounts = openAccounts(arguments)
     if let path = arguments.motdPath {
         guard let text = Files.readText(path) else { fail("cannot read the MOTD file \(path)") }
