@@ -43,8 +43,12 @@ class Host:
         if taskset:
             command = ["taskset", "-c", taskset] + command
         env = dict(os.environ, HOME=self.home)
-        self.process = subprocess.Popen(command + list(extra), stdout=self.log, stderr=subprocess.STDOUT, env=env,
+        # The log through a pipe, written to the file from here: a file-size limit set on the
+        # server (the full disk of item 2) must not stop its log.
+        self.process = subprocess.Popen(command + list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                                         preexec_fn=preexec, start_new_session=True)
+        self.copier = threading.Thread(target=self.copy_log, daemon=True)
+        self.copier.start()
         if wait:
             self.wait_listening()
 
@@ -60,12 +64,16 @@ class Host:
                 time.sleep(0.05)
         raise RuntimeError("the server did not start listening")
 
+    def copy_log(self):
+        for chunk in iter(lambda: self.process.stdout.read1(65536), b""):
+            self.log.write(chunk.decode("utf-8", "replace"))
+            self.log.flush()
+
     @property
     def pid(self):
         return self.process.pid
 
     def log_text(self):
-        self.log.flush()
         with open(self.log_path) as f:
             return f.read()
 
@@ -88,7 +96,9 @@ class Host:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=10)
-        self.log.close()
+        self.copier.join(timeout=10)
+        if not self.log.closed:
+            self.log.close()
 
 
 def seed_events(data, room="#lobby", events=200_000):
@@ -301,6 +311,7 @@ def unwritable_start(binary):
     host = Host(binary, data=data, preexec=small_files, wait=False)
     try:
         code = host.process.wait(timeout=30)
+        host.copier.join(timeout=10)
         return {"exit_code": code, "log": host.log_text()}
     finally:
         host.stop()
