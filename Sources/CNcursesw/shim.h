@@ -30,6 +30,9 @@ static inline int chat_put_cell(int y, int x, const wchar_t *text, int attrs, in
     return mvwadd_wch(stdscr, y, x, &cell);
 }
 static inline int chat_ccharw_max(void) { return CCHARW_MAX; }
+/// Where curses believes the terminal's cursor is (after a refresh).
+static inline int chat_cursor_y(void) { return getcury(curscr); }
+static inline int chat_cursor_x(void) { return getcurx(curscr); }
 static inline int chat_key_code_yes(void) { return KEY_CODE_YES; }
 
 #endif

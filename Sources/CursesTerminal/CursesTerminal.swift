@@ -31,6 +31,8 @@ public final class CursesTerminal {
         noecho()
         nonl()
         keypad(chat_stdscr(), true)
+        // No insert/delete-character shifts: a cluster written past curses must stay where it was put.
+        idcok(chat_stdscr(), false)
         nodelay(chat_stdscr(), true)
         chat_set_escdelay(25)
         if has_colors() {
@@ -110,14 +112,24 @@ public final class CursesTerminal {
         }
     }
 
-    /// Copies the cells that changed to the terminal and places the cursor.
+    /// Copies the cells that changed to the terminal and places the cursor. Clusters curses
+    /// cannot hold in a cell (`ClusterOverlay`) are blanks to curses and written whole after
+    /// its refresh, with the cursor set before and after each.
     public func draw(_ screen: Screen) {
         let full = previous == nil || previous!.width != screen.width || previous!.height != screen.height
+        let plan = ClusterOverlay.plan(previous: full ? nil : previous, screen: screen, direct: Self.drawnPastCurses)
+        for y in plan.repaint { wredrawln(chat_stdscr(), Int32(y), 1) }
         for y in 0..<screen.height {
             for x in 0..<screen.width {
                 let cell = screen[x, y]
                 if !full && previous![x, y] == cell { continue }
                 if cell.isContinuation { continue }
+                if Self.drawnPastCurses(cell.text) {
+                    // Its columns, as blanks in its style: curses keeps them; the cluster comes after.
+                    let blank = Cell(" ", style: cell.style)
+                    for column in x..<min(screen.width, x + DisplayWidth.of(cell.text)) { put(blank, x: column, y: y) }
+                    continue
+                }
                 put(cell, x: x, y: y)
             }
         }
@@ -129,6 +141,20 @@ public final class CursesTerminal {
             curs_set(0)
         }
         wrefresh(chat_stdscr())
+        var bytes = ClusterOverlay.bytes(plan.writes, cursor: (Int(chat_cursor_x()), Int(chat_cursor_y())))
+        if !bytes.isEmpty {
+            _ = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
+            // The terminal's attributes are plain again (each write ends in SGR 0): curses is told.
+            vidattr(0)
+        }
+    }
+
+    /// Past curses: what `ClusterOverlay` says, and a single code point whose width the C
+    /// library (which curses lays out by) counts otherwise than we do.
+    static func drawnPastCurses(_ text: String) -> Bool {
+        if ClusterOverlay.needsDirectWrite(text) { return true }
+        guard let scalar = text.unicodeScalars.first, text.unicodeScalars.count == 1, scalar.value >= 0x1F000 else { return false }
+        return Int(wcwidth(wchar_t(bitPattern: scalar.value))) != DisplayWidth.of(text)
     }
 
     private func put(_ cell: Cell, x: Int, y: Int) {

@@ -1,0 +1,110 @@
+import Testing
+@testable import ChatUI
+
+/// Emoji made of several code points, each written whole past curses (issue 24).
+@Suite("clusters written past curses")
+struct ClusterOverlayTests {
+    static let family = "👨\u{200D}👩\u{200D}👧\u{200D}👦"
+    static let flag = "🇯🇵"
+    static let skinTone = "👍🏽"
+    static let keycap = "1\u{FE0F}\u{20E3}"
+    static let heart = "\u{2764}\u{FE0F}"
+    static let clusters = [family, flag, skinTone, keycap, heart]
+
+    @Test("each is one cluster of width 2 that curses cannot hold; plain text, CJK, a lone emoji and e + a combining accent can")
+    func whichGoPast() {
+        for cluster in Self.clusters {
+            #expect(cluster.count == 1, "\(cluster) is one extended grapheme cluster")
+            #expect(DisplayWidth.of(cluster) == 2, "\(cluster)")
+            #expect(ClusterOverlay.needsDirectWrite(cluster), "\(cluster)")
+        }
+        for plain in ["a", "中", "😻", "e\u{301}", " "] { #expect(!ClusterOverlay.needsDirectWrite(plain), "\(plain)") }
+    }
+
+    @Test("the bytes written: each cluster whole, after the cursor set to its cell, then the cursor set to the column after it, then back")
+    func bytesWhole() {
+        var screen = Screen(width: 20, height: 2)
+        screen.put("a" + Self.family + "b" + Self.flag + Self.skinTone, x: 0, y: 1)
+        let plan = ClusterOverlay.plan(previous: nil, screen: screen)
+        #expect(plan.writes.map(\.x) == [1, 4, 6])
+        let written = String(decoding: ClusterOverlay.bytes(plan.writes, cursor: (x: 3, y: 0)), as: UTF8.self)
+        #expect(written == "\u{1B}[2;2H\(Self.family)\u{1B}[0m\u{1B}[2;4H"
+                + "\u{1B}[2;5H\(Self.flag)\u{1B}[0m\u{1B}[2;7H"
+                + "\u{1B}[2;7H\(Self.skinTone)\u{1B}[0m\u{1B}[2;9H"
+                + "\u{1B}[1;4H")
+        // The raw UTF-8 of every cluster is there in one piece (what a terminal needs to draw it whole).
+        let bytes = ClusterOverlay.bytes(plan.writes, cursor: (x: 0, y: 0))
+        for cluster in [Self.family, Self.flag, Self.skinTone] {
+            let utf8 = Array(cluster.utf8)
+            #expect((0...(bytes.count - utf8.count)).contains { Array(bytes[$0..<$0 + utf8.count]) == utf8 }, "\(cluster)")
+        }
+    }
+
+    @Test("a styled cluster carries its style and resets it")
+    func styled() {
+        var screen = Screen(width: 4, height: 1)
+        screen.put(Self.keycap, x: 0, y: 0, style: Style(foreground: 3, background: 8, bold: true, reverse: true))
+        let written = String(decoding: ClusterOverlay.bytes(ClusterOverlay.plan(previous: nil, screen: screen).writes, cursor: (x: 0, y: 0)), as: UTF8.self)
+        #expect(written == "\u{1B}[1;1H\u{1B}[1;7;38;5;3;48;5;8m\(Self.keycap)\u{1B}[0m\u{1B}[1;3H\u{1B}[1;1H")
+    }
+
+    @Test("next frame: unchanged clusters are not written again; a new one is; one gone or changed repaints its row and writes the row's others again")
+    func frames() {
+        var first = Screen(width: 10, height: 3)
+        first.put(Self.flag + " x", x: 0, y: 0)
+        first.put(Self.heart, x: 0, y: 1)
+        var second = first
+        second.put("y", x: 4, y: 0)                       // beside a cluster: nothing to write
+        second.put(Self.family, x: 0, y: 2)               // new
+        var plan = ClusterOverlay.plan(previous: first, screen: second)
+        #expect(plan.repaint == [])
+        #expect(plan.writes.map(\.text) == [Self.family])
+        var third = second
+        third.put("ab", x: 0, y: 1)                       // the heart goes
+        third.put(Self.skinTone, x: 4, y: 2)              // a second cluster in the family's row
+        third.put(Self.keycap, x: 0, y: 2)                // the family changed
+        plan = ClusterOverlay.plan(previous: second, screen: third)
+        #expect(plan.repaint == [1, 2])
+        #expect(plan.writes.map(\.text) == [Self.keycap, Self.skinTone])
+        // A resize (no previous) writes every one.
+        #expect(ClusterOverlay.plan(previous: nil, screen: third).writes.count == 3)
+    }
+
+    @Test("a row with the family, flag, skin tone, keycap and VS16 beside the sidebar: the border in its column at 60, 100 and 200 columns", arguments: [60, 100, 200])
+    func besideTheSidebar(_ width: Int) {
+        let line = Self.clusters.joined(separator: " ")
+        let model = lobbyModel(width: width, height: 12, extra: [":bob!b@h PRIVMSG #lobby :\(line)"])
+        let screen = draw(model)
+        let layout = Layout(width: width, height: 12)
+        let row = (0..<12).first { screen.line($0).contains("<bob>") }!
+        #expect(screen.line(row).contains(line), "every cluster whole in the row: \(screen.line(row))")
+        // The sidebar's border is at the same column in the message's row as in every other row of the pane.
+        let pane = layout.paneTop..<(layout.paneTop + layout.paneHeight)
+        let border = pane.map { y in (0..<width).first { x in !screen[x, y].isContinuation && screen[x, y].text == "│" } }
+        #expect(pane.contains(row) && border.allSatisfy { $0 != nil && $0 == border.first! }, "border columns \(border)")
+        #expect(DisplayWidth.of(String(screen.line(row).prefix { $0 != "│" })) == border.first!, "the columns before the border add up")
+    }
+}
+
+extension ClusterOverlayTests {
+    @Test("the whole 60×12 screen with the five clusters in a message: every row, the sidebar aligned")
+    func golden() {
+        let model = lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :" + Self.clusters.joined(separator: " ") + " end"])
+        expectScreen(model, Self.goldenRows)
+    }
+
+    static let goldenRows: [String] = [
+        " #lobby (4)                                                 ",
+        "                                               │#lobby      ",
+        "                                               │@alice (you)",
+        "                                               │+bob        ",
+        "                                               │ carol      ",
+        "                                               │ 小明       ",
+        "                                               │(server)    ",
+        "                                               │            ",
+        "10:05 -!- You joined #lobby                    │            ",
+        "10:05 <bob> \(family) \(flag) \(skinTone) \(keycap) \(heart) end                 │            ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ]
+}
