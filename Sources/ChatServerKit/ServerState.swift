@@ -50,7 +50,9 @@ public struct ServerState {
     /// The account database (nil: no accounts, no SASL). Read on the loop (an indexed row);
     /// the PBKDF2 of a password never runs here (`PasswordCheck`).
     let accounts: AccountStore?
-    /// The history database, read on the loop (indexed queries); writes go to the writer thread.
+    /// The history database on the loop's own connection: read markers only (MARKREAD, the marker
+    /// after a JOIN). History itself is read by the store worker (`HistoryQuery`) and written by
+    /// the writer thread.
     let history: HistoryStore?
     /// What was handed to the history writer in the last seconds: the writer commits within
     /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.

@@ -57,14 +57,14 @@ extension ChatModel {
         var title = " "
         if sendsToNewConversation {
             // A person picked for the first time: the pane still shows their room.
-            title += PlainText.visible(target) + " (new direct conversation; showing \(viewedConversation?.name ?? ""))"
+            title += PlainText.visible(target) + " (new direct conversation; showing \(PlainText.visible(viewedConversation?.name ?? "")))"
         } else if let conversation = viewedConversation {
             switch conversation.kind {
             case .server: title += "server messages"
             case .room:
                 let people = conversation.members.count
-                title += conversation.name + (people > 0 ? " (\(people))" : "") + (conversation.topic.isEmpty ? "" : " — " + PlainText.visible(conversation.topic))
-            case .direct: title += conversation.name + " (direct)"
+                title += PlainText.visible(conversation.name) + (people > 0 ? " (\(people))" : "") + (conversation.topic.isEmpty ? "" : " — " + PlainText.visible(conversation.topic))
+            case .direct: title += PlainText.visible(conversation.name) + " (direct)"
             }
         } else {
             title += target + " (direct)"
@@ -319,7 +319,7 @@ extension ChatModel {
     func renderStatus(into screen: inout Screen, _ layout: Layout) {
         let y = layout.statusRow
         screen.fill(x: 0, y: y, width: width, height: 1, style: Palette.bar)
-        var parts = [" " + state.nick + (isAway ? " (away)" : "")]
+        var parts = [" " + PlainText.visible(state.nick) + (isAway ? " (away)" : "")]
         parts.append(statusText)
         if case .conversation(.server) = selection {
             parts.append("pick a room or a person with Up/Down")
