@@ -34,8 +34,6 @@ public actor ChatClient {
     private var pingSentAt: Double?
     /// This connection's registration (CAP, SASL, nickname retries).
     private var registration: Registration
-    /// Numbers our held lines by, so the one sent is the one that leaves the screen.
-    private var nextSerial: UInt64 = 0
     /// Rooms to be in: the configured ones plus any the user joined; kept across reconnects.
     private var wantedRooms: [String]
 
@@ -66,52 +64,19 @@ public actor ChatClient {
 
     // MARK: Lines not yet confirmed
 
-    /// Sent with echo-message on and not echoed yet: if the connection drops, the server may
-    /// or may not have them. After the reconnect each room's history says which it has; only
-    /// the others are sent again, so nothing typed is lost or doubled.
-    private var unconfirmed: [Outgoing] = []
-    /// The nicknames we have had (folded), for recognising our own lines in history.
-    private var ownNicks: Set<String> = []
-
-    /// An echo (live or in history) of our own message: it is confirmed.
-    private func confirm(_ message: IRCMessage) {
-        // Ours under any nickname we had (after a half-open drop we may come back as alice_,
-        // while history has the line from alice).
-        let sender = IRCSource(parsing: message.source ?? "").nick
-        if state.isMe(sender) { ownNicks.insert(state.key(for: sender)) }
-        guard message.command == "PRIVMSG", message.params.count >= 2, ownNicks.contains(state.key(for: sender)) || state.isMe(sender) else { return }
-        var text = message.params[1]
-        let isAction = text.hasPrefix("\u{1}ACTION ")
-        if isAction { text = String(text.dropFirst(8).prefix { $0 != "\u{1}" }) }
-        let key = state.key(for: message.params[0])
-        guard let index = unconfirmed.firstIndex(where: { state.key(for: $0.target) == key && $0.text == text && $0.isAction == isAction }) else { return }
-        let found = unconfirmed.remove(at: index)
-        if found.serial != 0 { emit(state.record(.pendingDone(state.id(for: found.target), serial: found.serial))) }
-    }
-
-    /// The connection dropped: unconfirmed lines are shown as held, with their text.
+    /// The connection dropped: lines not echoed are shown as held, with their text (the state
+    /// keeps them: `ClientState.sent`).
     private func holdUnconfirmed() {
-        for index in unconfirmed.indices where unconfirmed[index].serial == 0 {
-            nextSerial += 1
-            unconfirmed[index].serial = nextSerial
-            let outgoing = unconfirmed[index]
-            var line = ChatLine(time: WallClock.now(), kind: outgoing.isAction ? .action : .message,
-                                sender: state.nick, text: outgoing.text, isOwn: true)
-            line.isPending = true
-            line.serial = outgoing.serial
-            for event in state.line(line, to: state.id(for: outgoing.target), name: outgoing.target) { emit(event) }
-        }
+        for event in state.holdUnconfirmed(now: WallClock.now()) { emit(event) }
     }
 
     /// What history did not have is sent again (for a room once its history has been read;
-    /// for people at once: no history is asked for them).
+    /// for people at once: no history is asked for them). A line the server refused is not
+    /// among them: a refusal took it out for good.
     private func resendUnconfirmed(where belongs: (ConversationID) -> Bool, over connection: LineConnection) {
-        // Only lines held at a drop (a line just sent on this connection is still on its way).
-        let again = unconfirmed.filter { $0.serial != 0 && belongs(state.id(for: $0.target)) }
-        guard !again.isEmpty else { return }
-        unconfirmed.removeAll { $0.serial != 0 && belongs(state.id(for: $0.target)) }
+        let (again, events) = state.takeHeld(where: belongs)
+        for event in events { emit(event) }
         for outgoing in again {
-            if outgoing.serial != 0 { emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial))) }
             deliver(Outgoing(target: outgoing.target, text: outgoing.text, isAction: outgoing.isAction), over: connection)
         }
     }
@@ -272,9 +237,7 @@ public actor ChatClient {
         guard let conversation = state[id], conversation.unread > 0 || conversation.mentioned else { return }
         emit(state.record(.markedRead(id)))
         // draft/read-marker: the account's other connections (another chat-tui) agree.
-        if let connection, state.capabilities.contains("draft/read-marker"), id != .server, let time = state.latestTime[id] {
-            write(IRCMessage("MARKREAD", conversation.name, "timestamp=" + ServerTime.format(time)), over: connection)
-        }
+        if let connection, let marker = state.markerRequest(for: id) { write(marker, over: connection) }
     }
 
     /// The `/ignore` list, as completed masks.
@@ -579,7 +542,6 @@ public actor ChatClient {
         default:
             break
         }
-        confirm(message)
         for event in state.apply(message, now: now) { emit(event) }
         if message.command == "001" {
             welcomed(over: connection, now: now)
@@ -648,11 +610,7 @@ public actor ChatClient {
             do {
                 try connection.write(IRCMessage("PRIVMSG", outgoing.target, text))
                 // Until its echo comes back, nobody knows whether the server has it.
-                if echoes {
-                    ownNicks.insert(state.key(for: state.nick))
-                    unconfirmed.append(Outgoing(target: outgoing.target, text: piece, isAction: outgoing.isAction))
-                    if unconfirmed.count > 1000 { unconfirmed.removeFirst() }
-                }
+                if echoes { state.sending(SentLines.Line(target: outgoing.target, text: piece, isAction: outgoing.isAction)) }
             } catch {
                 // The connection failed under us: hold the rest for the next one.
                 enqueue(Outgoing(target: outgoing.target, text: piece, isAction: outgoing.isAction))
@@ -676,9 +634,8 @@ public actor ChatClient {
             return
         }
         // Shown at once with its text, marked as held; it turns into an ordinary line when sent.
-        nextSerial += 1
         var held = outgoing
-        held.serial = nextSerial
+        held.serial = state.newSerial()
         queue.append(held)
         var line = ChatLine(time: WallClock.now(), kind: outgoing.isAction ? .action : .message,
                             sender: state.nick, text: outgoing.text, isOwn: true)

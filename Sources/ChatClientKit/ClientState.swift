@@ -75,6 +75,17 @@ public struct ClientState: Sendable {
     private var directActivity: [ConversationID: (last: UInt64, ours: Bool)] = [:]
     private var activityClock: UInt64 = 0
 
+    /// Our lines not echoed yet (echo-message): held at a drop, sent again unless history has
+    /// them, and gone for good when the server refuses them.
+    public internal(set) var sent = SentLines()
+    /// Numbers our held lines, so the one sent is the one that leaves the screen.
+    var lastSerial: UInt64 = 0
+    /// The server said it keeps no read markers for us (`FAIL MARKREAD ACCOUNT_REQUIRED`): none
+    /// are sent on this connection.
+    var markersRefused = false
+    /// The server window has said once why read markers are not kept.
+    var toldOfMarkers = false
+
     public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, directLimit: Int = 200) {
         book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
         self.directLimit = directLimit
@@ -113,7 +124,7 @@ public struct ClientState: Sendable {
     }
 
     /// Applies events and collects them for the message being handled.
-    private mutating func emit(_ event: ClientEvent) {
+    mutating func emit(_ event: ClientEvent) {
         produced.append(record(event))
     }
 
@@ -199,7 +210,7 @@ public struct ClientState: Sendable {
         if let value = directActivity.removeValue(forKey: old) { directActivity[new] = value }
     }
 
-    private mutating func say(_ line: ChatLine, to id: ConversationID, name: String? = nil) {
+    mutating func say(_ line: ChatLine, to id: ConversationID, name: String? = nil) {
         produced += self.line(line, to: id, name: name)
     }
 
@@ -214,6 +225,7 @@ public struct ClientState: Sendable {
         isRegistered = false
         capabilities = []
         pendingNames = [:]
+        markersRefused = false
         produced = []
         let marked = book.order.filter { id in
             guard let conversation = book[id], id != .server else { return false }
@@ -317,6 +329,7 @@ public struct ClientState: Sendable {
     public mutating func apply(_ message: IRCMessage, now: Double) -> [ClientEvent] {
         produced = []
         let context = MessageContext(message: message, now: now)
+        if message.command == "PRIVMSG" { confirmEcho(context) }
         if let handler = Self.handlers[message.command] {
             handler(&self, context)
         } else if !Self.silent.contains(message.command) {
@@ -388,12 +401,28 @@ public struct ClientState: Sendable {
             state.emit(.markedRead(id))
         },
         "ERROR": { state, c in state.say(ChatLine(time: c.time, kind: .error, text: c.p.first ?? "closing"), to: .server) },
+        "INVITE": { $0.invited($1) },
+        "341": { $0.inviting($1) },
+        "FAIL": { $0.standardReply($1) },
+        "WARN": { $0.standardReply($1) },
+        "NOTE": { $0.standardReply($1) },
+        // <me> <target> :<reason>: a line we sent was refused (or, when none is waiting, an answer to a command).
+        "404": { $0.refusedOrNumeric($1) },
+        "442": { $0.refusedOrNumeric($1) },
+        "477": { $0.refusedOrNumeric($1) },
+        "482": { $0.refusedOrNumeric($1) },
+        "486": { $0.refusedOrNumeric($1) },
+        "489": { $0.refusedOrNumeric($1) },
+        "531": { $0.refusedOrNumeric($1) },
     ]
 
     /// Commands and numerics that change nothing a front end shows.
     static let silent: Set<String> = [
         "PONG", "PING", "CAP", "AUTHENTICATE", "002", "003", "004", "251", "252", "253", "254", "255",
         "265", "266", "315", "329", "333", "375", "376", "396",
+        // Tags only (typing), labeled-response's empty answer, and changes to people's
+        // accounts, hosts and real names: nothing a conversation shows.
+        "TAGMSG", "ACK", "ACCOUNT", "CHGHOST", "SETNAME",
     ]
 
     mutating func welcome(_ c: MessageContext) {
@@ -641,7 +670,9 @@ public struct ClientState: Sendable {
         let message = c.message, p = c.p
         // Numerics: drop our own nick (the first parameter); errors go to the conversation they are about when it is open.
         guard message.numeric != nil || message.command.allSatisfy(\.isNumber) else {
-            say(ChatLine(time: c.time, kind: .info, text: message.line), to: .server)
+            // A command this client does not know: its words, not the raw line.
+            let text = p.last.map { "the server says: \($0) (\(message.command))" } ?? "the server sent \(message.command)"
+            say(ChatLine(time: c.time, kind: .info, text: text), to: .server)
             return
         }
         let rest = Array(p.dropFirst())
