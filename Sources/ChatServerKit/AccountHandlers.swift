@@ -447,12 +447,8 @@ extension ServerState {
         }
         if session.verifying { return }
         let password = request.params[2]
-        guard password.utf8.count >= 8 else {
-            fail("WEAK_PASSWORD", name, "Use a password of at least 8 characters")
-            return
-        }
-        guard password.utf8.count <= 300, !password.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            fail("UNACCEPTABLE_PASSWORD", name, "A password is at most 300 bytes, without control characters")
+        if let problem = AccountStore.passwordProblem(password) {
+            fail(problem == .tooShort ? "WEAK_PASSWORD" : "UNACCEPTABLE_PASSWORD", name, problem.words)
             return
         }
         if let problem = IRCNames.nickProblem(name, maxBytes: config.nickLength) ?? NameSafety.nickProblem(name) {

@@ -75,6 +75,28 @@ public final class AccountStore {
     /// The folded form of an account name, its key.
     public static func key(_ name: String) -> String { Casemapping.rfc1459.fold(name) }
 
+    /// What is wrong with a new password, the one rule for REGISTER and `chat-tui account`:
+    /// 8 to 300 bytes, no control characters.
+    public enum PasswordProblem: Sendable, Equatable {
+        case tooShort
+        case unacceptable
+
+        public var words: String {
+            switch self {
+            case .tooShort: "Use a password of at least \(AccountStore.minimumPasswordBytes) characters"
+            case .unacceptable: "A password is at most 300 bytes, without control characters"
+            }
+        }
+    }
+
+    public static let minimumPasswordBytes = 8
+
+    public static func passwordProblem(_ password: String) -> PasswordProblem? {
+        if password.utf8.count < minimumPasswordBytes { return .tooShort }
+        if password.utf8.count > 300 || password.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return .unacceptable }
+        return nil
+    }
+
     public init(database: Database) throws(Problem) {
         self.database = database
         do {

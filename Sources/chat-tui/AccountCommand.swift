@@ -15,7 +15,14 @@ enum AccountCommand {
                chat-tui account list [--data-dir DIR]
                chat-tui account cert add NAME FINGERPRINT [--data-dir DIR]
         Without --password the password is read from standard input (not echoed on a terminal).
+        A password has at least 8 characters, as for REGISTER.
         """
+
+    /// The one password rule (REGISTER's too).
+    static func checked(_ password: String) -> String {
+        if let problem = AccountStore.passwordProblem(password) { fail("account: " + problem.words) }
+        return password
+    }
 
     static func run(_ words: [String]) -> Never {
         var positional: [String] = []
@@ -55,12 +62,12 @@ enum AccountCommand {
             case ("add", 2):
                 let name = positional[1]
                 _ = key(name)
-                let secret = password ?? readPassword("Password for \(name): ")
+                let secret = checked(password ?? readPassword("Password for \(name): "))
                 try accounts.add(name: name, credential: SCRAMCredential.derive(password: secret), now: Int64(WallClock.now()))
                 writeLine("account \(name) added", to: 1)
             case ("passwd", 2):
                 let name = positional[1], folded = key(name)
-                let secret = password ?? readPassword("New password for \(name): ")
+                let secret = checked(password ?? readPassword("New password for \(name): "))
                 try accounts.setCredential(key: folded, SCRAMCredential.derive(password: secret))
                 writeLine("password of \(name) changed", to: 1)
             case ("delete", 2):

@@ -268,6 +268,9 @@ struct Arguments {
           chat-tui --serve [hosting options]         host a room (make run does this)
           chat-tui --host HOST [joining options]     join any IRC server
           chat-tui --hash-password                   make a HASH for --oper
+          chat-tui account add|passwd|delete|list|cert add NAME …
+                                                     the server's accounts (chat-tui account for more)
+          chat-tui search WORDS                      search the local log of what was shown
 
         \(rows(.mode))
 

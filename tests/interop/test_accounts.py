@@ -15,13 +15,15 @@ def test_accounts_from_the_shell(tmp_path):
     data = tmp_path / "data"
     added = account(data, "add", "Alice", stdin="from stdin\n")
     assert added.returncode == 0 and added.stdout.strip() == "account Alice added", added.stderr
-    assert account(data, "add", "bob", "--password", "pw").returncode == 0
-    duplicate = account(data, "add", "ALICE", "--password", "x")
+    short = account(data, "add", "bob", "--password", "pw5ch")
+    assert short.returncode == 2 and "at least 8 characters" in short.stderr, "one rule with REGISTER: " + short.stderr
+    assert account(data, "add", "bob", "--password", "bobs password").returncode == 0
+    duplicate = account(data, "add", "ALICE", "--password", "long enough")
     assert duplicate.returncode == 2 and "an account named ALICE exists already" in duplicate.stderr
     bad = account(data, "add", "9lives", "--password", "x")
     assert bad.returncode == 2 and "cannot be an account name" in bad.stderr
     assert account(data, "cert", "add", "bob", ":".join(["AB"] * 32)).returncode == 0
-    assert account(data, "passwd", "alice", "--password", "new").stdout.strip() == "password of alice changed"
+    assert account(data, "passwd", "alice", "--password", "newer password").stdout.strip() == "password of alice changed"
     listed = account(data, "list").stdout.splitlines()
     assert listed == ["Alice", "bob  certificates: " + "AB" * 32]
     assert account(data, "delete", "ALICE").returncode == 0
@@ -35,6 +37,6 @@ def test_accounts_from_the_shell(tmp_path):
 def test_home_decides_where_the_data_goes(tmp_path):
     # $HOME, not the password database: isolating a run with HOME=… must work.
     env = dict(os.environ, HOME=str(tmp_path))
-    made = subprocess.run([BINARY, "account", "add", "carol", "--password", "pw"], env=env, capture_output=True, text=True, timeout=60)
+    made = subprocess.run([BINARY, "account", "add", "carol", "--password", "carols password"], env=env, capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr
     assert (tmp_path / ".local/share/chat-tui/server/server.db").exists()

@@ -33,6 +33,8 @@ def test_help_names_every_flag_the_readme_documents():
     for flag in documented:
         assert flag in help_text, f"{flag} is in the README but not in --help"
     assert "until the chat screen exists" not in help_text
+    # The subcommands too, not only the flags.
+    assert "chat-tui account add" in help_text and "chat-tui search WORDS" in help_text
 
 
 def test_with_no_arguments_the_config_file_decides(tmp_path, server):
