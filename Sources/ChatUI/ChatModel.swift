@@ -49,6 +49,19 @@ public enum UICommand: Equatable, Sendable {
     case showAround(SearchHit)
     /// Scrolled past a room's oldest line: ask the server's history for the lines before it.
     case fetchOlder(room: String, before: String)
+    /// Tab after `/send NICK`: list the directory `word` (a path being typed) is in; the shell
+    /// answers with `UIEvent.filesListed`, so `update` never reads the disk.
+    case listFiles(word: String)
+}
+
+/// A name in a directory listed for path completion.
+public struct FileEntry: Equatable, Sendable {
+    public var name: String
+    public var isDirectory: Bool
+    public init(name: String, isDirectory: Bool) {
+        self.name = name
+        self.isDirectory = isDirectory
+    }
 }
 
 public enum UIEvent: Equatable, Sendable {
@@ -57,6 +70,9 @@ public enum UIEvent: Equatable, Sendable {
     case resize(width: Int, height: Int)
     /// A second passed (for "reconnecting in N s").
     case tick(now: Double)
+    /// The shell's answer to `UICommand.listFiles`: the entries of the directory `word` is in
+    /// whose names start like its last part.
+    case filesListed(word: String, entries: [FileEntry])
 }
 
 /// Everything the chat screen shows and remembers, as a value.

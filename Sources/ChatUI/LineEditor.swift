@@ -139,6 +139,9 @@ public struct LineEditor: Equatable, Sendable {
         return String(characters[start..<cursor])
     }
 
+    /// Whether the last Tab completed a word with several choices still to cycle through.
+    public var isCompleting: Bool { !(completion?.matches.isEmpty ?? true) }
+
     public mutating func complete(nicks: [String], commands: [String], atLineStart: Bool = true) {
         if var current = completion, !current.matches.isEmpty {
             current.index = (current.index + 1) % current.matches.count

@@ -19,6 +19,11 @@ extension ChatModel {
             return []
         case .client(let clientEvent):
             return clientEventArrived(clientEvent)
+        case .filesListed(let word, let entries):
+            // Applied only if the path is still the word being typed (keys may have come first).
+            guard editor.text.hasPrefix("/send "), editor.currentWord == word else { return [] }
+            editor.complete(nicks: PathCompletion.candidates(for: word, entries: entries), commands: [], atLineStart: false)
+            return []
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
             if confirmingQuit { return answerQuit(key) }
@@ -155,7 +160,12 @@ extension ChatModel {
         case .delete: editor.deleteForward()
         case .tab:
             if editor.text.hasPrefix("/send ") && editor.text.split(separator: " ", omittingEmptySubsequences: false).count >= 3 {
-                editor.complete(nicks: PathCompletion.candidates(for: editor.currentWord), commands: [], atLineStart: false)
+                // A second Tab cycles through the names already listed; a first asks the shell.
+                if editor.isCompleting {
+                    editor.complete(nicks: [], commands: [], atLineStart: false)
+                } else if !editor.currentWord.isEmpty {
+                    return [.listFiles(word: editor.currentWord)]
+                }
             } else {
                 editor.complete(nicks: completionNames, commands: SlashCommands.completions)
             }
@@ -460,24 +470,38 @@ extension ChatModel {
 }
 
 extension String {
-    func expandingTilde() -> String {
+    public func expandingTilde() -> String {
         guard hasPrefix("~/") || self == "~" else { return self }
         return (Environment["HOME"] ?? "") + dropFirst()
     }
 }
 
-/// Tab completion of file paths for /send.
-enum PathCompletion {
-    static func candidates(for word: String) -> [String] {
-        let expanded = word.expandingTilde()
-        let directory = expanded.hasSuffix("/") ? expanded : Paths.directory(of: expanded)
-        let prefix = expanded.hasSuffix("/") ? "" : Paths.lastComponent(of: expanded)
-        let listed = (Files.list(directory.isEmpty ? "." : directory) ?? []).sorted()
+/// Tab completion of file paths for /send, pure: the shell lists the directory
+/// (`directory(of:)`, the names `matching` the prefix) and `candidates` makes the completions.
+public enum PathCompletion {
+    /// The directory to list for the path being typed (`~/` already expanded by the shell).
+    public static func directory(of expandedWord: String) -> String {
+        let directory = expandedWord.hasSuffix("/") ? expandedWord : Paths.directory(of: expandedWord)
+        return directory.isEmpty ? "." : directory
+    }
+
+    /// The start of the names that complete `word`: its last part ("" after a slash).
+    public static func prefix(of word: String) -> String {
+        word.hasSuffix("/") ? "" : Paths.lastComponent(of: word)
+    }
+
+    /// The names that complete `prefix`; hidden files only when the prefix starts with a dot.
+    public static func matching(_ names: [String], prefix: String) -> [String] {
+        names.filter { $0.hasPrefix(prefix) && (!$0.hasPrefix(".") || prefix.hasPrefix(".")) }.sorted()
+    }
+
+    /// The words `word` may become, given its directory's entries: directories end in "/".
+    public static func candidates(for word: String, entries: [FileEntry]) -> [String] {
+        let prefix = prefix(of: word)
         let base = word.hasSuffix("/") ? word : String(word.dropLast(prefix.count))
-        return listed.filter { $0.hasPrefix(prefix) && (!$0.hasPrefix(".") || prefix.hasPrefix(".")) }.map { name in
-            let full = (directory.isEmpty ? "" : directory + "/") + name
-            return base + name + (Files.isDirectory(full) ? "/" : "")
-        }
+        let names = Set(matching(entries.map(\.name), prefix: prefix))
+        return entries.filter { names.contains($0.name) }.sorted { $0.name < $1.name }
+            .map { base + $0.name + ($0.isDirectory ? "/" : "") }
     }
 }
 

@@ -101,9 +101,18 @@ final class ChatApp {
         case .quit(let reason): await quit(reason: reason)
         case .bell: terminal.bell()
         case .redraw: terminal.forceRedraw()
+        case .listFiles(let word): handle(.filesListed(word: word, entries: Self.listFiles(completing: word)))
         default: break
         }
         scheduleRender()
+    }
+
+    /// The disk half of Tab after `/send`: the entries of the directory the path is in that
+    /// could complete it (only those are asked whether they are directories).
+    static func listFiles(completing word: String) -> [FileEntry] {
+        let directory = PathCompletion.directory(of: word.expandingTilde())
+        let names = PathCompletion.matching(Files.list(directory) ?? [], prefix: PathCompletion.prefix(of: word))
+        return names.map { FileEntry(name: $0, isDirectory: Files.isDirectory(directory + "/" + $0)) }
     }
 
     func quit(reason: String, code: Int32 = 0) async {

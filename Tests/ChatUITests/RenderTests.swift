@@ -378,6 +378,36 @@ struct UpdateTests {
         _ = model.update(.key(.tab))
         #expect(model.editor.text == "/whois ")
     }
+
+    @Test("Tab after /send asks the shell for the directory instead of reading it; the answer completes the path")
+    func pathCompletionIsACommand() {
+        var model = lobbyModel()
+        model.editor.set("/send bob ~/D")
+        #expect(model.update(.key(.tab)) == [.listFiles(word: "~/D")])
+        #expect(model.editor.text == "/send bob ~/D", "nothing completed before the answer")
+        let entries = [FileEntry(name: "Downloads", isDirectory: true), FileEntry(name: "Documents", isDirectory: true),
+                       FileEntry(name: "notes.txt", isDirectory: false), FileEntry(name: ".Dotfile", isDirectory: false)]
+        #expect(model.update(.filesListed(word: "~/D", entries: entries)) == [])
+        #expect(model.editor.text == "/send bob ~/Documents/")
+        // A second Tab cycles through what was listed, without asking again.
+        #expect(model.update(.key(.tab)) == [])
+        #expect(model.editor.text == "/send bob ~/Downloads/")
+    }
+
+    @Test("a directory listing that arrives after the path changed is not applied")
+    func stalePathCompletion() {
+        var model = lobbyModel()
+        model.editor.set("/send bob re")
+        #expect(model.update(.key(.tab)) == [.listFiles(word: "re")])
+        _ = model.update(.key(.character("p")))
+        _ = model.update(.filesListed(word: "re", entries: [FileEntry(name: "report.pdf", isDirectory: false)]))
+        #expect(model.editor.text == "/send bob rep")
+        #expect(PathCompletion.candidates(for: "rep", entries: [FileEntry(name: "report.pdf", isDirectory: false),
+                                                               FileEntry(name: "other", isDirectory: false)]) == ["report.pdf"])
+        #expect(PathCompletion.candidates(for: "/tmp/", entries: [FileEntry(name: ".x", isDirectory: false),
+                                                                 FileEntry(name: "a", isDirectory: true)]) == ["/tmp/a/"])
+        #expect(PathCompletion.directory(of: "/home/alice/Do") == "/home/alice" && PathCompletion.directory(of: "re") == ".")
+    }
 }
 
 @Suite("transfer lines")
