@@ -67,7 +67,7 @@ extension ChatModel {
             case .direct: title += PlainText.visible(conversation.name) + " (direct)"
             }
         } else {
-            title += target + " (direct)"
+            title += PlainText.visible(target) + " (direct)"
         }
         screen.put(title, x: 0, y: 0, limit: width, style: Palette.bar)
     }
