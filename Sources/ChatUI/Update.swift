@@ -464,8 +464,40 @@ extension ChatModel {
             default:
                 out.append(command)
             }
+            if let echo = echoWhereTyped(command, line: line) { out.append(.note(echo, conversation: viewedID, isError: false)) }
         }
         return out
+    }
+
+    /// What a command that acts elsewhere did, said in the conversation it was typed in (the
+    /// message itself and a transfer's progress go to the conversation with the person).
+    func echoWhereTyped(_ command: UICommand, line: String) -> String? {
+        let here = viewedID
+        let word = line.dropFirst().prefix { $0 != " " }
+        // Elsewhere: not the conversation in view, nor the person picked in the sidebar (the
+        // view moves to the conversation with them once it is opened).
+        func elsewhere(_ name: String) -> Bool {
+            if case .user(let nick, _) = selection, state.key(for: nick) == state.key(for: name) { return false }
+            return state.id(for: name) != here
+        }
+        switch command {
+        case .send(let text, let to) where elsewhere(to):
+            return "-> \(to): \(text)"
+        case .action(let text, let to) where elsewhere(to):
+            return "-> \(to): * \(state.nick) \(text)"
+        case .sendFile(let path, let to, let passive) where elsewhere(to):
+            return "Offering \(Paths.lastComponent(of: path)) to \(to)" + (passive ? " (passive)" : "")
+                + " (how it goes is in the conversation with \(to))"
+        case .acceptTransfer(let id):
+            let waiting = id.flatMap { transfers[$0] } ?? transfers.values.filter { $0.state == .pending }.max { $0.id < $1.id }
+            guard let info = waiting, info.direction == .receiving, info.state == .pending, elsewhere(info.peer) else { return nil }
+            return "Accepting \(info.offeredName) from \(info.peer) (transfer \(info.id); its progress is in the conversation with \(info.peer))"
+        case .irc where word.lowercased() == "quote":
+            // A raw line has no echo of its own: say it went.
+            return "Sent to the server: " + line.dropFirst(word.count + 1).drop { $0 == " " }
+        default:
+            return nil
+        }
     }
 }
 

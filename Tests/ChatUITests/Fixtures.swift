@@ -56,3 +56,20 @@ extension ChatModel {
     @discardableResult
     mutating func receive(_ event: ClientEvent) -> [UICommand] { update(.client(event)) }
 }
+
+extension ChatModel {
+    /// The notes among `commands` added where they say, as the client does for the shell.
+    mutating func performNotes(_ commands: [UICommand], now: Double) {
+        for case .note(let text, let id, let isError) in commands {
+            var client = ClientState(continuing: state, registered: everRegistered)
+            let line = ChatLine(time: now, kind: isError ? .error : .info, text: text)
+            for event in client.line(line, to: id) { _ = update(.client(event)) }
+        }
+    }
+
+    /// A line typed into the input and Enter pressed; the commands it gave.
+    mutating func type(_ line: String) -> [UICommand] {
+        editor.set(line)
+        return update(.key(.enter))
+    }
+}

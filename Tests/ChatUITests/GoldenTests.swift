@@ -104,3 +104,62 @@ func goldenBidi() {
         ">                                                           ",
     ])
 }
+
+@Suite("echo where typed")
+struct EchoGoldenTests {
+    @Test("/msg 小明 from #lobby: the message is echoed in #lobby as -> 小明: text, the whole screen")
+    func goldenMessageEcho() {
+        var model = lobbyModel()
+        let commands = model.type("/msg 小明 你好，晚上见")
+        #expect(commands.contains(.send(text: "你好，晚上见", to: "小明")))
+        model.performNotes(commands, now: 36300)
+        model.receive(":alice!a@h PRIVMSG 小明 :你好，晚上见", now: 36300)
+        expectScreen(model, [
+            " #lobby (4)                                                 ",
+            "                                               │#lobby      ",
+            "                                               │@alice (you)",
+            "                                               │+bob        ",
+            "                                               │ carol      ",
+            "                                               │ 小明       ",
+            "                                               │(server)    ",
+            "                                               │            ",
+            "10:05 -!- You joined #lobby                    │            ",
+            "10:05 -!- -> 小明: 你好，晚上见                │            ",
+            " alice │ connected │ Enter sends to #lobby                  ",
+            ">                                                           ",
+        ])
+    }
+
+    @Test("/send, /accept and /quote say in the conversation where they were typed what was done")
+    func goldenCommandEchoes() {
+        var model = lobbyModel()
+        // An offer as the client reports it (the actor makes the transfer, not the message table).
+        model.receive(.transfer(TransferInfo(id: 1, direction: .receiving, peer: "bob", offeredName: "slow.dat",
+                                             localPath: "/home/alice/Downloads/slow.dat", size: 1 << 20, state: .pending, offeredAt: 36300)))
+        var commands = model.type("/send carol ~/photos/cake.jpg")
+        commands += model.type("/accept")
+        commands += model.type("/quote WHO #lobby")
+        model.performNotes(commands, now: 36300)
+        expectScreen(model, [
+            " #lobby (4)                                                 ",
+            "                                               │#lobby      ",
+            "10:05 -!- You joined #lobby                    │@alice (you)",
+            "10:05 -!- Offering cake.jpg to carol (how it   │+bob        ",
+            "          goes is in the conversation with     │ carol      ",
+            "          carol)                               │ 小明       ",
+            "10:05 -!- Accepting slow.dat from bob (transfer│(server)    ",
+            "          1; its progress is in the            │            ",
+            "          conversation with bob)               │            ",
+            "10:05 -!- Sent to the server: WHO #lobby       │            ",
+            " alice │ connected │ Enter sends to #lobby                  ",
+            ">                                                           ",
+        ])
+    }
+
+    @Test("no echo where the message lands anyway: /msg to the conversation in view")
+    func noEchoInTarget() {
+        var model = lobbyModel()
+        let commands = model.type("/msg #lobby hello")
+        #expect(!commands.contains { if case .note = $0 { return true } else { return false } })
+    }
+}

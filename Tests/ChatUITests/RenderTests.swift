@@ -232,7 +232,9 @@ struct UpdateTests {
             model.editor.set(line)
             return model.update(.key(.enter))
         }
-        #expect(run("/msg bob hello there") == [.send(text: "hello there", to: "bob")])
+        // Typed in #lobby, landing in the conversation with bob: echoed where typed too.
+        #expect(run("/msg bob hello there") == [.send(text: "hello there", to: "bob"),
+                                                .note("-> bob: hello there", conversation: .room("#lobby"), isError: false)])
         #expect(run("/me waves") == [.action(text: "waves", to: "#lobby")])
         #expect(run("/join #dev") == [.irc(IRCMessage("JOIN", "#dev"))])
         #expect(run("/nick 小明2") == [.irc(IRCMessage("NICK", "小明2"))])
@@ -268,7 +270,8 @@ struct UpdateTests {
         #expect(run("/mode +ik sesame") == [.irc(IRCMessage("MODE", "#lobby", "+ik", "sesame"))])
         #expect(run("/mode alice +i") == [.irc(IRCMessage("MODE", "alice", "+i"))])
         #expect(run("/mode") == [.irc(IRCMessage("MODE", "#lobby"))])
-        #expect(run("/quote WHO #lobby %na") == [.irc(IRCMessage("WHO", "#lobby", "%na"))])
+        #expect(run("/quote WHO #lobby %na") == [.irc(IRCMessage("WHO", "#lobby", "%na")),
+                                                 .note("Sent to the server: WHO #lobby %na", conversation: .room("#lobby"), isError: false)])
         #expect(run("/ignore mallory") == [.ignore("mallory")])
         #expect(run("/ignore") == [.ignore(nil)])
         #expect(run("/unignore mallory") == [.unignore("mallory")])
