@@ -1,4 +1,5 @@
 import ChatClientKit
+import ChatTransport
 import IRCWire
 
 /// Where each part of the screen goes at a given size.
@@ -121,7 +122,9 @@ extension ChatModel {
             if case .transfer(let id) = line.kind, !progressShown.contains(id), let info = transfers[id] {
                 progressShown.insert(id)
                 if let bar = progressText(info, width: paneWidth - indent) {
-                    let doing = (info.direction == .receiving ? "receiving " : "sending ") + PlainText.visible(info.offeredName)
+                    // A received file is named as saved ("slow (1).dat" when slow.dat was taken).
+                    let name = info.direction == .receiving ? Paths.lastComponent(of: info.localPath) : info.offeredName
+                    let doing = (info.direction == .receiving ? "receiving " : "sending ") + PlainText.visible(name)
                     let progress = [Span(doing + "  " + bar, Palette.highlight)]
                     for row in Wrapper.wrap(progress, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent)) }
                 }

@@ -415,6 +415,23 @@ struct UpdateTests {
 
 @Suite("transfer lines")
 struct TransferRenderTests {
+    @Test("a received file saved as slow (1).dat (slow.dat was taken): its progress line names it as saved")
+    func progressNamesTheSavedFile() {
+        var model = lobbyModel(width: 72, height: 8)
+        model.selection = .conversation(.direct("bob"))
+        model.receive(.line(.direct("bob"), ChatLine(time: 36_300, kind: .transfer(3), text: "Receiving slow (1).dat from bob into /tmp/dl")))
+        model.receive(.markedRead(.direct("bob")))
+        var info = TransferInfo(id: 3, direction: .receiving, peer: "bob", offeredName: "slow.dat", localPath: "/tmp/dl/slow (1).dat",
+                                size: 1 << 20, state: .active, offeredAt: 0)
+        info.transferred = 1 << 19
+        info.startedAt = 100
+        model.receive(.transfer(info))
+        model.now = 101
+        let rows = draw(model).lines
+        #expect(rows.contains { $0.contains("receiving slow (1).dat  [") }, "\(rows)")
+        #expect(!rows.contains { $0.contains("slow.dat") })
+    }
+
     @Test("a running transfer's newest line shows a progress bar, percent, rate and time left")
     func progress() {
         var model = lobbyModel(width: 72, height: 8)
