@@ -86,6 +86,8 @@ public struct ChatModel: Sendable {
     /// When a reconnect is due, for the countdown.
     public var reconnectAt: Double?
     public var everRegistered = false
+    /// The reason last written in the server window for not being connected (noted once each).
+    public var notedStatusReason: String?
     public var selection: SidebarItem = .conversation(.server) { didSet { if selection != oldValue { selectedAt = now } } }
     /// When the selection last moved: a conversation is marked read once the selection has
     /// rested on it for a second (or you write to it), not while the arrows walk past it.

@@ -44,7 +44,7 @@ extension ChatModel {
             self.status = status
             if case .registered = status { everRegistered = true }
             if case .reconnecting(let seconds, _) = status { reconnectAt = now + seconds } else { reconnectAt = nil }
-            return []
+            return statusNote(status)
         case .lag(let seconds):
             lag = seconds
             return []
@@ -467,6 +467,24 @@ extension ChatModel {
             if let echo = echoWhereTyped(command, line: line) { out.append(.note(echo, conversation: viewedID, isError: false)) }
         }
         return out
+    }
+
+    /// Why we are not connected, as a line in the server window (the status line cuts it): once
+    /// per reason, so retrying for ever does not fill the window.
+    mutating func statusNote(_ status: ConnectionStatus) -> [UICommand] {
+        let reason: String, text: String
+        switch status {
+        case .registered:
+            notedStatusReason = nil
+            return []
+        case .reconnecting(_, let why): (reason, text) = (why, "Not connected: \(why) — trying again (/disconnect stops)")
+        case .disconnected(let why): (reason, text) = (why, "Disconnected: \(why)")
+        case .stopped(let why): (reason, text) = (why, "Stopped: \(why) (/reconnect to try again)")
+        case .connecting, .connected: return []
+        }
+        guard !reason.isEmpty, notedStatusReason != reason else { return [] }
+        notedStatusReason = reason
+        return [.note(text, conversation: .server, isError: true)]
     }
 
     /// What a command that acts elsewhere did, said in the conversation it was typed in (the

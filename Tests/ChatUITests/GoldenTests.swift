@@ -163,3 +163,59 @@ struct EchoGoldenTests {
         #expect(!commands.contains { if case .note = $0 { return true } else { return false } })
     }
 }
+
+@Suite("why we are not connected")
+struct ConnectionReasonGoldenTests {
+    /// alice before registering, looking at the server window.
+    static func unregistered() -> ChatModel {
+        var model = ChatModel(state: ConversationBook(nick: "alice"), width: 60, height: 12)
+        model.now = 36300
+        model.receive(.status(.connecting(host: "nowhere.invalid", port: 6667, attempt: 1)))
+        return model
+    }
+
+    @Test("a bad host: the reason is a line in the server window, once however often it retries; the whole screen")
+    func goldenBadHost() {
+        var model = Self.unregistered()
+        for attempt in 1...3 {
+            let commands = model.receive(.status(.reconnecting(inSeconds: 2, reason: "host not found: nowhere.invalid (Name or service not known)")))
+            #expect(commands.count == (attempt == 1 ? 1 : 0), "attempt \(attempt)")
+            model.performNotes(commands, now: 36300)
+        }
+        expectScreen(model, [
+            " server messages                                            ",
+            "                                               │(server)    ",
+            "                                               │            ",
+            "                                               │            ",
+            "                                               │            ",
+            "                                               │            ",
+            "10:05 !!! Not connected: host not found:       │            ",
+            "          nowhere.invalid (Name or service not │            ",
+            "          known) — trying again (/disconnect   │            ",
+            "          stops)                               │            ",
+            " alice │ reconnecting in 2 s (host not found:…              ",
+            ">                                                           ",
+        ])
+    }
+
+    @Test("a wrong SASL password: the refusal is a line in the server window; the whole screen")
+    func goldenWrongPassword() {
+        var model = Self.unregistered()
+        model.receive(.status(.connected))
+        model.performNotes(model.receive(.status(.stopped(reason: "login failed for alice: Invalid credentials"))), now: 36300)
+        expectScreen(model, [
+            " server messages                                            ",
+            "                                               │(server)    ",
+            "                                               │            ",
+            "                                               │            ",
+            "                                               │            ",
+            "                                               │            ",
+            "                                               │            ",
+            "10:05 !!! Stopped: login failed for alice:     │            ",
+            "          Invalid credentials (/reconnect to   │            ",
+            "          try again)                           │            ",
+            " alice │ disconnected: login failed for alice: Invalid…     ",
+            ">                                                           ",
+        ])
+    }
+}
