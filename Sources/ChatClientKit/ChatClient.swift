@@ -342,6 +342,9 @@ public actor ChatClient {
         var lastReason = ""
         var registeredOnce = false
         var unresolved = 0
+        /// The host ended its server: said until we are back, whatever the next tries meet.
+        var hostClosed: String?
+        var saidStopped = false
         while keepConnected {
             attempt += 1
             emit(.status(.connecting(host: config.host, port: config.port, attempt: attempt)))
@@ -361,11 +364,21 @@ public actor ChatClient {
                 }
                 let reason = await session(connection)
                 connection.close(reason: reason.text)
-                if state.isRegistered || reason.registered { attempt = 0; registeredOnce = true }
+                if state.isRegistered || reason.registered { attempt = 0; registeredOnce = true; hostClosed = nil }
                 lastReason = reason.text
+                if ConnectionEnd.isHostClosing(reason.text) { hostClosed = reason.text }
                 unresolved = 0
+                if !config.tls, !reason.registered, keepConnected, await speaksTLS(connection, closedWith: reason.text) {
+                    fatalReason = ConnectionEnd.speaksTLS
+                    lastReason = ConnectionEnd.speaksTLS
+                }
             } catch {
                 lastReason = error.description
+                if config.tls, case TransportError.tls(_, _, let why) = error,
+                   case .stop(let words)? = ConnectionEnd.afterTLSFailure(why, plainTextMarker: LineConnection.plainTextAnswer) {
+                    fatalReason = words
+                    lastReason = words
+                }
                 // A name that does not resolve is most likely mistyped: a few tries, then stop
                 // and say so (a server we have been on may be in a DNS hiccup: keep trying it).
                 if case TransportError.hostNotFound = error { unresolved += 1 } else { unresolved = 0 }
@@ -378,23 +391,45 @@ public actor ChatClient {
             if let fatalReason {
                 keepConnected = false
                 emit(.status(.stopped(reason: fatalReason)))
+                saidStopped = true
                 break
             }
             guard keepConnected else {
                 emit(.status(.stopped(reason: userStopReason ?? lastReason)))
+                saidStopped = true
                 break
             }
-            emit(.status(.disconnected(reason: lastReason)))
             let delay = config.reconnect.delay(attempt: max(1, attempt), random: Double.random(in: 0..<1))
-            emit(.status(.reconnecting(inSeconds: delay, reason: lastReason)))
+            var shown = lastReason
+            if case .retry(let words) = ConnectionEnd.retrying(after: hostClosed ?? lastReason, delay: delay) { shown = words }
+            emit(.status(.disconnected(reason: shown)))
+            emit(.status(.reconnecting(inSeconds: delay, reason: shown)))
             let wait = Task { _ = try? await Task.sleep(for: .seconds(delay)) }
             backoffTask = wait
             await wait.value
             backoffTask = nil
         }
+        // Stopped during a backoff wait (or a refused certificate said it already): the status says so once.
+        if !saidStopped && fatalReason == nil { emit(.status(.stopped(reason: userStopReason ?? lastReason))) }
         failQueued(reason: "disconnected")
         runTask = nil
         connection = nil
+    }
+
+    /// A plain-text connection that ended before registering: was the answer TLS? Its first
+    /// bytes say so, or, when the server closed without a byte (an OpenSSL server sends no
+    /// alert), one TLS handshake with the same port does.
+    /// Only a close by the server is probed (not our own timeout).
+    private func speaksTLS(_ connection: LineConnection, closedWith reason: String) async -> Bool {
+        if connection.answeredWithTLS { return true }
+        guard connection.receivedNothing, userStopReason == nil,
+              reason == "connection closed by the server" || reason == "connection reset by the server",
+              let context = try? tlsContext() else { return false }
+        guard let probe = try? await LineConnection.open(host: config.host, port: config.port, timeout: min(config.connectTimeout, 5), tls: context) else {
+            return false
+        }
+        probe.close(reason: "only a probe for TLS")
+        return true
     }
 
     private struct SessionEnd {

@@ -30,6 +30,10 @@ public final class LineConnection: Sendable {
         var pending = 0
         /// The most lines that were ever waiting at once (for tests: it stays at the limit).
         var highWater = 0
+        /// Some byte came from the peer.
+        var receivedAny = false
+        /// The peer answered our plain text with a TLS record (an alert or a handshake).
+        var answeredWithTLS = false
         var queuedBytes: Int { output.count - sentOffset }
     }
 
@@ -37,6 +41,22 @@ public final class LineConnection: Sendable {
     public var pendingHighWater: Int { shared.withLock { $0.highWater } }
     /// Lines handed out and not yet taken.
     public var waitingLines: Int { shared.withLock { $0.pending } }
+    /// Nothing at all came from the peer (a server that closed without a word).
+    public var receivedNothing: Bool { shared.withLock { !$0.receivedAny } }
+    /// A plain-text connection whose first bytes from the peer were a TLS record (0x15 or 0x16,
+    /// then 0x03): the port speaks TLS.
+    public var answeredWithTLS: Bool { shared.withLock { $0.answeredWithTLS } }
+
+    /// The start of a `TransportError.tls` reason when a TLS hello was answered in plain
+    /// text; the server's text follows.
+    public static let plainTextAnswer = "the server answered in plain text: "
+
+    /// Whether bytes begin a TLS record: an alert (0x15) or a handshake (0x16), then a 0x03 version byte.
+    public static func isTLSRecord(_ bytes: some Collection<UInt8>) -> Bool {
+        var iterator = bytes.makeIterator()
+        guard let first = iterator.next(), let second = iterator.next() else { return false }
+        return (first == 0x15 || first == 0x16) && second == 0x03
+    }
 
     /// How many lines may wait for the consumer before the thread stops reading.
     public static let inputLimit = 2048
@@ -129,21 +149,49 @@ public final class LineConnection: Sendable {
 
     /// Runs a client handshake to its end on the connect thread, polling the socket and the
     /// cancel pipe, within the connect timeout.
+    /// Before the server's first record the socket is peeked at: an answer that is not TLS
+    /// (a plain-text port's ERROR) fails with its text after `plainTextAnswer`.
     static func handshake(_ session: TLSSession, fd: Int32, cancel: Int32, deadline: Double, host: String, port: Int) throws(TransportError) -> TLSSession {
+        var peeked = false
         while true {
             let events: Int16
+            if !peeked, let text = plainTextWaiting(fd) {
+                throw .tls(host: host, port: port, reason: Self.plainTextAnswer + text)
+            }
             switch session.handshake() {
             case .done: return session
             case .wantRead: events = Int16(POLLIN)
             case .wantWrite: events = Int16(POLLOUT)
-            case .failed(let reason): throw .tls(host: host, port: port, reason: reason)
+            case .failed(let reason):
+                // The session may have read the start of a plain answer as a record header and
+                // failed on it: the rest of the line is still waiting.
+                if !peeked, let text = plainTextWaiting(fd) { throw .tls(host: host, port: port, reason: Self.plainTextAnswer + text) }
+                throw .tls(host: host, port: port, reason: reason)
             }
             let remaining = deadline - Monotonic.now()
             if remaining <= 0 { throw .tls(host: host, port: port, reason: "the TLS handshake timed out") }
             var pfds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: cancel, events: Int16(POLLIN), revents: 0)]
             _ = poll(&pfds, 2, Int32(max(1, remaining * 1000)))
             if pfds[1].revents != 0 { throw .cancelled }
+            if pfds[0].revents & Int16(POLLIN) != 0, !peeked {
+                if let text = plainTextWaiting(fd) { throw .tls(host: host, port: port, reason: Self.plainTextAnswer + text) }
+                peeked = peekedAnything(fd)
+            }
         }
+    }
+
+    /// The first line waiting on the socket when it is not a TLS record, left unread.
+    private static func plainTextWaiting(_ fd: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_PEEK | MSG_DONTWAIT)) }
+        guard n > 0, !(0x14...0x17).contains(buffer[0]), buffer[0] >= 0x20 || buffer[0] == 0x09 else { return nil }
+        let line = buffer[0..<n].prefix { $0 != 0x0A && $0 != 0x0D }
+        return String(decoding: line, as: UTF8.self)
+    }
+
+    private static func peekedAnything(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
     }
 
     /// One connect: whichever comes first, its result or a cancel, answers the caller once.
@@ -310,6 +358,15 @@ public final class LineConnection: Sendable {
                         count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, min($0.count, room), 0) }
                     }
                     if count > 0 {
+                        let first = connection.shared.withLock { state -> Bool in
+                            defer { state.receivedAny = true }
+                            return !state.receivedAny
+                        }
+                        if first, connection.tls == nil, LineConnection.isTLSRecord(buffer[0..<count]) {
+                            connection.shared.withLock { $0.answeredWithTLS = true }
+                            reason = "the server answered with TLS"
+                            break loop
+                        }
                         var framed: [Input] = []
                         buffer.withUnsafeBufferPointer { raw in
                             framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { piece in
