@@ -28,7 +28,7 @@ public actor ChatClient {
     private var queue: [Outgoing] = []
     /// Direct messages sent from the offline queue, by folded nickname: a 401 for one of them
     /// (the person has not reconnected yet) names the text that was not delivered.
-    private var flushedDirect: [String: [String]] = [:]
+    private var flushedDirect: [String: [(text: String, isAction: Bool)]] = [:]
     private var lastReceived: Double = 0
     private var connectedAt: Double = 0
     private var pingSentAt: Double?
@@ -530,10 +530,11 @@ public actor ChatClient {
             perform(registration.received(message), over: connection)
             guard registration.phase == .registered else { return }
         case "401" where message.params.count > 1 && !(flushedDirect[state.key(for: message.params[1])]?.isEmpty ?? true):
-            // A held message to someone who is not back yet: say which text did not arrive.
+            // A held message to someone who is not back yet: it stays held until they are (MONITOR).
             let nick = message.params[1]
-            let text = flushedDirect[state.key(for: nick)]!.removeFirst()
-            emit(.notSent(target: nick, text: text, reason: "\(nick) is not on the server now; send it again when they are back"))
+            let line = flushedDirect[state.key(for: nick)]!.removeFirst()
+            for event in state.holdForPerson(nick, text: line.text, isAction: line.isAction, now: now) { emit(event) }
+            performActions(over: connection)
             return
         case "ERROR":
             // "Closing Link: host (reason)" says less than the reason alone.
@@ -578,6 +579,7 @@ public actor ChatClient {
             break
         }
         for event in state.apply(message, now: now) { emit(event) }
+        performActions(over: connection)
         if message.command == "001" {
             welcomed(over: connection, now: now)
             // Direct conversations dropped with the connection ask for what they missed (a
@@ -615,6 +617,24 @@ public actor ChatClient {
             write(IRCMessage("JOIN", wantedRooms.joined(separator: ",")), over: connection)
         }
         flushQueue(over: connection)
+    }
+
+    /// Carries out what the state decided besides its events.
+    private func performActions(over connection: LineConnection) {
+        for action in state.takeActions() {
+            switch action {
+            case .send(let message): write(message, over: connection)
+            case .deliver(let line):
+                flushedDirect[state.key(for: line.target), default: []].append((line.text, line.isAction))
+                deliver(Outgoing(target: line.target, text: line.text, isAction: line.isAction), over: connection)
+            }
+        }
+    }
+
+    /// Gives up on the direct messages held for `nick` (not on the server when they were sent).
+    public func cancelHeld(for nick: String) {
+        for event in state.cancelHeld(for: nick) { emit(event) }
+        if let connection { performActions(over: connection) } else { _ = state.takeActions() }
     }
 
     /// Carries out what the registration machine decided.
@@ -685,7 +705,7 @@ public actor ChatClient {
         flushedDirect = [:]
         for outgoing in pending {
             emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial)))
-            if !state.isChannel(outgoing.target) { flushedDirect[state.key(for: outgoing.target), default: []].append(outgoing.text) }
+            if !state.isChannel(outgoing.target) { flushedDirect[state.key(for: outgoing.target), default: []].append((outgoing.text, outgoing.isAction)) }
             deliver(outgoing, over: connection)
         }
     }

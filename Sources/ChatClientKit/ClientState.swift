@@ -64,7 +64,7 @@ public struct ClientState: Sendable {
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [ConversationID: [String: Member]] = [:]
     /// Events produced by the message being applied.
-    private var produced: [ClientEvent] = []
+    var produced: [ClientEvent] = []
 
     /// Direct conversations kept open (`ClientConfig.directConversationLimit`).
     public let directLimit: Int
@@ -85,6 +85,10 @@ public struct ClientState: Sendable {
     var markersRefused = false
     /// The server window has said once why read markers are not kept.
     var toldOfMarkers = false
+    /// Direct messages waiting for their person to come back (MONITOR).
+    public internal(set) var held = HeldDirect()
+    /// What the actor is to do besides publishing (`takeActions`).
+    var actions: [ClientAction] = []
 
     public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, directLimit: Int = 200) {
         book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
@@ -226,6 +230,8 @@ public struct ClientState: Sendable {
         capabilities = []
         pendingNames = [:]
         markersRefused = false
+        held.monitored = []
+        actions = []
         produced = []
         let marked = book.order.filter { id in
             guard let conversation = book[id], id != .server else { return false }
@@ -368,7 +374,10 @@ public struct ClientState: Sendable {
             var isupport = state.isupport
             isupport.apply(c.message)
             state.emit(.serverSupport(isupport))
+            // Lines held for people from before a reconnect: watched on this connection too.
+            state.watchHeld()
         },
+        "730": { $0.monitorOnline($1) },
         "JOIN": { $0.joined($1) },
         "PART": { $0.parted($1) },
         "KICK": { $0.kicked($1) },
@@ -420,6 +429,8 @@ public struct ClientState: Sendable {
     static let silent: Set<String> = [
         "PONG", "PING", "CAP", "AUTHENTICATE", "002", "003", "004", "251", "252", "253", "254", "255",
         "265", "266", "315", "329", "333", "375", "376", "396",
+        // MONITOR's other answers: offline (what is held stays held), the list and its end.
+        "731", "732", "733",
         // Tags only (typing), labeled-response's empty answer, and changes to people's
         // accounts, hosts and real names: nothing a conversation shows.
         "TAGMSG", "ACK", "ACCOUNT", "CHGHOST", "SETNAME",

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+import ChatClientKit
+import ChatTransport
+import IRCTestSupport
+import IRCWire
+
+@Suite("a direct message held for someone not back yet", .serialized)
+struct HeldDirectTests {
+    @Test("held through a reconnect without bob, sent once when MONITOR says he is online")
+    func heldUntilBobIsBack() async throws {
+        let server = try TestServer()
+        let proxy = try CuttableProxy(to: server.port)
+        let alice = ChatClient(config: config(port: proxy.port, nick: "alice"))
+        let log = EventLog.watching(alice)
+        await alice.start()
+        _ = try await log.registered()
+        proxy.cutAll()
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        await alice.send("typed while the server was away", to: "bob")
+        proxy.restore()
+        _ = try await log.registered(timeout: 15)
+        // bob is not there: the line stays held, and the conversation says until when.
+        try await log.line(in: "bob", containing: "held until they are back")
+        #expect(!(await log.all()).contains { if case .notSent = $0 { return true } else { return false } })
+        #expect(await log.view().conversation("bob")!.lines.contains { $0.isPending && $0.text == "typed while the server was away" })
+
+        let bob = try server.client()
+        _ = try bob.register("bob")
+        _ = try bob.readUntil { $0.command == "PRIVMSG" && $0.params.last == "typed while the server was away" }
+        // A line after it: anything sent twice would come before this one.
+        await alice.send("and now live", to: "bob")
+        let seen = try bob.readUntil { $0.command == "PRIVMSG" && $0.params.last == "and now live" }
+        #expect(seen.filter { $0.command == "PRIVMSG" }.map { $0.params.last ?? "" } == ["and now live"], "the held line arrived once")
+        #expect(!(await log.view().conversation("bob")!.lines.contains { $0.isPending }), "no longer shown as held")
+        await alice.quit()
+    }
+
+    @Test("a held line the user cancels is shown as not sent, with its text")
+    func cancelled() {
+        var state = ClientState(nick: "alice")
+        _ = state.apply(IRCMessage("001", "alice", "Welcome"), now: 1)
+        _ = state.apply(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
+        let events = state.holdForPerson("bob", text: "hi", isAction: false, now: 2)
+        #expect(events.contains { if case .line(_, let line) = $0 { return line.isPending && line.text == "hi" } else { return false } })
+        #expect(state.takeActions() == [.send(IRCMessage("MONITOR", "+", "bob"))])
+        let cancelling = state.cancelHeld(for: "Bob")
+        #expect(cancelling.contains(.notSent(target: "bob", text: "hi", reason: "cancelled")))
+        #expect(state.takeActions() == [.send(IRCMessage("MONITOR", "-", "bob"))])
+        // Online later: nothing is left to send.
+        _ = state.apply(IRCMessage(source: "test.server", command: "730", params: ["alice", "bob!b@h"]), now: 3)
+        #expect(state.takeActions().isEmpty)
+    }
+
+    @Test("without MONITOR the line stays held and the conversation says the server cannot tell")
+    func noMonitor() {
+        var state = ClientState(nick: "alice")
+        _ = state.apply(IRCMessage("001", "alice", "Welcome"), now: 1)
+        let events = state.holdForPerson("bob", text: "hi", isAction: false, now: 2)
+        #expect(events.contains { if case .line(_, let line) = $0 { return line.text.contains("cannot say when they are back") } else { return false } })
+        #expect(state.takeActions().isEmpty)
+    }
+}
