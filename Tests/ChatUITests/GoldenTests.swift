@@ -5,16 +5,67 @@ import ChatClientKit
 import IRCWire
 
 /// Whole screens compared row by row with golden text, as ratatui's TestBackend tests do: a
-/// layout test that checks every cell, not a fragment.
-func expectScreen(_ model: ChatModel, _ golden: [String], sourceLocation: SourceLocation = #_sourceLocation) {
-    let lines = draw(model).lines
-    if ProcessInfo.processInfo.environment["PRINT_GOLDEN"] != nil, lines != golden {
+/// layout test that checks every cell, not a fragment. With `styles`, every cell's attributes
+/// too: one letter per column (a wide character's two columns both carry its letter), looked
+/// up in `StyleLegend.standard` plus the test's own `legend` (colours, such as a nickname's);
+/// a style in neither reads as `?`.
+func expectScreen(_ model: ChatModel, _ golden: [String], styles: [String]? = nil, legend: [Character: Style] = [:],
+                  sourceLocation: SourceLocation = #_sourceLocation) {
+    let screen = draw(model)
+    let lines = screen.lines
+    let letters = styles.map { _ in StyleLegend.rows(of: screen, legend: legend) }
+    if ProcessInfo.processInfo.environment["PRINT_GOLDEN"] != nil, lines != golden || letters != styles {
         // For writing a new golden: the screen as Swift literals, to be read and checked by eye.
         print("GOLDEN \(sourceLocation.line)\n" + lines.map { "            \"" + $0 + "\"," }.joined(separator: "\n"))
+        if let letters { print("STYLES \(sourceLocation.line)\n" + letters.map { "            \"" + $0 + "\"," }.joined(separator: "\n")) }
     }
     #expect(lines.count == golden.count, sourceLocation: sourceLocation)
     for (y, (actual, expected)) in zip(lines, golden).enumerated() {
         #expect(actual == expected, "row \(y)", sourceLocation: sourceLocation)
+    }
+    if let styles, let letters {
+        #expect(letters.count == styles.count, "style rows", sourceLocation: sourceLocation)
+        for (y, (actual, expected)) in zip(letters, styles).enumerated() {
+            #expect(actual == expected, "styles of row \(y)", sourceLocation: sourceLocation)
+        }
+    }
+}
+
+/// The letters golden screens write a cell's attributes with.
+enum StyleLegend {
+    /// ' ' plain, 'd' dim, 'r' reverse, 'b' bold, 'R' bold and reverse (the selected room), 'D'
+    /// dim and reverse (the selected server window);
+    /// 'e' an error (red, bold), 'h' a highlight (yellow, bold).
+    static let standard: [Character: Style] = [
+        " ": .plain, "d": Style(dim: true), "r": Style(reverse: true), "b": Style(bold: true),
+        "R": Style(bold: true, reverse: true), "D": Style(dim: true, reverse: true), "e": Palette.error, "h": Palette.highlight,
+    ]
+
+    /// Letters for nicknames' colours (bold for our own, `me`).
+    static func nicks(_ letters: [String: Character], me: String = "alice") -> [Character: Style] {
+        Dictionary(uniqueKeysWithValues: letters.map { ($0.value, Palette.nickStyle($0.key, own: $0.key == me)) })
+    }
+
+    /// The lobby's people: A alice (us), B bob, C carol, X 小明.
+    static let lobby = nicks(["alice": "A", "bob": "B", "carol": "C", "小明": "X"])
+
+    /// Each row of `screen` as letters, one per column.
+    static func rows(of screen: Screen, legend: [Character: Style]) -> [String] {
+        let all = standard.merging(legend) { _, test in test }
+        // Ordered, so that two letters for one style always read the same.
+        let letters = all.keys.sorted()
+        return (0..<screen.height).map { y in
+            var row = ""
+            for x in 0..<screen.width {
+                let cell = screen[x, y]
+                if cell.isContinuation, let previous = row.last {
+                    row.append(previous)
+                    continue
+                }
+                row.append(letters.first { all[$0] == cell.style } ?? "?")
+            }
+            return row
+        }
     }
 }
 
@@ -71,7 +122,20 @@ struct GoldenTests {
             "            xxxxxxxxxxxxxxxxxxxxxxxx/end       │            ",
             " alice │ connected │ Enter sends to #lobby                  ",
             ">                                                           ",
-        ])
+        ], styles: [
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                               dRRRRRRrrrrrr",
+            "                                               dAAAAAAAAAAAA",
+            "                                               dBBBB        ",
+            "                                               dCCCCCC      ",
+            "                                               dXXXXX       ",
+            "ddddddddddddddddddddddddddd                    ddddddddd    ",
+            "dddddddBBBdd                                   d            ",
+            "                                               d            ",
+            "                                               d            ",
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "dd                                                          ",
+        ], legend: StyleLegend.lobby)
     }
 }
 
@@ -102,7 +166,21 @@ func goldenBidi() {
         "                       U+2069> text            │            ",
         " alice │ connected │ Enter sends to #lobby                  ",
         ">                                                           ",
-    ])
+    ], styles: [
+        "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+        "                                               dRRRRRRrrrrrr",
+        "                                               dAAAAAAAAAAAA",
+        "                                               dBBBB        ",
+        "                                               dCCCCCC      ",
+        "                                               dXXXXX       ",
+        "ddddddddddddddddddddddddddd                    ddddddddd    ",
+        // The invisible characters' notation in reverse, so it cannot pass for text.
+        "dddddddBBBdd           rrrrrrrr                d            ",
+        "dddddddBBBBBBBBBBBBBBBddrrrrrrrrrrrrrrrr      rd            ",
+        "                       rrrrrrr                 d            ",
+        "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+        "dd                                                          ",
+    ], legend: StyleLegend.lobby)
 }
 
 @Suite("echo where typed")
@@ -127,7 +205,20 @@ struct EchoGoldenTests {
             "10:05 -!- -> 小明: 你好，晚上见                │            ",
             " alice │ connected │ Enter sends to #lobby                  ",
             ">                                                           ",
-        ])
+        ], styles: [
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                               dRRRRRRrrrrrr",
+            "                                               dAAAAAAAAAAAA",
+            "                                               dBBBB        ",
+            "                                               dCCCCCC      ",
+            "                                               dXXXXX       ",
+            "                                               ddddddddd    ",
+            "                                               d            ",
+            "ddddddddddddddddddddddddddd                    d            ",
+            "ddddddddddddddddddddddddddddddd                d            ",
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "dd                                                          ",
+        ], legend: StyleLegend.lobby)
     }
 
     @Test("/send, /accept and /quote say in the conversation where they were typed what was done")
@@ -153,7 +244,20 @@ struct EchoGoldenTests {
             "10:05 -!- Sent to the server: WHO #lobby       │            ",
             " alice │ connected │ Enter sends to #lobby                  ",
             ">                                                           ",
-        ])
+        ], styles: [
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                               dRRRRRRrrrrrr",
+            "ddddddddddddddddddddddddddd                    dAAAAAAAAAAAA",
+            "dddddddddddddddddddddddddddddddddddddddddddd   dBBBB        ",
+            "          dddddddddddddddddddddddddddddddd     dCCCCCC      ",
+            "          dddddd                               dXXXXX       ",
+            "dddddddddddddddddddddddddddddddddddddddddddddddddddddddd    ",
+            "          ddddddddddddddddddddddddd            d            ",
+            "          dddddddddddddddddddddd               d            ",
+            "dddddddddddddddddddddddddddddddddddddddd       d            ",
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "dd                                                          ",
+        ], legend: StyleLegend.lobby)
     }
 
     @Test("no echo where the message lands anyway: /msg to the conversation in view")
@@ -195,7 +299,20 @@ struct ConnectionReasonGoldenTests {
             "          stops)                               │            ",
             " alice │ reconnecting in 2 s (host not found:…              ",
             ">                                                           ",
-        ])
+        ], styles: [
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                               dDDDDDDDDrrrr",
+            "                                               d            ",
+            "                                               d            ",
+            "                                               d            ",
+            "                                               d            ",
+            "ddddddeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee       d            ",
+            "          eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee d            ",
+            "          eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee   d            ",
+            "          eeeeee                               d            ",
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "dd                                                          ",
+        ], legend: StyleLegend.lobby)
     }
 
     @Test("a wrong SASL password: the refusal is a line in the server window; the whole screen")
