@@ -386,7 +386,7 @@ public actor ChatClient {
                     fatalReason = "\(config.host) was not found after \(unresolved) tries (\(lastReason)); check the name"
                 }
             }
-            for event in state.connectionLost(reason: lastReason, now: WallClock.now()) { emit(event) }
+            for event in state.connectionLost(reason: lastReason, now: WallClock.now(), byUser: userStopReason != nil) { emit(event) }
             holdUnconfirmed()
             if let fatalReason {
                 keepConnected = false

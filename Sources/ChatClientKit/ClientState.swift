@@ -223,8 +223,9 @@ public struct ClientState: Sendable {
 
     /// The connection is gone: rooms stay (to be rejoined) with their member lists as they were,
     /// shown greyed until NAMES replaces them. When we had been registered, every room and
-    /// direct conversation gets a line marking where the connection dropped.
-    public mutating func connectionLost(reason: String = "", now: Double = 0) -> [ClientEvent] {
+    /// direct conversation gets a line marking where the connection dropped, unless the user
+    /// ended it (`byUser`: /quit, /disconnect): nothing dropped then, and nothing is held.
+    public mutating func connectionLost(reason: String = "", now: Double = 0, byUser: Bool = false) -> [ClientEvent] {
         let wasRegistered = isRegistered
         isRegistered = false
         capabilities = []
@@ -243,7 +244,7 @@ public struct ClientState: Sendable {
         openBatches = [:]
         finishedHistory = []
         gapContinuations = []
-        if wasRegistered {
+        if wasRegistered && !byUser {
             let text = "── connection lost" + (reason.isEmpty ? "" : ": \(reason)") + " — what you type is held until it is back ──"
             // Just before the millisecond of the drop: server times have milliseconds, and what
             // was said in that millisecond was said after we lost it.

@@ -61,3 +61,34 @@ struct HeldDirectTests {
         #expect(state.takeActions().isEmpty)
     }
 }
+
+@Suite("ending the connection yourself", .serialized)
+struct UserStopTests {
+    @Test("/quit leaves no 'connection lost … held' marker in any conversation")
+    func quitWithoutDropMarkers() async throws {
+        let server = try TestServer()
+        let alice = ChatClient(config: config(port: server.port, nick: "alice", rooms: ["#lobby"]))
+        let log = EventLog.watching(alice)
+        await alice.start()
+        _ = try await log.registered()
+        try await log.line(in: "#lobby", containing: "You joined")
+        await alice.openConversation("bob")
+        await alice.quit()
+        #expect(try await log.stopReason() == "you quit")
+        let markers = await log.all().filter { if case .line(_, let line) = $0 { return line.text.hasPrefix("── connection lost") } else { return false } }
+        #expect(markers.isEmpty, "\(markers)")
+    }
+
+    @Test("/disconnect leaves no drop marker either")
+    func disconnectWithoutDropMarkers() async throws {
+        let server = try TestServer()
+        let alice = ChatClient(config: config(port: server.port, nick: "alice", rooms: ["#lobby"]))
+        let log = EventLog.watching(alice)
+        await alice.start()
+        _ = try await log.registered()
+        try await log.line(in: "#lobby", containing: "You joined")
+        await alice.disconnect()
+        #expect(try await log.stopReason() == "disconnected by you")
+        #expect(!(await log.all()).contains { if case .line(_, let line) = $0 { return line.text.hasPrefix("── connection lost") } else { return false } })
+    }
+}
