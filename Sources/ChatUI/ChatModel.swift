@@ -112,6 +112,13 @@ public struct ChatModel: Sendable {
     /// /help; and Ctrl-C asks before closing a room others are in.
     public var hostHint: [String] = []
     public var isHost: Bool { !hostHint.isEmpty }
+    /// The hint in the order the pane shows it: the TLS part (its fingerprints wrap over many
+    /// rows) first, the plain-port lines (`chat-tui --host …`, irssi's `/connect …`) last, so on a
+    /// small screen (60×15) it is the fingerprints that scroll away, not how to join.
+    public var hostHintInPane: [String] {
+        guard let tls = hostHint.firstIndex(where: { !$0.hasPrefix(" ") && $0.contains("TLS") }), tls > 0 else { return hostHint }
+        return Array(hostHint[tls...] + hostHint[..<tls])
+    }
     public var isAway: Bool { state.isAway }
     /// The hint is repeated in the first room the host lands in, where they will look.
     public var hostHintShownInRoom = false

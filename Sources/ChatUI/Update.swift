@@ -89,7 +89,7 @@ extension ChatModel {
             selection = .conversation(id)
             if isHost && !hostHintShownInRoom {
                 hostHintShownInRoom = true
-                return hostHint.map { .note($0, conversation: id, isError: false) }
+                return hostHintInPane.map { .note($0, conversation: id, isError: false) }
             }
             return []
         case .line(let id, let line):

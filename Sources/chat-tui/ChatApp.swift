@@ -44,7 +44,7 @@ final class ChatApp {
         watchSignals()
         startCommandQueue()
         // The host's screen says first of all how others join.
-        for line in model.hostHint { commands?.yield(.note(line, conversation: .server, isError: false)) }
+        for line in model.hostHintInPane { commands?.yield(.note(line, conversation: .server, isError: false)) }
         await client.start()
         Task { @MainActor in
             for await event in client.events {

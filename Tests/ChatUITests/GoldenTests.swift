@@ -336,3 +336,53 @@ struct ConnectionReasonGoldenTests {
         ])
     }
 }
+
+@Suite("the host's join lines")
+struct HostHintGoldenTests {
+    /// The host screen's hint as `joinHint` and `tlsHint` (main.swift) make it for a default
+    /// `--serve` (plain 6667 and a self-signed certificate on 6697).
+    static let fingerprint = (0..<32).map { String(format: "%02X", ($0 * 37 + 11) % 256) }.joined(separator: ":")
+    static let hint = [
+        "Hosting your room on port 6667. Others join with:",
+        "  chat-tui --host 192.168.1.20",
+        "or from irssi: /connect 192.168.1.20 6667; on this machine: chat-tui --host 127.0.0.1",
+        "Over TLS (port 6697):",
+        "  chat-tui --host 192.168.1.20 --port 6697 --tls-fingerprint \(fingerprint)",
+        "the certificate is self-signed (SHA-256 above); from irssi:",
+        "  /connect -tls -notls_verify -tls_pinned_cert \(fingerprint) 192.168.1.20 6697",
+    ]
+
+    @Test("at 60×15 the lines telling people how to join stay on screen in the host's room; the fingerprints go above them")
+    func goldenHostHintSmall() {
+        var state = ClientState(nick: "alice")
+        for line in [":srv 001 alice :Welcome alice!a@h", ":srv 005 alice PREFIX=(ov)@+ CHANTYPES=# :are supported"] {
+            _ = state.apply(try! IRCMessage(parsing: line), now: 36300)
+        }
+        var model = ChatModel(state: state.book, width: 60, height: 15)
+        model.hostHint = Self.hint
+        model.everRegistered = true
+        model.status = .registered(nick: "alice")
+        let commands = model.receive(":alice!a@h JOIN #lobby", ":srv 353 alice = #lobby :@alice", ":srv 366 alice #lobby :End", now: 36300)
+        model.performNotes(commands, now: 36300)
+        model.receive(.markedRead(.room("#lobby")))
+        expectScreen(model, [
+            " #lobby (1)                                                 ",
+            "          (SHA-256 above); from irssi:         │#lobby      ",
+            "10:05 -!-   /connect -tls -notls_verify        │@alice (you)",
+            "          -tls_pinned_cert 0B:30:55:7A:9F:C4:E9│(server)    ",
+            "          :0E:33:58:7D:A2:C7:EC:11:36:5B:80:A5:│            ",
+            "          CA:EF:14:39:5E:83:A8:CD:F2:17:3C:61:8│            ",
+            "          6 192.168.1.20 6697                  │            ",
+            "10:05 -!- Hosting your room on port 6667.      │            ",
+            "          Others join with:                    │            ",
+            "10:05 -!-   chat-tui --host 192.168.1.20       │            ",
+            "10:05 -!- or from irssi: /connect 192.168.1.20 │            ",
+            "          6667; on this machine: chat-tui      │            ",
+            "          --host 127.0.0.1                     │            ",
+            " alice │ connected │ Enter sends to #lobby                  ",
+            ">                                                           ",
+        ])
+        // The order on the pane; /help keeps the hint as given.
+        #expect(model.hostHintInPane == Array(Self.hint[3...] + Self.hint[..<3]))
+    }
+}
