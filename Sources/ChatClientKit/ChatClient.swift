@@ -90,6 +90,9 @@ public actor ChatClient {
     public var network: String { "\(config.host):\(config.port)" }
     private var restored = false
 
+    /// Ends the lines restored from the local log in each conversation.
+    public static let earlierMarker = "── earlier ──"
+
     /// Lines worth keeping: what people said and did (not the client's own notices).
     static let loggedKinds: Set<String> = ["message", "action", "notice", "join", "part", "quit", "kick", "nick", "topic", "mode"]
 
@@ -114,6 +117,13 @@ public actor ChatClient {
                 line.isOldNews = true
                 // Straight to the views: these are in the log already.
                 for event in state.line(line, to: id, name: name) { continuation.yield(event) }
+            }
+            // The boundary: above it the local log, below it this session (an info line, never logged).
+            if let last = lines.map(\.time).max() {
+                var marker = ChatLine(time: last + 0.0001, kind: .info, text: Self.earlierMarker)
+                marker.isHistory = true
+                marker.isOldNews = true
+                for event in state.line(marker, to: id, name: name) { continuation.yield(event) }
             }
             // Restored lines are not unread.
             continuation.yield(state.record(.markedRead(id)))

@@ -413,16 +413,22 @@ struct ClientHistoryTests {
 
 @Suite("the client's local log", .serialized)
 struct ClientLogBookTests {
-    @Test("what was shown is kept, and the next start opens each conversation with its last lines, not as unread")
-    func restoredOnStart() async throws {
-        let server = try TestServer()
-        let path = NSTemporaryDirectory() + "chat-tui-log-\(UUID().uuidString).db"
+    /// alice with a local log at `logPath`, joined to #lobby.
+    static func firstSession(_ server: TestServer, logPath: String) async throws -> (ClientConfig, ChatClient, EventLog) {
         var settings = config(port: server.port, nick: "alice")
-        settings.logPath = path
+        settings.logPath = logPath
         let first = ChatClient(config: settings)
         let log = EventLog.watching(first)
         await first.start()
         try await log.line(in: "#lobby", containing: "You joined #lobby")
+        return (settings, first, log)
+    }
+
+    @Test("what was shown is kept, and the next start opens each conversation with its last lines, not as unread")
+    func restoredOnStart() async throws {
+        let server = try TestServer()
+        let path = NSTemporaryDirectory() + "chat-tui-log-\(UUID().uuidString).db"
+        let (settings, first, log) = try await Self.firstSession(server, logPath: path)
         let bob = try server.client()
         try bob.register("bob")
         bob.send("PRIVMSG #lobby :remember this 记住")
@@ -435,9 +441,29 @@ struct ClientLogBookTests {
         await second.start()
         try await again.line(in: "#lobby", containing: "remember this 记住")
         let view = await again.view()
-        #expect(view.conversation("bob")?.lines.map(\.text) == ["and this, privately"])
+        #expect(view.conversation("bob")?.lines.map(\.text) == ["and this, privately", ChatClient.earlierMarker])
         #expect(view.conversation("bob")?.unread == 0, "restored lines are not news")
         #expect(view.conversation("#lobby")?.lines.filter { $0.text == "remember this 记住" }.count == 1)
+        await second.quit()
+    }
+
+    @Test("after a restart the restored lines end with '── earlier ──', before this session's join")
+    func restoredMarked() async throws {
+        let server = try TestServer()
+        let path = NSTemporaryDirectory() + "chat-tui-log-\(UUID().uuidString).db"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let (settings, first, _) = try await Self.firstSession(server, logPath: path)
+        await first.quit()
+        let second = ChatClient(config: settings)
+        let again = EventLog.watching(second)
+        await second.start()
+        try await again.line(in: "#lobby", containing: ChatClient.earlierMarker)
+        try await again.line(in: "#lobby", containing: "You joined #lobby")
+        let texts = await again.view().conversation("#lobby")?.lines.map(\.text) ?? []
+        #expect(texts.filter { $0 == ChatClient.earlierMarker }.count == 1)
+        let marker = try #require(texts.firstIndex(of: ChatClient.earlierMarker))
+        #expect(texts[..<marker].contains { $0.hasPrefix("You joined #lobby") }, "the restored join above the marker: \(texts)")
+        #expect(texts[(marker + 1)...].contains { $0.hasPrefix("You joined #lobby") }, "this session's join below it: \(texts)")
         await second.quit()
     }
 }
