@@ -120,3 +120,7 @@ def test_the_sidebar_stays_in_its_column_in_tmux(server, columns):
         if bob:
             bob.close()
         tmux("kill-server")
+        # tmux leaves its socket file behind: gone too, so nothing of the test stays.
+        socket_path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", SOCKET)
+        if os.path.exists(socket_path):
+            os.remove(socket_path)
