@@ -956,13 +956,8 @@ public final class ServerHandle: Sendable {
         var worker: HistoryStore?
         var writer: HistoryWriter?
         if let history, history.days > 0 {
-            // A data directory that cannot be written would lose every row: refuse to start.
-            let directory = history.path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-            if let problem = HistoryWriter.writeProblem(in: directory.isEmpty ? "." : directory) {
-                plain.forEach { close($0) }
-                secure.forEach { close($0) }
-                throw .unavailable("the data directory \(directory) cannot be written (\(problem)): free space there, or run with --history-days 0")
-            }
+            // (Whether the data directory can be written is checked by chat-tui before it opens
+            // anything there: accounts, certificates and history alike.)
             do {
                 // The loop's reader waits at most 100 ms for the writer's lock (a read marker
                 // being set): a long prune must not freeze the loop.
