@@ -56,9 +56,12 @@ final class BatchQueue<Item: Sendable>: Sendable {
     /// The writer's wait: up to `timeout` seconds for items, then whatever is queued (perhaps
     /// nothing) and whether a stop was asked for.
     func take(waiting timeout: Double) -> (items: [Item], stopped: Bool) {
-        ready.wait(seconds: timeout)
+        waitForItems(timeout)
         return takeNow()
     }
+
+    /// The writer's wait alone, for a writer that takes the items under a lock of its own.
+    func waitForItems(_ timeout: Double) { ready.wait(seconds: timeout) }
 
     func takeNow() -> (items: [Item], stopped: Bool) {
         let (items, stopped, released) = state.withLock { state in
