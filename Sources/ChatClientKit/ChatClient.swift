@@ -23,36 +23,20 @@ public actor ChatClient {
     private var fatalReason: String?
     /// Why the user stopped us (`you quit`), reported instead of the socket's view of it.
     private var userStopReason: String?
-    /// The text of the server's ERROR line, the best explanation of a close that follows it.
-    private var serverErrorText: String?
-    private var queue: [Outgoing] = []
-    /// Direct messages sent from the offline queue, by folded nickname: a 401 for one of them
-    /// (the person has not reconnected yet) names the text that was not delivered.
-    private var flushedDirect: [String: [(text: String, isAction: Bool)]] = [:]
     private var lastReceived: Double = 0
     private var connectedAt: Double = 0
     private var pingSentAt: Double?
-    /// This connection's registration (CAP, SASL, nickname retries).
-    private var registration: Registration
-    /// Rooms to be in: the configured ones plus any the user joined; kept across reconnects.
-    private var wantedRooms: [String]
-
-    struct Outgoing {
-        let target: String
-        let text: String
-        let isAction: Bool
-        /// The held line showing it, while offline.
-        var serial: UInt64 = 0
-    }
 
     public init(config: ClientConfig) {
         self.config = config
         // The client owns the facts; lines are kept by the views that show them.
-        state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: false,
-                            directLimit: config.directConversationLimit)
-        registration = Registration(config.registrationSettings)
-        wantedRooms = config.rooms
-        ignoreMasks = config.ignoreMasks.compactMap { IRCMask.normalise($0.contains("!") || $0.contains("@") ? $0 : $0 + "!*@*") }
+        var state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: false,
+                                directLimit: config.directConversationLimit, registration: config.registrationSettings)
+        state.wantedRooms = config.rooms
+        state.operLogin = config.operLogin
+        state.offlineQueueLimit = config.offlineQueueLimit
+        for mask in config.ignoreMasks { _ = state.ignore(mask) }
+        self.state = state
         let (events, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
         self.events = events
         self.continuation = continuation
@@ -68,17 +52,6 @@ public actor ChatClient {
     /// keeps them: `ClientState.sent`).
     private func holdUnconfirmed() {
         for event in state.holdUnconfirmed(now: WallClock.now()) { emit(event) }
-    }
-
-    /// What history did not have is sent again (for a room once its history has been read;
-    /// for people at once: no history is asked for them). A line the server refused is not
-    /// among them: a refusal took it out for good.
-    private func resendUnconfirmed(where belongs: (ConversationID) -> Bool, over connection: LineConnection) {
-        let (again, events) = state.takeHeld(where: belongs)
-        for event in events { emit(event) }
-        for outgoing in again {
-            deliver(Outgoing(target: outgoing.target, text: outgoing.text, isAction: outgoing.isAction), over: connection)
-        }
     }
 
     // MARK: The local log
@@ -170,31 +143,39 @@ public actor ChatClient {
         if let logProblem { for event in state.line(ChatLine(time: WallClock.now(), kind: .error, text: logProblem), to: .server) { emit(event) } }
         keepConnected = true
         userStopReason = nil
+        state.userStopping = false
         fatalReason = nil
         runTask = Task { await self.run() }
     }
 
-    /// Sends QUIT, closes the connection and stops reconnecting.
+    /// Sends QUIT and stops reconnecting: the server answers with ERROR and closes, which ends
+    /// the session (after two seconds without that answer, we close it ourselves).
     public func quit(reason: String = "Leaving") async {
-        defer { log?.sync() }
         keepConnected = false
         userStopReason = "you quit"
+        state.userStopping = true
         backoffTask?.cancel()
         // Still connecting: give up on it now rather than when the connect times out.
         if connection == nil { runTask?.cancel() }
         if let connection {
             try? connection.write(IRCMessage(command: "QUIT", params: [reason]))
-            // Give the server a moment to send its ERROR; the reader ends the session either way.
-            try? await Task.sleep(for: .milliseconds(200))
+            let unanswered = Task { [weak connection] in
+                guard (try? await Task.sleep(for: .seconds(2))) != nil else { return }
+                connection?.close(reason: "you quit")
+            }
+            await runTask?.value
+            unanswered.cancel()
             connection.close(reason: "you quit")
         }
         await runTask?.value
+        log?.sync()
     }
 
     /// Closes the connection without reconnecting; `start()` connects again.
     public func disconnect() async {
         keepConnected = false
         userStopReason = "disconnected by you"
+        state.userStopping = true
         backoffTask?.cancel()
         if connection == nil { runTask?.cancel() }
         connection?.close(reason: "disconnected by you")
@@ -214,62 +195,29 @@ public actor ChatClient {
 
     /// Sends a message to a room or a person, split to fit the line limit; queued while offline.
     public func send(_ text: String, to target: String, isAction: Bool = false) {
-        let outgoing = Outgoing(target: target, text: text, isAction: isAction)
-        guard let connection, state.isRegistered else {
-            enqueue(outgoing)
-            return
-        }
-        deliver(outgoing, over: connection)
+        perform(state.send(text, to: target, isAction: isAction, queueing: keepConnected, now: WallClock.now()))
     }
 
     /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected; its replies are shown in
     /// `replyIn` (the conversation it was typed in) when given.
     public func sendCommand(_ message: IRCMessage, replyIn: ConversationID? = nil) {
         state.replyConversation = replyIn
-        if message.command == "JOIN", let rooms = message.params.first {
-            for room in rooms.split(separator: ",").map(String.init) where !wantedRooms.contains(where: { state.key(for: $0) == state.key(for: room) }) {
-                wantedRooms.append(room)
-            }
-        }
-        if message.command == "PART", let rooms = message.params.first {
-            let parting = Set(rooms.split(separator: ",").map { state.key(for: String($0)) })
-            wantedRooms.removeAll { parting.contains(state.key(for: $0)) }
-        }
-        guard let connection else {
-            emit(.error("not connected: \(message.command) not sent"))
-            return
-        }
-        write(message, over: connection)
+        perform(state.command(message, connected: connection != nil))
     }
 
     /// The user has seen a conversation's lines.
     public func markRead(_ id: ConversationID) {
-        guard let conversation = state[id], conversation.unread > 0 || conversation.mentioned else { return }
-        emit(state.record(.markedRead(id)))
-        // draft/read-marker: the account's other connections (another chat-tui) agree.
-        if let connection, let marker = state.markerRequest(for: id) { write(marker, over: connection) }
+        perform(state.userRead(id, connected: connection != nil))
     }
 
     /// The `/ignore` list, as completed masks.
-    public private(set) var ignoreMasks: [String] = []
+    public var ignoreMasks: [String] { state.ignoreMasks }
 
     /// Adds a mask (a bare nick means `nick!*@*`); returns the list, or nil when the mask is not valid.
-    public func ignore(_ mask: String) -> [String]? {
-        guard let full = IRCMask.normalise(mask.contains("!") || mask.contains("@") ? mask : mask + "!*@*") else { return nil }
-        if !ignoreMasks.contains(where: { state.casemapping.equal($0, full) }) { ignoreMasks.append(full) }
-        return ignoreMasks
-    }
+    public func ignore(_ mask: String) -> [String]? { state.ignore(mask) }
 
-    public func unignore(_ mask: String) -> [String] {
-        let full = IRCMask.normalise(mask.contains("!") || mask.contains("@") ? mask : mask + "!*@*") ?? mask
-        ignoreMasks.removeAll { state.casemapping.equal($0, full) }
-        return ignoreMasks
-    }
+    public func unignore(_ mask: String) -> [String] { state.unignore(mask) }
 
-    func isIgnored(_ source: String?) -> Bool {
-        guard !ignoreMasks.isEmpty, let source, source.contains("!") else { return false }
-        return ignoreMasks.contains { IRCMask.matches($0, source, casemapping: state.casemapping) }
-    }
     public func clear(_ id: ConversationID) { emit(state.record(.cleared(id))) }
 
     /// Opens a direct conversation (or a room's window) by name, if it is not open.
@@ -421,7 +369,7 @@ public actor ChatClient {
         }
         // Stopped during a backoff wait (or a refused certificate said it already): the status says so once.
         if !saidStopped && fatalReason == nil { emit(.status(.stopped(reason: userStopReason ?? lastReason))) }
-        failQueued(reason: "disconnected")
+        perform(state.failQueued(reason: "disconnected"))
         runTask = nil
         connection = nil
     }
@@ -450,17 +398,12 @@ public actor ChatClient {
     /// Registers and handles one connection until it closes; returns why it closed.
     private func session(_ connection: LineConnection) async -> SessionEnd {
         self.connection = connection
-        serverErrorText = nil
         pingSentAt = nil
         let now = WallClock.now()
         connectedAt = now
         lastReceived = now
         emit(.status(.connected))
-        // Each connection registers afresh, under the nickname we last had.
-        var settings = config.registrationSettings
-        settings.nick = state.nick
-        registration = Registration(settings)
-        perform(registration.start(), over: connection)
+        perform(state.connectionStarted())
 
         let heartbeat = Task { [weak self] in
             while !Task.isCancelled {
@@ -470,7 +413,6 @@ public actor ChatClient {
         }
         defer { heartbeat.cancel() }
 
-        var registered = false
         for await input in connection.input {
             connection.taken()
             switch input {
@@ -478,23 +420,27 @@ public actor ChatClient {
                 lastReceived = WallClock.now()
                 pingSentAt = nil
                 guard let message = try? IRCMessage(bytes: bytes) else { continue }
-                handle(message, over: connection)
-                registered = registered || state.isRegistered
+                perform(state.receive(message, now: lastReceived))
                 // A flood faster than the log can write waits here, not in memory: the
                 // connection's bounded input fills and TCP slows the server.
                 await log?.waitWhileBehind()
             case .overlong(let discarded):
                 emit(.error("the server sent a line of \(discarded) bytes; it was discarded"))
             case .closed(let reason):
-                self.connection = nil
-                if let error = serverErrorText, reason == "connection closed by the server" {
-                    return SessionEnd(text: "closed by the server: \(error)", registered: registered)
-                }
-                return SessionEnd(text: reason, registered: registered)
+                return end(reason)
             }
         }
-        self.connection = nil
-        return SessionEnd(text: "connection closed", registered: registered)
+        return end("connection closed")
+    }
+
+    /// How a session ended, said once: the server's ERROR explains a close that follows it.
+    /// Read before `connectionLost` forgets whether this connection was registered.
+    private func end(_ reason: String) -> SessionEnd {
+        connection = nil
+        if let error = state.serverError, reason == "connection closed by the server" {
+            return SessionEnd(text: "closed by the server: \(error)", registered: state.isRegistered)
+        }
+        return SessionEnd(text: reason, registered: state.isRegistered)
     }
 
     private func heartbeat(_ connection: LineConnection) {
@@ -516,216 +462,41 @@ public actor ChatClient {
         }
     }
 
-    private func handle(_ message: IRCMessage, over connection: LineConnection) {
-        let now = WallClock.now()
-        // /ignore: what an ignored person says (messages, notices, actions, CTCP, file offers)
-        // is dropped here; their joins and quits still keep the member lists right.
-        if message.command == "PRIVMSG" || message.command == "NOTICE" || message.command == "TAGMSG", isIgnored(message.source) {
-            return
-        }
-        if registration.consumes(message) {
-            perform(registration.received(message), over: connection)
-            return
-        }
-        switch message.command {
-        case "PING":
-            write(IRCMessage(command: "PONG", params: message.params), over: connection)
-            return
-        case "PONG":
-            if let token = message.params.last, token.hasPrefix("chat-tui-lag-"), let sent = Double(token.dropFirst(13)) {
-                emit(.lag(max(0, now - sent)))
-            }
-            return
-        case "001", "005", "464", "465":
-            perform(registration.received(message), over: connection)
-            guard registration.phase == .registered else { return }
-        case "401" where message.params.count > 1 && !(flushedDirect[state.key(for: message.params[1])]?.isEmpty ?? true):
-            // A held message to someone who is not back yet: it stays held until they are (MONITOR).
-            let nick = message.params[1]
-            let line = flushedDirect[state.key(for: nick)]!.removeFirst()
-            for event in state.holdForPerson(nick, text: line.text, isAction: line.isAction, now: now) { emit(event) }
-            performActions(over: connection)
-            return
-        case "ERROR":
-            // "Closing Link: host (reason)" says less than the reason alone.
-            var errorText = message.params.first ?? ""
-            if errorText.hasPrefix("Closing Link: ") { errorText.removeFirst(14) }
-            serverErrorText = errorText
-            connection.close(reason: "closed by the server: \(message.params.first ?? "")")
-            if userStopReason != nil {
-                // The expected answer to our QUIT, not an error.
-                for event in state.line(ChatLine(time: now, kind: .info, text: serverErrorText ?? ""), to: .server) { emit(event) }
-                return
-            }
-        case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC "):
-            let source = IRCSource(parsing: message.source ?? "")
-            let sender = source.nick
-            // Our own offer echoed back (echo-message) is not an offer to us.
-            if state.isMe(sender) { return }
-            if let dcc = DCCMessage(ctcp: message.params[1]) {
-                handleDCC(dcc, from: sender, senderHost: source.host, now: now)
-                return
-            }
-        case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}")
-                && !state.isChannel(message.params[0]):
-            // CTCP queries other clients answer: VERSION, PING, TIME (ACTION is a message, not a query).
-            let sender = IRCSource(parsing: message.source ?? "").nick
-            if let (verb, arguments) = CTCP.parse(message.params[1]), !state.isMe(sender) {
-                let answer: String?
-                switch verb {
-                case "VERSION": answer = "chat-tui 0.1 (Swift, terminal IRC client)"
-                case "PING": answer = arguments
-                case "TIME": answer = ServerTime.format(now)
-                default: answer = nil
-                }
-                if let answer {
-                    write(IRCMessage("NOTICE", sender, CTCP.make(verb, answer)), over: connection)
-                }
-            }
-        case "NOTICE" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC REJECT"):
-            dccRejected(by: IRCSource(parsing: message.source ?? "").nick, text: message.params[1])
-            return
-        default:
-            break
-        }
-        for event in state.apply(message, now: now) { emit(event) }
-        performActions(over: connection)
-        if message.command == "001" {
-            welcomed(over: connection, now: now)
-            // Direct conversations dropped with the connection ask for what they missed (a
-            // server keeps them for accounts); what was not confirmed waits for that answer.
-            var asked: Set<ConversationID> = []
-            for id in state.book.order where id.kind == .direct {
-                guard let name = state[id]?.name, state.latestMsgid[id] != nil,
-                      let request = state.historyRequest(for: id, room: name, onlyAfterDrop: true) else { continue }
-                write(request, over: connection)
-                asked.insert(id)
-            }
-            resendUnconfirmed(where: { $0.kind == .direct && !asked.contains($0) }, over: connection)
-        }
-        // Our own JOIN: the room's history, or what was missed while the connection was down;
-        // without history, what was not confirmed goes again at once.
-        if message.command == "JOIN", let room = message.params.first, state.isMe(IRCSource(parsing: message.source ?? "").nick) {
-            let id = state.id(for: room)
-            if let request = state.historyRequest(for: id, room: room) {
-                write(request, over: connection)
-            } else {
-                resendUnconfirmed(where: { $0 == id }, over: connection)
-            }
-        }
-        for request in state.takeGapContinuations() { write(request, over: connection) }
-        for id in state.takeFinishedHistory() { resendUnconfirmed(where: { $0 == id }, over: connection) }
-    }
-
-    /// Registered: rooms, operator login and the held lines follow.
-    private func welcomed(over connection: LineConnection, now: Double) {
-        for event in state.connectionBack(now: now) { emit(event) }
-        if let oper = config.operLogin {
-            write(IRCMessage("OPER", oper.name, oper.password), over: connection)
-        }
-        if !wantedRooms.isEmpty {
-            write(IRCMessage("JOIN", wantedRooms.joined(separator: ",")), over: connection)
-        }
-        flushQueue(over: connection)
-    }
-
-    /// Carries out what the state decided besides its events.
-    private func performActions(over connection: LineConnection) {
-        for action in state.takeActions() {
-            switch action {
-            case .send(let message): write(message, over: connection)
-            case .deliver(let line):
-                flushedDirect[state.key(for: line.target), default: []].append((line.text, line.isAction))
-                deliver(Outgoing(target: line.target, text: line.text, isAction: line.isAction), over: connection)
-            }
-        }
-    }
-
     /// Gives up on the direct messages held for `nick` (not on the server when they were sent).
     public func cancelHeld(for nick: String) {
-        for event in state.cancelHeld(for: nick) { emit(event) }
-        if let connection { performActions(over: connection) } else { _ = state.takeActions() }
+        perform(state.userCancelledHeld(for: nick))
     }
 
-    /// Carries out what the registration machine decided.
-    private func perform(_ actions: [Registration.Action], over connection: LineConnection) {
-        for action in actions {
+    /// Publishes a change's events, then carries out its actions on this connection (none
+    /// are carried out without one: the state holds what must wait).
+    private func perform(_ reduction: Reduction) {
+        for event in reduction.events { emit(event) }
+        guard !reduction.actions.isEmpty else { return }
+        var failed = false
+        for action in reduction.actions {
             switch action {
-            case .send(let message): write(message, over: connection)
-            case .nickInUse(let taken, let trying): emit(state.record(.nickInUse(taken, trying: trying)))
-            case .capabilities(let set): state.capabilities = set
-            case .registered: break // the 001 itself is folded into the state next
-            case .notice(let text):
-                for event in state.line(ChatLine(time: WallClock.now(), kind: .info, text: text), to: .server) { emit(event) }
-            case .refuse(let reason):
+            case .send(let message):
+                if let connection { write(message, over: connection) }
+            case .sendLine(let message, let line):
+                do {
+                    guard !failed, let connection else { throw TransportError.closed }
+                    try connection.write(message)
+                } catch {
+                    // The connection failed under us: this line and the rest wait for the next one.
+                    failed = true
+                    perform(state.writeFailed(line, now: WallClock.now()))
+                }
+            case .close(let reason):
+                connection?.close(reason: reason)
+            case .stop(let reason):
                 fatalReason = reason
-                connection.close(reason: reason)
+                connection?.close(reason: reason)
+            case .dcc(let dcc, let nick, let host):
+                handleDCC(dcc, from: nick, senderHost: host, now: WallClock.now())
+            case .dccRejected(let nick, let text):
+                dccRejected(by: nick, text: text)
             }
         }
-    }
-
-    // MARK: Sending
-
-    private func deliver(_ outgoing: Outgoing, over connection: LineConnection) {
-        let maxBytes = MessageSplitter.maxTextBytes(target: outgoing.target, source: state.ownSource) - (outgoing.isAction ? 9 : 0)
-        let echoes = state.capabilities.contains("echo-message")
-        let now = WallClock.now()
-        for piece in MessageSplitter.split(outgoing.text, maxBytes: maxBytes) {
-            let text = outgoing.isAction ? "\u{1}ACTION \(piece)\u{1}" : piece
-            do {
-                try connection.write(IRCMessage("PRIVMSG", outgoing.target, text))
-                // Until its echo comes back, nobody knows whether the server has it.
-                if echoes { state.sending(SentLines.Line(target: outgoing.target, text: piece, isAction: outgoing.isAction)) }
-            } catch {
-                // The connection failed under us: hold the rest for the next one.
-                enqueue(Outgoing(target: outgoing.target, text: piece, isAction: outgoing.isAction))
-                return
-            }
-            if !echoes {
-                let line = ChatLine(time: now, kind: outgoing.isAction ? .action : .message, sender: state.nick, text: piece, isOwn: true)
-                for event in state.line(line, to: state.id(for: outgoing.target), name: outgoing.target) { emit(event) }
-            }
-        }
-    }
-
-    private func enqueue(_ outgoing: Outgoing) {
-        guard keepConnected else {
-            emit(.notSent(target: outgoing.target, text: outgoing.text, reason: "not connected"))
-            return
-        }
-        guard queue.count < config.offlineQueueLimit else {
-            emit(.notSent(target: outgoing.target, text: outgoing.text,
-                          reason: "offline queue is full (\(config.offlineQueueLimit) messages)"))
-            return
-        }
-        // Shown at once with its text, marked as held; it turns into an ordinary line when sent.
-        var held = outgoing
-        held.serial = state.newSerial()
-        queue.append(held)
-        var line = ChatLine(time: WallClock.now(), kind: outgoing.isAction ? .action : .message,
-                            sender: state.nick, text: outgoing.text, isOwn: true)
-        line.isPending = true
-        line.serial = held.serial
-        for event in state.line(line, to: state.id(for: outgoing.target), name: outgoing.target) { emit(event) }
-    }
-
-    private func flushQueue(over connection: LineConnection) {
-        let pending = queue
-        queue = []
-        flushedDirect = [:]
-        for outgoing in pending {
-            emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial)))
-            if !state.isChannel(outgoing.target) { flushedDirect[state.key(for: outgoing.target), default: []].append((outgoing.text, outgoing.isAction)) }
-            deliver(outgoing, over: connection)
-        }
-    }
-
-    private func failQueued(reason: String) {
-        for outgoing in queue {
-            emit(state.record(.pendingDone(state.id(for: outgoing.target), serial: outgoing.serial)))
-            emit(.notSent(target: outgoing.target, text: outgoing.text, reason: reason))
-        }
-        queue = []
     }
 
     func write(_ message: IRCMessage, over connection: LineConnection) {

@@ -6,7 +6,28 @@ import IRCWire
 public struct ClientState: Sendable {
     /// What the events built so far: the client's own view (no lines kept unless asked).
     public private(set) var book: ConversationBook
-    public var isRegistered = false
+    /// This connection's registration (CAP, SASL, nickname retries): registered is its phase,
+    /// the one place that fact is held.
+    public internal(set) var registration: Registration
+    public var isRegistered: Bool { registration.phase == .registered }
+    /// How each connection registers (its nickname is the one we last had).
+    public var registrationSettings: Registration.Settings
+    /// Rooms to be in: the configured ones plus any the user joined; kept across reconnects.
+    public internal(set) var wantedRooms: [String] = []
+    /// `OPER name password` sent after each welcome.
+    public var operLogin: (name: String, password: String)?
+    /// Messages typed while offline, shown as held, sent after the next welcome.
+    public internal(set) var queue: [SentLines.Line] = []
+    public var offlineQueueLimit = 500
+    /// Direct messages sent from the offline queue, by folded nickname: a 401 for one of them
+    /// (the person has not reconnected yet) holds it for them (`HeldDirect`).
+    var flushedDirect: [String: [(text: String, isAction: Bool)]] = [:]
+    /// The text of the server's ERROR on this connection, the best explanation of a close after it.
+    public internal(set) var serverError: String?
+    /// The user is ending the connection (/quit, /disconnect): the ERROR that answers is news, not an error.
+    public var userStopping = false
+    /// The `/ignore` list, as completed masks.
+    public internal(set) var ignoreMasks: [String] = []
     private var collectingList: [ListedRoom] = []
     /// Capabilities the server acknowledged.
     public var capabilities: Set<String> = []
@@ -45,22 +66,13 @@ public struct ClientState: Sendable {
     public var historyRequests: [ConversationID: HistoryRequest] = [:]
     private var openBatches: [String: (type: String, target: ConversationID?, lines: Int, all: Int)] = [:]
     /// Rooms whose history batch just ended (the client then resends what it lacked).
-    private var finishedHistory: [ConversationID] = []
+    var finishedHistory: [ConversationID] = []
 
     /// A gap longer than a page: the next page's request, for the client to send.
-    private var gapContinuations: [IRCMessage] = []
+    var gapContinuations: [IRCMessage] = []
     /// A page of history: 100 lines, or fewer where the server says it gives fewer (CHATHISTORY=N).
     var gapPage: Int { min(100, isupport["CHATHISTORY"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 100) }
 
-    public mutating func takeGapContinuations() -> [IRCMessage] {
-        defer { gapContinuations = [] }
-        return gapContinuations
-    }
-
-    public mutating func takeFinishedHistory() -> [ConversationID] {
-        defer { finishedHistory = [] }
-        return finishedHistory
-    }
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [ConversationID: [String: Member]] = [:]
     /// Events produced by the message being applied.
@@ -87,19 +99,24 @@ public struct ClientState: Sendable {
     var toldOfMarkers = false
     /// Direct messages waiting for their person to come back (MONITOR).
     public internal(set) var held = HeldDirect()
-    /// What the actor is to do besides publishing (`takeActions`).
+    /// What the actor is to do besides publishing, for the change being made (`reduction`).
     var actions: [ClientAction] = []
 
-    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, directLimit: Int = 200) {
+    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, directLimit: Int = 200,
+                registration settings: Registration.Settings? = nil) {
         book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
         self.directLimit = directLimit
+        registrationSettings = settings ?? Registration.Settings(nick: nick, userName: nick, realName: nick, wantedCapabilities: [])
+        registration = Registration(registrationSettings)
     }
 
     /// Goes on reading from a book (tests fold server lines into a screen's view this way).
     public init(continuing book: ConversationBook, registered: Bool) {
         self.book = book
-        isRegistered = registered
         directLimit = 200
+        registrationSettings = Registration.Settings(nick: book.nick, userName: book.nick, realName: book.nick, wantedCapabilities: [])
+        registration = Registration(registrationSettings)
+        if registered { registration.assumeRegistered() }
     }
 
     // Reading, through the book.
@@ -227,7 +244,7 @@ public struct ClientState: Sendable {
     /// ended it (`byUser`: /quit, /disconnect): nothing dropped then, and nothing is held.
     public mutating func connectionLost(reason: String = "", now: Double = 0, byUser: Bool = false) -> [ClientEvent] {
         let wasRegistered = isRegistered
-        isRegistered = false
+        registration = Registration(registrationSettings)
         capabilities = []
         pendingNames = [:]
         markersRefused = false
@@ -260,7 +277,7 @@ public struct ClientState: Sendable {
 
     /// Registered again after a drop: the conversations marked then get a line saying so.
     public mutating func connectionBack(now: Double) -> [ClientEvent] {
-        produced = []
+        let start = produced.count
         // With history the gap is filled when each room is joined again (`CHATHISTORY AFTER`);
         // without, nobody can say what was missed.
         let text = capabilities.contains("draft/chathistory")
@@ -269,7 +286,7 @@ public struct ClientState: Sendable {
             say(ChatLine(time: now, kind: .info, text: text), to: id)
         }
         droppedSince = []
-        return produced
+        return Array(produced[start...])
     }
 
     /// What to ask history for on joining a room: what came after our newest line when we
@@ -332,17 +349,10 @@ public struct ClientState: Sendable {
 
     // MARK: Folding server messages
 
-    /// Applies one message from the server and returns what changed, for the front end.
+    /// Applies one message from the server and returns what changed, for a view that only
+    /// folds lines (tests, the screen's fixtures): `receive`'s events, its actions not performed.
     public mutating func apply(_ message: IRCMessage, now: Double) -> [ClientEvent] {
-        produced = []
-        let context = MessageContext(message: message, now: now)
-        if message.command == "PRIVMSG" { confirmEcho(context) }
-        if let handler = Self.handlers[message.command] {
-            handler(&self, context)
-        } else if !Self.silent.contains(message.command) {
-            numericOrUnknown(context)
-        }
-        return produced
+        receive(message, now: now).events
     }
 
     /// What a handler needs of one message, parsed once.
@@ -438,7 +448,6 @@ public struct ClientState: Sendable {
     ]
 
     mutating func welcome(_ c: MessageContext) {
-        isRegistered = true
         emit(.status(.registered(nick: c.p.first ?? nick)))
         if let last = c.p.last?.split(separator: " ").last, last.contains("!"), last.contains("@") {
             ownSource = String(last)

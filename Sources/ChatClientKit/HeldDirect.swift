@@ -1,13 +1,5 @@
 import IRCWire
 
-/// What the state asks the actor to do besides publishing events.
-public enum ClientAction: Sendable, Equatable {
-    /// Write this line on the connection.
-    case send(IRCMessage)
-    /// Send this message to a person now (split and tracked like anything typed).
-    case deliver(SentLines.Line)
-}
-
 /// Direct messages held for someone who is not on the server (a 401 after a reconnect): kept,
 /// shown as held, until MONITOR says they are online (730), or until the user cancels them. A
 /// server without MONITOR cannot tell us: they stay held, and the conversation says so.
@@ -29,12 +21,12 @@ extension ClientState {
     /// A direct message the server could not deliver (401: `nick` is not here now): held until
     /// they are back.
     public mutating func holdForPerson(_ nick: String, text: String, isAction: Bool, now: Double) -> [ClientEvent] {
-        produced = []
+        let start = produced.count
         let key = key(for: nick)
         let id = id(for: nick)
         guard held.count < HeldDirect.limit else {
             emit(.notSent(target: nick, text: text, reason: "\(nick) is not on the server now, and \(HeldDirect.limit) lines are held already"))
-            return produced
+            return Array(produced[start...])
         }
         let serial = newSerial()
         var entry = held.waiting[key] ?? (nick, [])
@@ -51,7 +43,7 @@ extension ClientState {
             say(ChatLine(time: now, kind: .info, text: words), to: id, name: nick)
         }
         watchHeld()
-        return produced
+        return Array(produced[start...])
     }
 
     /// Asks the server to watch the people with held lines (once per connection each).
@@ -73,7 +65,7 @@ extension ClientState {
             held.monitored.remove(key)
             for line in entry.lines {
                 emit(.pendingDone(id(for: nick), serial: line.serial))
-                actions.append(.deliver(SentLines.Line(target: nick, text: line.text, isAction: line.isAction)))
+                deliverHeld(SentLines.Line(target: nick, text: line.text, isAction: line.isAction), now: c.time)
             }
             actions.append(.send(IRCMessage("MONITOR", "-", nick)))
         }
@@ -81,7 +73,7 @@ extension ClientState {
 
     /// The user gave up on what is held for `nick`: shown as not sent, with its text.
     public mutating func cancelHeld(for nick: String) -> [ClientEvent] {
-        produced = []
+        let start = produced.count
         let key = key(for: nick)
         guard let entry = held.waiting.removeValue(forKey: key) else { return [] }
         for line in entry.lines {
@@ -89,12 +81,6 @@ extension ClientState {
             emit(.notSent(target: entry.nick, text: line.text, reason: "cancelled"))
         }
         if held.monitored.remove(key) != nil, isRegistered { actions.append(.send(IRCMessage("MONITOR", "-", entry.nick))) }
-        return produced
-    }
-
-    /// What the actor is to do after the last change.
-    public mutating func takeActions() -> [ClientAction] {
-        defer { actions = [] }
-        return actions
+        return Array(produced[start...])
     }
 }

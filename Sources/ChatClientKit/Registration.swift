@@ -103,6 +103,9 @@ public struct Registration: Sendable {
         nick = settings.nick
     }
 
+    /// Registered already (a view that goes on reading a book, in tests).
+    mutating func assumeRegistered() { phase = .registered }
+
     /// What to send on a fresh connection.
     public mutating func start() -> [Action] {
         phase = .listing

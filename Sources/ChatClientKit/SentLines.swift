@@ -42,6 +42,13 @@ public struct SentLines: Sendable {
         return lines.remove(at: index)
     }
 
+    /// A line that could not be written at all (it goes to the offline queue instead).
+    mutating func forget(_ line: Line) {
+        if let index = lines.lastIndex(where: { $0.serial == 0 && $0.target == line.target && $0.text == line.text && $0.isAction == line.isAction }) {
+            lines.remove(at: index)
+        }
+    }
+
     /// The server refused a line to this target (any target when nil): the oldest one sent on
     /// this connection goes, as the server answers lines in the order they came.
     mutating func refuse(targetKey: String?, key: (String) -> String) -> Line? {

@@ -43,29 +43,45 @@ struct HeldDirectTests {
         await alice.quit()
     }
 
-    @Test("a held line the user cancels is shown as not sent, with its text")
+    @Test("through the reducer: typed offline, sent at the welcome, a 401 holds it with MONITOR; cancelled, it is not sent, with its text")
     func cancelled() {
         var state = ClientState(nick: "alice")
-        _ = state.apply(IRCMessage("001", "alice", "Welcome"), now: 1)
-        _ = state.apply(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
-        let events = state.holdForPerson("bob", text: "hi", isAction: false, now: 2)
-        #expect(events.contains { if case .line(_, let line) = $0 { return line.isPending && line.text == "hi" } else { return false } })
-        #expect(state.takeActions() == [.send(IRCMessage("MONITOR", "+", "bob"))])
-        let cancelling = state.cancelHeld(for: "Bob")
-        #expect(cancelling.contains(.notSent(target: "bob", text: "hi", reason: "cancelled")))
-        #expect(state.takeActions() == [.send(IRCMessage("MONITOR", "-", "bob"))])
+        let typed = state.send("hi", to: "bob", isAction: false, queueing: true, now: 1)
+        #expect(typed.actions.isEmpty && typed.events.contains { if case .line(_, let line) = $0 { return line.isPending } else { return false } })
+        let welcomed = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        #expect(welcomed.actions == [.sendLine(IRCMessage("PRIVMSG", "bob", "hi"), SentLines.Line(target: "bob", text: "hi", isAction: false))])
+        _ = state.receive(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
+        let absent = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "bob", "No such nick"]), now: 2)
+        #expect(absent.events.contains { if case .line(_, let line) = $0 { return line.isPending && line.text == "hi" } else { return false } })
+        #expect(absent.actions == [.send(IRCMessage("MONITOR", "+", "bob"))])
+        let cancelling = state.userCancelledHeld(for: "Bob")
+        #expect(cancelling.events.contains(.notSent(target: "bob", text: "hi", reason: "cancelled")))
+        #expect(cancelling.actions == [.send(IRCMessage("MONITOR", "-", "bob"))])
         // Online later: nothing is left to send.
-        _ = state.apply(IRCMessage(source: "test.server", command: "730", params: ["alice", "bob!b@h"]), now: 3)
-        #expect(state.takeActions().isEmpty)
+        let online = state.receive(IRCMessage(source: "test.server", command: "730", params: ["alice", "bob!b@h"]), now: 3)
+        #expect(online.actions.isEmpty)
+    }
+
+    @Test("held for bob, then MONITOR says he is online: the line goes, and MONITOR stops watching him")
+    func deliveredWhenBack() {
+        var state = ClientState(nick: "alice")
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        _ = state.receive(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
+        _ = state.holdForPerson("bob", text: "hi", isAction: false, now: 2)
+        let online = state.receive(IRCMessage(source: "test.server", command: "730", params: ["alice", "bob!b@h"]), now: 3)
+        #expect(online.actions == [.sendLine(IRCMessage("PRIVMSG", "bob", "hi"), SentLines.Line(target: "bob", text: "hi", isAction: false)),
+                                   .send(IRCMessage("MONITOR", "-", "bob"))])
+        #expect(online.events.contains { if case .pendingDone(.direct("bob"), _) = $0 { return true } else { return false } })
     }
 
     @Test("without MONITOR the line stays held and the conversation says the server cannot tell")
     func noMonitor() {
         var state = ClientState(nick: "alice")
-        _ = state.apply(IRCMessage("001", "alice", "Welcome"), now: 1)
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
         let events = state.holdForPerson("bob", text: "hi", isAction: false, now: 2)
         #expect(events.contains { if case .line(_, let line) = $0 { return line.text.contains("cannot say when they are back") } else { return false } })
-        #expect(state.takeActions().isEmpty)
+        // No MONITOR was asked for: the next change carries only its own action.
+        #expect(state.receive(IRCMessage("PING", "x"), now: 3).actions == [.send(IRCMessage("PONG", "x"))])
     }
 }
 

@@ -1,0 +1,354 @@
+import IRCWire
+
+/// What the state asks the actor to do besides publishing events: the actor performs these and
+/// nothing else (it owns the socket, the clock and the file transfers, not the decisions).
+public enum ClientAction: Sendable, Equatable {
+    /// Write this line on the connection.
+    case send(IRCMessage)
+    /// Write one piece of a message we typed; if the write fails, `line` is held for the next
+    /// connection (`ClientState.writeFailed`).
+    case sendLine(IRCMessage, SentLines.Line)
+    /// Close this connection (the server said ERROR, or a line of ours made it pointless).
+    case close(reason: String)
+    /// Close it and do not reconnect: the server refused us for good (the reason is the user's).
+    case stop(reason: String)
+    /// A file offer or answer (DCC) from `nick`: the transfers are the actor's.
+    case dcc(DCCMessage, from: String, host: String?)
+    /// `nick` rejected a file we offered.
+    case dccRejected(by: String, text: String)
+}
+
+/// One change to the state: what to publish and what to do, in that order.
+public struct Reduction: Sendable, Equatable {
+    public var events: [ClientEvent] = []
+    public var actions: [ClientAction] = []
+}
+
+/// The connection's side of the reducer: registration, PING, CTCP, the offline queue, the
+/// rooms we want to be in, and what follows a welcome or our own JOIN. Every server line goes
+/// through `receive` — the one dispatcher — and every request of the user's through a method
+/// here; each returns a `Reduction`. The actor only performs it.
+extension ClientState {
+    /// Collects what the change being made produced.
+    mutating func reduction() -> Reduction {
+        defer { produced = []; actions = [] }
+        return Reduction(events: produced, actions: actions)
+    }
+
+    // MARK: A connection
+
+    /// A fresh connection: it registers afresh, under the nickname we last had.
+    public mutating func connectionStarted() -> Reduction {
+        produced = []
+        actions = []
+        serverError = nil
+        var settings = registrationSettings
+        settings.nick = nick
+        registration = Registration(settings)
+        registrationDid(registration.start(), now: 0)
+        return reduction()
+    }
+
+    /// One line from the server, folded: registration's, the connection's (PING, ERROR, CTCP,
+    /// file offers) and the conversations', with what follows a welcome or a JOIN of ours.
+    public mutating func receive(_ message: IRCMessage, now: Double) -> Reduction {
+        produced = []
+        actions = []
+        let command = message.command
+        // /ignore: what an ignored person says (messages, notices, actions, CTCP, file offers)
+        // is dropped here; their joins and quits still keep the member lists right.
+        if command == "PRIVMSG" || command == "NOTICE" || command == "TAGMSG", isIgnored(message.source) { return reduction() }
+        if registration.consumes(message) {
+            registrationDid(registration.received(message), now: now)
+            return reduction()
+        }
+        switch command {
+        case "PING":
+            actions.append(.send(IRCMessage(command: "PONG", params: message.params)))
+            return reduction()
+        case "PONG":
+            if let token = message.params.last, token.hasPrefix("chat-tui-lag-"), let sent = Double(token.dropFirst(13)) {
+                emit(.lag(max(0, now - sent)))
+            }
+            return reduction()
+        case "001", "005", "464", "465":
+            registrationDid(registration.received(message), now: now)
+            guard isRegistered else { return reduction() }
+        case "401" where message.params.count > 1 && !(flushedDirect[key(for: message.params[1])]?.isEmpty ?? true):
+            // A held message to someone who is not back yet: it stays held until they are (MONITOR).
+            let nick = message.params[1]
+            let line = flushedDirect[key(for: nick)]!.removeFirst()
+            _ = holdForPerson(nick, text: line.text, isAction: line.isAction, now: now)
+            return reduction()
+        case "ERROR":
+            // "Closing Link: host (reason)" says less than the reason alone.
+            var text = message.params.first ?? ""
+            if text.hasPrefix("Closing Link: ") { text.removeFirst(14) }
+            serverError = text
+            actions.append(.close(reason: "closed by the server: \(message.params.first ?? "")"))
+            if userStopping {
+                // The expected answer to our QUIT, not an error.
+                say(ChatLine(time: now, kind: .info, text: text), to: .server)
+                return reduction()
+            }
+        case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC "):
+            let source = IRCSource(parsing: message.source ?? "")
+            // Our own offer echoed back (echo-message) is not an offer to us.
+            if isMe(source.nick) { return reduction() }
+            if let dcc = DCCMessage(ctcp: message.params[1]) {
+                actions.append(.dcc(dcc, from: source.nick, host: source.host))
+                return reduction()
+            }
+        case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}") && !isChannel(message.params[0]):
+            answerCTCP(message, now: now)
+        case "NOTICE" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC REJECT"):
+            actions.append(.dccRejected(by: IRCSource(parsing: message.source ?? "").nick, text: message.params[1]))
+            return reduction()
+        default:
+            break
+        }
+        let context = MessageContext(message: message, now: now)
+        if command == "PRIVMSG" { confirmEcho(context) }
+        if let handler = Self.handlers[command] {
+            handler(&self, context)
+        } else if !Self.silent.contains(command) {
+            numericOrUnknown(context)
+        }
+        if command == "001" { welcomed(now: now) }
+        // Our own JOIN: the room's history, or what was missed while the connection was down;
+        // without history, what was not confirmed goes again at once.
+        if command == "JOIN", let room = message.params.first, isMe(IRCSource(parsing: message.source ?? "").nick) {
+            let id = id(for: room)
+            if let request = historyRequest(for: id, room: room) {
+                actions.append(.send(request))
+            } else {
+                resendHeld(where: { $0 == id }, now: now)
+            }
+        }
+        for request in gapContinuations { actions.append(.send(request)) }
+        gapContinuations = []
+        let finished = finishedHistory
+        finishedHistory = []
+        for id in finished { resendHeld(where: { $0 == id }, now: now) }
+        return reduction()
+    }
+
+    /// What the registration machine decided, as events and actions.
+    private mutating func registrationDid(_ decided: [Registration.Action], now: Double) {
+        for action in decided {
+            switch action {
+            case .send(let message): actions.append(.send(message))
+            case .nickInUse(let taken, let trying):
+                emit(.nickInUse(taken, trying: trying))
+                // Said in words: a login whose nickname a guest holds must not become alice_ silently.
+                say(ChatLine(time: now, kind: .info, text: "The nickname \(taken) is taken: trying \(trying) "
+                             + "(/nick \(taken) once it is free)"), to: .server)
+            case .capabilities(let set): capabilities = set
+            case .registered: break // the 001 itself is folded into the state next
+            case .notice(let text): say(ChatLine(time: now, kind: .info, text: text), to: .server)
+            case .refuse(let reason): actions.append(.stop(reason: reason))
+            }
+        }
+    }
+
+    /// CTCP queries other clients answer: VERSION, PING, TIME (ACTION is a message, not a query).
+    private mutating func answerCTCP(_ message: IRCMessage, now: Double) {
+        let sender = IRCSource(parsing: message.source ?? "").nick
+        guard let (verb, arguments) = CTCP.parse(message.params[1]), !isMe(sender) else { return }
+        let answer: String?
+        switch verb {
+        case "VERSION": answer = "chat-tui 0.1 (Swift, terminal IRC client)"
+        case "PING": answer = arguments
+        case "TIME": answer = ServerTime.format(now)
+        default: answer = nil
+        }
+        if let answer { actions.append(.send(IRCMessage("NOTICE", sender, CTCP.make(verb, answer)))) }
+    }
+
+    /// Registered: rooms, operator login and the held lines follow; direct conversations
+    /// dropped with the connection ask for what they missed (a server keeps them for
+    /// accounts), and what was not confirmed in the others goes again.
+    private mutating func welcomed(now: Double) {
+        _ = connectionBack(now: now)
+        if let oper = operLogin { actions.append(.send(IRCMessage("OPER", oper.name, oper.password))) }
+        if !wantedRooms.isEmpty { actions.append(.send(IRCMessage("JOIN", wantedRooms.joined(separator: ",")))) }
+        flushQueue(now: now)
+        var asked: Set<ConversationID> = []
+        for id in book.order where id.kind == .direct {
+            guard let name = book[id]?.name, latestMsgid[id] != nil,
+                  let request = historyRequest(for: id, room: name, onlyAfterDrop: true) else { continue }
+            actions.append(.send(request))
+            asked.insert(id)
+        }
+        resendHeld(where: { $0.kind == .direct && !asked.contains($0) }, now: now)
+    }
+
+    /// What history did not have is sent again (for a room once its history has been read;
+    /// for people at once: no history is asked for them). A refused line is not among them.
+    private mutating func resendHeld(where belongs: (ConversationID) -> Bool, now: Double) {
+        let (again, events) = takeHeld(where: belongs)
+        produced += events
+        for line in again { deliver(SentLines.Line(target: line.target, text: line.text, isAction: line.isAction), now: now) }
+    }
+
+    // MARK: Sending
+
+    /// A message typed for a room or a person: split to fit the line limit and sent, or held
+    /// while offline (`queueing`: the actor still means to connect; otherwise refused).
+    public mutating func send(_ text: String, to target: String, isAction: Bool, queueing: Bool, now: Double) -> Reduction {
+        produced = []
+        actions = []
+        let line = SentLines.Line(target: target, text: text, isAction: isAction)
+        if isRegistered { deliver(line, now: now) } else { enqueue(line, queueing: queueing, now: now) }
+        return reduction()
+    }
+
+    /// Our line as PRIVMSGs that fit; with echo-message each is unconfirmed until its echo,
+    /// without it is shown at once.
+    mutating func deliver(_ line: SentLines.Line, now: Double) {
+        let maxBytes = MessageSplitter.maxTextBytes(target: line.target, source: ownSource) - (line.isAction ? 9 : 0)
+        let echoes = capabilities.contains("echo-message")
+        for piece in MessageSplitter.split(line.text, maxBytes: maxBytes) {
+            let text = line.isAction ? "\u{1}ACTION \(piece)\u{1}" : piece
+            let one = SentLines.Line(target: line.target, text: piece, isAction: line.isAction)
+            actions.append(.sendLine(IRCMessage("PRIVMSG", line.target, text), one))
+            if echoes {
+                sending(one)
+            } else {
+                say(ChatLine(time: now, kind: line.isAction ? .action : .message, sender: nick, text: piece, isOwn: true),
+                    to: id(for: line.target), name: line.target)
+            }
+        }
+    }
+
+    /// A piece could not be written (the connection failed under us): it waits for the next one.
+    public mutating func writeFailed(_ line: SentLines.Line, now: Double) -> Reduction {
+        produced = []
+        actions = []
+        sent.forget(line)
+        enqueue(line, queueing: true, now: now)
+        return reduction()
+    }
+
+    /// Held while offline: shown at once with its text, marked as held; it turns into an
+    /// ordinary line when sent.
+    private mutating func enqueue(_ line: SentLines.Line, queueing: Bool, now: Double) {
+        guard queueing else {
+            emit(.notSent(target: line.target, text: line.text, reason: "not connected"))
+            return
+        }
+        guard queue.count < offlineQueueLimit else {
+            emit(.notSent(target: line.target, text: line.text, reason: "offline queue is full (\(offlineQueueLimit) messages)"))
+            return
+        }
+        var held = line
+        held.serial = newSerial()
+        queue.append(held)
+        var shown = ChatLine(time: now, kind: line.isAction ? .action : .message, sender: nick, text: line.text, isOwn: true)
+        shown.isPending = true
+        shown.serial = held.serial
+        say(shown, to: id(for: line.target), name: line.target)
+    }
+
+    /// Registered again: what was typed while offline goes, in order.
+    private mutating func flushQueue(now: Double) {
+        let pending = queue
+        queue = []
+        flushedDirect = [:]
+        for line in pending {
+            emit(.pendingDone(id(for: line.target), serial: line.serial))
+            if !isChannel(line.target) { flushedDirect[key(for: line.target), default: []].append((line.text, line.isAction)) }
+            deliver(SentLines.Line(target: line.target, text: line.text, isAction: line.isAction), now: now)
+        }
+    }
+
+    /// Stopped for good: what was typed while offline is shown as not sent.
+    public mutating func failQueued(reason: String) -> Reduction {
+        produced = []
+        actions = []
+        for line in queue {
+            emit(.pendingDone(id(for: line.target), serial: line.serial))
+            emit(.notSent(target: line.target, text: line.text, reason: reason))
+        }
+        queue = []
+        return reduction()
+    }
+
+    /// Held lines for someone who came back (MONITOR) go now, and a 401 for one of them holds it again.
+    mutating func deliverHeld(_ line: SentLines.Line, now: Double) {
+        flushedDirect[key(for: line.target), default: []].append((line.text, line.isAction))
+        deliver(line, now: now)
+    }
+
+    // MARK: The user's commands
+
+    /// A command the user typed (JOIN, NICK, TOPIC, WHOIS…); `connected`: there is a
+    /// connection to write it on. JOIN and PART change the rooms we rejoin after a reconnect.
+    public mutating func command(_ message: IRCMessage, connected: Bool) -> Reduction {
+        produced = []
+        actions = []
+        if message.command == "JOIN", let rooms = message.params.first {
+            for room in rooms.split(separator: ",").map(String.init) where !wantedRooms.contains(where: { key(for: $0) == key(for: room) }) {
+                wantedRooms.append(room)
+            }
+        }
+        if message.command == "PART", let rooms = message.params.first {
+            let mapping = casemapping
+            let parting = Set(rooms.split(separator: ",").map { mapping.fold(String($0)) })
+            wantedRooms.removeAll { parting.contains(mapping.fold($0)) }
+        }
+        if connected {
+            actions.append(.send(message))
+        } else {
+            emit(.error("not connected: \(message.command) not sent"))
+        }
+        return reduction()
+    }
+
+    /// The user has seen a conversation's lines; the account's other connections are told
+    /// (draft/read-marker) when we are connected.
+    public mutating func userRead(_ id: ConversationID, connected: Bool) -> Reduction {
+        produced = []
+        actions = []
+        guard let conversation = book[id], conversation.unread > 0 || conversation.mentioned else { return reduction() }
+        emit(.markedRead(id))
+        if connected, let marker = markerRequest(for: id) { actions.append(.send(marker)) }
+        return reduction()
+    }
+
+    /// The user gave up on what is held for `nick`.
+    public mutating func userCancelledHeld(for nick: String) -> Reduction {
+        produced = []
+        actions = []
+        _ = cancelHeld(for: nick)
+        var done = reduction()
+        if !isRegistered { done.actions = [] }
+        return done
+    }
+
+    // MARK: /ignore
+
+    /// Adds a mask (a bare nick means `nick!*@*`); returns the list, or nil when the mask is not valid.
+    public mutating func ignore(_ mask: String) -> [String]? {
+        guard let full = Self.ignoreMask(mask) else { return nil }
+        if !ignoreMasks.contains(where: { casemapping.equal($0, full) }) { ignoreMasks.append(full) }
+        return ignoreMasks
+    }
+
+    public mutating func unignore(_ mask: String) -> [String] {
+        let full = Self.ignoreMask(mask) ?? mask
+        let mapping = casemapping
+        ignoreMasks.removeAll { mapping.equal($0, full) }
+        return ignoreMasks
+    }
+
+    /// A mask as typed, completed: a bare nickname means `nick!*@*`.
+    static func ignoreMask(_ mask: String) -> String? {
+        IRCMask.normalise(mask.contains("!") || mask.contains("@") ? mask : mask + "!*@*")
+    }
+
+    func isIgnored(_ source: String?) -> Bool {
+        guard !ignoreMasks.isEmpty, let source, source.contains("!") else { return false }
+        return ignoreMasks.contains { IRCMask.matches($0, source, casemapping: casemapping) }
+    }
+}

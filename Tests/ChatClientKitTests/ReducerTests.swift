@@ -1,0 +1,105 @@
+import Testing
+@testable import ChatClientKit
+import IRCWire
+
+/// The one reducer: each server line and each request of the user's goes into `ClientState`
+/// and comes out as a `Reduction` (events, then actions), which is all the actor performs.
+@Suite("the client's one reducer")
+struct ReducerTests {
+    static func settings(nick: String = "alice") -> Registration.Settings {
+        Registration.Settings(nick: nick, userName: "al", realName: "Alice", wantedCapabilities: ["echo-message", "batch", "draft/chathistory"], nonce: "n")
+    }
+
+    @Test("a connection from its first line to the welcome: CAP, NICK, USER; CAP END; at 001 OPER, the rooms and the held lines, in that order")
+    func welcome() {
+        var state = ClientState(nick: "alice", keepsLines: false, registration: Self.settings())
+        state.wantedRooms = ["#lobby", "#dev"]
+        state.operLogin = ("alice", "secret")
+        let typed = state.send("hello while offline", to: "#lobby", isAction: false, queueing: true, now: 1)
+        #expect(typed.actions.isEmpty, "nothing is written before the welcome")
+        let started = state.connectionStarted()
+        #expect(started.actions == [.send(IRCMessage("CAP", "LS", "302")), .send(IRCMessage("NICK", "alice")),
+                                    .send(IRCMessage(command: "USER", params: ["al", "0", "*", "Alice"]))])
+        let listed = state.receive(try! IRCMessage(parsing: ":srv CAP * LS :echo-message batch draft/chathistory"), now: 2)
+        #expect(listed.actions == [.send(IRCMessage("CAP", "REQ", "echo-message batch draft/chathistory"))])
+        let acked = state.receive(try! IRCMessage(parsing: ":srv CAP alice ACK :echo-message batch draft/chathistory"), now: 2)
+        #expect(acked.actions == [.send(IRCMessage("CAP", "END"))])
+        #expect(!state.isRegistered)
+        let welcomed = state.receive(try! IRCMessage(parsing: ":srv 001 alice :Welcome alice!al@h"), now: 3)
+        #expect(state.isRegistered && state.capabilities.contains("echo-message"))
+        #expect(welcomed.actions == [
+            .send(IRCMessage("OPER", "alice", "secret")),
+            .send(IRCMessage("JOIN", "#lobby,#dev")),
+            .sendLine(IRCMessage("PRIVMSG", "#lobby", "hello while offline"), SentLines.Line(target: "#lobby", text: "hello while offline", isAction: false)),
+        ])
+        #expect(welcomed.events.contains(.status(.registered(nick: "alice"))))
+        #expect(welcomed.events.contains { if case .pendingDone(.room("#lobby"), _) = $0 { return true } else { return false } },
+                "the held copy leaves the screen as the line goes")
+        // Our JOIN asks the room's history in the same change that shows it.
+        let joined = state.receive(try! IRCMessage(parsing: ":alice!al@h JOIN #lobby"), now: 4)
+        #expect(joined.actions == [.send(IRCMessage("CHATHISTORY", "LATEST", "#lobby", "*", "50"))])
+    }
+
+    @Test("PING, CTCP VERSION and a file offer are decided here too: PONG, the NOTICE answer, a DCC action")
+    func connectionLines() {
+        var state = ClientState(nick: "alice", keepsLines: false)
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        #expect(state.receive(IRCMessage("PING", "token"), now: 2) == Reduction(actions: [.send(IRCMessage("PONG", "token"))]))
+        let version = state.receive(try! IRCMessage(parsing: ":bob!b@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 2)
+        #expect(version.actions == [.send(IRCMessage("NOTICE", "bob", "\u{1}VERSION chat-tui 0.1 (Swift, terminal IRC client)\u{1}"))])
+        let offer = state.receive(try! IRCMessage(parsing: ":bob!b@h.example PRIVMSG alice :\u{1}DCC SEND notes.txt 2130706433 5000 12\u{1}"), now: 2)
+        #expect(offer.events.isEmpty)
+        guard case .dcc(_, let from, let host)? = offer.actions.first else { Issue.record("no DCC action: \(offer.actions)"); return }
+        #expect(from == "bob" && host == "h.example")
+        let lag = state.receive(IRCMessage("PONG", "srv", "chat-tui-lag-1.5"), now: 2)
+        #expect(lag.events == [.lag(0.5)] && lag.actions.isEmpty)
+    }
+
+    @Test("ERROR closes the connection: an error line, or the answer to our QUIT as news")
+    func error() {
+        var state = ClientState(nick: "alice", keepsLines: false)
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        let closed = state.receive(IRCMessage("ERROR", "Closing Link: h (Killed)"), now: 2)
+        #expect(closed.actions == [.close(reason: "closed by the server: Closing Link: h (Killed)")])
+        #expect(state.serverError == "h (Killed)")
+        #expect(closed.events.contains { if case .line(.server, let line) = $0 { return line.kind == .error } else { return false } })
+        state.userStopping = true
+        let quit = state.receive(IRCMessage("ERROR", "Closing Link: h (Quit: bye)"), now: 3)
+        #expect(quit.events.contains { if case .line(.server, let line) = $0 { return line.kind == .info && line.text == "h (Quit: bye)" } else { return false } })
+    }
+
+    @Test("registered is one fact: the registration's phase, gone with the connection")
+    func registeredOnce() {
+        var state = ClientState(nick: "alice", keepsLines: false)
+        #expect(!state.isRegistered)
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        #expect(state.isRegistered && state.registration.phase == .registered)
+        _ = state.connectionLost(reason: "reset", now: 2)
+        #expect(!state.isRegistered && state.registration.phase != .registered)
+    }
+
+    @Test("a nickname taken at registration is said in words, not changed silently")
+    func nickTaken() {
+        var state = ClientState(nick: "alice", keepsLines: false, registration: Self.settings())
+        _ = state.connectionStarted()
+        let taken = state.receive(try! IRCMessage(parsing: ":srv 433 * alice :Nickname is already in use"), now: 1)
+        #expect(taken.actions == [.send(IRCMessage("NICK", "alice_"))])
+        #expect(taken.events.contains { if case .line(.server, let line) = $0 { return line.text == "The nickname alice is taken: trying alice_ (/nick alice once it is free)" } else { return false } })
+    }
+
+    @Test("a failed write holds the line for the next connection; a command while offline is refused in words")
+    func offline() {
+        var state = ClientState(nick: "alice", keepsLines: false)
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        let sent = state.send("hi", to: "#lobby", isAction: false, queueing: true, now: 2)
+        guard case .sendLine(_, let line)? = sent.actions.first else { Issue.record("not sent: \(sent)"); return }
+        let failed = state.writeFailed(line, now: 2)
+        #expect(failed.events.contains { if case .line(_, let shown) = $0 { return shown.isPending && shown.text == "hi" } else { return false } })
+        #expect(state.queue.map(\.text) == ["hi"])
+        let refused = state.command(IRCMessage("TOPIC", "#lobby", "x"), connected: false)
+        #expect(refused.events == [.error("not connected: TOPIC not sent")] && refused.actions.isEmpty)
+        _ = state.command(IRCMessage("JOIN", "#a,#b"), connected: false)
+        _ = state.command(IRCMessage("PART", "#A"), connected: false)
+        #expect(state.wantedRooms == ["#b"], "JOIN and PART change the rooms rejoined, whether or not they could be sent")
+    }
+}
