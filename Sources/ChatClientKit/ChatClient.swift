@@ -30,13 +30,7 @@ public actor ChatClient {
     public init(config: ClientConfig) {
         self.config = config
         // The client owns the facts; lines are kept by the views that show them.
-        var state = ClientState(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: false,
-                                directLimit: config.directConversationLimit, registration: config.registrationSettings)
-        state.wantedRooms = config.rooms
-        state.operLogin = config.operLogin
-        state.offlineQueueLimit = config.offlineQueueLimit
-        for mask in config.ignoreMasks { _ = state.ignore(mask) }
-        self.state = state
+        state = ClientState(config: config)
         let (events, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
         self.events = events
         self.continuation = continuation

@@ -29,6 +29,18 @@ public struct Reduction: Sendable, Equatable {
 /// through `receive` — the one dispatcher — and every request of the user's through a method
 /// here; each returns a `Reduction`. The actor only performs it.
 extension ClientState {
+    /// The state a `ChatClient` owns. Its book keeps lines as a screen's does (the same
+    /// scrollback): the texts are the events' own, shared, and only an equal book deduplicates
+    /// a replay or a history page exactly as the screen does, so the unread counts agree.
+    public init(config: ClientConfig) {
+        self.init(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: true,
+                  directLimit: config.directConversationLimit, registration: config.registrationSettings)
+        wantedRooms = config.rooms
+        operLogin = config.operLogin
+        offlineQueueLimit = config.offlineQueueLimit
+        for mask in config.ignoreMasks { _ = ignore(mask) }
+    }
+
     /// Collects what the change being made produced.
     mutating func reduction() -> Reduction {
         defer { produced = []; actions = [] }

@@ -4,7 +4,7 @@ import IRCWire
 /// `ClientEvent`s and applies them to its own `ConversationBook`, the one owner of
 /// conversations, members and unread counts. No I/O.
 public struct ClientState: Sendable {
-    /// What the events built so far: the client's own view (no lines kept unless asked).
+    /// What the events built so far: the client's own view (with lines, as a screen keeps them: `init(config:)`).
     public private(set) var book: ConversationBook
     /// This connection's registration (CAP, SASL, nickname retries): registered is its phase,
     /// the one place that fact is held.

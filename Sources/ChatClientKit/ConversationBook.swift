@@ -1,9 +1,11 @@
 import IRCWire
 
 /// Conversations, their members, topics, unread counts and file transfers, as a value that
-/// changes only by applying `ClientEvent`s. The client keeps one (without lines) as the owner
-/// of these facts; a screen keeps its own (with lines) by applying the same events, so the two
-/// cannot drift and the screen never pulls the client's state.
+/// changes only by applying `ClientEvent`s. The client keeps one as the owner of these facts;
+/// a screen keeps its own by applying the same events, with the same scrollback, so the two
+/// deduplicate alike (by msgid, among the lines kept) and cannot drift, and the screen never
+/// pulls the client's state. (`keepsLines: false` is for a view that prints and forgets,
+/// `--lines`: it counts every line it is given.)
 public struct ConversationBook: Sendable {
     /// Our nickname as the server knows it.
     public private(set) var nick: String

@@ -175,8 +175,6 @@ enum LinesMode {
             case .stopped(let reason): text = "stopped: \(reason)"
             }
             return "\(clock(now)) -!- \(text)"
-        case .nickInUse(let taken, let next):
-            return "\(clock(now)) -!- nickname \(PlainText.visible(taken)) is taken, trying \(next)"
         case .nickChanged(_, let new):
             return "\(clock(now)) -!- you are now \(new)"
         case .line(let conversation, let line):
@@ -204,7 +202,7 @@ enum LinesMode {
             return "\(clock(now)) -!- \(hits.count) lines with \(PlainText.visible(query))" + hits.prefix(50).map { hit in
                 "\n  \(PlainText.visible(hit.name)) \(ServerTime.format(hit.line.time)) <\(PlainText.visible(hit.line.sender ?? ""))> \(PlainText.visible(hit.line.text))"
             }.joined()
-        case .renamed,
+        case .renamed, .nickInUse, // the server window's line says it
              .transfer, .opened, .closed, .joined, .left, .connectionLost, .pendingDone, .members, .memberJoined,
              .memberLeft, .memberChanged, .topic, .modes, .markedRead, .readMarker, .cleared, .serverSupport, .away, .lag:
             return nil
