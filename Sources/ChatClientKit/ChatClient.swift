@@ -68,14 +68,25 @@ public actor ChatClient {
         guard let log, id != .server, !line.isPending, Self.loggedKinds.contains(line.kind.logName) else { return }
         log.append([LoggedLine(network: network, conversation: id.key, name: state[id]?.name ?? id.key, time: line.time,
                                kind: line.kind.logName, sender: line.sender, text: line.text, msgid: line.msgid, own: line.isOwn)])
+        // A log that cannot be written (a full disk) keeps its lines and tries again; the user
+        // is told once when it starts failing and once when it is written again.
+        let problem = log.writeProblem
+        if (problem != nil) != toldLogProblem {
+            toldLogProblem = problem != nil
+            let text = problem ?? "the log is written again; nothing shown was lost"
+            for event in state.line(ChatLine(time: line.time, kind: problem != nil ? .error : .info, text: text), to: .server) { continuation.yield(event) }
+        }
     }
+    private var toldLogProblem = false
 
     /// On start: each conversation of this network opens with its last lines from the log
-    /// (as history: in their place by time, once per msgid, not news).
-    private func restoreFromLog() {
+    /// (as history: in their place by time, once per msgid, not news), read on the log's
+    /// reader thread.
+    private func restoreFromLog() async {
         guard !restored, let log else { return }
         restored = true
-        guard let conversations = try? log.recent(network: network) else { return }
+        let network = network
+        guard case .success(let conversations) = await log.read({ log throws(Database.Failure) in try log.recent(network: network) }) else { return }
         for (_, name, lines) in conversations.reversed() {
             let id = state.id(for: name)
             for logged in lines {
@@ -103,24 +114,26 @@ public actor ChatClient {
         write(request, over: connection)
     }
 
-    /// Searches the log: the hits arrive as `.searchResults`.
-    public func search(_ words: [String]) {
+    /// Searches the log (on its reader thread): the hits arrive as `.searchResults`.
+    public func search(_ words: [String]) async {
         let query = words.joined(separator: " ")
         guard let log else {
             emit(.searchResults(query: query, []))
             return
         }
-        let hits = ((try? log.search(words)) ?? []).map { logged -> SearchHit in
-            let line = logged.chatLine
-            return SearchHit(conversation: IRCNames.isChannel(logged.name) ? .room(logged.conversation) : .direct(logged.conversation),
-                             name: logged.name, line: line, network: logged.network)
+        let found = (try? await log.read({ log throws(Database.Failure) in try log.search(words) }).get()) ?? []
+        let hits = found.map { logged -> SearchHit in
+            SearchHit(conversation: IRCNames.isChannel(logged.name) ? .room(logged.conversation) : .direct(logged.conversation),
+                      name: logged.name, line: logged.chatLine, network: logged.network)
         }
         emit(.searchResults(query: query, hits))
     }
 
     /// The lines around a search hit, put in their place in its conversation.
-    public func showAround(_ hit: SearchHit) {
-        guard let log, let lines = try? log.around(network: hit.network ?? network, conversation: hit.conversation.key, time: hit.line.time) else { return }
+    public func showAround(_ hit: SearchHit) async {
+        guard let log else { return }
+        let network = hit.network ?? network, key = hit.conversation.key, time = hit.line.time
+        guard case .success(let lines) = await log.read({ log throws(Database.Failure) in try log.around(network: network, conversation: key, time: time) }) else { return }
         for logged in lines {
             var line = logged.chatLine
             line.isHistory = true
@@ -133,13 +146,15 @@ public actor ChatClient {
     /// Connects, and keeps reconnecting until `quit` or `disconnect`.
     public func start() {
         guard runTask == nil else { return }
-        restoreFromLog()
         if let logProblem { for event in state.line(ChatLine(time: WallClock.now(), kind: .error, text: logProblem), to: .server) { emit(event) } }
         keepConnected = true
         userStopReason = nil
         state.userStopping = false
         fatalReason = nil
-        runTask = Task { await self.run() }
+        runTask = Task {
+            await self.restoreFromLog()
+            await self.run()
+        }
     }
 
     /// Sends QUIT and stops reconnecting: the server answers with ERROR and closes, which ends
@@ -162,7 +177,13 @@ public actor ChatClient {
             connection.close(reason: "you quit")
         }
         await runTask?.value
-        log?.sync()
+        await flushLog()
+    }
+
+    /// Writes what is queued for the log, and returns when it is in (on the log's reader
+    /// thread): a front end exits only after this, or the last lines shown may not be there.
+    public func flushLog() async {
+        _ = await log?.read { log in log.sync() }
     }
 
     /// Closes the connection without reconnecting; `start()` connects again.

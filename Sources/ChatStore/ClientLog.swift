@@ -36,13 +36,16 @@ public struct LoggedLine: Sendable, Equatable {
 /// (`unicode61` would take a run of Han characters as one word and miss anything inside it);
 /// queries shorter than three characters fall back to a scan (`LIKE`).
 /// Writes go through a thread that commits in batches (everything queued since the last
-/// commit); reads (start-up, search) are direct. The trigram index makes a line cost tens of
+/// commit); reads (start-up, search, the lines around a hit) run on a reader thread of their
+/// own when asked through `read` (the client's actor waits for them without blocking). The trigram index makes a line cost tens of
 /// microseconds to write, slower than a flood arrives, so the queue has a bound: past it the
 /// client stops reading from the server (`waitWhileBehind`) until the writer has taken the
 /// backlog, and TCP slows the sender. Nothing shown is dropped from the log.
 public final class ClientLog: Sendable {
     private let pending: BatchQueue<LoggedLine>
     private let reader: ReaderBox
+    /// Reads asked for with `read`, one after another, on the thread "chat-tui log reads".
+    private let reads = BatchQueue<@Sendable () -> Void>()
 
     /// `backlogBound`: lines queued at which `waitWhileBehind` waits (10,000: a few MiB, well
     /// under a second of the writer's time).
@@ -53,6 +56,23 @@ public final class ClientLog: Sendable {
         reader = ReaderBox(try Database(path: path))
         let box = ReaderBox(writer)
         Threads.start(name: "chat-tui log") { [self] in run(box.database) }
+        Threads.start(name: "chat-tui log reads") { [reads] in
+            while true {
+                let (jobs, stopped) = reads.take(waiting: 5)
+                for job in jobs { job() }
+                if stopped { reads.writerFinished(); return }
+            }
+        }
+    }
+
+    /// Runs `body` (a read: `recent`, `search`, `around`, or `sync`) on the log's reader
+    /// thread; the caller waits without holding its thread.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (ClientLog) throws(Database.Failure) -> T) async -> Result<T, Database.Failure> {
+        await withCheckedContinuation { continuation in
+            reads.append([{ [self] in
+                do throws(Database.Failure) { continuation.resume(returning: .success(try body(self))) } catch { continuation.resume(returning: .failure(error)) }
+            }])
+        }
     }
 
     static func createTables(_ database: Database) throws(Database.Failure) {
@@ -79,16 +99,24 @@ public final class ClientLog: Sendable {
     /// Lines queued and not yet taken by the writer.
     public var backlog: Int { pending.count }
 
-    /// Writes what is queued and stops the writer.
-    public func close() { pending.stopAndWait() }
+    /// Writes what is queued and stops the writer and the reader thread.
+    public func close() {
+        pending.stopAndWait()
+        reads.stopAndWait()
+    }
 
     private func run(_ database: Database) {
+        var failedAtStop = 0
         while true {
             pending.waitForItems(0.2)
             // Taken and written under `writing`: `sync` never finds a batch taken and not yet stored.
             let stopped = writing.withLock { _ -> Bool in
                 let (lines, stopped) = pending.takeNow()
-                if !lines.isEmpty { _ = try? Self.insert(lines, into: database) }
+                if !lines.isEmpty, !store(lines, into: database), stopped, failedAtStop < 25 {
+                    // Closing with a batch that will not go in: a few more tries (5 s), then it is lost, said.
+                    failedAtStop += 1
+                    return false
+                }
                 return stopped
             }
             if stopped {
@@ -97,6 +125,25 @@ public final class ClientLog: Sendable {
             }
         }
     }
+
+    /// Writes a batch; one that fails is put back in front, to be tried again on the writer's
+    /// next turn (a full disk, a locked file), and the failure is kept for `writeProblem`.
+    private func store(_ lines: [LoggedLine], into database: Database) -> Bool {
+        do {
+            try Self.insert(lines, into: database)
+            problem.withLock { $0 = nil }
+            return true
+        } catch {
+            pending.putBack(lines)
+            problem.withLock { $0 = "the log cannot be written (\(error)); \(pending.count) lines wait and are tried again" }
+            return false
+        }
+    }
+
+    private let problem = Mutex<String?>(nil)
+
+    /// Why lines are waiting to be written, while they are (nil once a batch went in).
+    public var writeProblem: String? { problem.withLock { $0 } }
 
     static func insert(_ lines: [LoggedLine], into database: Database) throws(Database.Failure) {
         try database.execute("BEGIN")
@@ -120,7 +167,7 @@ public final class ClientLog: Sendable {
     public func sync() {
         writing.withLock { _ in
             let lines = pending.takeNow().items
-            if !lines.isEmpty { _ = try? Self.insert(lines, into: reader.database) }
+            if !lines.isEmpty { _ = store(lines, into: reader.database) }
         }
     }
 

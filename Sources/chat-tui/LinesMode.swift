@@ -27,6 +27,8 @@ enum LinesMode {
             }
         }
         input.cancel()
+        // The stop can be printed before /quit has written the log's last lines: they go in first.
+        await client.flushLog()
         return exitCode
     }
 

@@ -57,4 +57,38 @@ struct ClientLogTests {
         #expect(try log.count() == 3000)
         await log.waitWhileBehind() // a closed log holds nobody
     }
+
+    /// Waits (polling the log, never asserting on time) until `done`, for at most 20 s.
+    func eventually(_ done: () throws -> Bool) async throws -> Bool {
+        for _ in 0..<2000 {
+            if try done() { return true }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    @Test("a batch the database refuses is kept and tried again: said while it waits, every line there once it can be written")
+    func failedBatchKept() async throws {
+        let path = NSTemporaryDirectory() + "chat-tui-client-log-\(UUID().uuidString).db"
+        let log = try ClientLog(path: path)
+        // Another connection makes every insert fail, as a full disk or a damaged file would.
+        let other = try Database(path: path)
+        let refuse = "CREATE TRIGGER refuse BEFORE INSERT ON lines BEGIN SELECT RAISE(ABORT, 'no room (test)'); END"
+        try other.execute(refuse)
+        log.append((0..<50).map { line("line \($0)", at: Double($0)) })
+        #expect(try await eventually { log.writeProblem != nil }, "the failure is said")
+        #expect(log.writeProblem?.contains("no room (test)") == true)
+        #expect(try log.count() == 0 && log.backlog == 50, "the batch waits, whole")
+        try other.execute("DROP TRIGGER refuse")
+        #expect(try await eventually { try log.count() == 50 && log.writeProblem == nil }, "written on a later turn")
+        // The quit's sync keeps a refused batch too.
+        try other.execute(refuse)
+        log.append([line("at the quit", at: 60)])
+        log.sync()
+        #expect(try log.count() == 50 && log.writeProblem != nil)
+        try other.execute("DROP TRIGGER refuse")
+        log.sync()
+        #expect(try await eventually { try log.count() == 51 })
+        log.close()
+    }
 }
