@@ -10,6 +10,9 @@ public enum SidebarItem: Equatable, Sendable {
     case user(String, room: ConversationID)
     /// A label over a group of rows (the direct conversations); the arrows pass over it.
     case heading(String)
+    /// With several networks, the row over each network's rows: its name, its state, its
+    /// unread count (the row's network says which); the arrows pass over it.
+    case networkHeading
 }
 
 /// Something the model asks its shell to do.
@@ -49,6 +52,16 @@ public enum UICommand: Equatable, Sendable {
     case showAround(SearchHit)
     /// Scrolled past a room's oldest line: ask the server's history for the lines before it.
     case fetchOlder(room: String, before: String)
+    /// `/connect HOST[:PORT]`: a network for the shell to add (a network's own name is turned
+    /// into `.on(network:, .reconnect)` by the model).
+    case connect(String)
+    /// `/disconnect NETWORK`: the model turns it into `.on(network:, .disconnect)`.
+    case disconnectNetwork(String)
+    /// `/network NAME` switches to it; `/network` lists the networks.
+    case network(String?)
+    /// A command for one network's client. Commands without it go to the network whose event
+    /// made them, or for keys the one shown.
+    indirect case on(network: Int, UICommand)
     /// Tab after `/send NICK`: list the directory `word` (a path being typed) is in; the shell
     /// answers with `UIEvent.filesListed`, so `update` never reads the disk.
     case listFiles(word: String)
@@ -66,7 +79,10 @@ public struct FileEntry: Equatable, Sendable {
 
 public enum UIEvent: Equatable, Sendable {
     case key(Key)
+    /// An event of the first (or only) network's client.
     case client(ClientEvent)
+    /// An event of network `index`'s client (`ChatModel.networks`).
+    case fromNetwork(Int, ClientEvent)
     case resize(width: Int, height: Int)
     /// A second passed (for "reconnecting in N s").
     case tick(now: Double)
@@ -77,26 +93,68 @@ public enum UIEvent: Equatable, Sendable {
 
 /// Everything the chat screen shows and remembers, as a value.
 public struct ChatModel: Sendable {
+    /// Each network's part of the screen (one `ChatClient` each); one network shows exactly as
+    /// the client always did, several are grouped in the sidebar under their names.
+    public var networks: [NetworkView]
+    /// The network the screen shows: the selection is in it, Enter and commands go to it.
+    public internal(set) var selectedNetwork = 0
+    /// The network `update` is applying an event of (a client's event may come from a network
+    /// not in view); the selected one otherwise. The per-network properties below are its.
+    var focus = 0
+
     /// The screen's own view of the conversations, kept current by applying the client's
     /// events (`update(.client(event))`), never by fetching the client's state.
-    public var state: ConversationBook
-    public var status: ConnectionStatus = .connecting(host: "", port: 0, attempt: 1)
-    public var lag: Double?
+    public var state: ConversationBook {
+        get { networks[focus].state }
+        set { networks[focus].state = newValue }
+        _modify { yield &networks[focus].state }
+    }
+    public var status: ConnectionStatus {
+        get { networks[focus].status }
+        set { networks[focus].status = newValue }
+    }
+    public var lag: Double? {
+        get { networks[focus].lag }
+        set { networks[focus].lag = newValue }
+    }
     public var now: Double = 0
     /// When a reconnect is due, for the countdown.
-    public var reconnectAt: Double?
-    public var everRegistered = false
+    public var reconnectAt: Double? {
+        get { networks[focus].reconnectAt }
+        set { networks[focus].reconnectAt = newValue }
+    }
+    public var everRegistered: Bool {
+        get { networks[focus].everRegistered }
+        set { networks[focus].everRegistered = newValue }
+    }
     /// The reason last written in the server window for not being connected (noted once each).
-    public var notedStatusReason: String?
-    public var selection: SidebarItem = .conversation(.server) { didSet { if selection != oldValue { selectedAt = now } } }
+    public var notedStatusReason: String? {
+        get { networks[focus].notedStatusReason }
+        set { networks[focus].notedStatusReason = newValue }
+    }
+    public var selection: SidebarItem {
+        get { networks[focus].selection }
+        set {
+            let old = networks[focus].selection
+            networks[focus].selection = newValue
+            if newValue != old && focus == selectedNetwork { selectedAt = now }
+        }
+    }
     /// When the selection last moved: a conversation is marked read once the selection has
     /// rested on it for a second (or you write to it), not while the arrows walk past it.
     public var selectedAt: Double = 0
     /// The room last viewed: where room commands (/topic, /kick) go from a person's row.
-    public var currentRoom: String?
+    public var currentRoom: String? {
+        get { networks[focus].currentRoom }
+        set { networks[focus].currentRoom = newValue }
+    }
     public var editor = LineEditor()
     /// Rows scrolled up from the bottom, per conversation.
-    public var scroll: [ConversationID: Int] = [:]
+    public var scroll: [ConversationID: Int] {
+        get { networks[focus].scroll }
+        set { networks[focus].scroll = newValue }
+        _modify { yield &networks[focus].scroll }
+    }
     public var width: Int
     public var height: Int
     /// Seconds east of UTC for timestamps.
@@ -123,20 +181,36 @@ public struct ChatModel: Sendable {
     /// The hint is repeated in the first room the host lands in, where they will look.
     public var hostHintShownInRoom = false
     /// `/list` asked for rooms; the picker opens when they arrive.
-    public var awaitingRoomList = false
+    public var awaitingRoomList: Bool {
+        get { networks[focus].awaitingRoomList }
+        set { networks[focus].awaitingRoomList = newValue }
+    }
     /// A conversation a command asked to show before it exists (/query): shown once opened.
-    public var pendingShow: ConversationID?
+    public var pendingShow: ConversationID? {
+        get { networks[focus].pendingShow }
+        set { networks[focus].pendingShow = newValue }
+    }
     /// The /list picker is open, with this row selected (Up/Down, Enter joins, Esc closes).
     public var roomPicker: Int?
     /// The /search picker: its query, its hits (newest first) and the row selected.
     public var searchPicker: (query: String, hits: [SearchHit], selected: Int)?
+    /// With several networks: the network of each of the picker's hits, and a search still
+    /// waiting for some networks' answers (their hits gathered so far).
+    public var searchHitNetworks: [Int] = []
+    public var searchWaiting: (query: String, pending: Set<Int>, hits: [(network: Int, hit: SearchHit)])?
     /// A search hit being opened: its conversation and line; the view scrolls to it as the lines
     /// around it arrive, until the next key.
     public var revealing: (id: ConversationID, time: Double, text: String)?
     /// The msgid older lines were last asked for, per conversation (asked once per oldest line).
-    public var olderAsked: [ConversationID: String] = [:]
-    /// A TLS certificate nobody vouches for, waiting for the user's y or n (trust on first use).
+    public var olderAsked: [ConversationID: String] {
+        get { networks[focus].olderAsked }
+        set { networks[focus].olderAsked = newValue }
+        _modify { yield &networks[focus].olderAsked }
+    }
+    /// A TLS certificate nobody vouches for, waiting for the user's y or n (trust on first use),
+    /// and the network whose client asked.
     public var pendingTrust: (server: String, fingerprint: String)?
+    public var trustNetwork = 0
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
     public var confirmingQuit = false
     /// The people in our rooms besides us.
@@ -151,7 +225,7 @@ public struct ChatModel: Sendable {
     public var transfers: [Int: TransferInfo] { state.transfers }
 
     public init(state: ConversationBook, width: Int, height: Int) {
-        self.state = state
+        networks = [NetworkView(name: "", key: "", state: state)]
         self.width = width
         self.height = height
     }
@@ -161,7 +235,7 @@ public struct ChatModel: Sendable {
     /// The name Enter sends to: the selected room or person ("" for the server window).
     public var target: String {
         switch selection {
-        case .conversation(.server), .heading: return ""
+        case .conversation(.server), .heading, .networkHeading: return ""
         case .conversation(let id): return state[id]?.name ?? id.key
         case .user(let nick, _): return nick
         }
@@ -175,7 +249,7 @@ public struct ChatModel: Sendable {
         switch selection {
         case .conversation(let id): return id
         case .user(let nick, let room): return state[.direct(state.key(for: nick))] != nil ? .direct(state.key(for: nick)) : room
-        case .heading: return .server
+        case .heading, .networkHeading: return .server
         }
     }
 
@@ -188,7 +262,10 @@ public struct ChatModel: Sendable {
     /// Sidebar rows in order: each room followed by its members (so everyone in every room can
     /// be reached with the arrows), then direct conversations with people in no room of ours,
     /// then the server window.
-    public var sidebar: [SidebarItem] {
+    public var sidebar: [SidebarItem] { Self.sidebarItems(state) }
+
+    /// The rows of one network's conversations (`sidebar`).
+    static func sidebarItems(_ state: ConversationBook) -> [SidebarItem] {
         var items: [SidebarItem] = []
         var listed = Set<String>()
         let ranks = String(state.isupport.prefixes.map(\.symbol))
@@ -208,18 +285,8 @@ public struct ChatModel: Sendable {
         return items
     }
 
-    /// Rows the arrows stop at: not your own (you cannot pick yourself).
-    func isSelectable(_ item: SidebarItem) -> Bool {
-        switch item {
-        case .user(let nick, _): return !state.isMe(nick)
-        case .heading: return false
-        case .conversation: return true
-        }
-    }
-
-    public var totalUnread: Int {
-        state.orderedConversations.reduce(0) { $0 + (($1.kind == .direct || $1.mentioned) ? $1.unread : 0) }
-    }
+    /// The terminal title's count: every network's lines for you.
+    public var totalUnread: Int { networks.reduce(0) { $0 + $1.titleUnread } }
 
     /// Names for Tab completion: the current room's members and open direct conversations.
     public var completionNames: [String] {

@@ -149,7 +149,11 @@ public enum CommandInterpreter {
             guard let id = Int(words[0].trimmingPrefix("#")) else { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
             return [.cancelTransfer(id)]
         case "disconnect":
-            return [.disconnect]
+            return words.isEmpty ? [.disconnect] : [.disconnectNetwork(words[0])]
+        case "connect":
+            return [.connect(words[0])]
+        case "network":
+            return [.network(words.first)]
         case "reconnect":
             return [.reconnect]
         case "quit":

@@ -149,7 +149,10 @@ extension ChatModel {
             let y = layout.paneTop + 1 + row
             let when = String(ServerTime.format(hit.line.time + Double(utcOffset)).dropFirst(5).prefix(5)) + " " + clock(hit.line.time)
             let who = hit.line.sender.map { "<\(PlainText.visible($0))> " } ?? ""
-            let text = PlainText.visible(hit.name) + " " + when + " " + who + Self.aroundMatch(PlainText.visible(hit.line.text), picker.query)
+            // With several networks each hit says where it was said.
+            let network = hasSeveralNetworks && searchHitNetworks.indices.contains(top + row)
+                ? "[" + PlainText.visible(networks[searchHitNetworks[top + row]].name) + "] " : ""
+            let text = network + PlainText.visible(hit.name) + " " + when + " " + who + Self.aroundMatch(PlainText.visible(hit.line.text), picker.query)
             var style = Style.plain
             if top + row == picker.selected { style.reverse = true; screen.fill(x: 0, y: y, width: paneWidth, height: 1, style: Style(reverse: true)) }
             screen.put(Ellipsis.fit(text, width: paneWidth), x: 0, y: y, limit: paneWidth, style: style)
@@ -267,14 +270,17 @@ extension ChatModel {
         for y in layout.paneTop..<(layout.paneTop + layout.paneHeight) {
             screen.put("│", x: border, y: y, limit: 1, style: Palette.dim)
         }
-        let items = sidebar
-        let selected = items.firstIndex(of: selection) ?? 0
+        let items = sidebarRows
+        let chosen = SidebarRow(network: selectedNetwork, item: selection)
+        let selected = items.firstIndex(of: chosen) ?? 0
         let top = max(0, min(selected - layout.paneHeight / 2, items.count - layout.paneHeight))
         for (row, item) in items.dropFirst(top).prefix(layout.paneHeight).enumerated() {
             let y = layout.paneTop + row
-            let isSelected = item == selection
-            let (label, badge, baseStyle) = sidebarEntry(item)
-            var style = baseStyle
+            let isSelected = item == chosen
+            let network = networks[item.network]
+            var (label, badge, style) = item.item == .networkHeading ? networkHeading(network) : sidebarEntry(item.item, network.state)
+            // With several networks, one that is down greys its own rows only.
+            if hasSeveralNetworks && network.isDown { style = Palette.dim }
             if isSelected { style.reverse = true; screen.fill(x: x, y: y, width: layout.sidebarWidth, height: 1, style: Style(reverse: true)) }
             let badgeWidth = DisplayWidth.of(badge)
             let room = layout.sidebarWidth - (badgeWidth > 0 ? badgeWidth + 1 : 0)
@@ -288,8 +294,16 @@ extension ChatModel {
         }
     }
 
-    /// Label, unread badge and style of one sidebar row.
-    func sidebarEntry(_ item: SidebarItem) -> (String, String, Style) {
+    /// The row over a network's rows: `[name]`, what is wrong with its connection, its unread lines.
+    func networkHeading(_ network: NetworkView) -> (String, String, Style) {
+        let (count, urgent) = network.unread
+        let marker = network.marker
+        return ("[" + PlainText.visible(network.name) + "]" + (marker.isEmpty ? "" : " " + marker),
+                count > 0 ? String(count) + (urgent ? "!" : "") : "", Style(bold: true))
+    }
+
+    /// Label, unread badge and style of one sidebar row, of the network whose book is `state`.
+    func sidebarEntry(_ item: SidebarItem, _ state: ConversationBook) -> (String, String, Style) {
         func badge(_ conversation: Conversation?) -> String {
             guard let conversation, conversation.unread > 0 else { return "" }
             return String(conversation.unread) + (conversation.mentioned ? "!" : "")
@@ -297,6 +311,8 @@ extension ChatModel {
         switch item {
         case .heading(let text):
             return ("── " + text + " ──", "", Palette.dim)
+        case .networkHeading:
+            return ("", "", Palette.dim) // drawn by networkHeading
         case .conversation(.server):
             return ("(server)", badge(state[.server]).isEmpty ? "" : "•", Palette.dim)
         case .conversation(let id):
@@ -323,7 +339,8 @@ extension ChatModel {
         let y = layout.statusRow
         screen.fill(x: 0, y: y, width: width, height: 1, style: Palette.bar)
         var parts = [" " + PlainText.visible(state.nick) + (isAway ? " (away)" : "")]
-        parts.append(statusText)
+        // With several networks, the state is the shown network's, and says whose.
+        parts.append((hasSeveralNetworks ? networks[selectedNetwork].name + ": " : "") + statusText)
         if case .conversation(.server) = selection {
             parts.append("pick a room or a person with Up/Down")
         } else {

@@ -40,8 +40,10 @@ public enum SlashCommands {
         SlashCommand(name: "reject", usage: "/reject [ID]", minArguments: 0, summary: "refuse a file offered to you"),
         SlashCommand(name: "transfers", usage: "/transfers", minArguments: 0, summary: "list file transfers"),
         SlashCommand(name: "cancel", usage: "/cancel ID", minArguments: 1, summary: "stop a file transfer"),
-        SlashCommand(name: "disconnect", usage: "/disconnect", minArguments: 0, summary: "close the connection, stay in the program"),
+        SlashCommand(name: "disconnect", usage: "/disconnect [NETWORK]", minArguments: 0, summary: "close the connection (the shown network's, or NETWORK's), stay in the program"),
         SlashCommand(name: "reconnect", usage: "/reconnect", minArguments: 0, summary: "connect again now"),
+        SlashCommand(name: "connect", usage: "/connect HOST[:PORT]|NETWORK", minArguments: 1, summary: "join another network as well (or connect a network again)"),
+        SlashCommand(name: "network", usage: "/network [NAME]", minArguments: 0, summary: "show that network; alone: list the networks and their state"),
         SlashCommand(name: "quit", usage: "/quit [REASON]", minArguments: 0, summary: "leave and restore the terminal"),
     ]
 

@@ -5,6 +5,8 @@ import IRCWire
 extension ChatModel {
     /// Applies one event and returns what the shell should do. The only place keys mean anything.
     public mutating func update(_ event: UIEvent) -> [UICommand] {
+        focus = selectedNetwork
+        defer { focus = selectedNetwork }
         switch event {
         case .resize(let width, let height):
             self.width = width
@@ -18,7 +20,10 @@ extension ChatModel {
             }
             return []
         case .client(let clientEvent):
-            return clientEventArrived(clientEvent)
+            return inNetwork(0) { $0.clientEventArrived(clientEvent) }
+        case .fromNetwork(let index, let clientEvent):
+            guard networks.indices.contains(index) else { return [] }
+            return inNetwork(index) { $0.clientEventArrived(clientEvent) }
         case .filesListed(let word, let entries):
             // Applied only if the path is still the word being typed (keys may have come first).
             guard editor.text.hasPrefix("/send "), editor.currentWord == word else { return [] }
@@ -38,7 +43,9 @@ extension ChatModel {
     /// what it means for the screen (a joined room takes the view, a renamed person is followed).
     mutating func clientEventArrived(_ event: ClientEvent) -> [UICommand] {
         state.apply(event)
-        if case .line(let id, _) = event, id == revealing?.id { reveal() }
+        // Only the network in view has a pane: lines elsewhere are not read as they arrive.
+        let inView = focus == selectedNetwork
+        if inView, case .line(let id, _) = event, id == revealing?.id { reveal() }
         switch event {
         case .status(let status):
             self.status = status
@@ -49,19 +56,22 @@ extension ChatModel {
             lag = seconds
             return []
         case .searchResults(let query, let hits):
+            if searchWaiting != nil { return gatherSearch(query: query, hits: hits) }
             guard !hits.isEmpty else {
                 return [.note("Nothing in your log has \(query)", conversation: viewedID, isError: false)]
             }
             searchPicker = (query, hits, 0)
+            searchHitNetworks = []
             return []
         case .roomList:
             if awaitingRoomList {
                 awaitingRoomList = false
-                roomPicker = 0
+                if inView { roomPicker = 0 }
             }
             return []
         case .unknownCertificate(let server, let fingerprint, let problem):
             pendingTrust = (server, fingerprint)
+            trustNetwork = focus
             return [.note("The certificate of \(server) is not trusted (\(problem)). Its SHA-256 is \(fingerprint): "
                           + "if the server's owner gives you the same, answer y to trust it from now on", conversation: .server, isError: true)]
         case .notSent(let target, let text, let reason):
@@ -94,7 +104,7 @@ extension ChatModel {
             return []
         case .line(let id, let line):
             var commands: [UICommand] = []
-            if id == viewedID {
+            if inView && id == viewedID {
                 // In view: read as it arrives. Asked once per round trip (when the first unread
                 // line appears), not once per line: a flood must not queue a command per line.
                 if state[id]?.unread == 1 { commands.append(.markRead(id)) }
@@ -152,7 +162,7 @@ extension ChatModel {
             if editor.isEmpty { return selectIndex(0) }
             editor.home()
         case .end:
-            if editor.isEmpty { return selectIndex(sidebar.count - 1) }
+            if editor.isEmpty { return selectIndex(sidebarRows.count - 1) }
             editor.end()
         case .left: editor.left()
         case .right: editor.right()
@@ -237,32 +247,34 @@ extension ChatModel {
         return atTop && rows > 0
     }
 
-    /// Moves to the next row you can pick, skipping your own. Nothing is opened or marked read.
+    /// Moves to the next row you can pick, skipping your own (and, with several networks, from
+    /// one network's rows to the next). Nothing is opened or marked read.
     mutating func moveSelection(by delta: Int) -> [UICommand] {
-        let items = sidebar
-        guard !items.isEmpty else { return [] }
-        var index = items.firstIndex(of: selection) ?? 0
+        let rows = sidebarRows
+        guard !rows.isEmpty else { return [] }
+        var index = rows.firstIndex(of: SidebarRow(network: selectedNetwork, item: selection)) ?? 0
         repeat {
             let next = index + delta
-            guard items.indices.contains(next) else { return [] }
+            guard rows.indices.contains(next) else { return [] }
             index = next
-        } while !isSelectable(items[index])
+        } while !isSelectable(rows[index])
         return selectIndex(index)
     }
 
     mutating func selectIndex(_ index: Int) -> [UICommand] {
-        let items = sidebar
-        guard items.indices.contains(index) else { return [] }
+        let rows = sidebarRows
+        guard rows.indices.contains(index) else { return [] }
         var index = index
         // Home and End land on the nearest row that can be picked.
-        while !isSelectable(items[index]) && index + 1 < items.count { index += 1 }
-        selection = items[index]
+        while !isSelectable(rows[index]) && index + 1 < rows.count { index += 1 }
+        selectNetwork(rows[index].network)
+        selection = rows[index].item
         switch selection {
         case .conversation(let id):
             if id.kind == .room, let room = state[id] { currentRoom = room.name }
         case .user(_, let room):
             if let room = state[room] { currentRoom = room.name }
-        case .heading:
+        case .heading, .networkHeading:
             break
         }
         return []
@@ -345,6 +357,8 @@ extension ChatModel {
         case .enter:
             searchPicker = nil
             let hit = picker.hits[picker.selected]
+            // Opened in its own network (the shell sends `.showAround` to the network shown).
+            if searchHitNetworks.indices.contains(picker.selected) { selectNetwork(searchHitNetworks[picker.selected]) }
             selection = .conversation(hit.conversation)
             if hit.conversation.kind == .room { currentRoom = hit.name }
             revealing = (hit.conversation, hit.line.time, hit.line.text)
@@ -388,16 +402,21 @@ extension ChatModel {
         switch key {
         case .character("y"), .character("Y"):
             pendingTrust = nil
-            return [.trustCertificate(fingerprint)]
+            return [forTrustNetwork(.trustCertificate(fingerprint))]
         case .character("n"), .character("N"), .escape, .enter:
             pendingTrust = nil
-            return [.note("Not trusted: not connected (/reconnect asks again)", conversation: .server, isError: false)]
+            return [forTrustNetwork(.note("Not trusted: not connected (/reconnect asks again)", conversation: .server, isError: false))]
         case .control("c"):
             pendingTrust = nil
             return [.quit(reason: "Leaving")]
         default:
             return []
         }
+    }
+
+    /// The answer about a certificate goes to the network whose client asked.
+    func forTrustNetwork(_ command: UICommand) -> UICommand {
+        trustNetwork == selectedNetwork ? command : .on(network: trustNetwork, command)
     }
 
     mutating func answerQuit(_ key: Key) -> [UICommand] {
@@ -439,6 +458,10 @@ extension ChatModel {
     mutating func runCommand(_ line: String) -> [UICommand] {
         var out: [UICommand] = []
         for command in CommandInterpreter.run(line, commandContext) {
+            if let meant = networkCommand(command) {
+                out += meant
+                continue
+            }
             switch command {
             case .show(let id):
                 guard state[id] != nil else {

@@ -55,7 +55,7 @@ enum CommandRunner {
         case .search(let words): await client.search(words)
         case .showAround(let hit): await client.showAround(hit)
         case .fetchOlder(let room, let msgid): await client.fetchOlder(room, before: msgid)
-        case .quit, .bell, .redraw, .show, .awaitRoomList, .listFiles:
+        case .quit, .bell, .redraw, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on:
             return false
         }
         return true
