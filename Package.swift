@@ -51,6 +51,8 @@ let package = Package(
         .target(name: "IRCTestSupport", dependencies: ["ChatServerKit", "ChatStore", "ChatTransport", "IRCWire"], path: "Tests/IRCTestSupport"),
         .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "ChatStore", "IRCWire", "IRCTestSupport"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "ChatClientKit", "IRCWire"]),
+        // The executable's own pure parts (the flags, the config file's network sections).
+        .testTarget(name: "ChatTUITests", dependencies: ["chat-tui"]),
         .testTarget(name: "ChatClientKitTests", dependencies: ["ChatClientKit", "ChatServerKit", "ChatStore", "ChatTransport", "IRCWire", "IRCTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -34,7 +34,10 @@ struct Arguments {
     var plaintext = true
     /// nil: the defaults; `off`: none.
     var limits: ConnectionLimits? = ConnectionLimits()
-    var host: String?
+    /// `--host`, in order: one network each.
+    var hosts: [HostPort] = []
+    /// The config file's `[network NAME]` sections.
+    var sections: [NetworkSettings] = []
     var nick: String?
     var rooms: [String] = []
     var lines = false
@@ -67,7 +70,7 @@ struct Arguments {
     var historyBacklog = 1000
     var nickProtection = NickProtection.rename(after: 30)
 
-    struct Problem: Error, CustomStringConvertible {
+    struct Problem: Error, CustomStringConvertible, Equatable {
         let description: String
     }
 
@@ -93,7 +96,10 @@ struct Arguments {
 
     static let flags: [Flag] = [
         Flag(name: "serve", value: nil, scope: .mode, help: "host a room: an IRC server, with the chat screen as your own user") { a, _ in a.mode = .serve },
-        Flag(name: "host", value: "HOST", scope: .mode, help: "join the server at HOST (a name, an IPv4 or an IPv6 address)") { a, v in a.host = v; a.mode = .connect },
+        Flag(name: "host", value: "HOST[:PORT]", scope: .mode, help: "join the server at HOST (a name, an IPv4 or an IPv6 address; [::1]:6697 with a port); repeat it for several networks") { a, v throws(Problem) in
+            a.hosts.append(try HostPort.parse(v))
+            a.mode = .connect
+        },
         Flag(name: "hash-password", value: nil, scope: .mode, help: "read a password on stdin and print the HASH for --oper") { a, _ in a.mode = .hashPassword },
         Flag(name: "help", value: nil, scope: .mode, help: "this text") { a, _ in a.mode = .help },
         Flag(name: "version", value: nil, scope: .mode, help: "the version") { a, _ in a.mode = .version },
@@ -266,7 +272,7 @@ struct Arguments {
 
         Usage:
           chat-tui --serve [hosting options]         host a room (make run does this)
-          chat-tui --host HOST [joining options]     join any IRC server
+          chat-tui --host HOST [joining options]     join any IRC server (--host again: several networks)
           chat-tui --hash-password                   make a HASH for --oper
           chat-tui account add|passwd|delete|list|cert add NAME …
                                                      the server's accounts (chat-tui account for more)
@@ -286,6 +292,11 @@ struct Arguments {
         Every long flag can also be set in ~/.config/chat-tui/config, one per line as
         `name = value` (`nick = alice`, `bell = off`, `host = irc.example.org`); flags on the
         command line win. With no flags at all, the file alone decides (help when it names no mode).
+        A section `[network NAME]` in the file is one more network to join, with its own host,
+        port, tls, tls-fingerprint, nick, sasl-user, sasl-password and join (what it leaves out is
+        the file's or the command line's); --host on the command line replaces the file's networks.
+        Several networks share one sidebar: /network NAME shows one, /network lists them,
+        /connect HOST[:PORT] adds one, /disconnect NAME closes one.
 
         Keys on the chat screen: with an empty input, Up/Down pick the room or person Enter sends
         to; with text, they recall earlier lines (Ctrl-P/N always do). PgUp/PgDn scroll; Home/End
@@ -302,27 +313,97 @@ struct Arguments {
         return UInt64(upper)
     }
 
-    /// Flags from a config file: `name = value` lines (the long flag names without `--`);
-    /// `true` makes a bare flag, `false` leaves it out. `#` starts a comment.
-    static func fromConfigFile(_ path: String) throws(Problem) -> [String] {
-        guard let text = Files.readText(path) else { return [] }
+    /// What a config file says: flags from its top part, and its `[network NAME]` sections.
+    struct ConfigFile: Equatable {
         var flags: [String] = []
+        var networks: [NetworkSettings] = []
+    }
+
+    static func truth(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default: return nil
+        }
+    }
+
+    /// Reads the config file (none: nothing in it).
+    static func fromConfigFile(_ path: String) throws(Problem) -> ConfigFile {
+        guard let text = Files.readText(path) else { return ConfigFile() }
+        return try parseConfig(text, path: path)
+    }
+
+    /// A line without its comment: from a `#` that starts the line or follows a blank, except
+    /// the `#` that starts a value (`join = #swift,#irc # my rooms`).
+    static func withoutComment(_ raw: Substring) -> String {
+        var previous: Character = " "
+        var valueStarts = false
+        for index in raw.indices {
+            let character = raw[index]
+            if character == "#" && previous.isWhitespace && !valueStarts { return String(raw[..<index]) }
+            if character == "=" { valueStarts = true } else if !character.isWhitespace { valueStarts = false }
+            previous = character
+        }
+        return String(raw)
+    }
+
+    /// Flags from a config file: `name = value` lines (the long flag names without `--`);
+    /// `true` makes a bare flag, `false` leaves it out. `#` starts a comment (`withoutComment`). A line
+    /// `[network NAME]` starts a section of one network's settings (`NetworkSettings.keys`);
+    /// the lines above the first section are the defaults for every network.
+    static func parseConfig(_ text: String, path: String) throws(Problem) -> ConfigFile {
+        var file = ConfigFile()
         let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback", "no-logs"]
+        var section: (name: String, line: Int, settings: [(key: String, value: String)])?
+        func finish() throws(Problem) {
+            guard let open = section else { return }
+            file.networks.append(try NetworkSettings.section(open.name, open.settings, where: "\(path) line \(open.line) [network \(open.name)]"))
+            section = nil
+        }
         for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            if line.trimmedOfWhitespace().isEmpty { continue }
+            let line = withoutComment(raw)
+            let trimmed = line.trimmedOfWhitespace()
+            if trimmed.isEmpty { continue }
+            if trimmed.hasPrefix("[") {
+                let words = trimmed.dropFirst().split(separator: "]", omittingEmptySubsequences: false)
+                let inside = words.first.map { $0.split(separator: " ", omittingEmptySubsequences: true) } ?? []
+                guard trimmed.hasSuffix("]"), words.count == 2, inside.count == 2, inside[0] == "network" else {
+                    throw Problem(description: "\(path) line \(number + 1): a section is written [network NAME] (NAME without spaces)")
+                }
+                try finish()
+                let name = String(inside[1])
+                if file.networks.contains(where: { $0.name.lowercased() == name.lowercased() }) {
+                    throw Problem(description: "\(path) line \(number + 1): a second [network \(name)]")
+                }
+                section = (name, number + 1, [])
+                continue
+            }
             guard let eq = line.firstIndex(of: "=") else {
                 throw Problem(description: "\(path) line \(number + 1): expected `name = value`")
             }
             let name = line[..<eq].trimmedOfWhitespace()
             let value = line[line.index(after: eq)...].trimmedOfWhitespace()
-            if bare.contains(name) {
-                if ["true", "yes", "on"].contains(value.lowercased()) { flags.append("--" + name) }
+            if section != nil {
+                section!.settings.append((name, value))
+            } else if bare.contains(name) {
+                if truth(value) == true { file.flags.append("--" + name) }
             } else {
-                flags += ["--" + name, value]
+                file.flags += ["--" + name, value]
             }
         }
-        return flags
+        try finish()
+        return file
+    }
+
+    /// The networks to join, in order: the command line's `--host`s, else the file's `host`
+    /// and `[network]` sections (`merging` keeps the file's only when the command line has none).
+    func networks() throws(Problem) -> [NetworkSettings] {
+        let fromHosts = try NetworkSettings.fromHosts(hosts, defaultPort: port)
+        for network in sections where fromHosts.contains(where: { $0.name.lowercased() == network.name.lowercased() }) {
+            throw Problem(description: "two networks are called \(network.name): rename the [network \(network.name)] section")
+        }
+        let all = fromHosts + sections
+        return all.isEmpty ? [NetworkSettings(name: "127.0.0.1", address: HostPort(host: "127.0.0.1", port: nil))] : all
     }
 
     init(_ argv: [String]) throws(Problem) {
@@ -348,11 +429,23 @@ struct Arguments {
     /// The command line over the config file. With no flags the file alone decides (it may name a
     /// mode: `host = …` or `serve = true`); otherwise the file gives defaults for what fits the
     /// mode the command line chose, so `lines = true` in the file does not break `--serve`.
-    static func merging(file: [String], given: [String]) throws(Problem) -> Arguments {
-        if given.isEmpty { return try Arguments(file) }
-        let chosen = try Arguments(given).mode
+    /// The `[network]` sections count only when joining, and only when the command line names
+    /// no `--host` (its hosts then replace the file's).
+    static func merging(file: ConfigFile, given: [String]) throws(Problem) -> Arguments {
+        if given.isEmpty {
+            var arguments = try Arguments(file.flags)
+            if arguments.mode == .help && !file.networks.isEmpty { arguments.mode = .connect }
+            if arguments.mode == .connect { arguments.sections = file.networks }
+            return arguments
+        }
+        let onCommandLine = try Arguments(given)
+        let givenHosts = !onCommandLine.hosts.isEmpty
+        // Flags without a mode (`--nick bob`) join the networks the file names.
+        var chosen = onCommandLine.mode
+        let asksHelp = given.contains { $0 == "--help" || $0 == "-h" }
+        if chosen == .help && !asksHelp && (file.flags.contains("--host") || !file.networks.isEmpty) { chosen = .connect }
         var kept: [String] = []
-        var rest = file[...]
+        var rest = file.flags[...]
         while let word = rest.popFirst() {
             let name = String(word.drop(while: { $0 == "-" }))
             guard let flag = flags.first(where: { $0.name == name }) else {
@@ -360,9 +453,14 @@ struct Arguments {
             }
             let value = flag.value != nil ? rest.popFirst() : nil
             let fits = flag.scope == .both || (flag.scope == .hosting && chosen == .serve) || (flag.scope == .joining && chosen == .connect)
+                // The file's host joins the command line's joining flags, unless it names hosts of its own.
+                || (name == "host" && chosen == .connect && !givenHosts)
             if fits { kept.append(word); if let value { kept.append(value) } }
         }
-        return try Arguments(kept + given)
+        var arguments = try Arguments(kept + given)
+        if chosen == .connect && arguments.mode == .help && !asksHelp { arguments.mode = .connect }
+        if arguments.mode == .connect && !givenHosts { arguments.sections = file.networks }
+        return arguments
     }
 
     /// Refuses flags that contradict each other: `--serve --host x`, `--lines` when hosting,

@@ -7,24 +7,32 @@ import ChatClientKit
 import ChatUI
 import CursesTerminal
 
-/// The full-screen chat: wires a `ChatClient`, the `ChatModel` and the curses terminal on the
-/// main actor. Keys, client events, timers and signals all arrive here as events; each is
-/// applied to the model and the screen is redrawn (only changed cells reach the terminal).
+/// The full-screen chat: wires one `ChatClient` per network, the `ChatModel` and the curses
+/// terminal on the main actor. Keys, client events (each with its network), timers and signals
+/// all arrive here as events; each is applied to the model and the screen is redrawn (only
+/// changed cells reach the terminal). A command goes to the client of its network.
 @MainActor
 final class ChatApp {
-    let client: ChatClient
+    /// One per network, in the order of `model.networks`.
+    var clients: [ChatClient]
+    let options: Arguments
     let terminal = CursesTerminal()
     var model: ChatModel
     var screen: Screen
     var renderPending = false
     var finished: CheckedContinuation<Int32, Never>?
     var sources: [any DispatchSourceProtocol] = []
-    var commands: AsyncStream<UICommand>.Continuation?
+    var commands: AsyncStream<(network: Int, command: UICommand)>.Continuation?
     var quitting = false
 
-    init(client: ChatClient, options: Arguments, hostHint: [String] = []) {
-        self.client = client
-        model = ChatModel(state: ConversationBook(nick: client.config.nick, scrollbackLimit: client.config.scrollbackLimit), width: 80, height: 24)
+    init(clients: [(name: String, client: ChatClient)], options: Arguments, hostHint: [String] = []) {
+        self.clients = clients.map(\.client)
+        self.options = options
+        let first = clients[0].client
+        model = ChatModel(state: Self.book(for: first), width: 80, height: 24)
+        model.networks[0].name = clients[0].name
+        model.networks[0].key = first.logKey
+        for (name, client) in clients.dropFirst() { model.addNetwork(name: name, key: client.logKey, state: Self.book(for: client)) }
         model.hostHint = hostHint
         model.bellEnabled = options.bell
         model.showSeconds = options.timestampSeconds
@@ -33,6 +41,21 @@ final class ChatApp {
         localtime_r(&now, &local)
         model.utcOffset = local.tm_gmtoff
         screen = Screen(width: 80, height: 24)
+    }
+
+    /// The screen's own book for a network, fed by its client's events.
+    static func book(for client: ChatClient) -> ConversationBook {
+        ConversationBook(nick: client.config.nick, scrollbackLimit: client.config.scrollbackLimit)
+    }
+
+    /// Network `index`'s events reach the model as that network's.
+    func listen(_ index: Int) {
+        let client = clients[index]
+        Task { @MainActor in
+            for await event in client.events {
+                self.handle(.fromNetwork(index, event))
+            }
+        }
     }
 
     func run() async -> Int32 {
@@ -44,12 +67,10 @@ final class ChatApp {
         watchSignals()
         startCommandQueue()
         // The host's screen says first of all how others join.
-        for line in model.hostHintInPane { commands?.yield(.note(line, conversation: .server, isError: false)) }
-        await client.start()
-        Task { @MainActor in
-            for await event in client.events {
-                self.handle(.client(event))
-            }
+        for line in model.hostHintInPane { commands?.yield((0, .note(line, conversation: .server, isError: false))) }
+        for (index, client) in clients.enumerated() {
+            await client.start()
+            listen(index)
         }
         let timer = DispatchSource.makeTimerSource(queue: .main)
         // Four ticks a second: countdowns and transfer progress stay current without flooding.
@@ -79,26 +100,33 @@ final class ChatApp {
     }
 
     func handle(_ event: UIEvent) {
-        for command in model.update(event) { commands?.yield(command) }
+        // A client's event is that network's; a key is for the network shown (after the key).
+        var origin: Int?
+        if case .fromNetwork(let index, _) = event { origin = index }
+        for command in model.update(event) { commands?.yield(command.routed(defaultNetwork: origin ?? model.selectedNetwork)) }
         scheduleRender()
     }
 
     /// Commands run one after another, in the order the keys produced them.
     func startCommandQueue() {
-        let (stream, continuation) = AsyncStream.makeStream(of: UICommand.self)
+        let (stream, continuation) = AsyncStream.makeStream(of: (network: Int, command: UICommand).self)
         commands = continuation
         Task { @MainActor in
-            for await command in stream { await self.perform(command) }
+            for await (network, command) in stream { await self.perform(command, on: network) }
         }
     }
 
-    func perform(_ command: UICommand) async {
-        if await CommandRunner.perform(command, on: client, typedIn: model.viewedID) {
+    func perform(_ command: UICommand, on network: Int) async {
+        guard clients.indices.contains(network) else { return }
+        // Answers go where the command was typed when it was typed on the network shown.
+        let here = network == model.selectedNetwork ? model.viewedID : .server
+        if await CommandRunner.perform(command, on: clients[network], typedIn: here) {
             scheduleRender()
             return
         }
         switch command {
         case .quit(let reason): await quit(reason: reason)
+        case .connect(let word): await connect(word, from: network)
         case .bell: terminal.bell()
         case .redraw: terminal.forceRedraw()
         case .listFiles(let word): handle(.filesListed(word: word, entries: Self.listFiles(completing: word)))
@@ -115,10 +143,27 @@ final class ChatApp {
         return names.map { FileEntry(name: $0, isDirectory: Files.isDirectory(directory + "/" + $0)) }
     }
 
+    /// `/connect HOST[:PORT]`: one more network, shown at once.
+    func connect(_ word: String, from network: Int) async {
+        let settings: NetworkSettings
+        do {
+            settings = try NetworkSettings.adding(word, to: model.networks.map(\.name))
+        } catch {
+            await clients[network].note(error.description, in: network == model.selectedNetwork ? model.viewedID : .server)
+            return
+        }
+        let client = ChatClient(config: clientConfig(options, network: settings, interactive: false))
+        clients.append(client)
+        let index = model.addNetwork(name: settings.name, key: client.logKey, state: Self.book(for: client))
+        model.selectNetwork(index)
+        await client.start()
+        listen(index)
+    }
+
     func quit(reason: String, code: Int32 = 0) async {
         guard !quitting else { return }
         quitting = true
-        await client.quit(reason: reason)
+        await CommandRunner.quitAll(clients, reason: reason)
         finished?.resume(returning: code)
         finished = nil
     }

@@ -61,6 +61,13 @@ enum CommandRunner {
         return true
     }
 
+    /// Quits every network's client at once (each waits for its server's goodbye).
+    static func quitAll(_ clients: [ChatClient], reason: String) async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in clients { group.addTask { await client.quit(reason: reason) } }
+        }
+    }
+
     /// Keeps the ignore list in the config file, so it holds next time.
     static func persistIgnores(_ list: [String]) {
         try? ConfigFile.set("ignore", to: list.isEmpty ? nil : list.joined(separator: ","), in: configPath)

@@ -7,23 +7,38 @@ import ChatUI
 import IRCWire
 
 /// `--lines`: the ChatClient without curses. Events print one per line on stdout; lines typed
-/// on stdin go to the room (or `/msg NICK text`, `/me`, `/join`, `/nick`, `/quit`).
+/// on stdin go to the room (or `/msg NICK text`, `/me`, `/join`, `/nick`, `/quit`). With several
+/// networks each line starts with `[network]`, and typed lines go to the current network's
+/// client (`/network NAME` changes it).
 enum LinesMode {
-    static func run(_ config: ClientConfig) async -> Int32 {
-        let client = ChatClient(config: config)
-        let view = LineView(nick: config.nick)
-        await client.start()
-        let input = Task { await readInput(into: client, view: view) }
+    static func run(_ networks: [(name: String, config: ClientConfig)], arguments: Arguments) async -> Int32 {
+        let session = Session(arguments: arguments)
+        let (events, sink) = AsyncStream.makeStream(of: (network: Int, event: ClientEvent).self)
+        for network in networks { await session.add(name: network.name, config: network.config, events: sink) }
+        let input = Task { await readInput(session, events: sink) }
         var exitCode: Int32 = 0
-        for await event in client.events {
+        var stopped = Set<Int>()
+        for await (index, event) in events {
+            let (view, prefix) = await session.view(index)
             await view.apply(event)
+            var event = event
+            if !prefix.isEmpty, case .searchResults(let query, let hits) = event {
+                // Every network is asked (they share one log): each lists the lines said on it.
+                let key = await session.clients[index].logKey
+                event = .searchResults(query: query, hits.filter { $0.network == key })
+            }
             var name: String?
             if case .line(let id, _) = event { name = id == .server ? "server" : await view.book[id]?.name }
-            if let text = describe(event, name: name) { writeLine(text, to: 1) }
-            if case .status(.stopped(let reason)) = event {
+            if let text = describe(event, name: name) { writeLine(prefix + text, to: 1) }
+            guard case .status(let status) = event else { continue }
+            if case .stopped(let reason) = status {
                 // Stopping because the user asked is success; a refusal (password, ban) is not.
                 if reason != "you quit" && reason != "disconnected by you" { exitCode = 1 }
-                break
+                stopped.insert(index)
+                // The run ends when every network has stopped.
+                if stopped.count == (await session.count) { break }
+            } else {
+                stopped.remove(index)
             }
         }
         input.cancel()
@@ -32,12 +47,65 @@ enum LinesMode {
         return exitCode
     }
 
+    /// The networks of a line-mode run: one client and one view each, and the one typed
+    /// lines go to.
+    actor Session {
+        let arguments: Arguments
+        var clients: [ChatClient] = []
+        var views: [LineView] = []
+        var names: [String] = []
+        var current = 0
+
+        init(arguments: Arguments) { self.arguments = arguments }
+
+        var count: Int { clients.count }
+
+        /// Starts a network's client; its events go to `events` with its index.
+        func add(name: String, config: ClientConfig, events: AsyncStream<(network: Int, event: ClientEvent)>.Continuation) async {
+            let client = ChatClient(config: config)
+            let index = clients.count
+            clients.append(client)
+            views.append(LineView(nick: config.nick))
+            names.append(name)
+            await client.start()
+            Task {
+                for await event in client.events { events.yield((index, event)) }
+            }
+        }
+
+        /// A network's view and the prefix of its lines (none while there is one network).
+        func view(_ index: Int) -> (LineView, String) {
+            (views[index], clients.count > 1 ? "[\(PlainText.visible(names[index]))] " : "")
+        }
+
+        func typing() -> (ChatClient, LineView, String) {
+            (clients[current], views[current], clients.count > 1 ? "[\(PlainText.visible(names[current]))] " : "")
+        }
+
+        func index(named word: String) -> Int? {
+            NetworkView.index(named: word, names: names, keys: clients.map(\.logKey))
+        }
+
+        func select(_ index: Int) { current = index }
+
+        /// `/network`: one line per network.
+        func list() async -> [String] {
+            var lines: [String] = []
+            for (index, view) in views.enumerated() {
+                lines.append(NetworkView.describe(name: names[index], key: clients[index].logKey, status: await view.status,
+                                                  shown: index == current))
+            }
+            return lines
+        }
+    }
+
     /// The line mode's own view of the conversations, kept by applying the client's events
     /// (no lines kept: they are printed), and where plain lines go.
     actor LineView {
         var book: ConversationBook
         var registered = false
         var everRegistered = false
+        var status: ConnectionStatus = .connecting(host: "", port: 0, attempt: 1)
         var current = CurrentRoom()
 
         init(nick: String) { book = ConversationBook(nick: nick, keepsLines: false) }
@@ -45,6 +113,7 @@ enum LinesMode {
         func apply(_ event: ClientEvent) {
             book.apply(event)
             if case .status(let status) = event {
+                self.status = status
                 if case .registered = status { registered = true; everRegistered = true } else { registered = false }
             }
         }
@@ -70,7 +139,7 @@ enum LinesMode {
     }
 
     /// Reads stdin on its own thread (a blocking read) and hands each line to the client.
-    static func readInput(into client: ChatClient, view: LineView) async {
+    static func readInput(_ session: Session, events: AsyncStream<(network: Int, event: ClientEvent)>.Continuation) async {
         let lines = AsyncStream<String?> { continuation in
             Threads.start(name: "chat-tui input") {
                 while let line = readLine(strippingNewline: true) { continuation.yield(line) }
@@ -80,10 +149,10 @@ enum LinesMode {
         }
         for await line in lines {
             guard let line else {
-                await client.quit(reason: "end of input")
+                await CommandRunner.quitAll(await session.clients, reason: "end of input")
                 return
             }
-            await handle(line, client: client, view: view)
+            await handle(line, session: session, events: events)
         }
     }
 
@@ -113,9 +182,10 @@ enum LinesMode {
     }
 
     /// One typed line: plain text to the current room, `/commands` through the same
-    /// interpreter as the chat screen.
-    static func handle(_ line: String, client: ChatClient, view: LineView) async {
+    /// interpreter as the chat screen, for the current network.
+    static func handle(_ line: String, session: Session, events: AsyncStream<(network: Int, event: ClientEvent)>.Continuation) async {
         guard !line.trimmedOfWhitespace().isEmpty else { return }
+        let (client, view, prefix) = await session.typing()
         let context = await view.context()
         let commands: [UICommand]
         if line.hasPrefix("/") && !line.hasPrefix("//") {
@@ -123,7 +193,7 @@ enum LinesMode {
         } else {
             let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
             guard let room = await view.target() else {
-                writeLine("-!- not in a room yet: \"\(PlainText.visible(text))\" not sent (/join #room first, or /msg NICK text)", to: 2)
+                writeLine(prefix + "-!- not in a room yet: \"\(PlainText.visible(text))\" not sent (/join #room first, or /msg NICK text)", to: 2)
                 return
             }
             commands = [.send(text: text, to: room)]
@@ -143,8 +213,41 @@ enum LinesMode {
             default:
                 break
             }
+            if case .search = command, await session.count > 1 {
+                for other in await session.clients { _ = await CommandRunner.perform(command, on: other, typedIn: .server) }
+                continue
+            }
             if await CommandRunner.perform(command, on: client, typedIn: context.here) { continue }
-            if case .quit(let reason) = command { await client.quit(reason: reason) }
+            switch command {
+            case .quit(let reason):
+                await CommandRunner.quitAll(await session.clients, reason: reason)
+            case .network(nil):
+                for text in await session.list() { writeLine("\(clock(WallClock.now())) -!- " + PlainText.visible(text), to: 1) }
+            case .network(let word?), .disconnectNetwork(let word):
+                guard let index = await session.index(named: word) else {
+                    writeLine("\(clock(WallClock.now())) !!! no network \(PlainText.visible(word)) (/network lists them)", to: 1)
+                    continue
+                }
+                if case .disconnectNetwork = command {
+                    await session.clients[index].disconnect()
+                } else {
+                    await session.select(index)
+                    writeLine("\(clock(WallClock.now())) -!- typing to \(PlainText.visible(await session.names[index]))", to: 1)
+                }
+            case .connect(let word):
+                if let index = await session.index(named: word) {
+                    await session.clients[index].reconnectNow()
+                    continue
+                }
+                do {
+                    let settings = try NetworkSettings.adding(word, to: await session.names)
+                    await session.add(name: settings.name, config: clientConfig(session.arguments, network: settings, interactive: false), events: events)
+                } catch {
+                    writeLine("\(clock(WallClock.now())) !!! \(PlainText.visible(error.description))", to: 1)
+                }
+            default:
+                break
+            }
         }
     }
 

@@ -65,11 +65,17 @@ case .help:
 case .version:
     writeLine(ServerConfig().version, to: 1)
 case .connect:
+    let networks: [NetworkSettings]
+    do {
+        networks = try arguments.networks()
+    } catch {
+        fail(error.description)
+    }
     if arguments.lines {
-        exit(await LinesMode.run(clientConfig(arguments)))
+        exit(await LinesMode.run(networks.map { (name: $0.name, config: clientConfig(arguments, network: $0)) }, arguments: arguments))
     }
     guard hasTerminal else { fail("the chat screen needs a terminal; use --lines for pipes and scripts") }
-    let app = ChatApp(client: ChatClient(config: clientConfig(arguments)), options: arguments)
+    let app = ChatApp(clients: networks.map { (name: $0.name, client: ChatClient(config: clientConfig(arguments, network: $0))) }, options: arguments)
     exit(await app.run())
 case .serve:
     await runServer(arguments)
@@ -173,28 +179,45 @@ func randomToken(bytes: Int) -> String {
     return (0..<bytes).map { _ in String(UInt8.random(in: 0...255, using: &generator), radix: 16).leftPadded(to: 2) }.joined()
 }
 
-func clientConfig(_ arguments: Arguments) -> ClientConfig {
+/// How to join one network: the flags (and the file's top part) as defaults, what its `--host`
+/// or `[network]` section says over them. The host's own screen joins its own server (`network` nil).
+/// `interactive` false (a network added under the chat screen): a password not given is not
+/// asked for, the login left out.
+func clientConfig(_ arguments: Arguments, network: NetworkSettings? = nil, interactive: Bool = true) -> ClientConfig {
     let login = Environment["USER"].flatMap { IRCNames.nickProblem($0, maxBytes: 30) == nil ? $0 : nil }
-    var config = ClientConfig(host: arguments.host ?? "127.0.0.1", port: arguments.port, nick: arguments.nick ?? login ?? "guest")
-    config.rooms = arguments.rooms
+    let portGiven = network?.address.port != nil || network?.port != nil || arguments.portGiven
+    let port = network?.address.port ?? network?.port ?? arguments.port
+    var config = ClientConfig(host: network?.address.host ?? "127.0.0.1", port: port, nick: network?.nick ?? arguments.nick ?? login ?? "guest")
+    config.rooms = network?.rooms ?? arguments.rooms
     config.password = arguments.password
     config.connectTimeout = arguments.connectTimeout
-    config.tls = arguments.tls ?? (arguments.port == 6697)
+    config.tls = network?.tls ?? arguments.tls ?? (port == 6697)
     // TLS without a port is TLS's port, as irssi's -tls is.
-    if config.tls && !arguments.portGiven { config.port = 6697 }
-    config.tlsFingerprint = arguments.tlsFingerprint
+    if config.tls && !portGiven { config.port = 6697 }
+    config.tlsFingerprint = network?.tlsFingerprint ?? arguments.tlsFingerprint
     if let certificate = arguments.tlsCertificate {
         config.tlsClientCertificate = certificate
         config.tlsClientKey = arguments.tlsKey
     }
-    config.saslAccount = arguments.saslUser
-    config.saslPassword = arguments.saslPassword
+    let saslUser = network?.saslUser ?? arguments.saslUser
+    config.saslAccount = saslUser
+    config.saslPassword = network?.saslUser != nil ? network?.saslPassword : (network?.saslPassword ?? arguments.saslPassword)
     config.saslPlainInsecure = arguments.saslPlainInsecure
     // No password and no certificate to log in with: asked for now, before the screen starts.
-    if let account = arguments.saslUser, arguments.saslPassword == nil, !(config.tls && arguments.tlsCertificate != nil) {
+    if let account = saslUser, config.saslPassword == nil, !(config.tls && arguments.tlsCertificate != nil) {
+        guard interactive else {
+            config.saslAccount = nil
+            return finishClientConfig(config, arguments)
+        }
         guard isatty(0) == 1 else { fail("--sasl-user \(account): give --sasl-password (or sasl-password in the config file)") }
-        config.saslPassword = AccountCommand.readPassword("Password for the account \(account): ")
+        config.saslPassword = AccountCommand.readPassword("Password for the account \(account)" + (network.map { " on \($0.name)" } ?? "") + ": ")
     }
+    return finishClientConfig(config, arguments)
+}
+
+/// What every network's client shares: the local log, known servers, timers, DCC, ignores.
+func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> ClientConfig {
+    var config = config
     config.knownServersPath = homeDirectory + "/.local/share/chat-tui/client/known-servers"
     if arguments.logs {
         try? Files.createDirectories(Paths.directory(of: clientLogPath), mode: 0o700)
@@ -313,7 +336,7 @@ func runServer(_ arguments: Arguments) async -> Never {
             client.tls = false
         }
         client.operLogin = ("host", hostSecret)
-        let app = ChatApp(client: ChatClient(config: client), options: arguments,
+        let app = ChatApp(clients: [(name: client.host, client: ChatClient(config: client))], options: arguments,
                           hostHint: (arguments.plaintext ? joinHint(bind: arguments.bind, port: handle.port) : [])
                             + (tls.flatMap { tls in handle.tlsPort.map { tlsHint(bind: arguments.bind, port: $0, fingerprint: tls.fingerprint, selfSigned: tls.selfSigned) } } ?? []))
         let code = await app.run()

@@ -1,0 +1,156 @@
+import Testing
+@testable import chat_tui
+
+@Suite("several networks on the command line and in the config file")
+struct NetworkArgumentTests {
+    func networks(_ argv: [String]) throws -> [NetworkSettings] {
+        try Arguments(argv).networks()
+    }
+
+    @Test("--host twice: two networks, each named by its host, in order")
+    func repeatedHost() throws {
+        let found = try networks(["--host", "irc.example.org:6697", "--host", "127.0.0.1"])
+        #expect(found.map(\.name) == ["irc.example.org", "127.0.0.1"])
+        #expect(found.map(\.address) == [HostPort(host: "irc.example.org", port: 6697), HostPort(host: "127.0.0.1", port: nil)])
+        #expect(try Arguments(["--host", "a", "--host", "b"]).mode == .connect)
+    }
+
+    @Test("two networks on one host are named host:port")
+    func sharedHost() throws {
+        let found = try networks(["--host", "127.0.0.1:7001", "--host", "127.0.0.1", "--port", "7002"])
+        #expect(found.map(\.name) == ["127.0.0.1:7001", "127.0.0.1:7002"])
+    }
+
+    @Test("the same host and port twice is refused")
+    func sameTwice() {
+        #expect(throws: Arguments.Problem.self) { try networks(["--host", "a:7001", "--host", "a:7001"]) }
+    }
+
+    @Test("HOST[:PORT] forms", arguments: [
+        ("irc.example.org", HostPort(host: "irc.example.org", port: nil)),
+        ("irc.example.org:6697", HostPort(host: "irc.example.org", port: 6697)),
+        ("10.0.0.1:1", HostPort(host: "10.0.0.1", port: 1)),
+        ("[::1]:6697", HostPort(host: "::1", port: 6697)),
+        ("[::1]", HostPort(host: "::1", port: nil)),
+        ("::1", HostPort(host: "::1", port: nil)),
+        ("fe80::1%eth0", HostPort(host: "fe80::1%eth0", port: nil)),
+        ("2001:db8::7", HostPort(host: "2001:db8::7", port: nil)),
+    ])
+    func hostPortForms(_ text: String, _ expected: HostPort) throws {
+        #expect(try HostPort.parse(text) == expected)
+        #expect(try HostPort.parse(HostPort.parse(text).text) == expected, "written back as it parses")
+    }
+
+    @Test("malformed HOST[:PORT] says what is wrong", arguments: [
+        ("irc.example.org:", "the port after the colon must be a number from 1 to 65535"),
+        ("irc.example.org:0", "the port after the colon must be a number from 1 to 65535"),
+        ("irc.example.org:65536", "the port after the colon must be a number from 1 to 65535"),
+        ("irc.example.org:66a", "the port after the colon must be a number from 1 to 65535"),
+        (":6697", "no host before the colon"),
+        ("[::1", "no ] after the IPv6 address"),
+        ("[::1]6697", "after ] comes :PORT or nothing"),
+        ("[example.org]:6697", "brackets are for an IPv6 address, as in [::1]:6697"),
+        ("[::1]:x", "the port after the colon must be a number from 1 to 65535"),
+        ("irc example", "a host has no spaces"),
+        ("host:name:6697", "an IPv6 address with a port is written [ADDRESS]:PORT"),
+    ])
+    func malformed(_ text: String, _ why: String) {
+        #expect(throws: Arguments.Problem(description: "--host \(text): \(why)")) { try Arguments(["--host", text]) }
+    }
+
+    @Test("--host with nothing")
+    func emptyHost() {
+        #expect(throws: Arguments.Problem(description: "--host needs a host name or address (HOST, HOST:PORT or [IPV6]:PORT)")) {
+            try Arguments(["--host", ""])
+        }
+    }
+
+    static let sections = """
+    nick = alice
+    bell = off
+    # the defaults above, the networks below
+    [network libera]
+    host = irc.libera.chat:6697
+    nick = alice_lib
+    sasl-user = alice
+    sasl-password = secret
+    join = #swift,#irc
+
+    [network home]
+    host = 127.0.0.1
+    port = 7000
+    tls = false
+    """
+
+    @Test("[network NAME] sections: each with its settings, the top part the defaults")
+    func configSections() throws {
+        let file = try Arguments.parseConfig(Self.sections, path: "config")
+        #expect(file.flags == ["--nick", "alice", "--bell", "off"])
+        #expect(file.networks == [
+            NetworkSettings(name: "libera", address: HostPort(host: "irc.libera.chat", port: 6697), nick: "alice_lib",
+                            saslUser: "alice", saslPassword: "secret", rooms: ["#swift", "#irc"]),
+            NetworkSettings(name: "home", address: HostPort(host: "127.0.0.1", port: nil), port: 7000, tls: false),
+        ])
+        // No flags: the file decides, and its networks are joined.
+        let alone = try Arguments.merging(file: file, given: [])
+        #expect(alone.mode == .connect && alone.nick == "alice" && alone.bell == false)
+        #expect(try alone.networks().map(\.name) == ["libera", "home"])
+        // Flags without a host join the file's networks too.
+        let withFlags = try Arguments.merging(file: file, given: ["--lines"])
+        #expect(withFlags.mode == .connect && withFlags.lines)
+        #expect(try withFlags.networks().map(\.name) == ["libera", "home"])
+        // --host on the command line replaces them.
+        let replaced = try Arguments.merging(file: file, given: ["--host", "irc.example.org"])
+        #expect(try replaced.networks().map(\.name) == ["irc.example.org"])
+        // Hosting ignores them.
+        #expect(try Arguments.merging(file: file, given: ["--serve"]).sections.isEmpty)
+    }
+
+    @Test("a file's host line and its sections are all networks")
+    func hostAndSections() throws {
+        let file = try Arguments.parseConfig("host = a.example\n[network b]\nhost = b.example\n", path: "config")
+        #expect(try Arguments.merging(file: file, given: []).networks().map(\.name) == ["a.example", "b"])
+    }
+
+    @Test("bad sections say where and why", arguments: [
+        ("[network]\nhost = a\n", "config line 1: a section is written [network NAME] (NAME without spaces)"),
+        ("[server a]\nhost = a\n", "config line 1: a section is written [network NAME] (NAME without spaces)"),
+        ("[network a b]\nhost = a\n", "config line 1: a section is written [network NAME] (NAME without spaces)"),
+        ("[network a]\nport = 7000\n", "config line 1 [network a]: a network needs host = HOST"),
+        ("[network a]\nhost = a\nbell = off\n", "config line 1 [network a]: bell is not a network setting (host, port, tls, tls-fingerprint, nick, sasl-user, sasl-password, join)"),
+        ("[network a]\nhost = a:99999\n", "config line 1 [network a]: --host a:99999: the port after the colon must be a number from 1 to 65535"),
+        ("[network a]\nhost = a\ntls = maybe\n", "config line 1 [network a]: tls needs true or false, not maybe"),
+        ("[network a]\nhost = a\n[network A]\nhost = b\n", "config line 3: a second [network A]"),
+        ("[network a]\nhost = a\nnick = 1bad\n", "config line 1 [network a]: --nick 1bad: "),
+    ])
+    func badSections(_ text: String, _ message: String) {
+        do {
+            _ = try Arguments.parseConfig(text, path: "config")
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.description.hasPrefix(message), "\(error.description)")
+        }
+    }
+
+    @Test("/connect HOST[:PORT] names the new network by its host, or host:port when that name is taken")
+    func connectNames() throws {
+        #expect(try NetworkSettings.adding("irc.example.org", to: ["127.0.0.1"]).name == "irc.example.org")
+        #expect(try NetworkSettings.adding("127.0.0.1:7002", to: ["127.0.0.1"]).name == "127.0.0.1:7002")
+        #expect(throws: Arguments.Problem(description: "/connect :1: no host before the colon")) { try NetworkSettings.adding(":1", to: []) }
+    }
+}
+
+@Suite("the config file's comments")
+struct ConfigCommentTests {
+    @Test("a # starts a comment at the line's start or after a blank, but not the # a value starts with", arguments: [
+        ("# all of it", ""),
+        ("nick = alice # me", "nick = alice "),
+        ("join = #swift,#irc", "join = #swift,#irc"),
+        ("join = #swift,#irc # my rooms", "join = #swift,#irc "),
+        ("join=#a", "join=#a"),
+        ("tls-fingerprint = ab#cd", "tls-fingerprint = ab#cd"),
+    ])
+    func comments(_ line: String, _ kept: String) {
+        #expect(Arguments.withoutComment(Substring(line)) == kept)
+    }
+}
