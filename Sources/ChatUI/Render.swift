@@ -278,7 +278,7 @@ extension ChatModel {
             let y = layout.paneTop + row
             let isSelected = item == chosen
             let network = networks[item.network]
-            var (label, badge, style) = item.item == .networkHeading ? networkHeading(network) : sidebarEntry(item.item, network.state)
+            var (label, badge, style) = item.item == .networkHeading ? networkHeading(network, width: layout.sidebarWidth) : sidebarEntry(item.item, network.state)
             // With several networks, one that is down greys its own rows only.
             if hasSeveralNetworks && network.isDown { style = Palette.dim }
             if isSelected { style.reverse = true; screen.fill(x: x, y: y, width: layout.sidebarWidth, height: 1, style: Style(reverse: true)) }
@@ -294,12 +294,19 @@ extension ChatModel {
         }
     }
 
-    /// The row over a network's rows: `[name]`, what is wrong with its connection, its unread lines.
-    func networkHeading(_ network: NetworkView) -> (String, String, Style) {
+    /// The row over a network's rows: `[name]`, what is wrong with its connection, its unread
+    /// lines. Narrow, the marker matters more than the count, and both more than the whole name.
+    func networkHeading(_ network: NetworkView, width: Int) -> (String, String, Style) {
         let (count, urgent) = network.unread
-        let marker = network.marker
-        return ("[" + PlainText.visible(network.name) + "]" + (marker.isEmpty ? "" : " " + marker),
-                count > 0 ? String(count) + (urgent ? "!" : "") : "", Style(bold: true))
+        var badge = count > 0 ? String(count) + (urgent ? "!" : "") : ""
+        let marker = network.marker.isEmpty ? "" : " " + network.marker
+        let name = PlainText.visible(network.name)
+        let full = "[" + name + "]" + marker
+        if !marker.isEmpty && !badge.isEmpty && DisplayWidth.of(full) + badge.count + 1 > width { badge = "" }
+        let room = width - (badge.isEmpty ? 0 : badge.count + 1)
+        let label = DisplayWidth.of(full) <= room ? full
+            : "[" + Ellipsis.fit(name, width: max(1, room - 2 - DisplayWidth.of(marker))) + "]" + marker
+        return (label, badge, Style(bold: true))
     }
 
     /// Label, unread badge and style of one sidebar row, of the network whose book is `state`.
