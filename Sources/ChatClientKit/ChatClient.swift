@@ -54,7 +54,7 @@ public actor ChatClient {
     private let log: ClientLog?
     private let logProblem: String?
     /// `host:port`: the network the log files lines under.
-    public var network: String { "\(config.host):\(config.port)" }
+    public nonisolated var network: String { "\(config.host):\(config.port)" }
     private var restored = false
 
     /// Ends the lines restored from the local log in each conversation.

@@ -31,8 +31,8 @@ final class ChatApp {
         let first = clients[0].client
         model = ChatModel(state: Self.book(for: first), width: 80, height: 24)
         model.networks[0].name = clients[0].name
-        model.networks[0].key = first.logKey
-        for (name, client) in clients.dropFirst() { model.addNetwork(name: name, key: client.logKey, state: Self.book(for: client)) }
+        model.networks[0].key = first.network
+        for (name, client) in clients.dropFirst() { model.addNetwork(name: name, key: client.network, state: Self.book(for: client)) }
         model.hostHint = hostHint
         model.bellEnabled = options.bell
         model.showSeconds = options.timestampSeconds
@@ -154,7 +154,7 @@ final class ChatApp {
         }
         let client = ChatClient(config: clientConfig(options, network: settings, interactive: false))
         clients.append(client)
-        let index = model.addNetwork(name: settings.name, key: client.logKey, state: Self.book(for: client))
+        let index = model.addNetwork(name: settings.name, key: client.network, state: Self.book(for: client))
         model.selectNetwork(index)
         await client.start()
         listen(index)

@@ -24,7 +24,7 @@ enum LinesMode {
             var event = event
             if !prefix.isEmpty, case .searchResults(let query, let hits) = event {
                 // Every network is asked (they share one log): each lists the lines said on it.
-                let key = await session.clients[index].logKey
+                let key = await session.clients[index].network
                 event = .searchResults(query: query, hits.filter { $0.network == key })
             }
             var name: String?
@@ -43,7 +43,7 @@ enum LinesMode {
         }
         input.cancel()
         // The stop can be printed before /quit has written the log's last lines: they go in first.
-        await client.flushLog()
+        for client in await session.clients { await client.flushLog() }
         return exitCode
     }
 
@@ -83,7 +83,7 @@ enum LinesMode {
         }
 
         func index(named word: String) -> Int? {
-            NetworkView.index(named: word, names: names, keys: clients.map(\.logKey))
+            NetworkView.index(named: word, names: names, keys: clients.map(\.network))
         }
 
         func select(_ index: Int) { current = index }
@@ -92,7 +92,7 @@ enum LinesMode {
         func list() async -> [String] {
             var lines: [String] = []
             for (index, view) in views.enumerated() {
-                lines.append(NetworkView.describe(name: names[index], key: clients[index].logKey, status: await view.status,
+                lines.append(NetworkView.describe(name: names[index], key: clients[index].network, status: await view.status,
                                                   shown: index == current))
             }
             return lines
