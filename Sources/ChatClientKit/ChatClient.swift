@@ -477,9 +477,12 @@ public actor ChatClient {
         }
     }
 
+    /// The conversation the user is looking at: news for them (an invitation) goes there.
+    public func looking(at id: ConversationID) { state.lookingAt = id }
+
     /// Gives up on the direct messages held for `nick` (not on the server when they were sent).
     public func cancelHeld(for nick: String) {
-        perform(state.userCancelledHeld(for: nick))
+        perform(state.userCancelledHeld(for: nick, now: WallClock.now()))
     }
 
     /// Publishes a change's events, then carries out its actions on this connection (none

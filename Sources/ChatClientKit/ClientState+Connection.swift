@@ -329,9 +329,13 @@ extension ClientState {
     }
 
     /// The user gave up on what is held for `nick`.
-    public mutating func userCancelledHeld(for nick: String) -> Reduction {
+    public mutating func userCancelledHeld(for nick: String, now: Double) -> Reduction {
         produced = []
         actions = []
+        guard held.waiting[key(for: nick)] != nil else {
+            say(ChatLine(time: now, kind: .info, text: "Nothing is held for \(nick)"), to: replyConversation.flatMap { book[$0] != nil ? $0 : nil } ?? .server)
+            return reduction()
+        }
         _ = cancelHeld(for: nick)
         var done = reduction()
         if !isRegistered { done.actions = [] }

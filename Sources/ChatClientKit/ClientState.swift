@@ -36,6 +36,8 @@ public struct ClientState: Sendable {
     /// Where replies to the user's last query go (the conversation it was typed in), as irssi
     /// shows a /whois in the window where you asked. Nil: the server window.
     public var replyConversation: ConversationID?
+    /// The conversation on the user's screen (`ChatClient.looking`), where news for them goes.
+    public var lookingAt: ConversationID?
     /// Numerics that answer a user's query or command.
     static let queryReplies: Set<String> = [
         "301", "311", "312", "313", "317", "318", "319", "330", "338", "378", "671", "352", "315",

@@ -38,7 +38,7 @@ extension ClientState {
         say(line, to: id, name: nick)
         if entry.lines.count == 1 {
             let words = hasMonitor
-                ? "\(nick) is not on the server now: held until they are back (sent then)"
+                ? "\(nick) is not on the server now: held until they are back (sent then; /cancel \(nick) gives up)"
                 : "\(nick) is not on the server now, and this server cannot say when they are back: held; send it again to try"
             say(ChatLine(time: now, kind: .info, text: words), to: id, name: nick)
         }

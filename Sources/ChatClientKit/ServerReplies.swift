@@ -155,11 +155,11 @@ extension ClientState {
             say(ChatLine(time: c.time, kind: .info, sender: c.from, text: "\(c.from) invited \(invitee) to \(room)"), to: roomID)
             return
         }
-        // News for us: where the user is (the conversation they last typed in), unread and
+        // News for us: where the user is looking (else where they last typed), unread and
         // ringing there like a mention.
         var line = ChatLine(time: c.time, kind: .notice, sender: c.from, text: "\(c.from) invites you to \(room) — /join \(room)", isHighlight: true)
         line.msgid = c.msgid
-        let place = replyConversation.flatMap { book[$0] != nil ? $0 : nil } ?? .server
+        let place = [lookingAt, replyConversation].compactMap { $0 }.first { book[$0] != nil } ?? .server
         say(line, to: place)
     }
 

@@ -62,6 +62,10 @@ public enum UICommand: Equatable, Sendable {
     /// A command for one network's client. Commands without it go to the network whose event
     /// made them, or for keys the one shown.
     indirect case on(network: Int, UICommand)
+    /// The conversation on screen changed: the client puts news for the user (an invitation) there.
+    case looking(ConversationID)
+    /// `/cancel NICK`: give up on the direct messages held for this person.
+    case cancelHeld(String)
     /// Tab after `/send NICK`: list the directory `word` (a path being typed) is in; the shell
     /// answers with `UIEvent.filesListed`, so `update` never reads the disk.
     case listFiles(word: String)

@@ -146,8 +146,12 @@ public enum CommandInterpreter {
         case "transfers":
             return [.listTransfers]
         case "cancel":
-            guard let id = Int(words[0].trimmingPrefix("#")) else { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
-            return [.cancelTransfer(id)]
+            // A number is a transfer; a name (or nothing, in a direct conversation) is the
+            // person whose held messages are given up.
+            if let word = words.first, let id = Int(word.trimmingPrefix("#")) { return [.cancelTransfer(id)] }
+            if let nick = words.first { return [.cancelHeld(nick)] }
+            if here.kind == .direct, let name = state[here]?.name { return [.cancelHeld(name)] }
+            return [.note("Usage: \(command.usage)", conversation: here, isError: true)]
         case "disconnect":
             return words.isEmpty ? [.disconnect] : [.disconnectNetwork(words[0])]
         case "connect":

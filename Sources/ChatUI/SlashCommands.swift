@@ -39,7 +39,7 @@ public enum SlashCommands {
         SlashCommand(name: "accept", usage: "/accept [ID]", minArguments: 0, summary: "take a file offered to you (the newest by default)"),
         SlashCommand(name: "reject", usage: "/reject [ID]", minArguments: 0, summary: "refuse a file offered to you"),
         SlashCommand(name: "transfers", usage: "/transfers", minArguments: 0, summary: "list file transfers"),
-        SlashCommand(name: "cancel", usage: "/cancel ID", minArguments: 1, summary: "stop a file transfer"),
+        SlashCommand(name: "cancel", usage: "/cancel ID|NICK", minArguments: 0, summary: "stop a file transfer, or give up on messages held for someone"),
         SlashCommand(name: "disconnect", usage: "/disconnect [NETWORK]", minArguments: 0, summary: "close the connection (the shown network's, or NETWORK's), stay in the program"),
         SlashCommand(name: "reconnect", usage: "/reconnect", minArguments: 0, summary: "connect again now"),
         SlashCommand(name: "connect", usage: "/connect HOST[:PORT]|NETWORK", minArguments: 1, summary: "join another network as well (or connect a network again)"),

@@ -39,6 +39,15 @@ extension ChatModel {
         }
     }
 
+    /// `update`, and when the conversation on screen changed with it, `.looking` for that
+    /// network's client (news for the user, an invitation, goes where they are looking).
+    public mutating func handle(_ event: UIEvent) -> [UICommand] {
+        let before = (selectedNetwork, viewedID)
+        var commands = update(event)
+        if (selectedNetwork, viewedID) != before { commands.append(.on(network: selectedNetwork, .looking(viewedID))) }
+        return commands
+    }
+
     /// A client event: first applied to the screen's own view of the conversations, then
     /// what it means for the screen (a joined room takes the view, a renamed person is followed).
     mutating func clientEventArrived(_ event: ClientEvent) -> [UICommand] {

@@ -103,7 +103,7 @@ final class ChatApp {
         // A client's event is that network's; a key is for the network shown (after the key).
         var origin: Int?
         if case .fromNetwork(let index, _) = event { origin = index }
-        for command in model.update(event) { commands?.yield(command.routed(defaultNetwork: origin ?? model.selectedNetwork)) }
+        for command in model.handle(event) { commands?.yield(command.routed(defaultNetwork: origin ?? model.selectedNetwork)) }
         scheduleRender()
     }
 

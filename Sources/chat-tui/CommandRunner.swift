@@ -55,6 +55,10 @@ enum CommandRunner {
         case .search(let words): await client.search(words)
         case .showAround(let hit): await client.showAround(hit)
         case .fetchOlder(let room, let msgid): await client.fetchOlder(room, before: msgid)
+        case .looking(let conversation): await client.looking(at: conversation)
+        case .cancelHeld(let nick):
+            await client.replyIn(here)
+            await client.cancelHeld(for: nick)
         case .quit, .bell, .redraw, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on:
             return false
         }

@@ -54,7 +54,7 @@ struct HeldDirectTests {
         let absent = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "bob", "No such nick"]), now: 2)
         #expect(absent.events.contains { if case .line(_, let line) = $0 { return line.isPending && line.text == "hi" } else { return false } })
         #expect(absent.actions == [.send(IRCMessage("MONITOR", "+", "bob"))])
-        let cancelling = state.userCancelledHeld(for: "Bob")
+        let cancelling = state.userCancelledHeld(for: "Bob", now: 3)
         #expect(cancelling.events.contains(.notSent(target: "bob", text: "hi", reason: "cancelled")))
         #expect(cancelling.actions == [.send(IRCMessage("MONITOR", "-", "bob"))])
         // Online later: nothing is left to send.

@@ -70,11 +70,11 @@ struct RefusalTests {
         _ = proxy
     }
 
-    @Test("an invitation is shown where the invitee is, unread and ringing; the inviter sees it was sent")
+    @Test("an invitation is shown where the invitee is looking, unread and ringing; the inviter sees it was sent")
     func invitationVisible() async throws {
         let server = try TestServer()
         let alice = ChatClient(config: config(port: server.port, nick: "alice", rooms: ["#secret"]))
-        let bob = ChatClient(config: config(port: server.port, nick: "bob"))
+        let bob = ChatClient(config: config(port: server.port, nick: "bob", rooms: ["#dev"]))
         let aliceLog = EventLog.watching(alice), bobLog = EventLog.watching(bob)
         await alice.start()
         try await aliceLog.line(in: "#secret", containing: "You joined #secret")
@@ -82,15 +82,18 @@ struct RefusalTests {
         try await aliceLog.line(in: "#secret", containing: "set mode +i")
         await bob.start()
         try await bobLog.line(in: "#lobby", containing: "You joined #lobby")
-        // bob is in #lobby, where he typed last.
+        try await bobLog.line(in: "#dev", containing: "You joined #dev")
+        // bob typed last in #lobby, and is looking at #dev (his screen said so).
         await bob.replyIn(.room("#lobby"))
+        await bob.looking(at: .room("#dev"))
 
         await alice.sendCommand(IRCMessage("INVITE", "bob", "#secret"), replyIn: .room("#secret"))
-        let invitation = try await bobLog.line(in: "#lobby", containing: "invites you")
+        let invitation = try await bobLog.line(in: "#dev", containing: "invites you")
         #expect(invitation.text == "alice invites you to #secret — /join #secret")
         #expect(invitation.isHighlight, "it rings like a mention")
-        let lobby = await bobLog.view(nick: "bob").conversation("#lobby")!
-        #expect(lobby.unread == 1 && lobby.mentioned)
+        let dev = await bobLog.view(nick: "bob").conversation("#dev")!
+        #expect(dev.unread == 1 && dev.mentioned)
+        #expect(!(await bobLog.view(nick: "bob").conversation("#lobby")!.lines.contains { $0.text.contains("invites you") }))
         try await aliceLog.line(in: "#secret", containing: "invited bob to #secret")
 
         let bobServer = await bobLog.view(nick: "bob")[.server]!.lines.map(\.text)

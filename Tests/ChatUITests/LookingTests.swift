@@ -1,0 +1,90 @@
+import Testing
+@testable import ChatUI
+import ChatClientKit
+import IRCWire
+
+/// Where news for the user goes: the screen tells its client which conversation is on screen,
+/// and an invitation lands there, unread and ringing.
+@Suite("where the user is looking")
+struct LookingTests {
+    static func twoRooms() -> ChatModel {
+        lobbyModel(width: 60, height: 12, extra: [
+            ":alice!a@h JOIN #dev", ":srv 353 alice = #dev :alice dave", ":srv 366 alice #dev :End",
+        ])
+    }
+
+    @Test("moving the selection to another conversation tells the client once; a key that moves nothing tells it nothing")
+    func told() {
+        var model = Self.twoRooms()
+        // From #lobby down its members (the pane still shows #lobby: no conversation with them yet) to #dev.
+        var told: [UICommand] = []
+        for _ in 0..<4 { told += model.handle(.key(.down)).filter { if case .on(_, .looking) = $0 { return true } else { return false } } }
+        #expect(told == [.on(network: 0, .looking(.room("#dev")))])
+        #expect(model.handle(.key(.character("y"))).isEmpty, "typing does not move the view")
+        let back = model.handle(.key(.up)).filter { if case .on(_, .looking) = $0 { return true } else { return false } }
+        #expect(back == [], "with a line being typed, Up does not move the view")
+    }
+
+    @Test("an invitation where the invitee is looking: the whole screen, the line highlighted, the room counted and marked")
+    func invitationOnScreen() {
+        var model = Self.twoRooms()
+        model.selection = .conversation(.room("#dev"))
+        model.currentRoom = "#dev"
+        var client = ClientState(continuing: model.state, registered: true)
+        client.replyConversation = .room("#lobby") // typed last in #lobby
+        client.lookingAt = .room("#dev")           // but looking at #dev
+        for event in client.apply(try! IRCMessage(parsing: "@time=1970-01-01T10:06:00.000Z :carol!c@h INVITE alice #secret"), now: 36_360) {
+            _ = model.update(.client(event))
+        }
+        #expect(model.state[.room("#dev")]?.unread == 1 && model.state[.room("#dev")]?.mentioned == true)
+        #expect(model.state[.room("#lobby")]?.lines.contains { $0.text.contains("invites you") } == false)
+        expectScreen(model, [
+            " #dev (2)                                                   ",
+            "                                               │#lobby      ",
+            "                                               │@alice (you)",
+            "                                               │+bob        ",
+            "                                               │ carol      ",
+            "                                               │ 小明       ",
+            "                                               │#dev      1!",
+            "10:05 -!- You joined #dev                      │ alice (you)",
+            "10:06 -carol- carol invites you to #secret —   │ dave       ",
+            "              /join #secret                    │(server)    ",
+            " alice │ connected │ Enter sends to #dev                    ",
+            ">                                                           ",
+        ], styles: [
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                               dbbbbbb      ",
+            "                                               dAAAAAAAAAAAA",
+            "                                               dBBBB        ",
+            "                                               dCCCCCC      ",
+            "                                               dXXXXX       ",
+            "                                               dRRRRrrrrrrHH",
+            "ddddddddddddddddddddddddd                      dAAAAAAAAAAAA",
+            "ddddddCCCCCCCChhhhhhhhhhhhhhhhhhhhhhhhhhhhhh   dVVVVV       ",
+            "              hhhhhhhhhhhhh                    ddddddddd    ",
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "dd                                                          ",
+        ], legend: Self.legend)
+    }
+
+    /// The lobby's people, dave (V), and H: the unread badge of the selected row (highlight, reversed).
+    static let legend: [Character: Style] = {
+        var badge = Palette.highlight
+        badge.reverse = true
+        return StyleLegend.lobby.merging(StyleLegend.nicks(["dave": "V"])) { a, _ in a }.merging(["H": badge]) { a, _ in a }
+    }()
+
+    @Test("/cancel: a number stops a transfer, a name gives up what is held for that person, nothing in a direct conversation means its person")
+    func cancel() {
+        var model = lobbyModel()
+        #expect(model.type("/cancel 3") == [.cancelTransfer(3)])
+        #expect(model.type("/cancel #4") == [.cancelTransfer(4)])
+        #expect(model.type("/cancel bob") == [.cancelHeld("bob")])
+        let usage = model.type("/cancel")
+        #expect(usage.contains(.note("Usage: /cancel ID|NICK", conversation: .room("#lobby"), isError: true)), "\(usage)")
+        var client = ClientState(continuing: model.state, registered: true)
+        for event in client.open("Bob", now: 1) { _ = model.update(.client(event)) }
+        model.selection = .conversation(.direct("bob"))
+        #expect(model.type("/cancel").contains(.cancelHeld("Bob")))
+    }
+}
