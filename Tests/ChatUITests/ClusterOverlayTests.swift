@@ -93,6 +93,28 @@ extension ClusterOverlayTests {
         expectScreen(model, Self.goldenRows)
     }
 
+    @Test("a run of clusters longer than the pane wraps between clusters: none cut, every row the screen's width, the border in place")
+    func wrapsBetweenClusters() {
+        // 30 clusters of two columns (with no spaces) in a pane of 47: rows break between them.
+        let run = String(repeating: Self.clusters.joined(), count: 6)
+        let model = lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :" + run])
+        expectScreen(model, [
+            " #lobby (4)                                                 ",
+            "                                               │#lobby      ",
+            "                                               │@alice (you)",
+            "                                               │+bob        ",
+            "                                               │ carol      ",
+            "                                               │ 小明       ",
+            "                                               │(server)    ",
+            "10:05 -!- You joined #lobby                    │            ",
+            // 35 columns after the prefix: 17 clusters, one column left over, then the next row.
+            "10:05 <bob> " + String(repeating: Self.clusters.joined(), count: 3) + Self.family + Self.flag + " │            ",
+            "            " + Self.skinTone + Self.keycap + Self.heart + String(repeating: Self.clusters.joined(), count: 2) + "         │            ",
+            " alice │ connected │ Enter sends to #lobby                  ",
+            ">                                                           ",
+        ])
+    }
+
     static let goldenRows: [String] = [
         " #lobby (4)                                                 ",
         "                                               │#lobby      ",
