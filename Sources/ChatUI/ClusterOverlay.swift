@@ -6,6 +6,9 @@
 /// blanks in its style (so curses' picture of the screen holds its columns), and after curses
 /// has drawn, the cluster is written whole at its place with the cursor set explicitly before
 /// it and after it: a terminal that disagrees about its width cannot move what follows.
+/// A terminal that draws it wider than that (tmux 3.3 gives a skin tone's modifier two columns
+/// of its own) covers the cells after it: those are written again after it (`following`), so
+/// the text beside a cluster is never lost under it; the cluster is then drawn cut, not the text.
 /// Pure: the curses backend performs what `plan` and `bytes` decide.
 public enum ClusterOverlay {
     /// Whether curses could not draw this cell's text as it is: more than one spacing code
@@ -22,6 +25,20 @@ public enum ClusterOverlay {
         public let y: Int
         public let text: String
         public let style: Style
+        /// The cells after it (up to its `overhang`, before the next cluster), written again after it.
+        public var following: [Piece] = []
+    }
+
+    /// One cell's text and style.
+    public struct Piece: Equatable, Sendable {
+        public let text: String
+        public let style: Style
+    }
+
+    /// How many columns wider than its width a terminal could draw a cluster: its code points'
+    /// widths added up, less its own (a family of four: 6; a skin tone: 2; a flag, a keycap: 0).
+    public static func overhang(_ text: String) -> Int {
+        max(0, text.unicodeScalars.reduce(0) { $0 + DisplayWidth.width(of: $1) } - DisplayWidth.of(text))
     }
 
     public struct Plan: Equatable, Sendable {
@@ -44,9 +61,9 @@ public enum ClusterOverlay {
             for x in 0..<screen.width {
                 let cell = screen[x, y]
                 let isDirect = !cell.isContinuation && direct(cell.text)
-                if isDirect { now.append(Write(x: x, y: y, text: cell.text, style: cell.style)) }
-                if same, let old = previous?[x, y], !old.isContinuation, direct(old.text) {
-                    before.append(Write(x: x, y: y, text: old.text, style: old.style))
+                if isDirect { now.append(write(x, y, of: screen, direct: direct)) }
+                if same, let previous, case let old = previous[x, y], !old.isContinuation, direct(old.text) {
+                    before.append(write(x, y, of: previous, direct: direct))
                     if old != cell { changed = true }
                 }
             }
@@ -64,8 +81,26 @@ public enum ClusterOverlay {
         return plan
     }
 
+    /// The write for the cluster at `x`, `y`: it, and the cells after it that it could cover.
+    static func write(_ x: Int, _ y: Int, of screen: Screen, direct: (String) -> Bool) -> Write {
+        let cell = screen[x, y]
+        var write = Write(x: x, y: y, text: cell.text, style: cell.style)
+        var next = x + DisplayWidth.of(cell.text)
+        let end = min(screen.width, next + overhang(cell.text))
+        while next < end {
+            let after = screen[next, y]
+            if !after.isContinuation {
+                if direct(after.text) { break }
+                write.following.append(Piece(text: after.text, style: after.style))
+            }
+            next += 1
+        }
+        return write
+    }
+
     /// The bytes that write the clusters: for each, the cursor set to its cell, its style,
-    /// the cluster, the style reset, and the cursor set to the column after its width; then
+    /// the cluster, the style reset, the cursor set to the column after its width and the
+    /// cells it could cover written again; then
     /// the cursor back where curses left it (`cursor`, 0-based).
     public static func bytes(_ writes: [Write], cursor: (x: Int, y: Int)) -> [UInt8] {
         guard !writes.isEmpty else { return [] }
@@ -77,6 +112,10 @@ public enum ClusterOverlay {
             out += "\u{1B}[0m"
             // Resynchronise: wherever the terminal put its cursor, the next column is this one.
             out += "\u{1B}[\(write.y + 1);\(write.x + 1 + DisplayWidth.of(write.text))H"
+            for piece in write.following {
+                let style = sgr(piece.style)
+                out += style + piece.text + (style.isEmpty ? "" : "\u{1B}[0m")
+            }
         }
         out += "\u{1B}[\(cursor.y + 1);\(cursor.x + 1)H"
         return Array(out.utf8)

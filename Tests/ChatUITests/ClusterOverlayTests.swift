@@ -21,17 +21,21 @@ struct ClusterOverlayTests {
         for plain in ["a", "中", "😻", "e\u{301}", " "] { #expect(!ClusterOverlay.needsDirectWrite(plain), "\(plain)") }
     }
 
-    @Test("the bytes written: each cluster whole, after the cursor set to its cell, then the cursor set to the column after it, then back")
+    @Test("the bytes written: each cluster whole, after the cursor set to its cell, then the cursor set to the column after it and the cells it could cover again, then back")
     func bytesWhole() {
         var screen = Screen(width: 20, height: 2)
         screen.put("a" + Self.family + "b" + Self.flag + Self.skinTone, x: 0, y: 1)
         let plan = ClusterOverlay.plan(previous: nil, screen: screen)
         #expect(plan.writes.map(\.x) == [1, 4, 6])
         let written = String(decoding: ClusterOverlay.bytes(plan.writes, cursor: (x: 3, y: 0)), as: UTF8.self)
-        #expect(written == "\u{1B}[2;2H\(Self.family)\u{1B}[0m\u{1B}[2;4H"
+        // After each, the cells a wider drawing could cover are written again: the family's "b"
+        // (up to the flag), the two blanks after the skin tone; the flag's are the skin tone's own.
+        #expect(written == "\u{1B}[2;2H\(Self.family)\u{1B}[0m\u{1B}[2;4Hb"
                 + "\u{1B}[2;5H\(Self.flag)\u{1B}[0m\u{1B}[2;7H"
-                + "\u{1B}[2;7H\(Self.skinTone)\u{1B}[0m\u{1B}[2;9H"
+                + "\u{1B}[2;7H\(Self.skinTone)\u{1B}[0m\u{1B}[2;9H  "
                 + "\u{1B}[1;4H")
+        #expect([Self.family, Self.flag, Self.skinTone, Self.keycap, Self.heart].map(ClusterOverlay.overhang) == [6, 2, 2, 0, 0],
+                "a flag: each regional indicator alone is two wide")
         // The raw UTF-8 of every cluster is there in one piece (what a terminal needs to draw it whole).
         let bytes = ClusterOverlay.bytes(plan.writes, cursor: (x: 0, y: 0))
         for cluster in [Self.family, Self.flag, Self.skinTone] {
@@ -66,6 +70,11 @@ struct ClusterOverlayTests {
         plan = ClusterOverlay.plan(previous: second, screen: third)
         #expect(plan.repaint == [1, 2])
         #expect(plan.writes.map(\.text) == [Self.keycap, Self.skinTone])
+        // A change in the cells a cluster could cover writes it again, with the new text after it.
+        var covered = first
+        covered.put("z", x: 3, y: 0)
+        plan = ClusterOverlay.plan(previous: first, screen: covered)
+        #expect(plan.repaint == [] && plan.writes.map(\.text) == [Self.flag] && plan.writes[0].following.map(\.text) == [" ", "z"])
         // A resize (no previous) writes every one.
         #expect(ClusterOverlay.plan(previous: nil, screen: third).writes.count == 3)
     }

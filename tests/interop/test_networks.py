@@ -31,7 +31,7 @@ class InspIRCd:
 
     def __init__(self):
         if not os.path.exists(INSPIRCD):
-            pytest.skip("InspIRCd is not installed (make deps installs it)")
+            pytest.fail("InspIRCd is missing at /usr/sbin/inspircd (make deps installs it)")
         self.dir = tempfile.mkdtemp(prefix="chat-tui-inspircd-")
         self.port = free_port()
         config = os.path.join(self.dir, "inspircd.conf")
