@@ -27,7 +27,10 @@ run: deps release
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	# One test at a time: tests that wait on a socket (LineClient) block a thread of Swift's
+	# cooperative pool, which has one thread per core; two at once on a 2-core machine starve
+	# the client actors they wait for (10 s timeouts with no events). Sequential: ~50 s.
+	$(SWIFT) test --skip-build --no-parallel
 	$(SWIFT) build --product chat-tui
 	python3 -m pytest -q tests/interop
 

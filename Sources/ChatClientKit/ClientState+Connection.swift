@@ -100,7 +100,7 @@ extension ClientState {
             actions.append(.close(reason: "closed by the server: \(message.params.first ?? "")"))
             if userStopping {
                 // The expected answer to our QUIT, not an error.
-                say(ChatLine(time: now, kind: .info, text: text), to: .server)
+                say(ChatLine(time: now, kind: .info, text: "The server closed the connection as asked: \(text)"), to: .server)
                 return reduction()
             }
         case "PRIVMSG" where message.params.count >= 2 && message.params[1].hasPrefix("\u{1}DCC "):

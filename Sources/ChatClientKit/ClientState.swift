@@ -75,6 +75,8 @@ public struct ClientState: Sendable {
     /// A page of history: 100 lines, or fewer where the server says it gives fewer (CHATHISTORY=N).
     var gapPage: Int { min(100, isupport["CHATHISTORY"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 100) }
 
+    /// Between 001 and the end of the MOTD: the server's greeting, whose user counts are not shown.
+    var welcomeBurst = false
     /// Names collected from 353 until 366 ends the list.
     private var pendingNames: [ConversationID: [String: Member]] = [:]
     /// Events produced by the message being applied.
@@ -391,6 +393,9 @@ public struct ClientState: Sendable {
             state.watchHeld()
         },
         "730": { $0.monitorOnline($1) },
+        // The end of the MOTD (or no MOTD) ends the welcome: user counts after it are answers.
+        "376": { state, _ in state.welcomeBurst = false },
+        "422": { state, c in state.welcomeBurst = false; state.numericOrUnknown(c) },
         "JOIN": { $0.joined($1) },
         "PART": { $0.parted($1) },
         "KICK": { $0.kicked($1) },
@@ -440,8 +445,7 @@ public struct ClientState: Sendable {
 
     /// Commands and numerics that change nothing a front end shows.
     static let silent: Set<String> = [
-        "PONG", "PING", "CAP", "AUTHENTICATE", "002", "003", "004", "251", "252", "253", "254", "255",
-        "265", "266", "315", "329", "333", "375", "376", "396",
+        "PONG", "PING", "CAP", "AUTHENTICATE", "002", "003", "004", "315", "329", "333", "375", "396",
         // MONITOR's other answers: offline (what is held stays held), the list and its end.
         "731", "732", "733",
         // Tags only (typing), labeled-response's empty answer, and changes to people's
@@ -450,6 +454,7 @@ public struct ClientState: Sendable {
     ]
 
     mutating func welcome(_ c: MessageContext) {
+        welcomeBurst = true
         emit(.status(.registered(nick: c.p.first ?? nick)))
         if let last = c.p.last?.split(separator: " ").last, last.contains("!"), last.contains("@") {
             ownSource = String(last)
@@ -500,7 +505,8 @@ public struct ClientState: Sendable {
 
     // QUIT [<reason>]
     mutating func quit(_ c: MessageContext) {
-        let reason = c.p.first.map { " (\($0))" } ?? ""
+        // An empty reason (some servers send "Quit: " for one) says nothing.
+        let reason = c.p.first.flatMap { $0.isEmpty || $0 == "Quit: " || $0 == "Quit:" ? nil : " (\($0))" } ?? ""
         let memberKey = key(for: c.from)
         for id in book.order {
             let inRoom = id.kind == .room && book[id]?.members[memberKey] != nil
@@ -698,12 +704,20 @@ public struct ClientState: Sendable {
             say(ChatLine(time: c.time, kind: .info, text: text), to: .server)
             return
         }
+        // The user counts of the welcome: noise then; an answer to /quote LUSERS after it.
+        if welcomeBurst, ["251", "252", "253", "254", "255", "265", "266"].contains(message.command) { return }
         let rest = Array(p.dropFirst())
         let isError = (message.command.hasPrefix("4") || message.command.hasPrefix("5")) && message.command != "422"
         let text: String
         switch message.command {
-        case "372", "375", "422", "251", "255":
+        case "372", "375", "422", "251", "255", "265", "266":
             text = rest.last ?? ""
+        case "252", "253", "254" where rest.count >= 2:
+            text = "\(rest[0]) \(rest[1])"
+        case "221":
+            text = "Your modes: \(rest.first ?? "none")"
+        case "391" where rest.count >= 2:
+            text = "Time on \(rest[0]): \(rest.last!)"
         case "301":
             text = rest.count >= 2 ? "\(rest[0]) is away: \(rest[1])" : rest.joined(separator: " ")
         case "311" where rest.count >= 5:

@@ -35,6 +35,8 @@ public struct ChatLine: Sendable, Equatable {
     /// Old news: a room's last lines shown on joining, older lines fetched by scrolling, lines
     /// restored from the log. Not unread, never a mention.
     public var isOldNews = false
+    /// Rings even in the conversation on screen (an invitation: news put where the user looks).
+    public var rings = false
 
     public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
         self.time = time

@@ -159,6 +159,7 @@ extension ClientState {
         // ringing there like a mention.
         var line = ChatLine(time: c.time, kind: .notice, sender: c.from, text: "\(c.from) invites you to \(room) — /join \(room)", isHighlight: true)
         line.msgid = c.msgid
+        line.rings = true
         let place = [lookingAt, replyConversation].compactMap { $0 }.first { book[$0] != nil } ?? .server
         say(line, to: place)
     }

@@ -71,7 +71,7 @@ public struct NetworkView: Sendable {
         case .reconnecting(_, let reason): state = "down: \(reason)"
         case .disconnected(let reason), .stopped(let reason): state = "off: \(reason)"
         }
-        return "\(name) (\(key)): \(state)" + (shown ? " (shown)" : "")
+        return (name == key ? name : "\(name) (\(key))") + ": \(state)" + (shown ? " (shown)" : "")
     }
 
     /// The network a word names: its name, or its `host:port` (case does not matter).
@@ -165,13 +165,16 @@ extension ChatModel {
             return []
         case .connect(let word):
             // A network we have: connect it again; anything else is a new one for the shell.
-            guard let index = NetworkView.index(named: word, names: names, keys: keys) else { return [command] }
-            return [.on(network: index, .reconnect)]
+            guard let index = NetworkView.index(named: word, names: names, keys: keys) else {
+                return [.note("Connecting to \(word): a new network in the sidebar", conversation: viewedID, isError: false), command]
+            }
+            return [.note("Connecting to \(names[index]) again", conversation: viewedID, isError: false), .on(network: index, .reconnect)]
         case .disconnectNetwork(let word):
             guard let index = NetworkView.index(named: word, names: names, keys: keys) else {
                 return [.note("No network \(word): /network lists them", conversation: viewedID, isError: true)]
             }
-            return [.on(network: index, .disconnect)]
+            return [.note("Disconnecting from \(names[index]) (/connect \(names[index]) to come back)", conversation: viewedID, isError: false),
+                    .on(network: index, .disconnect)]
         case .search(let words) where hasSeveralNetworks:
             // Every network's client is asked; the picker opens when all have answered.
             searchWaiting = (words.joined(separator: " "), Set(networks.indices), [])

@@ -252,7 +252,10 @@ extension ChatModel {
         if line.isHighlight && !line.isOwn { textStyle = Palette.highlight }
         if line.isPending { textStyle = Palette.dim }
         let indent = min(spans.reduce(0) { $0 + DisplayWidth.of($1.text) }, width / 2)
-        let pending = line.isPending ? [Span("  (held: sent when the connection is back)", Palette.dim)] : []
+        // Connected, a held line waits for its person (MONITOR), not for the connection.
+        var connected = false
+        if case .registered = status { connected = true }
+        let pending = line.isPending ? [Span(connected ? "  (held: sent when they are back)" : "  (held: sent when the connection is back)", Palette.dim)] : []
         return (spans + FormattedText.spans(line.text, base: textStyle) + pending, indent)
     }
 
@@ -305,8 +308,21 @@ extension ChatModel {
         if !marker.isEmpty && !badge.isEmpty && DisplayWidth.of(full) + badge.count + 1 > width { badge = "" }
         let room = width - (badge.isEmpty ? 0 : badge.count + 1)
         let label = DisplayWidth.of(full) <= room ? full
-            : "[" + Ellipsis.fit(name, width: max(1, room - 2 - DisplayWidth.of(marker))) + "]" + marker
+            : "[" + Self.cut(name, width: max(1, room - 2 - DisplayWidth.of(marker))) + "]" + marker
         return (label, badge, Style(bold: true))
+    }
+
+    /// A network's name cut to fit: a `host:port` name from its start (`…0.1:17667`: names from
+    /// `--host` that share a host differ at their end), any other at its end (`libe…`).
+    static func cut(_ name: String, width: Int) -> String {
+        guard DisplayWidth.of(name) > width else { return name }
+        guard name.contains(":") else { return Ellipsis.fit(name, width: width) }
+        var kept = ""
+        for character in name.reversed() {
+            guard DisplayWidth.of(String(character) + kept) <= width - 1 else { break }
+            kept = String(character) + kept
+        }
+        return "…" + kept
     }
 
     /// Label, unread badge and style of one sidebar row, of the network whose book is `state`.

@@ -48,8 +48,12 @@ public enum SlashCommands {
     ]
 
     public static func named(_ name: String) -> SlashCommand? {
-        all.first { $0.name == name.lowercased() }
+        let name = aliases[name.lowercased()] ?? name.lowercased()
+        return all.first { $0.name == name }
     }
+
+    /// irssi's and WeeChat's short forms, for the fingers that type them.
+    public static let aliases: [String: String] = ["j": "join", "q": "query", "m": "msg", "w": "whois", "leave": "part"]
 
     public static var completions: [String] { all.map { "/" + $0.name } }
 }

@@ -117,6 +117,7 @@ extension ChatModel {
                 // In view: read as it arrives. Asked once per round trip (when the first unread
                 // line appears), not once per line: a flood must not queue a command per line.
                 if state[id]?.unread == 1 { commands.append(.markRead(id)) }
+                if bellEnabled && line.rings { commands.append(.bell) }
             } else if bellEnabled && !line.isOwn && (line.isHighlight || id.kind == .direct)
                         && (line.kind == .message || line.kind == .action || line.kind == .notice || Self.isOffer(line)) {
                 commands.append(.bell)
@@ -308,7 +309,7 @@ extension ChatModel {
 
     var commandContext: CommandContext {
         CommandContext(book: state, here: viewedID, room: viewedConversation?.kind == .room ? viewedConversation?.name : currentRoom,
-                       target: target, registered: everRegistered, extraHelp: Self.keyHelp + hostHint)
+                       target: target, registered: everRegistered, extraHelp: Self.keyHelp + hostHintInPane)
     }
 
     mutating func sendText(_ text: String, to target: String, isAction: Bool) -> [UICommand] {
@@ -514,8 +515,10 @@ extension ChatModel {
         case .stopped(let why): (reason, text) = (why, "Stopped: \(why) (/reconnect to try again)")
         case .connecting, .connected: return []
         }
-        guard !reason.isEmpty, notedStatusReason != reason else { return [] }
-        notedStatusReason = reason
+        // "…; trying again every 4 s" is the same reason as "…every 2 s": said once.
+        let same = reason.firstRange(of: "; trying again").map { String(reason[..<$0.lowerBound]) } ?? reason
+        guard !same.isEmpty, notedStatusReason != same else { return [] }
+        notedStatusReason = same
         return [.note(text, conversation: .server, isError: true)]
     }
 
@@ -523,7 +526,8 @@ extension ChatModel {
     /// message itself and a transfer's progress go to the conversation with the person).
     func echoWhereTyped(_ command: UICommand, line: String) -> String? {
         let here = viewedID
-        let word = line.dropFirst().prefix { $0 != " " }
+        let typed = line.dropFirst().prefix { $0 != " " }.lowercased()
+        let word = SlashCommands.aliases[typed] ?? typed
         // Elsewhere: not the conversation in view, nor the person picked in the sidebar (the
         // view moves to the conversation with them once it is opened).
         func elsewhere(_ name: String) -> Bool {

@@ -65,7 +65,7 @@ struct ReducerTests {
         #expect(closed.events.contains { if case .line(.server, let line) = $0 { return line.kind == .error } else { return false } })
         state.userStopping = true
         let quit = state.receive(IRCMessage("ERROR", "Closing Link: h (Quit: bye)"), now: 3)
-        #expect(quit.events.contains { if case .line(.server, let line) = $0 { return line.kind == .info && line.text == "h (Quit: bye)" } else { return false } })
+        #expect(quit.events.contains { if case .line(.server, let line) = $0 { return line.kind == .info && line.text == "The server closed the connection as asked: h (Quit: bye)" } else { return false } })
     }
 
     @Test("registered is one fact: the registration's phase, gone with the connection")
@@ -101,5 +101,23 @@ struct ReducerTests {
         _ = state.command(IRCMessage("JOIN", "#a,#b"), connected: false)
         _ = state.command(IRCMessage("PART", "#A"), connected: false)
         #expect(state.wantedRooms == ["#b"], "JOIN and PART change the rooms rejoined, whether or not they could be sent")
+    }
+
+    @Test("user counts are quiet in the welcome and answered after it; modes, time and an empty quit reason in words")
+    func replies() {
+        var state = ClientState(nick: "alice")
+        func texts(_ line: String) -> [String] {
+            state.apply(try! IRCMessage(parsing: line), now: 5).compactMap { if case .line(_, let l) = $0 { return l.text } else { return nil } }
+        }
+        _ = texts(":srv 001 alice :Welcome")
+        #expect(texts(":srv 251 alice :There are 3 users on 1 server").isEmpty, "the welcome's counts are not news")
+        _ = texts(":srv 376 alice :End of /MOTD command")
+        #expect(texts(":srv 251 alice :There are 3 users on 1 server") == ["There are 3 users on 1 server"], "an answer to /quote LUSERS")
+        #expect(texts(":srv 252 alice 1 :operators online") == ["1 operators online"])
+        #expect(texts(":srv 221 alice +iw") == ["Your modes: +iw"])
+        #expect(texts(":srv 391 alice chat-tui.local 1796231486 0 :2026-12-02T17:11:26Z") == ["Time on chat-tui.local: 2026-12-02T17:11:26Z"])
+        _ = texts(":alice!a@h JOIN #lobby")
+        _ = texts(":bob!b@h JOIN #lobby")
+        #expect(texts(":bob!b@h QUIT :Quit: ") == ["bob quit"], "no empty parentheses")
     }
 }

@@ -33,9 +33,11 @@ struct LookingTests {
         var client = ClientState(continuing: model.state, registered: true)
         client.replyConversation = .room("#lobby") // typed last in #lobby
         client.lookingAt = .room("#dev")           // but looking at #dev
+        var commands: [UICommand] = []
         for event in client.apply(try! IRCMessage(parsing: "@time=1970-01-01T10:06:00.000Z :carol!c@h INVITE alice #secret"), now: 36_360) {
-            _ = model.update(.client(event))
+            commands += model.update(.client(event))
         }
+        #expect(commands.contains(.bell), "it rings, though it is in view")
         #expect(model.state[.room("#dev")]?.unread == 1 && model.state[.room("#dev")]?.mentioned == true)
         #expect(model.state[.room("#lobby")]?.lines.contains { $0.text.contains("invites you") } == false)
         expectScreen(model, [
@@ -86,5 +88,15 @@ struct LookingTests {
         for event in client.open("Bob", now: 1) { _ = model.update(.client(event)) }
         model.selection = .conversation(.direct("bob"))
         #expect(model.type("/cancel").contains(.cancelHeld("Bob")))
+    }
+
+    @Test("irssi's short forms: /j, /q, /m, /w and /leave are /join, /query, /msg, /whois and /part")
+    func aliases() {
+        var model = lobbyModel()
+        #expect(model.type("/j #dev") == model.type("/join #dev"))
+        #expect(model.type("/m bob hi") == model.type("/msg bob hi"))
+        #expect(model.type("/w bob") == model.type("/whois bob"))
+        #expect(model.type("/leave") == model.type("/part"))
+        #expect(model.type("/j #dev").contains(.irc(IRCMessage("JOIN", "#dev"))))
     }
 }

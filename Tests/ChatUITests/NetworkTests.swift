@@ -405,9 +405,19 @@ struct NetworkTests {
             .note("libera (irc.libera.chat:6697): down: connection reset by peer", conversation: .room("#lobby"), isError: false),
         ])
         #expect(model.type("/network efnet") == [.note("No network efnet: /network lists them", conversation: .room("#lobby"), isError: true)])
-        #expect(model.type("/connect libera") == [.on(network: 1, .reconnect)])
-        #expect(model.type("/connect irc.example.org:6697") == [.connect("irc.example.org:6697")])
-        #expect(model.type("/disconnect LIBERA") == [.on(network: 1, .disconnect)])
+        // Each says what it does where it was typed.
+        #expect(model.type("/connect libera") == [.note("Connecting to libera again", conversation: .room("#lobby"), isError: false),
+                                                  .on(network: 1, .reconnect)])
+        #expect(model.type("/connect irc.example.org:6697") == [
+            .note("Connecting to irc.example.org:6697: a new network in the sidebar", conversation: .room("#lobby"), isError: false),
+            .connect("irc.example.org:6697")])
+        #expect(model.type("/disconnect LIBERA") == [.note("Disconnecting from libera (/connect libera to come back)", conversation: .room("#lobby"), isError: false),
+                                                     .on(network: 1, .disconnect)])
+        #expect(NetworkView.describe(name: "127.0.0.1:6667", key: "127.0.0.1:6667", status: .registered(nick: "mia"), shown: true)
+                == "127.0.0.1:6667: connected as mia (shown)", "a name that is its address is said once")
+        // Cut to fit a heading: a host:port name keeps its port, any other its start.
+        #expect(ChatModel.cut("127.0.0.1:17667", width: 8) == "…1:17667" && ChatModel.cut("127.0.0.1:17668", width: 8) == "…1:17668")
+        #expect(ChatModel.cut("libera", width: 5) == "libe…" && ChatModel.cut("home", width: 5) == "home")
         #expect(model.type("/disconnect") == [.disconnect])
         #expect(model.type("/network irc.libera.chat:6697") == [] && model.selectedNetwork == 1)
         #expect(model.type("/network home") == [] && model.selectedNetwork == 0 && model.viewedID == .room("#lobby"),
