@@ -46,6 +46,8 @@ public struct ClientState: Sendable {
         // /nick refused, /away confirmed, /invite and /mode answers: where they were typed.
         "432", "433", "436", "437", "305", "306", "346", "347", "348", "349", "221", "354",
         "471", "473", "474", "475", "476", "478", "501", "525", "696",
+        // /quote LUSERS, /mode NICK, /quote TIME.
+        "251", "252", "253", "254", "255", "265", "266", "391",
     ]
     /// Conversations marked "connection lost", to be marked "connected again", with when.
     private var droppedSince: Set<ConversationID> = []

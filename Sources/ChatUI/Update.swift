@@ -505,7 +505,7 @@ extension ChatModel {
     /// Why we are not connected, as a line in the server window (the status line cuts it): once
     /// per reason, so retrying for ever does not fill the window.
     mutating func statusNote(_ status: ConnectionStatus) -> [UICommand] {
-        let reason: String, text: String
+        var reason: String, text: String
         switch status {
         case .registered:
             notedStatusReason = nil
@@ -515,10 +515,12 @@ extension ChatModel {
         case .stopped(let why): (reason, text) = (why, "Stopped: \(why) (/reconnect to try again)")
         case .connecting, .connected: return []
         }
-        // "…; trying again every 4 s" is the same reason as "…every 2 s": said once.
+        // "…; trying again every 4 s" is the same reason as "…every 2 s": said once, without
+        // the delay (the status line counts it down).
         let same = reason.firstRange(of: "; trying again").map { String(reason[..<$0.lowerBound]) } ?? reason
         guard !same.isEmpty, notedStatusReason != same else { return [] }
         notedStatusReason = same
+        if same != reason { text = text.replacing(reason, with: same) }
         return [.note(text, conversation: .server, isError: true)]
     }
 
