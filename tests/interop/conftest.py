@@ -134,3 +134,11 @@ def wait_for(predicate, timeout, what, shows):
             return
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}; the screen shows:\n" + shows())
+
+
+def end_tmux(socket_name):
+    """Ends a test's tmux server and removes its socket file (kill-server leaves it behind)."""
+    subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
+    path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket_name)
+    if os.path.exists(path):
+        os.unlink(path)

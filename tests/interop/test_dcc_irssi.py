@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import sha256, wait_for
+from conftest import sha256, wait_for, end_tmux
 from test_lines_mode import LinesClient
 
 SOCKET = f"chat-tui-dcc-{os.getpid()}"
@@ -42,7 +42,7 @@ def irssi(server, tmp_path):
     irssi_command(f"/set dcc_download_path {downloads}")
     irssi_command("/set dcc_autoget off")
     yield downloads
-    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+    end_tmux(SOCKET)
 
 
 def test_chat_tui_sends_to_irssi_and_irssi_sends_to_chat_tui(server, irssi, tmp_path):

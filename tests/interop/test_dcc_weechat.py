@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import sha256, wait_for
+from conftest import sha256, wait_for, end_tmux
 from test_lines_mode import LinesClient
 
 SOCKET = f"chat-tui-dcc-weechat-{os.getpid()}"
@@ -63,7 +63,7 @@ def weechat(server, tmp_path):
         wait_until(lambda: "Xfer list" in screen(), what="weechat's xfer list buffer")
         yield downloads
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        end_tmux(SOCKET)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import BINARY, RawClient, free_port, wait_for_port
+from conftest import BINARY, RawClient, free_port, wait_for_port, end_tmux
 
 SOCKET = "chat-tui-host-oper"
 
@@ -47,4 +47,4 @@ def test_host_user_is_operator_and_room_operator(tmp_path):
     finally:
         if guest:
             guest.close()
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        end_tmux(SOCKET)

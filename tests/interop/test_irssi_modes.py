@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import RawClient
+from conftest import RawClient, end_tmux
 
 SOCKET = f"chat-tui-modes-{os.getpid()}"
 ROOM = "#vault"
@@ -79,12 +79,7 @@ def irssi(server, tmp_path):
             time.sleep(0.1)
         yield
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
-        # kill-server leaves the socket file behind.
-        socket_dir = os.environ.get("TMUX_TMPDIR", "/tmp")
-        socket_path = os.path.join(socket_dir, f"tmux-{os.getuid()}", SOCKET)
-        if os.path.exists(socket_path):
-            os.unlink(socket_path)
+        end_tmux(SOCKET)
 
 
 def test_irssi_operator_sets_key_and_invite_only_then_invites(server, irssi):

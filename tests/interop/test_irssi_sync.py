@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import BINARY, free_port, wait_for_port
+from conftest import BINARY, free_port, wait_for_port, end_tmux
 
 SOCKET = f"chat-tui-irssi-sync-{os.getpid()}"
 
@@ -70,7 +70,7 @@ def world(tmp_path):
     try:
         yield start_irssi
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        end_tmux(SOCKET)
         socket_path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", SOCKET)
         if os.path.exists(socket_path):
             os.unlink(socket_path)

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BINARY, RawClient, Server, free_port, wait_for
+from conftest import BINARY, RawClient, Server, free_port, wait_for, end_tmux
 
 SOCKET = f"chat-tui-sasl-{os.getpid()}"
 PASSWORD = "correct-horse-battery"
@@ -42,7 +42,7 @@ def sasl_server(tmp_path):
     try:
         yield server
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        end_tmux(SOCKET)
         server.stop()
 
 

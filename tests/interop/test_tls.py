@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BINARY, RawClient, Server, free_port, sha256, wait_for
+from conftest import BINARY, RawClient, Server, free_port, sha256, wait_for, end_tmux
 
 SOCKET = f"chat-tui-tls-{os.getpid()}"
 
@@ -128,7 +128,7 @@ def test_catgirl_joins_over_tls(tls_server, tmp_path):
         tmux("send-keys", "-t", "catgirl", "Enter")
         peer.wait_for(lambda l: l.startswith(":kitty!") and l.endswith("PRIVMSG #lobby :meow from catgirl"), timeout=20)
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        end_tmux(SOCKET)
 
 
 def make_ca_signed(directory, name="chat.example"):

@@ -12,7 +12,7 @@ import unicodedata
 
 import pytest
 
-from conftest import BINARY
+from conftest import BINARY, end_tmux
 
 SOCKET = f"chat-tui-test-{os.getpid()}"
 SCREENS = os.environ.get("CHAT_TUI_SCREENS")  # a folder to save the captured screens in
@@ -88,7 +88,7 @@ def sessions(server, tmp_path):
         # One after the other, so alice is first in the room (its operator) on every run.
         wait_for(name, lambda s: any("connected" in r for r in s[-2:]))
     yield tmp_path
-    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+    end_tmux(SOCKET)
 
 
 def test_two_users_direct_message_resize_and_quit(sessions):
