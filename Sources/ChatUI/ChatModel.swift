@@ -264,8 +264,9 @@ public struct ChatModel: Sendable {
     }
 
     /// Sidebar rows in order: each room followed by its members (so everyone in every room can
-    /// be reached with the arrows), then direct conversations with people in no room of ours,
-    /// then the server window.
+    /// be reached with the arrows; the rooms we are in, or will rejoin, before those we left, such
+    /// as rooms restored from the log), then direct conversations with people in no room of
+    /// ours, then the server window.
     public var sidebar: [SidebarItem] { Self.sidebarItems(state) }
 
     /// The rows of one network's conversations (`sidebar`).
@@ -273,7 +274,8 @@ public struct ChatModel: Sendable {
         var items: [SidebarItem] = []
         var listed = Set<String>()
         let ranks = String(state.isupport.prefixes.map(\.symbol))
-        for room in state.rooms {
+        let rooms = state.rooms
+        for room in rooms.filter({ $0.isJoined || $0.awaitingRejoin }) + rooms.filter({ !$0.isJoined && !$0.awaitingRejoin }) {
             items.append(.conversation(room.id))
             for member in room.sortedMembers(rankOf: ranks) {
                 items.append(.user(member.nick, room: room.id))

@@ -108,4 +108,19 @@ struct LookingTests {
         let again = model.update(.client(.status(.disconnected(reason: "the host closed the room; trying again every 2 s"))))
         #expect(!again.contains { if case .note = $0 { return true } else { return false } })
     }
+
+    @Test("a room restored from the log that we are not in comes after the rooms we are in")
+    func leftRoomsLast() {
+        var client = ClientState(nick: "alice")
+        var old = ChatLine(time: 10, kind: .message, sender: "bob", text: "from last week")
+        old.isHistory = true
+        old.isOldNews = true
+        _ = client.line(old, to: .room("#old"), name: "#old")   // restored first, as the log does
+        for line in [":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby", ":srv 353 alice = #lobby :alice bob", ":srv 366 alice #lobby :End"] {
+            _ = client.apply(try! IRCMessage(parsing: line), now: 20)
+        }
+        let model = ChatModel(state: client.book, width: 60, height: 12)
+        #expect(model.sidebar == [.conversation(.room("#lobby")), .user("alice", room: .room("#lobby")), .user("bob", room: .room("#lobby")),
+                                  .conversation(.room("#old")), .conversation(.server)])
+    }
 }
