@@ -256,10 +256,7 @@ extension ClientState {
         var held = line
         held.serial = newSerial()
         queue.append(held)
-        var shown = ChatLine(time: now, kind: line.isAction ? .action : .message, sender: nick, text: line.text, isOwn: true)
-        shown.isPending = true
-        shown.serial = held.serial
-        say(shown, to: id(for: line.target), name: line.target)
+        say(heldLine(line.text, isAction: line.isAction, serial: held.serial, now: now), to: id(for: line.target), name: line.target)
     }
 
     /// Registered again: what was typed while offline goes, in order.
@@ -337,9 +334,7 @@ extension ClientState {
             return reduction()
         }
         _ = cancelHeld(for: nick)
-        var done = reduction()
-        if !isRegistered { done.actions = [] }
-        return done
+        return reduction()
     }
 
     // MARK: /ignore

@@ -714,7 +714,7 @@ public struct ClientState: Sendable {
         switch message.command {
         case "372", "375", "422", "251", "255", "265", "266":
             text = rest.last ?? ""
-        case "252", "253", "254" where rest.count >= 2:
+        case let code where ["252", "253", "254"].contains(code) && rest.count >= 2:
             text = "\(rest[0]) \(rest[1])"
         case "221":
             text = "Your modes: \(rest.first ?? "none")"

@@ -32,10 +32,7 @@ extension ClientState {
         var entry = held.waiting[key] ?? (nick, [])
         entry.lines.append(SentLines.Line(target: nick, text: text, isAction: isAction, serial: serial))
         held.waiting[key] = entry
-        var line = ChatLine(time: now, kind: isAction ? .action : .message, sender: self.nick, text: text, isOwn: true)
-        line.isPending = true
-        line.serial = serial
-        say(line, to: id, name: nick)
+        say(heldLine(text, isAction: isAction, serial: serial, now: now), to: id, name: nick)
         if entry.lines.count == 1 {
             let words = hasMonitor
                 ? "\(nick) is not on the server now: held until they are back (sent then; /cancel \(nick) gives up)"

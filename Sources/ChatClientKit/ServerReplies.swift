@@ -12,6 +12,15 @@ extension ClientState {
         return lastSerial
     }
 
+    /// Our line shown as held (typed offline, unconfirmed at a drop, waiting for its person),
+    /// with the serial that takes it off the screen when it goes.
+    func heldLine(_ text: String, isAction: Bool, serial: UInt64, now: Double) -> ChatLine {
+        var line = ChatLine(time: now, kind: isAction ? .action : .message, sender: nick, text: text, isOwn: true)
+        line.isPending = true
+        line.serial = serial
+        return line
+    }
+
     /// A line written on the connection with echo-message on: unconfirmed until its echo.
     public mutating func sending(_ line: SentLines.Line) {
         let me = key(for: nick)
@@ -38,10 +47,8 @@ extension ClientState {
         lastSerial = serial
         var events: [ClientEvent] = []
         for outgoing in held {
-            var line = ChatLine(time: now, kind: outgoing.isAction ? .action : .message, sender: nick, text: outgoing.text, isOwn: true)
-            line.isPending = true
-            line.serial = outgoing.serial
-            events += self.line(line, to: id(for: outgoing.target), name: outgoing.target)
+            events += self.line(heldLine(outgoing.text, isAction: outgoing.isAction, serial: outgoing.serial, now: now),
+                                to: id(for: outgoing.target), name: outgoing.target)
         }
         return events
     }

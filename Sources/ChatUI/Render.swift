@@ -253,9 +253,7 @@ extension ChatModel {
         if line.isPending { textStyle = Palette.dim }
         let indent = min(spans.reduce(0) { $0 + DisplayWidth.of($1.text) }, width / 2)
         // Connected, a held line waits for its person (MONITOR), not for the connection.
-        var connected = false
-        if case .registered = status { connected = true }
-        let pending = line.isPending ? [Span(connected ? "  (held: sent when they are back)" : "  (held: sent when the connection is back)", Palette.dim)] : []
+        let pending = line.isPending ? [Span(!networks[focus].isDown ? "  (held: sent when they are back)" : "  (held: sent when the connection is back)", Palette.dim)] : []
         return (spans + FormattedText.spans(line.text, base: textStyle) + pending, indent)
     }
 

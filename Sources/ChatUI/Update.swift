@@ -505,23 +505,22 @@ extension ChatModel {
     /// Why we are not connected, as a line in the server window (the status line cuts it): once
     /// per reason, so retrying for ever does not fill the window.
     mutating func statusNote(_ status: ConnectionStatus) -> [UICommand] {
-        var reason: String, text: String
+        let why: String, words: (String) -> String
         switch status {
         case .registered:
             notedStatusReason = nil
             return []
-        case .reconnecting(_, let why): (reason, text) = (why, "Not connected: \(why) — trying again (/disconnect stops)")
-        case .disconnected(let why): (reason, text) = (why, "Disconnected: \(why)")
-        case .stopped(let why): (reason, text) = (why, "Stopped: \(why) (/reconnect to try again)")
+        case .reconnecting(_, let reason): (why, words) = (reason, { "Not connected: \($0) — trying again (/disconnect stops)" })
+        case .disconnected(let reason): (why, words) = (reason, { "Disconnected: \($0)" })
+        case .stopped(let reason): (why, words) = (reason, { "Stopped: \($0) (/reconnect to try again)" })
         case .connecting, .connected: return []
         }
         // "…; trying again every 4 s" is the same reason as "…every 2 s": said once, without
         // the delay (the status line counts it down).
-        let same = reason.firstRange(of: "; trying again").map { String(reason[..<$0.lowerBound]) } ?? reason
-        guard !same.isEmpty, notedStatusReason != same else { return [] }
-        notedStatusReason = same
-        if same != reason { text = text.replacing(reason, with: same) }
-        return [.note(text, conversation: .server, isError: true)]
+        let reason = why.firstRange(of: "; trying again").map { String(why[..<$0.lowerBound]) } ?? why
+        guard !reason.isEmpty, notedStatusReason != reason else { return [] }
+        notedStatusReason = reason
+        return [.note(words(reason), conversation: .server, isError: true)]
     }
 
     /// What a command that acts elsewhere did, said in the conversation it was typed in (the

@@ -114,6 +114,7 @@ struct ReducerTests {
         _ = texts(":srv 376 alice :End of /MOTD command")
         #expect(texts(":srv 251 alice :There are 3 users on 1 server") == ["There are 3 users on 1 server"], "an answer to /quote LUSERS")
         #expect(texts(":srv 252 alice 1 :operators online") == ["1 operators online"])
+        #expect(texts(":srv 253 alice :unknown connections") == ["unknown connections"], "short forms do not crash")
         #expect(texts(":srv 221 alice +iw") == ["Your modes: +iw"])
         #expect(texts(":srv 391 alice chat-tui.local 1796231486 0 :2026-12-02T17:11:26Z") == ["Time on chat-tui.local: 2026-12-02T17:11:26Z"])
         _ = texts(":alice!a@h JOIN #lobby")

@@ -56,11 +56,7 @@ class Server:
             return f.read()
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop_process(self.process)
         self.log.close()
 
 
@@ -142,3 +138,13 @@ def end_tmux(socket_name):
     path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", socket_name)
     if os.path.exists(path):
         os.unlink(path)
+
+
+def stop_process(process, grace=5):
+    """Ends a process a test started: SIGTERM, then SIGKILL after `grace` seconds, reaped either way."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

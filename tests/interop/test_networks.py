@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BINARY, RawClient, Server, free_port, wait_for_port
+from conftest import BINARY, RawClient, Server, free_port, stop_process, wait_for_port
 
 INSPIRCD = "/usr/sbin/inspircd"
 
@@ -49,12 +49,7 @@ class InspIRCd:
             raise
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
         self.output.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
