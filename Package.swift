@@ -37,19 +37,22 @@ let package = Package(
         .target(name: "ChatTransport", dependencies: ["IRCWire", "CSystem", "COpenSSL"], swiftSettings: hotPath),
         // The database: accounts with SCRAM credentials. No IRC logic.
         .target(name: "ChatStore", dependencies: ["CSQLite", "ChatTransport", "IRCWire"]),
-        .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"], swiftSettings: hotPath),
+        // The server-to-server protocol (InspIRCd's spanning tree, 1205) as pure values.
+        .target(name: "ChatLink", dependencies: ["IRCWire"]),
+        .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink"], swiftSettings: hotPath),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "ChatTransport", "IRCWire"]),
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
-        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
+        .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
         // The load generator for `make bench`: plain IRC on IRCWire and ChatTransport.
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
+        .testTarget(name: "ChatLinkTests", dependencies: ["ChatLink", "IRCWire"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
         .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore", "ChatTransport", "IRCWire"]),
         // Helpers shared by the test targets: a line-level IRC client and a server on a free port.
         .target(name: "IRCTestSupport", dependencies: ["ChatServerKit", "ChatStore", "ChatTransport", "IRCWire"], path: "Tests/IRCTestSupport"),
-        .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatTransport", "ChatStore", "IRCWire", "IRCTestSupport"]),
+        .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatLink", "ChatTransport", "ChatStore", "IRCWire", "IRCTestSupport"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "ChatClientKit", "IRCWire"]),
         // The executable's own pure parts (the flags, the config file's network sections).
         .testTarget(name: "ChatTUITests", dependencies: ["chat-tui"]),

@@ -58,6 +58,7 @@ extension ServerState {
         let status = MemberStatus(user: user, op: op)
         membership.add(user.id, to: key, status)
         forgetInvitation(user.id, to: key)
+        linkJoin(user, key: key)
         let channel = channels[key]!
         let joinMessage = IRCMessage(tags: accountTags(user), source: user.prefix, command: "JOIN",
                                      params: [channel.name, user.account ?? "*", user.realname])
@@ -153,6 +154,7 @@ extension ServerState {
         var params = [channel.name]
         if let reason, !reason.isEmpty { params.append(reason) }
         deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "PART", params: params), toRoom: key, now: now)
+        linkUserEvent(user, "PART", params)
         removeMember(user.id, from: key)
     }
 
@@ -188,6 +190,7 @@ extension ServerState {
         // nick!user@host, so clients can show who set it in full (irssi shows the host).
         channels[key]!.topicSetBy = request.user.prefix
         channels[key]!.topicSetAt = request.now
+        linkTopic(request.user, key: key)
         roomChanged(key, now: request.now)
         let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "TOPIC", params: [channel.name, topic])
         deliver(message, toRoom: key, now: request.now)
@@ -349,6 +352,7 @@ extension ServerState {
             let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "KICK",
                                      params: [channel.name, targetNick, comment])
             deliver(message, toRoom: key, now: request.now)
+            linkKick(request.user, key: key, target: target, reason: comment)
             removeMember(target.id, from: key)
             log(session, "\(request.user.replyName) kicked \(targetNick) from \(channel.name): \(comment)")
         }
@@ -401,6 +405,7 @@ extension ServerState {
             channels[key]!.invited.insert(target.id)
             invitations[target.id, default: []].insert(key)
         }
+        if target.remote != nil { linkInvite(request.user, target: target, key: key) }
         reply(session, .inviting, targetNick, channel.name)
         if let away = target.away { reply(session, .away, targetNick, away) }
         let invite = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "INVITE", params: [targetNick, channel.name])

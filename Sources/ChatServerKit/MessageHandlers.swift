@@ -49,6 +49,7 @@ extension ServerState {
                 let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [channel.name] + params)
                 let stamp = self.stamp(command, now: request.now)
                 deliver(message, toRoom: key, except: echo ? nil : sender.id, now: request.now, onlyWith: onlyTagged, stamp: stamp)
+                linkRoomMessage(message, from: sender, room: key, stamp: stamp)
                 // An outsider's echo (a room without +n): the same event, not stored twice.
                 if echo && !membership.isMember(sender.id, of: key) {
                     deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, storable: false, stamp: stamp)
@@ -63,8 +64,10 @@ extension ServerState {
                             history: directEntry(sender, sender).map { [$0] } ?? [])
                     if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append(.message(message, stamp)) }
                 } else {
+                    let stamp = self.stamp(command, now: request.now)
                     deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged,
-                            history: directEntry(sender, target).map { [$0] } ?? [])
+                            stamp: stamp, history: directEntry(sender, target).map { [$0] } ?? [])
+                    if target.remote != nil { linkDirectMessage(message, from: sender, to: target, stamp: stamp) }
                 }
                 if command == "PRIVMSG", target !== sender, let away = target.away {
                     reply(session, .away, targetNick, away)
@@ -84,6 +87,7 @@ extension ServerState {
         let sender = session.user
         guard line[plain.target.lowerBound] != UInt8(ascii: "#"),
               let (target, header) = directTarget(line[plain.target], notice: plain.isNotice, of: session), target !== sender,
+              target.remote == nil,
               plain.isNotice || target.away == nil, !historyEnabled || directEntry(sender, target) == nil else { return false }
         sender.lastSpoke = now
         // What `stamp(_:now:)` gives: a PRIVMSG or NOTICE always has a msgid (no string compare).
@@ -156,6 +160,7 @@ extension ServerState {
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
         deliver(message, to: membership.neighbours(of: user.id), now: request.now, onlyWith: .awayNotify)
         notifyMonitors(online: user, now: request.now, extendedOnly: .awayNotify, message: message)
+        linkUserEvent(user, "AWAY", text.isEmpty ? [] : [String(Int(request.now)), text])
     }
 
     // SETNAME :<realname>
@@ -171,6 +176,7 @@ extension ServerState {
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "SETNAME", params: [name])
         deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: request.now, onlyWith: .setname)
         notifyMonitors(online: user, now: request.now, extendedOnly: .setname, message: message)
+        linkUserEvent(user, "FNAME", [name])
     }
 
     // WALLOPS <text> (operators only): to everyone with user mode +w.

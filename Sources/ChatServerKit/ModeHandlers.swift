@@ -42,6 +42,7 @@ extension ServerState {
         if !applied.isEmpty {
             send(session, IRCMessage(tags: accountTags(user), source: user.prefix, command: "MODE",
                                      params: [user.replyName] + ModeSyntax.format(applied)))
+            linkUserEvent(user, "MODE", [user.uuid] + ModeSyntax.format(applied))
         }
         // The known modes are applied first, then the unknown ones reported (the modern docs).
         if unknown { reply(session, .uModeUnknownFlag, "Unknown MODE flag") }
@@ -95,26 +96,28 @@ extension ServerState {
                 privilegeReported = true
                 continue
             }
-            if let change = applyChannelMode(change, mode, key: key, request: request) { applied.append(change) }
+            if let change = applyChannelMode(change, mode, key: key, setter: user.prefix, now: request.now, replyTo: session) { applied.append(change) }
         }
         guard !applied.isEmpty else { return }
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "MODE",
                                  params: [channel.name] + ModeSyntax.format(applied))
         deliver(message, toRoom: key, now: request.now)
+        linkModes(user, key: key, applied)
         // Saved once per command (a voice changes nothing kept).
         if applied.contains(where: { $0.letter != "v" }) { roomChanged(key, now: request.now) }
     }
 
-    /// Applies one change an operator asked for; the change as announced, or nil when nothing changed.
-    mutating func applyChannelMode(_ change: ModeChange, _ mode: ChannelMode, key: String, request: Request) -> ModeChange? {
-        let session = request.session
+    /// Applies one change an operator (or a linked server) asked for; the change as announced, or
+    /// nil when nothing changed. Refusals go to `session` (none for a server's change).
+    mutating func applyChannelMode(_ change: ModeChange, _ mode: ChannelMode, key: String, setter: String, now: Double,
+                                   replyTo session: Session?) -> ModeChange? {
         let name = channels[key]!.name
         var argument = change.argument
         if let raw = argument, change.adding || mode.kind == .list {
             switch ChannelModes.validate(mode, raw, casemapping: casemapping) {
             case .success(let value): argument = value
             case .failure(.invalid(let reason)):
-                reply(session, .invalidModeParam, name, String(mode.letter), raw, reason)
+                if let session { reply(session, .invalidModeParam, name, String(mode.letter), raw, reason) }
                 return nil
             }
         }
@@ -151,10 +154,10 @@ extension ServerState {
             if change.adding {
                 guard existing == nil else { return nil }
                 if list.count >= ChannelModes.listLimit {
-                    reply(session, .banListFull, name, String(mode.letter), "Channel list is full")
+                    if let session { reply(session, .banListFull, name, String(mode.letter), "Channel list is full") }
                     return nil
                 }
-                list.append(ListEntry(mask: mask, folded: Array(casemapping.fold(mask).utf8), setBy: request.user.prefix, setAt: request.now))
+                list.append(ListEntry(mask: mask, folded: Array(casemapping.fold(mask).utf8), setBy: setter, setAt: now))
             } else {
                 guard let existing else { return nil }
                 // Announced as it was set, whatever case the remover typed.
@@ -167,11 +170,11 @@ extension ServerState {
         case .membership:
             guard let nick = argument else { return nil }
             guard let target = user(named: nick) else {
-                reply(session, .noSuchNick, nick, "No such nick/channel")
+                if let session { reply(session, .noSuchNick, nick, "No such nick/channel") }
                 return nil
             }
             guard let current = membership.status(of: target.id, in: key) else {
-                reply(session, .userNotInChannel, target.replyName, name, "They aren't on that channel")
+                if let session { reply(session, .userNotInChannel, target.replyName, name, "They aren't on that channel") }
                 return nil
             }
             guard current.has(mode.letter) != change.adding else { return nil }

@@ -120,6 +120,14 @@ final class User {
     let signedOnAt: Double
     /// Names this user watches with MONITOR, folded, to the name as given.
     var monitoring: [String: String] = [:]
+    /// Its name on a linked network: its server's SID and six characters (`LinkIDs`); the same
+    /// on every node, so links name users by it.
+    var uuid = ""
+    /// When its nickname was taken (seconds since 1970): the older keeps a name two users
+    /// collide on across a link.
+    var nickTS = 0
+    /// The server it lives on, when that is another node of a linked network (nil: here).
+    var remote: RemoteServer?
 
     /// `nick!user@host`, kept ready: every relayed message carries it.
     private(set) var prefix: String { didSet { prefixGeneration &+= 1 } }
@@ -129,17 +137,17 @@ final class User {
     }
     var replyName: String { nick ?? "*" }
     /// Registered on at least one connection: others can see and reach them.
-    var isOnline: Bool { sessions.contains(where: \.registered) }
+    var isOnline: Bool { remote != nil || sessions.contains(where: \.registered) }
     var isOperator: Bool { modes.contains("o") }
     var isBot: Bool { modes.contains("B") }
     var isInvisible: Bool { modes.contains("i") }
 
-    init(id: UserID, host given: String, now: Double) {
+    init(id: UserID, host given: String, address: String? = nil, now: Double) {
         self.id = id
         // `::1` would read as a trailing parameter in 311 or 352: written `0::1`, as ircds do.
         let host = given.hasPrefix(":") ? "0" + given : given
         self.host = host
-        address = host
+        self.address = address.map { $0.hasPrefix(":") ? "0" + $0 : $0 } ?? host
         lastSpoke = now
         signedOnAt = now
         prefix = User.makePrefix(nil, nil, host)

@@ -41,6 +41,7 @@ extension ServerState {
         }
         if !user.isOperator {
             setUserMode(user, "o", true)
+            linkUserEvent(user, "OPERTYPE", ["Operator"])
             send(session, IRCMessage(source: user.prefix, command: "MODE", params: [user.replyName, "+o"]))
         }
         reply(session, .youreOper, "You are now an IRC operator")
@@ -70,6 +71,10 @@ extension ServerState {
         let comment = UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[1]), maxBytes: config.kickLength)
         let reason = "Killed (\(user.replyName) (\(comment)))"
         log(session, "\(user.replyName) killed \(target.replyName): \(comment)")
+        if target.remote != nil {
+            linkKill(user, target: target, comment: comment, reason: reason, now: request.now)
+            return
+        }
         // The killed user sees the KILL and its own QUIT (the modern docs), then ERROR.
         for targetSession in target.sessions {
             send(targetSession, IRCMessage(source: user.prefix, command: "KILL", params: [target.replyName, comment]))

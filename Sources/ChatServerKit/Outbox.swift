@@ -96,6 +96,8 @@ public struct Outbox: Sendable {
         /// More of a long reply is to come: the runtime asks for it (`ServerState.continueReply`)
         /// once the connection has taken most of what it has.
         case continueReply(ConnectionID)
+        /// Connect to a server we link with; the answer is `linkConnected` or `linkDialFailed`.
+        case dialLink(LinkBlock)
     }
 
     public var items: [Item] = []

@@ -110,7 +110,12 @@ extension ServerState {
             length += room.utf8.count + 1
         }
         if !line.isEmpty { reply(session, .whoisChannels, name, line.joined(separator: " ")) }
-        reply(session, .whoisServer, name, config.name, config.network)
+        // A remote user's server, as every IRC network's WHOIS names it.
+        if let server = other.remote {
+            reply(session, .whoisServer, name, server.name, server.description)
+        } else {
+            reply(session, .whoisServer, name, config.name, config.network)
+        }
         if other.isOperator { reply(session, .whoisOperator, name, "is an IRC operator") }
         if other.isBot { reply(session, .whoisBot, name, "is a bot") }
         if other.sessions.contains(where: \.secure) { reply(session, .whoisSecure, name, "is using a secure connection") }
@@ -308,6 +313,7 @@ extension ServerState {
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "ACCOUNT", params: [user.account ?? "*"])
         deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: now, onlyWith: .accountNotify)
         notifyMonitors(online: user, now: now, extendedOnly: .accountNotify, message: message)
+        linkAccount(user)
     }
 }
 

@@ -162,6 +162,8 @@ extension ServerState {
             if let old = oldNick, !sameName { rememberDeparture(user, nick: old, now: now) }
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
             deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+            user.nickTS = Int(now)
+            linkUserEvent(user, "NICK", [wanted, String(user.nickTS)])
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")
             if !sameName { notifyMonitors(online: user, now: now) }
             if let account = protectedBy { warnNickProtected(session, account: account, now: now) } else { session.nickProtectionDeadline = nil }
@@ -318,6 +320,7 @@ extension ServerState {
         leaveUnregistered(session)
         registeredCount += 1
         peakRegistered = max(peakRegistered, registeredCount)
+        user.nickTS = Int(now)
         log(session, "registered as \(nick) (\(user.prefix))")
         let server = config.name
         reply(session, .welcome, "Welcome to the \(config.network) IRC network, \(user.prefix)")
@@ -329,6 +332,7 @@ extension ServerState {
         sendMotd(session)
         notifyMonitors(online: user, now: now)
         if let account = protectedBy { warnNickProtected(session, account: account, now: now) }
+        linkIntroduce(user)
         if let room = config.room { join(session, channelName: room, key: nil, now: now) }
     }
 
@@ -355,17 +359,19 @@ extension ServerState {
     /// 251–255, 265, 266, as the modern docs list them.
     mutating func sendLusers(_ session: Session) {
         // Every user has one connection today, so registered connections are registered users.
+        // Counted network-wide but for 255 and 265 (a linked network's remote users and servers too).
         let total = registeredCount
+        let global = total + remoteUserCount
         let invisible = invisibleCount
         let operators = operatorCount
         let unknown = sessions.count - registeredCount
-        reply(session, .lUserClient, "There are \(total - invisible) users and \(invisible) invisible on 1 servers")
+        reply(session, .lUserClient, "There are \(global - invisible) users and \(invisible) invisible on \(servers.count + 1) servers")
         if operators > 0 { reply(session, .lUserOp, String(operators), "operator(s) online") }
         if unknown > 0 { reply(session, .lUserUnknown, String(unknown), "unknown connection(s)") }
         if !channels.isEmpty { reply(session, .lUserChannels, String(channels.count), "channels formed") }
-        reply(session, .lUserMe, "I have \(total) clients and 0 servers")
+        reply(session, .lUserMe, "I have \(total) clients and \(links.values.filter { $0.server != nil }.count) servers")
         let peak = max(peakRegistered, total)
         reply(session, .localUsers, String(total), String(peak), "Current local users \(total), max \(peak)")
-        reply(session, .globalUsers, String(total), String(peak), "Current global users \(total), max \(peak)")
+        reply(session, .globalUsers, String(global), String(max(peak, global)), "Current global users \(global), max \(max(peak, global))")
     }
 }

@@ -117,6 +117,8 @@ public struct ServerConfig: Sendable {
     public var historyBacklog = 1000
     /// Lines of a room's history sent on joining to clients without draft/chathistory (0: none).
     public var replayOnJoin = 20
+    /// Other servers this one links with (the spanning-tree protocol: `Links*.swift`).
+    public var links = LinkSettings()
 
     public init() {}
 

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import ChatLink
 import ChatStore
 import ChatTransport
 import IRCWire
@@ -120,12 +121,16 @@ final class ServerRuntime {
         var session: Session?
         /// The address key its TLS handshake's CPU is charged to (nil: loopback, or no limits).
         var handshakeKey: String?
+        /// A link to another server: its lines go to `ServerState.linkReceived`, unpaced.
+        let isLink: Bool
 
-        init(id: ConnectionID, fd: Int32, peer: String, tls: TLSSession?) {
+        init(id: ConnectionID, fd: Int32, peer: String, tls: TLSSession?, isLink: Bool = false) {
             self.id = id
             self.fd = fd
             self.peer = peer
             self.tls = tls
+            self.isLink = isLink
+            if isLink { framer = LineFramer(maxLineBytes: LinkLimits.maxLine + IRCLimits.tagBytes) }
         }
 
         var handshaking: Bool { tls.map { !$0.handshakeDone } ?? false }
@@ -133,6 +138,12 @@ final class ServerRuntime {
 
     private var state: ServerState
     private let listeners: [Int32]
+    /// Per listener: whether it is the link port (other servers connect there).
+    private let listenerIsLink: [Bool]
+    /// Outgoing links: the TLS context that presents our certificate, and the dials under way,
+    /// answered by their threads through `dialled` and the wakeup.
+    private let linkClientTLS: TLSContext?
+    private let dialled = DialResults()
     /// Per listener: the TLS context when it is the TLS port (replaced on a reload).
     private var listenerTLS: [TLSContext?]
     /// The TLS port, named to a client that speaks TLS to the plain one.
@@ -179,8 +190,11 @@ final class ServerRuntime {
     private static let wakeupToken = UInt64.max
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
 
-    init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int,
+    init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], listenerIsLink: [Bool], linkClientTLS: TLSContext?,
+         tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int,
          history: HistoryWriter?, reader: HistoryStore?, committed: HistoryHealth, logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
+        self.listenerIsLink = listenerIsLink
+        self.linkClientTLS = linkClientTLS
         historyWriter = history
         historyReader = reader.map { store in
             let box = StoreBox(store)
@@ -260,6 +274,9 @@ final class ServerRuntime {
                 apply()
                 if let connection = connections[query.connection.raw] { drain(connection) }
             }
+            for (block, outcome) in dialled.list.withLock({ list in defer { list.removeAll() }; return list }) {
+                linkDialled(block, outcome)
+            }
             // A new certificate (SIGHUP): new connections get it; those up keep theirs.
             if let context = control.takeReplacementTLS() {
                 listenerTLS = listenerTLS.map { $0 == nil ? nil : context }
@@ -269,7 +286,7 @@ final class ServerRuntime {
         }
         if event.token >= Self.listenerToken(listeners.count - 1) {
             let index = Int(Self.listenerToken(0) - event.token)
-            acceptAll(listeners[index], tls: listenerTLS[index])
+            acceptAll(listeners[index], tls: listenerTLS[index], link: listenerIsLink[index])
             return
         }
         guard let connection = connections[event.token] else { return }
@@ -284,7 +301,7 @@ final class ServerRuntime {
 
     // MARK: Accepting
 
-    private func acceptAll(_ listener: Int32, tls: TLSContext?) {
+    private func acceptAll(_ listener: Int32, tls: TLSContext?, link: Bool = false) {
         // A bounded batch per turn keeps a connect storm from starving established clients:
         // 32 accepts cost well under a millisecond, so a chatting bystander waits no longer.
         for _ in 0..<32 {
@@ -302,7 +319,7 @@ final class ServerRuntime {
             let id = connections.nextID()
             let peer = SocketAddress.describe(address)
             let connection = Connection(id: ConnectionID(id), fd: fd, peer: peer,
-                                        tls: tls.map { TLSSession(context: $0, fd: fd, server: true) })
+                                        tls: tls.map { TLSSession(context: $0, fd: fd, server: true) }, isLink: link)
             do {
                 try epoll.add(fd, token: id)
             } catch {
@@ -312,6 +329,13 @@ final class ServerRuntime {
             }
             connections.insert(connection, as: id)
             let host = SocketAddress.host(of: address)
+            if link {
+                // Another server: no pacing and no client limits; the link block's password and
+                // certificate are what let it in.
+                state.linkConnected(connection.id, peer: peer, dialled: nil, secure: tls != nil, now: WallClock.now())
+                apply()
+                continue
+            }
             if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
                 connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
                 if tls != nil {
@@ -443,6 +467,10 @@ final class ServerRuntime {
     /// Hands queued lines to the state while its pacer allows and the state takes them; what
     /// is left waits in `paced`. A full queue pauses reading; a drained one resumes it.
     private func drain(_ connection: Connection) {
+        if connection.isLink {
+            drainLink(connection)
+            return
+        }
         let now = Monotonic.now()
         // One reading of the clock for the lines of one read (they arrived together).
         let wall = WallClock.now()
@@ -485,6 +513,71 @@ final class ServerRuntime {
         }
         let bound = state.config.connectionLimits?.queuedLines ?? 4096
         if connection.queued >= bound { setReadPaused(connection, true) } else if connection.queued < bound / 2 { setReadPaused(connection, false) }
+    }
+
+    /// A link's lines, all of them: another server is not paced (its burst is thousands of lines).
+    private func drainLink(_ connection: Connection) {
+        let wall = WallClock.now()
+        while connection.queueHead < connection.queue.count, !connection.closing {
+            var framed = FramedLine.overlong(discardedBytes: 0)
+            swap(&framed, &connection.queue[connection.queueHead])
+            connection.queueHead += 1
+            if case .line(let line) = framed { state.linkReceived(line, from: connection.id, now: wall) }
+            apply()
+        }
+        connection.queue.removeAll(keepingCapacity: connection.queue.count <= 64)
+        connection.queueHead = 0
+    }
+
+    // MARK: Links out
+
+    /// Dials a link on a thread of its own (resolving and connecting block); the socket comes
+    /// back to the loop through `dialled` and the wakeup.
+    private func dial(_ block: LinkBlock) {
+        guard let host = block.host else { return }
+        let results = dialled, wakeup = control.wakeup
+        Threads.start(name: "chat-tui link \(block.name)") {
+            let outcome: Result<Int32, TransportError>
+            do throws(TransportError) {
+                outcome = .success(try Sockets.connect(host: host, port: block.port, timeout: 10, nonBlocking: true))
+            } catch {
+                outcome = .failure(error)
+            }
+            results.list.withLock { $0.append((block, outcome)) }
+            wakeup.signal()
+        }
+    }
+
+    /// A dial's answer: the connection joins the loop (its TLS handshake starts at once), or the state hears why not.
+    private func linkDialled(_ block: LinkBlock, _ outcome: Result<Int32, TransportError>) {
+        switch outcome {
+        case .failure(let error):
+            state.linkDialFailed(block.name, reason: error.description, now: WallClock.now())
+            apply()
+        case .success(let fd):
+            guard !block.tls || linkClientTLS != nil else {
+                close(fd)
+                state.linkDialFailed(block.name, reason: "TLS is not set up on this server (no certificate)", now: WallClock.now())
+                apply()
+                return
+            }
+            let id = connections.nextID()
+            let tls = block.tls ? linkClientTLS.map { TLSSession(context: $0, fd: fd, server: false) } : nil
+            let connection = Connection(id: ConnectionID(id), fd: fd, peer: "\(block.host ?? ""):\(block.port)", tls: tls, isLink: true)
+            do {
+                try epoll.add(fd, token: id)
+            } catch {
+                close(fd)
+                state.linkDialFailed(block.name, reason: "\(error)", now: WallClock.now())
+                apply()
+                return
+            }
+            connections.insert(connection, as: id)
+            state.linkConnected(connection.id, peer: connection.peer, dialled: block, secure: tls != nil, now: WallClock.now())
+            apply()
+            // The client speaks first in TLS: its hello goes out now.
+            if tls != nil { read(connection) }
+        }
     }
 
     /// Connections whose pacer may allow their next line by now.
@@ -620,6 +713,8 @@ final class ServerRuntime {
                     historyReader?.submit(query)
                 case .saveRooms(let changes):
                     historyWriter?.append(roomChanges: changes.list)
+                case .dialLink(let block):
+                    dial(block)
                 case .continueReply(let id):
                     if let connection = connections[id.raw], !connection.inContinuing {
                         connection.inContinuing = true
@@ -895,6 +990,8 @@ public final class ServerHandle: Sendable {
     public let port: Int
     /// The TLS port, when there is one.
     public let tlsPort: Int?
+    /// The port other servers link to, when there is one.
+    public let linkPort: Int?
     let wakeup: Wakeup
     private let stopping = Atomic<Bool>(false)
     private let finished = Semaphore()
@@ -904,9 +1001,10 @@ public final class ServerHandle: Sendable {
     public var heldAnnouncementRuns: Int { heldRuns.load(ordering: .relaxed) }
     func countHeldRun() { heldRuns.add(1, ordering: .relaxed) }
 
-    init(port: Int, tlsPort: Int?, wakeup: Wakeup) {
+    init(port: Int, tlsPort: Int?, linkPort: Int? = nil, wakeup: Wakeup) {
         self.port = port
         self.tlsPort = tlsPort
+        self.linkPort = linkPort
         self.wakeup = wakeup
     }
 
@@ -937,6 +1035,7 @@ public final class ServerHandle: Sendable {
     /// `plaintext: false`: only the TLS port listens (`port` is then that one).
     public static func start(config: ServerConfig, bind: String?, port: Int, tls: (port: Int, context: TLSContext)? = nil,
                              plaintext: Bool = true, accounts: AccountStore? = nil, history: HistoryOptions? = nil,
+                             link: LinkListener? = nil,
                              sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
@@ -947,8 +1046,16 @@ public final class ServerHandle: Sendable {
         if let tls {
             do { secure = try Sockets.listen(bind: bind, port: tls.port) } catch { plain.forEach { close($0) }; throw error }
         }
+        var linkFDs: [Int32] = []
+        if let port = link?.port {
+            do { linkFDs = try Sockets.listen(bind: link?.bind ?? bind, port: port) } catch {
+                (plain + secure).forEach { close($0) }
+                throw error
+            }
+        }
         let tlsPort = secure.first.map(Sockets.boundPort)
-        let handle = ServerHandle(port: plain.first.map(Sockets.boundPort) ?? tlsPort ?? 0, tlsPort: tlsPort, wakeup: try Wakeup())
+        let handle = ServerHandle(port: plain.first.map(Sockets.boundPort) ?? tlsPort ?? 0, tlsPort: tlsPort,
+                                  linkPort: linkFDs.first.map(Sockets.boundPort), wakeup: try Wakeup())
         // History: a reader for the loop, a writer thread that commits in batches and wakes the
         // loop with the highest msgid each commit made durable.
         let health = HistoryHealth()
@@ -982,8 +1089,11 @@ public final class ServerHandle: Sendable {
             // The saved rooms are written by the history writer, off the loop, in order with the rows.
             state.roomRecords.viaWriter = true
         }
-        let runtime = try ServerRuntime(state: state, listeners: plain + secure,
-                                        listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context },
+        let runtime = try ServerRuntime(state: state, listeners: plain + secure + linkFDs,
+                                        listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context }
+                                            + linkFDs.map { _ in link?.server },
+                                        listenerIsLink: (plain + secure).map { _ in false } + linkFDs.map { _ in true },
+                                        linkClientTLS: link?.client,
                                         tlsPort: handle.tlsPort, control: handle,
                                         sendQueueLimit: sendQueueLimit, history: writer, reader: worker, committed: health, logger: logger)
         let box = RuntimeBox(runtime)
@@ -1000,7 +1110,28 @@ public final class ServerHandle: Sendable {
     }
 }
 
-/// The committed-msgid counter, shared by the loop and the writer's callback.
+/// Sockets of outgoing links, from their dialling threads to the loop.
+private final class DialResults: Sendable {
+    let list = Mutex<[(LinkBlock, Result<Int32, TransportError>)]>([])
+}
+
+/// Where other servers link to this one, and the TLS it speaks on links.
+public struct LinkListener: Sendable {
+    /// The link port (0: any free one; nil: we only dial out).
+    public var port: Int?
+    public var bind: String?
+    /// Presented on the link port (TLS links); nil: plain links only.
+    public var server: TLSContext?
+    /// Presented when we dial out over TLS, so the peer can pin our certificate.
+    public var client: TLSContext?
+
+    public init(port: Int?, bind: String? = nil, server: TLSContext?, client: TLSContext?) {
+        self.port = port
+        self.bind = bind
+        self.server = server
+        self.client = client
+    }
+}
 
 /// Hands the runtime to the one thread that will use it from then on.
 private final class RuntimeBox: @unchecked Sendable {

@@ -1,3 +1,4 @@
+import ChatLink
 import ChatStore
 import ChatTransport
 import IRCWire
@@ -85,6 +86,16 @@ public struct ServerState {
     var invisibleCount = 0
     var operatorCount = 0
 
+    /// The linked network (LinkState.swift): connections to other servers, the servers beyond
+    /// them by SID, every user by UUID (local ones too), and when to dial each configured link.
+    var links: [ConnectionID: LinkSession] = [:]
+    var servers: [String: RemoteServer] = [:]
+    var usersByUUID: [String: User] = [:]
+    var remoteUserCount = 0
+    var linkRetries: [String: LinkRetry] = [:]
+    /// Our SID, worked out once.
+    let sid: String
+
     /// Worked out once from the configuration: they are read on every message or registration.
     let targetLimits: [String: Int]
     let isupportTokens: [String]
@@ -95,6 +106,7 @@ public struct ServerState {
         self.config = config
         self.accounts = accounts
         self.history = history
+        sid = config.sid
         targetLimits = config.targetLimits
         var tokens = config.isupport
         if history != nil { tokens += [("CHATHISTORY", String(config.chathistoryLimit)), ("MSGREFTYPES", "msgid,timestamp")] }
@@ -135,6 +147,7 @@ public struct ServerState {
 
     public mutating func connected(_ id: ConnectionID, host: String, peer: String, secure: Bool = false, now: Double) {
         let user = User(id: UserID(nextUserID), host: host, now: now)
+        user.uuid = LinkIDs.uuid(sid: sid, number: nextUserID)
         nextUserID += 1
         let session = Session(connection: id, user: user, peer: peer, now: now)
         session.secure = secure
@@ -147,7 +160,10 @@ public struct ServerState {
 
     /// The TLS handshake finished; `certificate` is the SHA-256 of the client's certificate, if it showed one (SASL EXTERNAL).
     public mutating func secured(_ id: ConnectionID, clientCertificate: [UInt8]?) {
-        guard let session = sessions[id] else { return }
+        guard let session = sessions[id] else {
+            links[id]?.certificate = clientCertificate.map { Crypto.hex($0).uppercased() }
+            return
+        }
         session.clientCertificate = clientCertificate.map { Crypto.hex($0).uppercased() }
     }
 
@@ -223,7 +239,10 @@ public struct ServerState {
 
     /// The connection is gone (closed by the peer, reset, unwritable); tell everyone who shared a room.
     public mutating func disconnected(_ id: ConnectionID, reason: String, now: Double) {
-        guard let session = sessions[id] else { return }
+        guard let session = sessions[id] else {
+            if let link = links[id] { linkLost(link, reason: reason, now: now) }
+            return
+        }
         removeSession(session, quitMessage: reason, now: now)
     }
 
@@ -287,6 +306,7 @@ public struct ServerState {
         }
         enforceNickProtection(now: now)
         pruneRecent(now: now)
+        if !config.links.blocks.isEmpty { tickLinks(now: now) }
         writeRoomRecords()
         if let window = config.connectionLimits?.window, ticksSincePrune >= 60 {
             ticksSincePrune = 0
@@ -514,6 +534,12 @@ public struct ServerState {
         outbox.items.append(.log("[\(session.peer)] " + PlainText.visible(text)))
     }
 
+    /// A line about the server itself or its links, made visible as a whole (server names and
+    /// reasons come from the network).
+    mutating func log(_ text: String) {
+        outbox.items.append(.log(PlainText.visible(text)))
+    }
+
     // MARK: Lookups
 
     func user(named nick: String) -> User? {
@@ -682,6 +708,7 @@ public struct ServerState {
                     deliver(quit, to: membership.neighbours(of: user.id), now: now, history: entries)
                 }
                 registeredCount -= 1
+                linkUserEvent(user, "QUIT", [quitMessage])
                 for letter in user.modes { setUserMode(user, letter, false) }
                 rememberDeparture(user, now: now)
             }

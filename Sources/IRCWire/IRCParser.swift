@@ -35,7 +35,13 @@ extension IRCMessage {
         try self.init(line: bytes)
     }
 
-    init(line: [UInt8]) throws(IRCParseError) {
+    /// A line between servers: their lines may be longer than a client's 512 bytes (a burst's
+    /// FJOIN, a CAPAB list), up to `maxBodyBytes` after the tags.
+    public init(serverLine bytes: [UInt8], maxBodyBytes: Int) throws(IRCParseError) {
+        try self.init(line: bytes, maxBodyBytes: maxBodyBytes)
+    }
+
+    init(line: [UInt8], maxBodyBytes: Int = IRCLimits.lineBytes - 2) throws(IRCParseError) {
         var index = 0
         let end = line.count
         if line.contains(0) { throw .containsNul }
@@ -62,7 +68,7 @@ extension IRCMessage {
             skipSpaces()
         }
         let bodyStart = index
-        if end - bodyStart > IRCLimits.lineBytes - 2 { throw .lineTooLong(end - bodyStart) }
+        if end - bodyStart > maxBodyBytes { throw .lineTooLong(end - bodyStart) }
 
         var source: String?
         if index < end && line[index] == UInt8(ascii: ":") {

@@ -2,7 +2,10 @@ extension IRCMessage {
     /// The line as bytes, ending in CR LF. The part after the tags is cut to 512 bytes
     /// at a UTF-8 character boundary; CR, LF and NUL inside parameters become spaces,
     /// so no parameter can smuggle in a second line.
-    public func serialized() -> [UInt8] {
+    public func serialized() -> [UInt8] { serialized(maxBodyBytes: IRCLimits.lineBytes - 2) }
+
+    /// The same with another cut: lines between servers may be longer than a client's.
+    public func serialized(maxBodyBytes: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(64 + params.reduce(0) { $0 + $1.utf8.count })
         IRCMessage.appendTags(tags, to: &out)
@@ -41,14 +44,14 @@ extension IRCMessage {
                 out.append(contentsOf: param.utf8)
             }
         }
-        IRCMessage.endLine(&out, bodyStart: bodyStart)
+        IRCMessage.endLine(&out, bodyStart: bodyStart, maxBodyBytes: maxBodyBytes)
         return out
     }
 
     /// Cuts the body (from `bodyStart`) to 512 bytes with its line ending, at a UTF-8 character
     /// boundary, and ends the line with CR LF.
-    public static func endLine(_ out: inout [UInt8], bodyStart: Int) {
-        let limit = bodyStart + IRCLimits.lineBytes - 2
+    public static func endLine(_ out: inout [UInt8], bodyStart: Int, maxBodyBytes: Int = IRCLimits.lineBytes - 2) {
+        let limit = bodyStart + maxBodyBytes
         if out.count > limit { out.removeSubrange(UTF8Boundary.cut(out, at: limit)...) }
         out.append(13)
         out.append(10)

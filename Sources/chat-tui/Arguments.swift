@@ -1,3 +1,4 @@
+import ChatLink
 import ChatTransport
 import ChatClientKit
 import ChatServerKit
@@ -69,6 +70,15 @@ struct Arguments {
     var replayOnJoin = 20
     var historyBacklog = 1000
     var nickProtection = NickProtection.rename(after: 30)
+    /// Linking with other servers (`--sid`, `--link-port`, `--link`, `--link-password`,
+    /// `--link-fingerprint`, `--link-tls`): the blocks are completed by `linkSettings`.
+    var sid: String?
+    var linkPort: Int?
+    var links: [(name: String, host: String?, port: Int)] = []
+    var linkPassword: String?
+    /// By link name; "" for every link not named.
+    var linkFingerprints: [String: String] = [:]
+    var linkTLS = true
 
     struct Problem: Error, CustomStringConvertible, Equatable {
         let description: String
@@ -85,6 +95,39 @@ struct Arguments {
         let scope: Scope
         let help: String
         let apply: @Sendable (inout Arguments, String) throws(Problem) -> Void
+    }
+
+    /// `NAME=HOST:PORT` (we dial), `NAME=[::1]:7000`, or `NAME` (it dials us).
+    static func parseLink(_ text: String) throws(Problem) -> (name: String, host: String?, port: Int) {
+        guard let equals = text.firstIndex(of: "=") else {
+            guard !text.isEmpty, !text.contains(" ") else { throw Problem(description: "--link wants NAME=HOST:PORT or NAME") }
+            return (text, nil, 0)
+        }
+        let name = String(text[..<equals])
+        let address = String(text[text.index(after: equals)...])
+        guard !name.isEmpty, let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+              (1...65535).contains(port) else {
+            throw Problem(description: "--link wants NAME=HOST:PORT (such as hub.example=10.0.0.2:7000), not \"\(text)\"")
+        }
+        var host = String(address[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw Problem(description: "--link \(name) has no host") }
+        return (name, host, port)
+    }
+
+    /// The link blocks the flags describe; a problem when links are asked for without a password.
+    func linkSettings() throws(Problem) -> LinkSettings {
+        var settings = LinkSettings()
+        settings.sid = sid
+        guard !links.isEmpty else { return settings }
+        guard let password = linkPassword, !password.isEmpty else {
+            throw Problem(description: "--link needs --link-password (the same on both servers)")
+        }
+        settings.blocks = links.map { link in
+            LinkBlock(name: link.name, host: link.host, port: link.port, password: password, tls: linkTLS,
+                      fingerprint: linkFingerprints[link.name] ?? linkFingerprints[""])
+        }
+        return settings
     }
 
     static func positive(_ flag: String, _ text: String) throws(Problem) -> Double {
@@ -193,6 +236,29 @@ struct Arguments {
             case "off": a.nickProtection = .off
             default: throw Problem(description: "--nick-protection wants rename, strict or off, not \(v)")
             }
+        },
+        Flag(name: "sid", value: "XYZ", scope: .hosting, help: "linking: this server's ID, a digit and two of A-Z, 0-9 (default: made from --name)") { a, v throws(Problem) in
+            guard LinkIDs.isValidSID(v) else { throw Problem(description: "--sid wants a digit and two of A-Z and 0-9, such as 0AB, not \"\(v)\"") }
+            a.sid = v
+        },
+        Flag(name: "link-port", value: "N", scope: .hosting, help: "linking: listen for other servers on this port (default: none)") { a, v throws(Problem) in
+            guard let port = Int(v), (0...65535).contains(port) else { throw Problem(description: "--link-port wants a port number, not \"\(v)\"") }
+            a.linkPort = port
+        },
+        Flag(name: "link", value: "NAME[=HOST:PORT]", scope: .hosting, help: "linking: link with the server NAME, connecting to HOST:PORT (without it, NAME connects to our --link-port); repeat for more") { a, v throws(Problem) in
+            a.links.append(try Arguments.parseLink(v))
+        },
+        Flag(name: "link-password", value: "SECRET", scope: .hosting, help: "linking: the password both sides of a link give (both link blocks must say the same)") { a, v in a.linkPassword = v },
+        Flag(name: "link-fingerprint", value: "[NAME=]HEX", scope: .hosting, help: "linking: accept only a peer whose certificate has this SHA-256 (as its host screen shows it)") { a, v throws(Problem) in
+            var name = "", hex = v
+            if let equals = v.firstIndex(of: "=") { name = String(v[..<equals]); hex = String(v[v.index(after: equals)...]) }
+            let digits = hex.filter { $0 != ":" }
+            guard digits.count == 64, digits.allSatisfy(\.isHexDigit) else { throw Problem(description: "--link-fingerprint wants a SHA-256: 64 hex digits, colons optional") }
+            a.linkFingerprints[name] = hex
+        },
+        Flag(name: "link-tls", value: "on|off", scope: .hosting, help: "linking: TLS on links (default on; off only on a network you trust, as InspIRCd allows)") { a, v throws(Problem) in
+            guard v == "on" || v == "off" else { throw Problem(description: "--link-tls is on or off") }
+            a.linkTLS = v == "on"
         },
         Flag(name: "log", value: "FILE", scope: .hosting, help: "with the chat screen, where the server's log goes (default ~/.local/state/chat-tui/server.log)") { a, v in a.logPath = v },
         // Joining

@@ -255,6 +255,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.nickProtection = arguments.nickProtection
     config.replayOnJoin = arguments.replayOnJoin
     config.historyBacklog = arguments.historyBacklog
+    do { config.links = try arguments.linkSettings() } catch { fail(error.description) }
     let history = arguments.historyDays > 0
         ? HistoryOptions(path: dataDirectory(arguments) + "/server.db", days: arguments.historyDays, synchronous: arguments.historySync) : nil
     config.createdAt = WallClock.now()
@@ -297,11 +298,22 @@ func runServer(_ arguments: Arguments) async -> Never {
     // Only a certificate clients can verify makes a Strict Transport Security policy worth
     // advertising; a self-signed or private-CA one would lock people out for a month.
     if let tls, TLSCertificates.verifies(file: tls.certificate) { config.sts = (port: arguments.tlsPort, duration: 30 * 24 * 3600) }
+    // Links over TLS present the server's certificate, on the link port and when dialling out.
+    var link: LinkListener?
+    if arguments.linkPort != nil || !config.links.blocks.isEmpty {
+        var server: TLSContext?, client: TLSContext?
+        if arguments.linkTLS {
+            guard let tls else { fail("TLS links need the server's certificate: drop --tls-port 0, or use --link-tls off") }
+            server = tls.context
+            do { client = try TLSContext.client(certificate: tls.certificate, key: tls.key) } catch { fail("\(error)") }
+        }
+        link = LinkListener(port: arguments.linkPort, bind: arguments.bind, server: server, client: client)
+    }
     var handle: ServerHandle
     do {
         handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
                                         tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
-                                        accounts: accounts, history: history, sendQueueLimit: arguments.sendQueueBytes, logger: logger)
+                                        accounts: accounts, history: history, link: link, sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
         // The default TLS port taken (another room on this machine): go on without TLS, saying so.
         if case TransportError.unavailable(let reason) = error { fail(reason) }
@@ -319,6 +331,11 @@ func runServer(_ arguments: Arguments) async -> Never {
            + (history.map { ", history kept \($0.days) days in \($0.path)" } ?? ", no history"))
     if let tls, let tlsPort = handle.tlsPort {
         logger("TLS on port \(tlsPort), certificate \(tls.certificate)\(tls.made ? " (made now, self-signed)" : ""), SHA-256 \(tls.fingerprint)")
+    }
+    if link != nil {
+        logger("linking as \(config.name) [\(config.sid)]" + (handle.linkPort.map { ", link port \($0)" } ?? "")
+               + (arguments.linkTLS ? " over TLS" + (tls.map { ", our link certificate's SHA-256 \($0.fingerprint)" } ?? "") : ", plain links")
+               + (config.links.blocks.isEmpty ? "" : ", links: " + config.links.blocks.map { $0.name + ($0.host.map { h in "=\(h)" } ?? "") }.joined(separator: " ")))
     }
     if withScreen {
         // The host chats as a user of their own room.

@@ -2,7 +2,6 @@
 real InspIRCd at once: messages both ways on both, an outage of ours (InspIRCd keeps working and
 only ours is down), and a search that finds the lines of both, each under its network."""
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -11,48 +10,7 @@ import time
 import pytest
 
 from conftest import BINARY, RawClient, Server, free_port, stop_process, wait_for_port
-
-INSPIRCD = "/usr/sbin/inspircd"
-
-INSPIRCD_CONF = """
-<server name="irc.inspircd.test" description="chat-tui test peer" network="inspircdtest">
-<admin name="test" nick="test" email="test@localhost">
-<bind address="127.0.0.1" port="{port}" type="clients">
-<connect allow="*" timeout="60" threshold="100000" commandrate="100000" fakelag="no" pingfreq="600"
-         localmax="1000" globalmax="1000" useident="no" resolvehostnames="no">
-<pid file="{dir}/inspircd.pid">
-<log method="file" type="*" level="default" target="{dir}/inspircd.log">
-<dns server="127.0.0.1" timeout="1">
-"""
-
-
-class InspIRCd:
-    """A real InspIRCd on a free loopback port, its config and files in a directory of its own."""
-
-    def __init__(self):
-        if not os.path.exists(INSPIRCD):
-            pytest.fail("InspIRCd is missing at /usr/sbin/inspircd (make deps installs it)")
-        self.dir = tempfile.mkdtemp(prefix="chat-tui-inspircd-")
-        self.port = free_port()
-        config = os.path.join(self.dir, "inspircd.conf")
-        with open(config, "w") as f:
-            f.write(INSPIRCD_CONF.format(port=self.port, dir=self.dir))
-        self.output = open(os.path.join(self.dir, "stdout.log"), "w")
-        command = [INSPIRCD, "--nofork", "--config", config]
-        if os.geteuid() == 0:
-            command.append("--runasroot")
-        self.process = subprocess.Popen(command, stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            wait_for_port(self.port)
-        except RuntimeError:
-            self.stop()
-            raise
-
-    def stop(self):
-        stop_process(self.process)
-        self.output.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
+from inspircd import InspIRCd
 
 class MultiClient:
     """`chat-tui --lines` with a `--host` per network, in a HOME of its own."""

@@ -1,0 +1,84 @@
+import ChatLink
+import IRCWire
+
+/// A server of the linked network other than this one.
+final class RemoteServer {
+    let sid: String
+    let name: String
+    let description: String
+    /// Servers between us and it, plus one (1: linked directly).
+    let hops: Int
+    /// The link it is reached through.
+    let route: ConnectionID
+    /// The SID of the server that introduced it (nil: the link's own peer).
+    let parent: String?
+    /// Its users, so a split removes them without a walk over everyone.
+    var users: Set<UserID> = []
+
+    init(sid: String, name: String, description: String, hops: Int, route: ConnectionID, parent: String?) {
+        self.sid = sid
+        self.name = name
+        self.description = description
+        self.hops = hops
+        self.route = route
+        self.parent = parent
+    }
+}
+
+/// One connection to another server: the handshake's progress and what the peer said of itself.
+final class LinkSession {
+    enum Phase: Equatable {
+        /// Waiting for the peer's `CAPAB END`.
+        case capabilities
+        /// Waiting for its `SERVER` (with the password).
+        case authentication
+        /// Linked: its burst may still be arriving (`bursting`).
+        case linked
+    }
+
+    let connection: ConnectionID
+    let peer: String
+    /// The block we dialled it by (nil: it connected to our link port).
+    let dialled: LinkBlock?
+    let secure: Bool
+    var phase = Phase.capabilities
+    var capab = Capab()
+    /// The block its `SERVER` line matched.
+    var block: LinkBlock?
+    /// The server at the other end, once authenticated.
+    var server: RemoteServer?
+    /// SHA-256 of the certificate it showed (uppercase hex), when over TLS.
+    var certificate: String?
+    /// Its burst has not ended yet.
+    var bursting = true
+    /// We have sent our own burst: it takes the network's events from now on.
+    var burstSent = false
+    let connectedAt: Double
+    var lastActivity: Double
+    var pingSentAt: Double?
+
+    init(connection: ConnectionID, peer: String, dialled: LinkBlock?, secure: Bool, now: Double) {
+        self.connection = connection
+        self.peer = peer
+        self.dialled = dialled
+        self.secure = secure
+        connectedAt = now
+        lastActivity = now
+    }
+
+    /// Its name for logs: the server's name once known.
+    var name: String { server?.name ?? block?.name ?? dialled?.name ?? peer }
+}
+
+/// When to dial a configured link again: 1 s after a drop, doubling to a minute.
+struct LinkRetry {
+    var failures = 0
+    var next: Double = 0
+    /// A dial is under way (the runtime answers with `linkConnected` or `linkDialFailed`).
+    var dialling = false
+
+    mutating func failed(now: Double) {
+        failures += 1
+        next = now + min(60, Double(1 << min(failures - 1, 6)))
+    }
+}
