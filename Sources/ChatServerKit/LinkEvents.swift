@@ -359,12 +359,13 @@ extension ServerState {
         roomChanged(key, now: now)
     }
 
-    /// `:<uuid> KICK <room> <uuid> :<reason>`.
+    /// `:<uuid> KICK <room> <uuid> [<membership-id>] :<reason>` (InspIRCd 3 adds the kicked
+    /// membership's id; we send it without, which InspIRCd takes too).
     mutating func remoteKick(_ message: IRCMessage, now: Double) {
         let p = message.params
         guard p.count >= 2, let (key, channel) = channel(named: p[0]), let target = user(uuid: p[1]),
               membership.isMember(target.id, of: key) else { return }
-        let reason = p.count > 2 ? p[2] : target.replyName
+        let reason = p.count > 2 ? p[p.count - 1] : target.replyName
         deliver(IRCMessage(source: clientSource(message.source), command: "KICK", params: [channel.name, target.replyName, reason]),
                 toRoom: key, now: now)
         removeMember(target.id, from: key)
