@@ -164,7 +164,8 @@ extension ServerState {
         let oldPrefix = user.prefix
         if let old = user.nick { releaseNick(old, of: user, wasOnline: true) }
         claimNick(nick, keys: NameKeys.of(nick, casemapping), for: user)
-        user.nickTS = Int(now)
+        // A saved nickname (its UUID) has the timestamp 100, as InspIRCd gives it.
+        user.nickTS = 100
         let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [nick])
         deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
         notifyMonitors(online: user, now: now)
@@ -420,6 +421,7 @@ extension ServerState {
     mutating func remoteMessage(_ message: IRCMessage, from link: LinkSession, now: Double) {
         guard message.params.count >= 1 else { return }
         let sender = remoteSource(message)
+        if message.command == "PRIVMSG" { sender?.lastSpoke = now }
         let source = sender?.prefix ?? clientSource(message.source)
         var tags = sender.map(accountTags) ?? []
         for tag in message.tags where tag.isClientOnly { tags.append(tag) }

@@ -100,7 +100,8 @@ extension ServerState {
     /// invitee's server tells it; the others keep the invitation for +i).
     mutating func linkInvite(_ user: User, target: User, key: String) {
         guard isLinked, let channel = channels[key] else { return }
-        broadcast(IRCMessage(source: user.uuid, command: "INVITE", params: [target.uuid, channel.name, String(Int(channel.createdAt))]),
+        // The last field is when the invitation expires (0: never), as InspIRCd 3 sends it.
+        broadcast(IRCMessage(source: user.uuid, command: "INVITE", params: [target.uuid, channel.name, String(Int(channel.createdAt)), "0"]),
                   except: nil)
     }
 

@@ -107,8 +107,14 @@ extension ServerState {
                 return
             }
             link.phase = .authentication
-            // The side that dialled names itself first; the other answers once it has checked.
+            // The side that dialled names itself first (its password too), once it knows the
+            // peer is the one pinned: an impostor never learns the password. The other answers
+            // once it has checked.
             if let block = link.dialled {
+                if let problem = certificateProblem(block, link) {
+                    refuseLink(link, problem, now: now)
+                    return
+                }
                 sendLink(link, ServerLine(name: config.name, password: block.password, sid: sid, description: config.links.description).message())
             }
         case "SERVER":
@@ -136,6 +142,15 @@ extension ServerState {
         return nil
     }
 
+    /// Why a link's TLS does not do: not TLS where the block wants it, or another certificate than the one pinned.
+    func certificateProblem(_ block: LinkBlock, _ link: LinkSession) -> String? {
+        if block.tls && !link.secure { return "\(block.name) must link over TLS (--link-tls off on both sides for a plain link)" }
+        if let pinned = block.pinned, link.certificate != pinned {
+            return "\(block.name) showed certificate \(link.certificate ?? "none"), not the pinned \(pinned)"
+        }
+        return nil
+    }
+
     mutating func authenticate(_ line: ServerLine, _ link: LinkSession, now: Double) {
         guard let block = config.links.blocks.first(where: { casemapping.equal($0.name, line.name) }) else {
             refuseLink(link, "no link block for \(line.name)", now: now)
@@ -149,12 +164,8 @@ extension ServerState {
             refuseLink(link, "wrong link password from \(line.name)", now: now)
             return
         }
-        if block.tls && !link.secure {
-            refuseLink(link, "\(line.name) must link over TLS (set tls = off on both sides for a plain link)", now: now)
-            return
-        }
-        if let pinned = block.pinned, link.certificate != pinned {
-            refuseLink(link, "\(line.name) showed certificate \(link.certificate ?? "none"), not the pinned \(pinned)", now: now)
+        if let problem = certificateProblem(block, link) {
+            refuseLink(link, problem, now: now)
             return
         }
         if line.sid == sid || servers[line.sid] != nil {
@@ -179,7 +190,8 @@ extension ServerState {
         }
         log("link \(line.name) [\(line.sid)]: authenticated\(link.secure ? " over TLS" : "")")
         // The others hear of the new server now; its users come with its burst.
-        broadcast(IRCMessage(source: sid, command: "SERVER", params: [line.name, "*", "1", line.sid, line.description]), except: link.connection)
+        // `:<parent> SERVER <name> <sid> :<description>`: InspIRCd 3 refuses the older five-field form here.
+        broadcast(IRCMessage(source: sid, command: "SERVER", params: [line.name, line.sid, line.description]), except: link.connection)
         sendBurst(link, now: now)
     }
 
@@ -190,8 +202,7 @@ extension ServerState {
         sendLink(link, IRCMessage(source: sid, command: "SINFO", params: ["version", "\(config.version). \(config.name) :"]))
         // Parents before children: by hops.
         for server in servers.values.sorted(by: { ($0.hops, $0.sid) < ($1.hops, $1.sid) }) where server.route != link.connection {
-            sendLink(link, IRCMessage(source: server.parent ?? sid, command: "SERVER",
-                                      params: [server.name, "*", String(server.hops), server.sid, server.description]))
+            sendLink(link, IRCMessage(source: server.parent ?? sid, command: "SERVER", params: [server.name, server.sid, server.description]))
         }
         let known = users.values.filter { $0.isOnline && $0.remote?.route != link.connection }.sorted { $0.id < $1.id }
         for user in known {

@@ -2,8 +2,9 @@
 and with each other over the spanning-tree protocol (1205). Every server and client here is a
 real process on 127.0.0.1 with ports of its own, ended by the test."""
 import os
+import socket
 import subprocess
-import tempfile
+import threading
 import time
 
 import pytest
@@ -31,9 +32,14 @@ def plain(line):
     return line.replace(" :", " ")
 
 
-def client(port, nick):
+def client(port, nick, ident=None):
     c = RawClient(port)
-    c.register(nick)
+    if ident is None:
+        c.register(nick)
+    else:
+        c.send(f"NICK {nick}")
+        c.send(f"USER {ident} 0 * :{nick}")
+        c.wait_for(lambda l: " 366 " in l)
     return c
 
 
@@ -165,5 +171,185 @@ def test_netsplit_and_heal(hub):
         alice.wait_for(lambda l: rest.append(l) or "PONG" in l)
         assert not any("PRIVMSG #lobby :back" in l or " JOIN " in l for l in rest), rest
     finally:
+        a.stop()
+        b.stop()
+
+
+class CutProxy:
+    """A TCP relay between two servers' link ports that a test can cut (both ways at once; new
+    connections are closed as soon as they come) and mend, as a broken cable between two sites."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.port = free_port()
+        self.pairs = []
+        self.open = True
+        self.lock = threading.Lock()
+        self.listener = socket.socket()
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", self.port))
+        self.listener.listen(8)
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                inner, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.open:
+                inner.close()
+                continue
+            try:
+                outer = socket.create_connection(("127.0.0.1", self.target), timeout=5)
+                outer.settimeout(None)
+            except OSError:
+                inner.close()
+                continue
+            with self.lock:
+                self.pairs.append((inner, outer))
+            for a, b in ((inner, outer), (outer, inner)):
+                threading.Thread(target=self.pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def pump(source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self):
+        self.open = False
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for inner, outer in pairs:
+            for s in (inner, outer):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def mend(self):
+        self.open = True
+
+    def close(self):
+        self.cut()
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.listener.close()
+
+
+def certificate(directory, name):
+    """A self-signed certificate and key for `name`, and its SHA-256 as the host screen shows it."""
+    cert, key = os.path.join(directory, f"{name}.pem"), os.path.join(directory, f"{name}.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", f"/CN={name}"], check=True, capture_output=True)
+    out = subprocess.run(["openssl", "x509", "-in", cert, "-noout", "-fingerprint", "-sha256"], check=True,
+                         capture_output=True, text=True).stdout
+    return cert, key, out.strip().split("=", 1)[1]
+
+
+def test_direct_tls_link_pinned_both_ways(tmp_path):
+    """a.chat listens, b.chat dials; each pins the other's certificate. A msgid is minted once:
+    bob's history on b.chat holds alice's line under the msgid her echo had on a.chat."""
+    a_cert, a_key, a_print = certificate(tmp_path, "a.chat")
+    b_cert, b_key, b_print = certificate(tmp_path, "b.chat")
+    link_port = free_port()
+    a = node("a.chat", "0AA", "b.chat", link_port=link_port, tls=True,
+             extra=("--tls-port", str(free_port()), "--tls-cert", a_cert, "--tls-key", a_key, "--link-fingerprint", f"b.chat={b_print}"))
+    b = node("b.chat", "0BB", f"a.chat=127.0.0.1:{link_port}", tls=True,
+             extra=("--tls-port", str(free_port()), "--tls-cert", b_cert, "--tls-key", b_key, "--link-fingerprint", f"a.chat={a_print}"))
+    try:
+        alice, bob = client(a.port, "alice"), client(b.port, "bob")
+        wait_members(alice, {"alice", "bob"})
+        assert "link b.chat [0BB]: authenticated over TLS" in a.log_text()
+        assert "link a.chat [0AA]: authenticated over TLS" in b.log_text()
+        alice.send("CAP REQ :echo-message message-tags server-time")
+        alice.wait_for(lambda l: " ACK " in l)
+        alice.send("PRIVMSG #lobby :one msgid for every node")
+        echo = alice.wait_for(lambda l: "PRIVMSG #lobby :one msgid for every node" in l)
+        msgid = dict(t.split("=", 1) for t in echo[1:].split(" ", 1)[0].split(";") if "=" in t)["msgid"]
+        bob.wait_for(lambda l: "one msgid for every node" in l)
+        bob.send("CAP REQ :batch server-time message-tags draft/chathistory")
+        bob.wait_for(lambda l: " ACK " in l)
+        bob.send("CHATHISTORY LATEST #lobby * 10")
+        stored = bob.wait_for(lambda l: "PRIVMSG #lobby :one msgid for every node" in l)
+        assert f"msgid={msgid}" in stored, stored
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_wrong_certificate_is_refused(tmp_path):
+    a_cert, a_key, _ = certificate(tmp_path, "a.chat")
+    b_cert, b_key, b_print = certificate(tmp_path, "b.chat")
+    link_port = free_port()
+    wrong = "AB" * 32
+    a = node("a.chat", "0AA", "b.chat", link_port=link_port, tls=True,
+             extra=("--tls-port", str(free_port()), "--tls-cert", a_cert, "--tls-key", a_key, "--link-fingerprint", f"b.chat={b_print}"))
+    b = node("b.chat", "0BB", f"a.chat=127.0.0.1:{link_port}", tls=True,
+             extra=("--tls-port", str(free_port()), "--tls-cert", b_cert, "--tls-key", b_key, "--link-fingerprint", f"a.chat={wrong}"))
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and "not the pinned" not in b.log_text():
+            time.sleep(0.1)
+        assert f"a.chat showed certificate" in b.log_text() and f"not the pinned {wrong}" in b.log_text(), b.log_text()
+        assert "authenticated" not in a.log_text() + b.log_text()
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_split_between_two_nodes_nick_collision_and_room_timestamps():
+    """A direct link cut while both sides go on: the same nickname taken on both (the older
+    keeps it, the newer becomes its UUID), a room made on both (the older's modes win)."""
+    link_port = free_port()
+    a = node("a.chat", "0AA", "b.chat", link_port=link_port)
+    proxy = CutProxy(link_port)
+    b = node("b.chat", "0BB", f"a.chat=127.0.0.1:{proxy.port}")
+    try:
+        alice, bob = client(a.port, "alice"), client(b.port, "bob")
+        wait_members(alice, {"alice", "bob"})
+        proxy.cut()
+        alice.wait_for(lambda l: l.startswith(":bob!") and " QUIT :a.chat b.chat" in l, timeout=10)
+        # During the split: sam on a.chat, then (a second later, so the timestamps differ)
+        # another sam on b.chat (another ident: two people; one person's two connections, same
+        # ident and address, would keep the newer, as InspIRCd does).
+        sam_a = client(a.port, "sam", ident="sama")
+        alice.send("JOIN #split")
+        alice.wait_for(lambda l: " 366 " in l)
+        alice.send("MODE #split +m")
+        started = int(time.time())
+        while int(time.time()) == started:
+            time.sleep(0.05)
+        sam_b = client(b.port, "sam", ident="samb")
+        bob.send("JOIN #split")
+        bob.wait_for(lambda l: " 366 " in l)
+        bob.send("MODE #split +k bobkey")
+        bob.wait_for(lambda l: " MODE #split +k" in plain(l))
+        proxy.mend()
+        # b.chat's sam is newer: it gives up the name and is called by its UUID.
+        sam_b.wait_for(lambda l: l.startswith(":sam!") and " NICK " in l and "0BB" in l, timeout=30)
+        # a.chat's #split is older: its +m stays, b.chat's +k and bob's operator status go.
+        bob.wait_for(lambda l: " MODE #split " in l and "-" in l and "k" in l.split(" MODE #split ")[1], timeout=10)
+        bob.send("MODE #split")
+        modes = bob.wait_for(lambda l: " 324 " in l)
+        assert "m" in plain(modes).split(" #split ")[1] and "k" not in plain(modes).split(" #split ")[1], modes
+        sam_a.send("WHOIS sam")
+        sam_a.wait_for(lambda l: " 311 sam sam sama " in l)
+        sam_a.wait_for(lambda l: " 312 sam sam a.chat " in l)
+    finally:
+        proxy.close()
         a.stop()
         b.stop()
