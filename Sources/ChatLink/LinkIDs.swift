@@ -48,6 +48,18 @@ public enum LinkIDs {
         return sid + String(decoding: digits, as: UTF8.self)
     }
 
+    /// A byte that differs between most SIDs (the SID as a number, modulo 256): chat-tui puts it
+    /// in the msgids it mints. Two linked chat-tui servers whose SIDs give the same byte are told
+    /// to pick another (`sidsShareNodeByte`).
+    public static func nodeByte(_ sid: String) -> UInt8 {
+        var value = 0
+        for byte in sid.utf8 {
+            let digit = byte >= 65 ? Int(byte - 65) + 10 : Int(byte - 48)
+            value = value * 36 + digit
+        }
+        return UInt8(value % 256)
+    }
+
     /// The SID part of a UUID (or the SID itself).
     public static func sid(of uuid: String) -> String { String(uuid.prefix(3)) }
 }

@@ -183,8 +183,9 @@ extension ServerState {
             if reference == "*" { return nil }
             if reference.hasPrefix("msgid="), let id = MessageIDs.value(String(reference.dropFirst(6))) { return Int64(bitPattern: id) }
             if reference.hasPrefix("timestamp="), let time = ServerTime.parse(String(reference.dropFirst(10))) {
-                // A time stands for the first msgid at or after it (msgids begin with the time).
-                return Int64((time * 1000).rounded()) << 16
+                // A time stands for the first msgid this server mints in that millisecond
+                // (msgids begin with the time, and end with our node byte).
+                return Int64((time * 1000).rounded()) << 16 | Int64(messageIDs.node)
             }
             return -1
         }

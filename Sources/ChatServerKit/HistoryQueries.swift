@@ -29,6 +29,8 @@ public struct HistoryQuery: Sendable, Equatable {
                     results.append(.latest(try store.latest(in: target)))
                 case .conversations(let party, let from, let to, let limit):
                     results.append(.conversations(try store.conversations(of: party, from: from, to: to, limit: limit)))
+                case .msgids(let target, let low, let high):
+                    results.append(.msgids(try store.msgids(target, from: low, to: high)))
                 }
             }
             return .success(results)
@@ -42,12 +44,15 @@ public enum HistoryRead: Sendable {
     case rows(target: String, direction: HistoryStore.Direction, bound: Int64, limit: Int, kinds: HistoryStore.Kinds)
     case latest(target: String)
     case conversations(party: String, from: Int64, to: Int64, limit: Int)
+    /// Which msgids of `target` between the two are stored (the rows a linked server offers after a split).
+    case msgids(target: String, low: Int64, high: Int64)
 }
 
 public enum HistoryResult: Sendable {
     case rows([HistoryRow])
     case latest(Int64?)
     case conversations([(target: String, peer: String, last: Int64)])
+    case msgids(Set<Int64>)
 }
 
 /// What the answer is for.
@@ -60,6 +65,11 @@ enum HistoryPurpose: Sendable {
     /// The replay on joining, for a room whose recent lines are not in memory yet: only lines
     /// up to `upTo` (the newest msgid when it joined; what came after reached it live).
     case replay(name: String, key: String, upTo: Int64)
+    /// After a split healed: our rows of the rooms shared with the linked server, said between
+    /// the split and the heal (`upTo`), to send it.
+    case splitOffer(rooms: [(key: String, name: String)], upTo: Int64)
+    /// The rows a linked server sent of one room: those not stored here are kept and shown.
+    case splitMerge(key: String, rows: [HistoryRow])
 }
 
 extension ServerState {
@@ -84,6 +94,10 @@ extension ServerState {
 
     /// The worker's answer: the reply it was for, then the lines that waited for it.
     public mutating func historyAnswered(_ query: HistoryQuery, _ result: Result<[HistoryResult], Database.Failure>, now: Double) {
+        if links[query.connection] != nil || query.purpose.isLinks {
+            linkHistoryAnswered(query, result, now: now)
+            return
+        }
         guard let session = sessions[query.connection], session.historyQueries.remove(query.serial) != nil else { return }
         if case .replay = query.purpose {
             response = ResponseBuffer(session: session, label: nil)
@@ -135,7 +149,7 @@ extension ServerState {
                     if newest > low, newest < high { found.append((rooms[index].name, newest)) }
                 case .conversations(let conversations):
                     for conversation in conversations { found.append((conversation.peer, conversation.last)) }
-                case .rows:
+                case .rows, .msgids:
                     break
                 }
             }
@@ -147,6 +161,8 @@ extension ServerState {
             if channels[key] != nil { roomTails[key] = tail }
             guard membership.isMember(session.user.id, of: key) else { return }
             replay(tail.filter { $0.msgid <= upTo }, to: session, key: key, name: name)
+        case .splitOffer, .splitMerge:
+            break // a link's, answered by `linkHistoryAnswered`
         }
     }
 
@@ -180,12 +196,22 @@ extension ServerState {
 }
 
 extension HistoryPurpose {
+    /// For a link (the exchange after a split), not a client.
+    var isLinks: Bool {
+        switch self {
+        case .splitOffer, .splitMerge: true
+        default: false
+        }
+    }
+
     /// The FAIL's context: what was asked about.
     var context: String {
         switch self {
         case .chathistory(let name, _, _, _): name
         case .targets: "TARGETS"
         case .replay(let name, _, _): name
+        case .splitOffer: "SPLIT"
+        case .splitMerge(let key, _): key
         }
     }
 }

@@ -33,10 +33,15 @@ extension ServerState {
             return
         case "BURST":
             return
+        case "HISTORYROW", "HISTORYEND":
+            // Between two chat-tui servers only, and never passed on.
+            splitHistoryLine(message, from: link)
+            return
         case "ENDBURST":
             if message.source == link.server?.sid {
                 link.bursting = false
                 log("link \(link.name): burst received (\(link.server.map { $0.users.count } ?? 0) users)")
+                offerSplitHistory(link)
             }
         case "SERVER": remoteServer(message, from: link)
         case "SQUIT":

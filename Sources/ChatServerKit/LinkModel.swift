@@ -1,4 +1,5 @@
 import ChatLink
+import ChatStore
 import IRCWire
 
 /// A server of the linked network other than this one.
@@ -56,6 +57,14 @@ final class LinkSession {
     let connectedAt: Double
     var lastActivity: Double
     var pingSentAt: Double?
+    /// When it authenticated: what was said here after that went to it live.
+    var linkedAt: Double = 0
+    /// History rows it sent after a split, by room (folded), until its `HISTORYEND` for the room.
+    var incomingRows: [String: [HistoryRow]] = [:]
+    var incomingCount = 0
+
+    /// The peer is a chat-tui server (`CHATTUI` in its CAPAB): history is exchanged after a split.
+    var isChatTUI: Bool { capab.capabilities["CHATTUI"] != nil }
 
     init(connection: ConnectionID, peer: String, dialled: LinkBlock?, secure: Bool, now: Double) {
         self.connection = connection

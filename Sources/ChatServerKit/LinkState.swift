@@ -176,6 +176,10 @@ extension ServerState {
             refuseLink(link, "\(line.name) is already on the network", now: now)
             return
         }
+        if link.isChatTUI, LinkIDs.nodeByte(line.sid) == LinkIDs.nodeByte(sid) {
+            refuseLink(link, "SIDs \(sid) and \(line.sid) give the same msgid node byte; set another --sid on one of them", now: now)
+            return
+        }
         if block.tls && block.fingerprint == nil {
             log("link \(line.name): no fingerprint pinned; it showed \(link.certificate ?? "none") (pin it with --link-fingerprint)")
         }
@@ -184,6 +188,7 @@ extension ServerState {
         link.server = server
         servers[line.sid] = server
         link.phase = .linked
+        link.linkedAt = now
         linkRetries[block.name] = nil
         if link.dialled == nil {
             sendLink(link, ServerLine(name: config.name, password: block.password, sid: sid, description: config.links.description).message())
@@ -281,6 +286,7 @@ extension ServerState {
             log("link \(link.name): closed before linking: \(reason)")
             return
         }
+        rememberSplit(link)
         log("link \(server.name) [\(server.sid)]: lost: \(reason)")
         split(server, reason: reason, now: now, origin: nil)
     }

@@ -98,6 +98,8 @@ public struct Outbox: Sendable {
         case continueReply(ConnectionID)
         /// Connect to a server we link with; the answer is `linkConnected` or `linkDialFailed`.
         case dialLink(LinkBlock)
+        /// Rows for history that no delivery carries (what a linked server said during a split).
+        case storeRows([HistoryRow])
     }
 
     public var items: [Item] = []

@@ -715,6 +715,8 @@ final class ServerRuntime {
                     historyWriter?.append(roomChanges: changes.list)
                 case .dialLink(let block):
                     dial(block)
+                case .storeRows(let rows):
+                    historyWriter?.append(rows)
                 case .continueReply(let id):
                     if let connection = connections[id.raw], !connection.inContinuing {
                         connection.inContinuing = true

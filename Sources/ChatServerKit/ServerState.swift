@@ -93,6 +93,9 @@ public struct ServerState {
     var usersByUUID: [String: User] = [:]
     var remoteUserCount = 0
     var linkRetries: [String: LinkRetry] = [:]
+    /// Since when each chat-tui server we were split from (by folded name) may have missed what
+    /// was said here: sent to it when the link heals (LinkHistory.swift).
+    var splitSince: [String: Double] = [:]
     /// Our SID, worked out once.
     let sid: String
 
@@ -107,6 +110,7 @@ public struct ServerState {
         self.accounts = accounts
         self.history = history
         sid = config.sid
+        messageIDs.node = UInt64(LinkIDs.nodeByte(config.sid))
         targetLimits = config.targetLimits
         var tokens = config.isupport
         if history != nil { tokens += [("CHATHISTORY", String(config.chathistoryLimit)), ("MSGREFTYPES", "msgid,timestamp")] }
@@ -809,17 +813,27 @@ struct ResponseBuffer {
 }
 
 /// `msgid` values: unique, opaque, and sortable by time (milliseconds since 1970 in the high
-/// bits, a counter below), written in base 32 so they stay short.
+/// bits, then a counter, then this server's node byte), written in base 32 so they stay short.
+/// The node byte keeps two linked chat-tui servers from minting the same msgid in the same
+/// millisecond: a message keeps its msgid on every node, so the two must never meet.
 public struct MessageIDs: Sendable {
     private var last: UInt64 = 0
+    /// The low 8 bits of every msgid minted here (`LinkIDs.nodeByte` of the server's SID).
+    var node: UInt64 = 0 {
+        didSet { last = max(last & ~0xFF, 0) | node }
+    }
     /// The newest msgid handed out.
     var latest: UInt64 { last }
 
     mutating func next(now: Double) -> UInt64 {
-        let candidate = UInt64(max(0, now * 1000)) << 16
-        last = max(last + 1, candidate)
+        // 256 a millisecond before the counter runs into the next one (which only moves ids ahead).
+        let candidate = UInt64(max(0, now * 1000)) << 16 | node
+        last = max(last &+ 256, candidate)
         return last
     }
+
+    /// The smallest msgid any server mints at this time (a bound for reads by time).
+    static func lowest(at time: Double) -> UInt64 { UInt64(max(0, time * 1000)) << 16 }
 
     /// The tag's text: 13 characters of Crockford base 32, which sort as the numbers do.
     public static func text(_ id: UInt64) -> String {

@@ -167,6 +167,16 @@ public final class HistoryStore {
             .map { $0.map { if case .text(let t) = $0 { t } else { "" } }.joined(separator: " ") }.joined(separator: "; ")
     }
 
+    /// The msgids of `target` between `low` and `high` (inclusive): which of a batch of rows from
+    /// another server are here already.
+    public func msgids(_ target: String, from low: Int64, to high: Int64) throws(Database.Failure) -> Set<Int64> {
+        var found: Set<Int64> = []
+        for row in try database.query("SELECT msgid FROM history WHERE target = ? AND msgid BETWEEN ? AND ?", [.text(target), .integer(low), .integer(high)]) {
+            if case .integer(let id)? = row.first { found.insert(id) }
+        }
+        return found
+    }
+
     /// The msgid of the row with this msgid, or the first at or after this time (for `timestamp=` references).
     public func msgid(atOrAfter time: Int64, in target: String) throws(Database.Failure) -> Int64? {
         let rows = try database.query("SELECT msgid FROM history WHERE target = ? AND time >= ? ORDER BY msgid LIMIT 1", [.text(target), .integer(time)])

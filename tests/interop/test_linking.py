@@ -353,3 +353,59 @@ def test_split_between_two_nodes_nick_collision_and_room_timestamps():
         proxy.close()
         a.stop()
         b.stop()
+
+
+def history(c, room="#lobby"):
+    """The texts of the room's PRIVMSGs that CHATHISTORY LATEST returns to `c`, oldest first, with their msgids."""
+    c.send(f"CHATHISTORY LATEST {room} * 50")
+    rows = []
+    for line in c.lines(5):
+        if " PRIVMSG " in line and line.startswith("@"):
+            tags = dict(t.split("=", 1) for t in line[1:].split(" ", 1)[0].split(";") if "=" in t)
+            rows.append((line.split(" PRIVMSG ", 1)[1].split(" :", 1)[1], tags.get("msgid")))
+        if " BATCH -" in line:
+            return rows
+    raise AssertionError("no end of the history batch")
+
+
+def test_history_merged_after_a_split_between_two_nodes():
+    """Both sides talk while the direct link is cut; once it heals, each side's clients are told
+    what the other side said, and CHATHISTORY on either node returns every line once, in order."""
+    link_port = free_port()
+    a = node("a.chat", "0AA", "b.chat", link_port=link_port)
+    proxy = CutProxy(link_port)
+    b = node("b.chat", "0BB", f"a.chat=127.0.0.1:{proxy.port}")
+    try:
+        alice, bob = client(a.port, "alice"), client(b.port, "bob")
+        for c in (alice, bob):
+            c.send("CAP REQ :batch server-time message-tags draft/chathistory")
+            c.wait_for(lambda l: " ACK " in l)
+        wait_members(alice, {"alice", "bob"})
+        alice.send("PRIVMSG #lobby :before the split")
+        bob.wait_for(lambda l: "before the split" in l)
+        proxy.cut()
+        alice.wait_for(lambda l: l.startswith(":bob!") and " QUIT :a.chat b.chat" in l or " QUIT :a.chat b.chat" in l, timeout=10)
+        bob.wait_for(lambda l: " QUIT :b.chat a.chat" in l, timeout=10)
+        alice.send("PRIVMSG #lobby :a1 said on a.chat during the split")
+        bob.send("PRIVMSG #lobby :b1 said on b.chat during the split")
+        alice.send("PRIVMSG #lobby :a2 said on a.chat during the split")
+        # Each side's own lines are stored before the heal (the echo-less sender sees nothing: ask).
+        assert [t for t, _ in history(alice)][-2:] == ["a1 said on a.chat during the split", "a2 said on a.chat during the split"]
+        assert [t for t, _ in history(bob)][-1] == "b1 said on b.chat during the split"
+        proxy.mend()
+        bob.wait_for(lambda l: "NOTICE #lobby :2 messages said on the other side of a split follow" in l, timeout=30)
+        bob.wait_for(lambda l: "a1 said on a.chat" in l)
+        bob.wait_for(lambda l: "a2 said on a.chat" in l)
+        alice.wait_for(lambda l: "NOTICE #lobby :1 message said on the other side of a split follow" in l, timeout=30)
+        alice.wait_for(lambda l: "b1 said on b.chat" in l)
+        expected = ["before the split", "a1 said on a.chat during the split", "b1 said on b.chat during the split",
+                    "a2 said on a.chat during the split"]
+        on_a, on_b = history(alice), history(bob)
+        assert [t for t, _ in on_a if t in expected] == expected, on_a
+        assert [t for t, _ in on_b if t in expected] == expected, on_b
+        # The same msgid for each line on both nodes.
+        assert [m for t, m in on_a if t in expected] == [m for t, m in on_b if t in expected]
+    finally:
+        proxy.close()
+        a.stop()
+        b.stop()

@@ -1,0 +1,118 @@
+import ChatLink
+import ChatStore
+import IRCWire
+
+/// No holes in history after a split: when a link between two chat-tui servers heals, each sends
+/// the other the messages of the rooms they share said since the split began (`HISTORYROW`, then
+/// `HISTORYEND`; only to a peer that said `CHATTUI` in its CAPAB, so InspIRCd never sees them).
+/// The receiver keeps the rows it has not got (by msgid, which was minted once at the origin)
+/// and shows them in the room after a notice, so CHATHISTORY on either side returns what both
+/// sides said, once, in time order.
+extension ServerState {
+    /// The most rows one room's exchange carries each way (the oldest of a longer split are not sent).
+    static let splitRowsPerRoom = 5000
+    /// How far before the last line heard from the peer the exchange reaches back: what we sent
+    /// in the moments before a cut may never have arrived.
+    static let splitMargin: Double = 10
+
+    /// The link to a chat-tui server dropped: remember since when its side may have missed ours.
+    mutating func rememberSplit(_ link: LinkSession) {
+        guard historyEnabled, link.isChatTUI, let server = link.server else { return }
+        let key = casemapping.fold(server.name)
+        splitSince[key] = min(splitSince[key] ?? .infinity, link.lastActivity - Self.splitMargin)
+    }
+
+    /// The peer's burst is in: if we were split from it, our rows of the rooms we share since then go to it.
+    mutating func offerSplitHistory(_ link: LinkSession) {
+        guard historyEnabled, link.isChatTUI, let server = link.server,
+              let since = splitSince.removeValue(forKey: casemapping.fold(server.name)) else { return }
+        var rooms: [(key: String, name: String)] = []
+        for key in channels.keys.sorted() {
+            let members = (membership.members[key] ?? [:]).values
+            if members.contains(where: { $0.user.remote?.route == link.connection }),
+               members.contains(where: { $0.user.remote?.route != link.connection }) {
+                rooms.append((key, channels[key]!.name))
+            }
+        }
+        guard !rooms.isEmpty else { return }
+        let low = Int64(bitPattern: MessageIDs.lowest(at: since))
+        let upTo = Int64(bitPattern: MessageIDs.lowest(at: link.linkedAt))
+        let reads = rooms.map { HistoryRead.rows(target: $0.key, direction: .after, bound: low, limit: Self.splitRowsPerRoom, kinds: .messages) }
+        nextHistorySerial += 1
+        outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: nextHistorySerial, reads: reads,
+                                                      purpose: .splitOffer(rooms: rooms, upTo: upTo),
+                                                      recent: rooms.flatMap { uncommitted($0.key, .messages) })))
+        log("link \(server.name): sending what was said in \(rooms.count) shared room(s) since the split (\(ServerTime.format(since)))")
+    }
+
+    /// The store worker's answer for a link: rows to send, or which offered rows are new.
+    mutating func linkHistoryAnswered(_ query: HistoryQuery, _ result: Result<[HistoryResult], Database.Failure>, now: Double) {
+        guard case .success(let results) = result else {
+            if case .failure(let error) = result { log("history exchange after a split: \(error)") }
+            return
+        }
+        switch query.purpose {
+        case .splitOffer(let rooms, let upTo):
+            guard let link = links[query.connection], link.burstSent else { return }
+            for (index, room) in rooms.enumerated() {
+                guard index < results.count, case .rows(let stored) = results[index], case .rows(_, _, let low, let limit, _) = query.reads[index] else { continue }
+                let rows = Self.merge(stored, query.recent.filter { $0.target == room.key }, .after, low, limit: limit).filter { $0.msgid < upTo }
+                for row in rows {
+                    sendLink(link, IRCMessage(source: sid, command: "HISTORYROW",
+                                              params: [room.name, String(row.msgid), String(row.timeMilliseconds), row.command, row.line]))
+                }
+                sendLink(link, IRCMessage(source: sid, command: "HISTORYEND", params: [room.name, String(rows.count)]))
+            }
+        case .splitMerge(let key, let rows):
+            guard case .msgids(let stored)? = results.first else { return }
+            let known = stored.union((recentHistory[key] ?? []).map(\.msgid))
+            let fresh = rows.filter { !known.contains($0.msgid) }.sorted { $0.msgid < $1.msgid }
+            mergeSplitRows(fresh, key: key, now: now)
+        default:
+            break
+        }
+    }
+
+    /// `:<sid> HISTORYROW <room> <msgid> <time-ms> <command> :<line>` and `HISTORYEND <room> <count>`.
+    mutating func splitHistoryLine(_ message: IRCMessage, from link: LinkSession) {
+        let p = message.params
+        guard link.isChatTUI, let name = p.first else { return }
+        let key = casemapping.fold(name)
+        if message.command == "HISTORYEND" {
+            guard let rows = link.incomingRows.removeValue(forKey: key), !rows.isEmpty,
+                  let low = rows.map(\.msgid).min(), let high = rows.map(\.msgid).max() else { return }
+            nextHistorySerial += 1
+            outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: nextHistorySerial,
+                                                          reads: [.msgids(target: key, low: low, high: high)],
+                                                          purpose: .splitMerge(key: key, rows: rows), recent: [])))
+            return
+        }
+        // A room we have, a message line addressed to it, within the bound.
+        guard p.count == 5, channels[key] != nil, let msgid = Int64(p[1]), let time = Int64(p[2]),
+              HistoryStore.Kinds.messages.includes(p[3]), (link.incomingRows[key]?.count ?? 0) < Self.splitRowsPerRoom,
+              let line = try? IRCMessage(parsing: p[4]), line.command == p[3], line.params.first.map({ casemapping.equal($0, name) }) == true
+        else { return }
+        link.incomingRows[key, default: []].append(HistoryRow(msgid: msgid, timeMilliseconds: time, target: key, command: p[3], line: p[4]))
+    }
+
+    /// Rows said on the other side of a split, new here: stored, and shown to the room's members
+    /// after a notice saying what they are, each at its own time and under its msgid.
+    mutating func mergeSplitRows(_ rows: [HistoryRow], key: String, now: Double) {
+        guard !rows.isEmpty, let channel = channels[key] else { return }
+        var recent = recentHistory[key] ?? []
+        recent += rows
+        recent.sort { $0.msgid < $1.msgid }
+        recentHistory[key] = recent
+        outbox.items.append(.storeRows(rows))
+        let count = rows.count
+        deliver(IRCMessage(source: config.name, command: "NOTICE",
+                           params: [channel.name, "\(count) message\(count == 1 ? "" : "s") said on the other side of a split follow"]),
+                toRoom: key, now: now, history: [])
+        for row in rows {
+            guard let message = try? IRCMessage(parsing: row.line) else { continue }
+            let stamp = Stamp(time: Double(row.timeMilliseconds) / 1000, msgid: UInt64(bitPattern: row.msgid))
+            deliver(message, toRoom: key, now: now, onlyWith: message.command == "TAGMSG" ? .messageTags : nil, stamp: stamp, history: [])
+        }
+        log("room \(channel.name): \(count) message(s) said on the other side of a split merged into history")
+    }
+}
