@@ -60,17 +60,22 @@ extension ServerState {
         forgetInvitation(user.id, to: key)
         linkJoin(user, key: key)
         let channel = channels[key]!
-        let joinMessage = IRCMessage(tags: accountTags(user), source: user.prefix, command: "JOIN",
-                                     params: [channel.name, user.account ?? "*", user.realname])
-        deliver(joinMessage, toRoom: key, now: now)
-        if let away = user.away {
-            deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: [away]), toRoom: key,
-                    except: user.id, now: now, onlyWith: .awayNotify)
-        }
+        announceJoin(user, key: key, name: channel.name, now: now)
         if !channel.topic.isEmpty { sendTopic(session, channel) }
         if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }
         replayOnJoin(session, key: key, name: channel.name)
         markerOnJoin(session, key: key, name: channel.name)
+    }
+
+    /// A new member's JOIN to the room (extended-join's form where asked for) and, to those with
+    /// away-notify, its away text.
+    mutating func announceJoin(_ user: User, key: String, name: String, now: Double) {
+        let join = IRCMessage(tags: accountTags(user), source: user.prefix, command: "JOIN", params: [name, user.account ?? "*", user.realname])
+        deliver(join, toRoom: key, now: now)
+        if let away = user.away {
+            deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: [away]), toRoom: key,
+                    except: user.id, now: now, onlyWith: .awayNotify)
+        }
     }
 
     struct Refusal {

@@ -255,13 +255,7 @@ extension ServerState {
         }
         membership.add(user.id, to: key, MemberStatus(user: user, op: op, voice: voice))
         forgetInvitation(user.id, to: key)
-        let join = IRCMessage(tags: accountTags(user), source: user.prefix, command: "JOIN",
-                              params: [channel.name, user.account ?? "*", user.realname])
-        deliver(join, toRoom: key, now: now)
-        if let away = user.away {
-            deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: [away]), toRoom: key,
-                    except: user.id, now: now, onlyWith: .awayNotify)
-        }
+        announceJoin(user, key: key, name: channel.name, now: now)
         let statusChanges = (op ? [ModeChange(adding: true, letter: "o", argument: user.replyName)] : [])
             + (voice ? [ModeChange(adding: true, letter: "v", argument: user.replyName)] : [])
         if !statusChanges.isEmpty {

@@ -1,6 +1,8 @@
 """A real InspIRCd 3.15 (Debian's) for the interop tests: its config, pid and logs in a directory
 of its own, on free loopback ports, ended by the test. With `link_port` it also listens for
-servers, and each of `links` (name, password) may link to it (the spanning-tree protocol)."""
+servers, and each of `links` (name, password[, SHA-256 fingerprint]) may link to it (the
+spanning-tree protocol); with `tls` (certificate, key) a second link port speaks TLS
+(`tls_link_port`, GnuTLS), where a link with a fingerprint must show that certificate."""
 import os
 import shutil
 import subprocess
@@ -33,7 +35,7 @@ BASE_CONF = """
 class InspIRCd:
     """A real InspIRCd on a free loopback port (started again on the same ports by `restart`)."""
 
-    def __init__(self, name="irc.inspircd.test", sid="9IR", link_port=None, links=(), modules=()):
+    def __init__(self, name="irc.inspircd.test", sid="9IR", link_port=None, links=(), modules=(), tls=None):
         if not os.path.exists(INSPIRCD):
             pytest.fail("InspIRCd is missing at /usr/sbin/inspircd (make deps installs it)")
         self.dir = tempfile.mkdtemp(prefix="chat-tui-inspircd-")
@@ -43,9 +45,19 @@ class InspIRCd:
         config = BASE_CONF.format(name=name, sid=sid, port=self.port, dir=self.dir)
         if link_port is not None:
             config += f'<bind address="127.0.0.1" port="{link_port}" type="servers">\n<module name="spanningtree">\n'
-        for link_name, password in links:
+        self.tls_link_port = None
+        if tls is not None:
+            self.tls_link_port = free_port()
+            config += (f'<module name="ssl_gnutls">\n<sslprofile name="Servers" provider="gnutls" certfile="{tls[0]}" '
+                       f'keyfile="{tls[1]}" hash="sha256" requestclientcert="yes">\n'
+                       f'<bind address="127.0.0.1" port="{self.tls_link_port}" type="servers" sslprofile="Servers">\n')
+        for link_name, password, *pinned in links:
             config += (f'<link name="{link_name}" ipaddr="127.0.0.1" port="1" allowmask="127.0.0.0/8" timeout="20" '
-                       f'sendpass="{password}" recvpass="{password}">\n')
+                       f'sendpass="{password}" recvpass="{password}"')
+            if pinned and pinned[0]:
+                config += f' sslprofile="Servers" fingerprint="{pinned[0].replace(":", "").lower()}"'
+            config += '>\n'
+
         for module in modules:
             config += f'<module name="{module}">\n'
         self.config = os.path.join(self.dir, "inspircd.conf")

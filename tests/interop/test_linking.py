@@ -75,8 +75,15 @@ def hub():
     h.stop()
 
 
-def test_one_room_over_three_servers(hub):
-    a = node("a.chat", "0AA", f"hub.test=127.0.0.1:{hub.link_port}")
+def test_one_room_over_three_servers(tmp_path):
+    """a.chat links to the InspIRCd hub over TLS, each pinning the other's certificate; b.chat
+    over a plain link (as on a trusted network)."""
+    hub_cert, hub_key, hub_print = certificate(tmp_path, "hub.test")
+    a_cert, a_key, a_print = certificate(tmp_path, "a.chat")
+    hub = InspIRCd(name="hub.test", sid="1HB", link_port=free_port(), tls=(hub_cert, hub_key),
+                   links=[("a.chat", PASSWORD, a_print), ("b.chat", PASSWORD)])
+    a = node("a.chat", "0AA", f"hub.test=127.0.0.1:{hub.tls_link_port}", tls=True,
+             extra=("--tls-port", str(free_port()), "--tls-cert", a_cert, "--tls-key", a_key, "--link-fingerprint", f"hub.test={hub_print}"))
     b = node("b.chat", "0BB", f"hub.test=127.0.0.1:{hub.link_port}")
     try:
         alice, bob, ivy = client(a.port, "alice"), client(b.port, "bob"), RawClient(hub.port)
@@ -141,9 +148,12 @@ def test_one_room_over_three_servers(hub):
         alice.send("KICK #lobby ivy :and you")
         ivy.wait_for(lambda l: l.startswith(":alice!") and "KICK #lobby ivy :and you" in l)
         wait_members(alice, {"alice"})
+        assert "link hub.test [1HB]: authenticated over TLS" in a.log_text()
+        assert "Authentication: SSL certificate fingerprint" in hub.log()
     finally:
         a.stop()
         b.stop()
+        hub.stop()
 
 
 def test_netsplit_and_heal(hub):
@@ -173,6 +183,15 @@ def test_netsplit_and_heal(hub):
     finally:
         a.stop()
         b.stop()
+
+
+def shut(*sockets):
+    """Shuts sockets down both ways (their pumps see the end), whatever state they are in."""
+    for s in sockets:
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 class CutProxy:
@@ -221,32 +240,21 @@ class CutProxy:
                 sink.sendall(data)
         except OSError:
             pass
-        for s in (source, sink):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        shut(source, sink)
 
     def cut(self):
         self.open = False
         with self.lock:
             pairs, self.pairs = self.pairs, []
         for inner, outer in pairs:
-            for s in (inner, outer):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            shut(inner, outer)
 
     def mend(self):
         self.open = True
 
     def close(self):
         self.cut()
-        try:
-            self.listener.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        shut(self.listener)
         self.listener.close()
 
 
