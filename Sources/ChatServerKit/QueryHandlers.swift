@@ -51,8 +51,11 @@ extension ServerState {
         // H or G, `*` for an operator, the membership prefix, then user mode letters (the modern docs).
         let flags = (other.away == nil ? "H" : "G") + (other.isOperator ? "*" : "") + (status?.prefix(all: multi) ?? "")
             + (other.isBot ? "B" : "")
+        // A remote user's server and its distance (hops), as every linked network answers.
+        let server = other.remote?.name ?? config.name
+        let hops = String(other.remote?.hops ?? 0)
         guard let whox else {
-            reply(session, .whoReply, channel, other.username ?? "unknown", other.host, config.name, other.replyName, flags, "0 \(other.realname)")
+            reply(session, .whoReply, channel, other.username ?? "unknown", other.host, server, other.replyName, flags, "\(hops) \(other.realname)")
             return
         }
         var fields: [String] = []
@@ -64,10 +67,10 @@ extension ServerState {
             // The real address only to operators and the user; CHGHOST would mean nothing otherwise.
             case "i": fields.append(session.user.isOperator || session.user === other ? other.address : "255.255.255.255")
             case "h": fields.append(other.host)
-            case "s": fields.append(config.name)
+            case "s": fields.append(server)
             case "n": fields.append(other.replyName)
             case "f": fields.append(flags)
-            case "d": fields.append("0")
+            case "d": fields.append(hops)
             case "l": fields.append(String(max(0, Int(now - other.lastSpoke))))
             case "a": fields.append(other.account ?? "0")
             case "o": fields.append("n/a")

@@ -114,6 +114,11 @@ def test_one_room_over_three_servers(tmp_path):
         alice.wait_for(lambda l: " 312 alice bob b.chat " in l)
         alice.send("WHOIS ivy")
         alice.wait_for(lambda l: " 312 alice ivy hub.test " in l)
+        # WHO names each member's server and its distance in hops.
+        alice.send("WHO #lobby")
+        who = [alice.wait_for(lambda l: " 352 " in l) for _ in range(3)]
+        assert {l.split()[7]: (l.split()[6], l.split(" :", 1)[1].split()[0]) for l in who} == {
+            "alice": ("a.chat", "0"), "ivy": ("hub.test", "1"), "bob": ("b.chat", "2")}, who
         # LUSERS counts the network: three users on three servers.
         alice.send("LUSERS")
         alice.wait_for(lambda l: " 251 " in l and "on 3 servers" in l and "There are 3 users" in l)
