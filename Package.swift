@@ -55,7 +55,7 @@ let package = Package(
         .testTarget(name: "ChatServerKitTests", dependencies: ["ChatServerKit", "ChatLink", "ChatTransport", "ChatStore", "IRCWire", "IRCTestSupport"]),
         .testTarget(name: "ChatUITests", dependencies: ["ChatUI", "ChatClientKit", "IRCWire"]),
         // The executable's own pure parts (the flags, the config file's network sections).
-        .testTarget(name: "ChatTUITests", dependencies: ["chat-tui"]),
+        .testTarget(name: "ChatTUITests", dependencies: ["chat-tui", "ChatServerKit"]),
         .testTarget(name: "ChatClientKitTests", dependencies: ["ChatClientKit", "ChatServerKit", "ChatStore", "ChatTransport", "IRCWire", "IRCTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

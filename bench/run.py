@@ -62,8 +62,9 @@ def status_kib(pid, key):
 class Server:
     """One fresh server process, pinned to the server core."""
 
-    def __init__(self, kind, tls=False, extra=()):
+    def __init__(self, kind, tls=False, extra=(), append=""):
         self.kind = kind
+        self.append = append
         self.port = free_port()
         self.tls_port = free_port() if tls else None
         self.dir = tempfile.mkdtemp(prefix=f"bench-{kind}-")
@@ -97,6 +98,12 @@ class Server:
     def config(self, template, name):
         with open(os.path.join(ROOT, "bench", template)) as f:
             text = f.read().replace("@PORT@", str(self.port)).replace("@DIR@", self.dir)
+        if self.append:
+            # Lines for this run (a linked server's name, link port and link block); its own
+            # <server> line replaces the template's.
+            if "<server " in self.append:
+                text = "\n".join(line for line in text.splitlines() if not line.startswith("<server ")) + "\n"
+            text += self.append
         path = os.path.join(self.dir, name)
         with open(path, "w") as f:
             f.write(text)
@@ -288,6 +295,11 @@ def main():
     except Exception as error:
         raw["history"] = {"error": str(error)}
     print(f"history: {raw['history'].get('error') or 'done'}", flush=True)
+    import link_bench
+    try:
+        raw["links"] = link_bench.run(Server, bench, cpu_seconds, CHAT_BENCH, LOAD_CORE, REPEATS)
+    except Exception as error:
+        raw["links"] = {"error": str(error)}
     raw["attacks"] = run_attacks()
     print(f"attacks: {raw['attacks'].get('error') or 'done'}", flush=True)
     sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
@@ -405,6 +417,14 @@ def render(raw):
         out += ["## history", "",
                 "Our server keeps history by default; the tables above ran it with history off (the peers keep none). Here it is measured on its own, and on against off.", ""]
         out += [history["error"]] if "error" in history else [history_bench.report(history)]
+        out += [""]
+    links = raw.get("links", {})
+    if links:
+        import link_bench
+        out += ["## linked servers", "",
+                "Two servers linked on loopback (plain links), both pinned to the server core: ours (history off) "
+                "against two InspIRCd 3.15; and a fresh link receiving a node's burst.", ""]
+        out += [links["error"]] if "error" in links else [link_bench.report(links)]
         out += [""]
     attacks = raw.get("attacks", {})
     if attacks:

@@ -509,13 +509,27 @@ public struct ClientState: Sendable {
     mutating func quit(_ c: MessageContext) {
         // An empty reason (some servers send "Quit: " for one) says nothing.
         let reason = c.p.first.flatMap { $0.isEmpty || $0 == "Quit: " || $0 == "Quit:" ? nil : " (\($0))" } ?? ""
+        // Two server names: a netsplit, said as one (irssi and WeeChat read the reason alike).
+        let text = c.p.first.flatMap(Self.netsplit).map { "\(c.from) left in a netsplit (\($0.0) ⇄ \($0.1))" } ?? "\(c.from) quit\(reason)"
         let memberKey = key(for: c.from)
         for id in book.order {
             let inRoom = id.kind == .room && book[id]?.members[memberKey] != nil
             guard inRoom || id == .direct(memberKey) else { continue }
             if inRoom { emit(.memberLeft(id, nick: c.from)) }
-            say(ChatLine(time: c.time, kind: .quit, sender: c.from, text: "\(c.from) quit\(reason)"), to: id)
+            say(ChatLine(time: c.time, kind: .quit, sender: c.from, text: text), to: id)
         }
+    }
+
+    /// The two servers a netsplit QUIT names (`hub.example.org leaf.example.org`): two words
+    /// with a dot inside each, different, nothing else (irssi's test, less its TLD check).
+    static func netsplit(_ reason: String) -> (String, String)? {
+        let words = reason.split(separator: " ", omittingEmptySubsequences: false)
+        guard words.count == 2, words[0] != words[1] else { return nil }
+        for word in words {
+            guard let dot = word.firstIndex(of: "."), dot != word.startIndex, word.index(after: dot) != word.endIndex,
+                  !word.hasSuffix("."), !word.contains(where: { ":/*!@\u{1b}".contains($0) }) else { return nil }
+        }
+        return (String(words[0]), String(words[1]))
     }
 
     // NICK <new>

@@ -1,5 +1,5 @@
 /// A crowd's join announcements held at the room across turns of the loop (see
-/// `ServerRuntime.flushGathered`). A crowd arriving 32 a turn would otherwise cost every member
+/// `OutputOrder.flushGathered`). A crowd arriving 32 a turn would otherwise cost every member
 /// an append per turn: here each turn's run is one more chunk, and every member gets all it is
 /// owed in one append when the hold is released (after `announcementDelay`, or past
 /// `announcementBytes`), or alone, before anything else is written to it (`takeOwed`).

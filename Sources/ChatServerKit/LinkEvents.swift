@@ -227,7 +227,7 @@ extension ServerState {
         for member in line.members {
             guard let user = user(uuid: member.uuid), user.remote != nil else { continue }
             let status = decision == .keepOurs ? "" : member.status
-            remoteJoin(user, key: key, op: status.contains("o"), voice: status.contains("v"), now: now)
+            remoteJoin(user, key: key, op: status.contains("o"), voice: status.contains("v"), setter: setter, now: now)
         }
     }
 
@@ -242,11 +242,12 @@ extension ServerState {
         }
         var status = ""
         if message.params.count > 3, let ts = Int(message.params[2]), ts <= Int(channels[key]!.createdAt) { status = message.params[3] }
-        remoteJoin(user, key: key, op: status.contains("o"), voice: status.contains("v"), now: now)
+        remoteJoin(user, key: key, op: status.contains("o"), voice: status.contains("v"), setter: user.remote?.name ?? config.name, now: now)
     }
 
-    /// A remote member comes into a room: JOIN (and its away text) to our members there.
-    mutating func remoteJoin(_ user: User, key: String, op: Bool, voice: Bool, now: Double) {
+    /// A remote member comes into a room: JOIN (and its away text) to our members there, and its
+    /// status as a MODE from the server that told us (as InspIRCd shows a burst's statuses).
+    mutating func remoteJoin(_ user: User, key: String, op: Bool, voice: Bool, setter: String, now: Double) {
         guard let channel = channels[key] else { return }
         if membership.isMember(user.id, of: key) {
             if op { membership.setStatus(user.id, in: key, "o", true) }
@@ -259,7 +260,7 @@ extension ServerState {
         let statusChanges = (op ? [ModeChange(adding: true, letter: "o", argument: user.replyName)] : [])
             + (voice ? [ModeChange(adding: true, letter: "v", argument: user.replyName)] : [])
         if !statusChanges.isEmpty {
-            deliver(IRCMessage(source: config.name, command: "MODE", params: [channel.name] + ModeSyntax.format(statusChanges)), toRoom: key, now: now)
+            deliver(IRCMessage(source: setter, command: "MODE", params: [channel.name] + ModeSyntax.format(statusChanges)), toRoom: key, now: now)
         }
     }
 

@@ -42,7 +42,7 @@ extension ServerState {
         outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: nextHistorySerial, reads: reads,
                                                       purpose: .splitOffer(rooms: rooms, upTo: upTo),
                                                       recent: rooms.flatMap { uncommitted($0.key, .messages) })))
-        log("link \(server.name): sending what was said in \(rooms.count) shared room(s) since the split (\(ServerTime.format(since)))")
+        log("link \(server.name): sending what was said in \(rooms.count) shared room(s) from \(ServerTime.format(since)) (10 s before the last line heard from it) to the heal")
     }
 
     /// The store worker's answer for a link: rows to send, or which offered rows are new.

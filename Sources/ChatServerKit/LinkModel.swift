@@ -79,7 +79,8 @@ final class LinkSession {
     var name: String { server?.name ?? block?.name ?? dialled?.name ?? peer }
 }
 
-/// When to dial a configured link again: 1 s after a drop, doubling to a minute.
+/// When to dial a configured link again: 1 s after a drop, doubling to 30 s (a split heals
+/// within 30 s of the network coming back; InspIRCd's autoconnect is a fixed period).
 struct LinkRetry {
     var failures = 0
     var next: Double = 0
@@ -88,6 +89,6 @@ struct LinkRetry {
 
     mutating func failed(now: Double) {
         failures += 1
-        next = now + min(60, Double(1 << min(failures - 1, 6)))
+        next = now + min(30, Double(1 << min(failures - 1, 5)))
     }
 }

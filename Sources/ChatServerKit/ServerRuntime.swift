@@ -112,11 +112,6 @@ final class ServerRuntime {
         /// Waiting in `paced` for its pacer; waiting in `continuing` for a long reply's next step.
         var inPaced = false
         var inContinuing = false
-        /// Output waiting for history to commit a msgid (the sender's copy of its message), and
-        /// everything for this connection after it, in order.
-        var held: [(msgid: UInt64, bytes: [UInt8])] = [] { didSet { if held.isEmpty { heldBytes = 0 } } }
-        /// The bytes in `held`, so its bound is checked as it grows.
-        var heldBytes = 0
         /// The state's session for it, kept so a line costs no lookup (nil: refused at once).
         var session: Session?
         /// The address key its TLS handshake's CPU is charged to (nil: loopback, or no limits).
@@ -155,8 +150,9 @@ final class ServerRuntime {
     private var connections = ConnectionTable<Connection>()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
-    /// A crowd's join announcements held at the room across turns (`flushGathered`).
-    private var heldJoins: HeldJoins?
+    /// What each connection gets, in which order and when (gathered runs, a crowd's held JOINs,
+    /// echoes held for their commit): decided there, written here through `Sink`.
+    private var order: OutputOrder
     /// TLS connections whose session holds bytes already read from the socket: epoll will not
     /// say so, so they are read again next turn.
     private var heldTLS: [Connection] = []
@@ -183,7 +179,6 @@ final class ServerRuntime {
     /// History: the writer thread, and the connections with output waiting for its commits.
     private let historyWriter: HistoryWriter?
     private let committed: HistoryHealth
-    private var holding: [Connection] = []
     /// Below this much unsent output, a long reply's next step is made.
     private static let continueBelow = 64 * 1024
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
@@ -201,6 +196,7 @@ final class ServerRuntime {
             return HistoryReader(name: "chat-tui history reads", wakeup: control.wakeup) { $0.run(on: box.store) }
         }
         self.committed = committed
+        order = OutputOrder(holdLimit: sendQueueLimit, historyOn: history != nil)
         self.state = state
         self.listeners = listeners
         self.listenerTLS = listenerTLS
@@ -219,8 +215,8 @@ final class ServerRuntime {
         while !control.stopRequested {
             var wake = nextTick
             for connection in paced { wake = min(wake, connection.pacer?.readyAt(1) ?? 0) }
-            if let held = heldJoins { wake = min(wake, held.since + Self.announcementDelay) }
-            let ready = continuing.contains { $0.output.count + $0.heldBytes < Self.continueBelow }
+            if let due = order.heldJoinsDue { wake = min(wake, due) }
+            let ready = continuing.contains { $0.output.count + order.heldBytes(of: $0.id) < Self.continueBelow }
             // Rounded up: a wait of 0.9 ms must not become a busy 0 ms one.
             let timeout = heldTLS.isEmpty && !ready ? Int32(max(0, min(1000, ((wake - Monotonic.now()) * 1000).rounded(.up)))) : 0
             let events = epoll.wait(timeoutMilliseconds: timeout)
@@ -601,7 +597,7 @@ final class ServerRuntime {
         for connection in list {
             connection.inContinuing = false
             guard !connection.closing, connections[connection.id.raw] != nil else { continue }
-            if connection.output.count + connection.heldBytes >= Self.continueBelow {
+            if connection.output.count + order.heldBytes(of: connection.id) >= Self.continueBelow {
                 connection.inContinuing = true
                 continuing.append(connection)
                 continue
@@ -653,55 +649,18 @@ final class ServerRuntime {
             // Taken from the end of the reversed list: each item is moved out, not copied (a copy
             // is a retain now and a release when the list is emptied, per line sent).
             outbox.items.reverse()
+            var sink = Sink(runtime: self)
             while let item = outbox.items.popLast() {
-                // A line for one connection comes after what it is owed from the gathered room deliveries.
-                switch item {
-                case .send(let id, _), .sendAfterCommit(let id, _, _), .sendAhead(let id, _), .close(let id):
-                    if let run = gathering, !run.owesNothing(id) { flushGathered() }
-                case .deliver(let delivery):
-                    if let run = gathering, !run.takes(delivery) { flushGathered() }
-                default:
-                    break
-                }
                 switch item {
                 case .send(let id, let bytes):
-                    enqueue(bytes, for: id)
+                    order.send(bytes, to: id, &sink)
                 case .sendAhead(let id, let bytes):
-                    if let connection = connections[id.raw], !connection.closing {
-                        catchUp(connection)
-                        let held = connection.held
-                        connection.held = []
-                        enqueueInOrder(bytes, connection)
-                        connection.held = held
-                    }
+                    order.sendAhead(bytes, to: id, &sink)
                 case .sendAfterCommit(let id, let bytes, let msgid):
-                    if historyWriter == nil || committed.committed.load(ordering: .acquiring) >= Int64(bitPattern: msgid) {
-                        enqueue(bytes, for: id)
-                    } else if let connection = connections[id.raw], !connection.closing {
-                        // A crowd's held JOINs from before the echo go first (after the echo,
-                        // they would wait behind it in `held`).
-                        catchUp(connection)
-                        if connection.held.isEmpty { holding.append(connection) }
-                        connection.held.append((msgid, bytes))
-                        connection.heldBytes += bytes.count
-                    }
+                    order.sendAfterCommit(bytes, to: id, msgid: msgid, &sink)
                 case .deliver(let delivery):
                     if let historyWriter, !delivery.rows.isEmpty { historyWriter.append(delivery.rows) }
-                    if let lists = delivery.lists {
-                        // A room's: gathered with the room's next deliveries until something else comes.
-                        if gathering == nil { gathering = GatheredRun(room: lists.room, generation: lists.generation) }
-                        gathering!.add(delivery)
-                        continue
-                    }
-                    // Serialised once per form, appended to each recipient of that form.
-                    for group in delivery.groups where !group.connections.isEmpty {
-                        let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
-                        if delivery.skipping.isEmpty {
-                            for id in group.connections { enqueue(bytes, for: id) }
-                        } else {
-                            for id in group.connections where !delivery.skipping.contains(id) { enqueue(bytes, for: id) }
-                        }
-                    }
+                    order.deliver(delivery, &sink)
                 case .close(let id):
                     if let connection = connections[id.raw] { markClosing(connection) }
                 case .log(let text):
@@ -727,90 +686,25 @@ final class ServerRuntime {
         }
     }
 
-    /// Room deliveries in a row gathered into one append per member: a crowd arriving is a
-    /// JOIN per arrival to everyone there, a busy room several messages a turn.
-    private var gathering: GatheredRun?
+    /// Where `OutputOrder` writes: a connection's output buffer, within its bounds.
+    private struct Sink: OutputSink {
+        unowned let runtime: ServerRuntime
 
-    /// Hands each member of the gathered deliveries its bytes: the whole run, shared, to most;
-    /// its own part to a member that joined during the run or whose own message was among them.
-    /// At the end of a turn, a run of nothing but JOINs to a crowd is held at the room instead
-    /// (`HeldJoins`), with the runs of the turns after it, until `announcementDelay` has passed
-    /// or `announcementBytes` are held: a crowd arriving 32 a turn would otherwise cost every
-    /// member an append per turn and a send every few turns.
-    private func flushGathered(endOfTurn: Bool = false) {
-        guard let run = gathering else { return }
-        gathering = nil
-        if endOfTurn && run.onlyJoins && run.memberCount >= Self.crowd {
-            if heldJoins?.add(run) == true {
-                control.countHeldRun()
-                return
-            }
-            releaseHeldJoins()
-            if let held = HeldJoins(run, now: Monotonic.now()) {
-                heldJoins = held
-                control.countHeldRun()
-                return
-            }
-        } else if heldJoins?.room == run.room {
-            // Everyone in the room is owed the held runs first: one append each, not a catch-up each.
-            releaseHeldJoins()
+        func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) {
+            guard let connection = runtime.connections[id.raw], !connection.closing else { return }
+            runtime.write(bytes, from: from, connection)
         }
-        for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
-            let all = run.bytes[g]
-            if run.special.isEmpty {
-                for id in group.connections { enqueue(all, for: id) }
-                continue
-            }
-            for id in group.connections {
-                if !run.special.contains(id) {
-                    enqueue(all, for: id)
-                } else if let own = run.part(of: id, group: g) {
-                    enqueue(own, for: id)
-                }
-            }
+
+        func isOpen(_ id: ConnectionID) -> Bool {
+            guard let connection = runtime.connections[id.raw] else { return false }
+            return !connection.closing
         }
+
+        var committed: Int64 { runtime.committed.committed.load(ordering: .acquiring) }
     }
 
-    /// A room this big has its join announcements held back a little (`flushGathered`).
-    static let crowd = 100
-    /// For at most this long, and at most this many bytes per member.
-    static let announcementDelay = 0.4
-    static let announcementBytes = 64 * 1024
-
-    /// Every member of the held runs gets what it is owed, to be written this turn.
-    private func releaseHeldJoins() {
-        guard let held = heldJoins else { return }
-        heldJoins = nil
-        held.release { bytes, from, id in
-            // (Nothing is held any more, so there is no catching up to do first.)
-            guard let connection = connections[id.raw], !connection.closing else { return }
-            enqueueInOrder(bytes, from: from, connection)
-        }
-    }
-
-    private func enqueue(_ bytes: [UInt8], for id: ConnectionID) {
-        guard let connection = connections[id.raw], !connection.closing else { return }
-        catchUp(connection)
-        enqueueInOrder(bytes, connection)
-    }
-
-    /// What a crowd's held announcements owe a connection, ahead of whatever comes next for it.
-    private func catchUp(_ connection: Connection) {
-        guard heldJoins != nil && heldJoins!.mayOwe(connection.id) else { return }
-        for owed in heldJoins!.takeOwed(connection.id) { enqueueInOrder(owed, connection) }
-    }
-
-    /// `bytes[from...]` after what the connection has waiting.
-    private func enqueueInOrder(_ bytes: [UInt8], from: Int = 0, _ connection: Connection) {
-        // Behind a held echo: in order, after it.
-        if !connection.held.isEmpty {
-            connection.held.append((0, from == 0 ? bytes : Array(bytes[from...])))
-            connection.heldBytes += bytes.count - from
-            // Past the send queue's limit (echoes waiting for a writer that cannot store), what
-            // is not an unconfirmed echo goes now: held output stays bounded.
-            if connection.heldBytes > sendQueueLimit { release(connection, all: true) }
-            return
-        }
+    /// `bytes[from...]` onto the connection's output, now (`OutputOrder` decided it is its turn).
+    private func write(_ bytes: [UInt8], from: Int, _ connection: Connection) {
         connection.output.append(bytes, from: from)
         // The limit is on what the peer has not taken: it applies at once to a socket the
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
@@ -826,38 +720,8 @@ final class ServerRuntime {
 
     /// Output held for commits that have happened now goes out, in order.
     private func releaseCommitted() {
-        guard !holding.isEmpty else { return }
-        let list = holding
-        holding.removeAll()
-        for connection in list {
-            guard !connection.closing else { connection.held.removeAll(); continue }
-            release(connection, all: connection.heldBytes > sendQueueLimit)
-            if !connection.held.isEmpty { holding.append(connection) }
-        }
-    }
-
-    /// Everything held up to the first echo not committed yet; with `all` (past the send
-    /// queue's limit: a writer that cannot store, a full disk), everything but the unconfirmed
-    /// echoes, so memory stays bounded and no echo claims what is not stored: they follow
-    /// their commit.
-    private func release(_ connection: Connection, all: Bool) {
-        let done = committed.committed.load(ordering: .acquiring)
-        let waiting = { (entry: (msgid: UInt64, bytes: [UInt8])) in entry.msgid != 0 && Int64(bitPattern: entry.msgid) > done }
-        let released: [[UInt8]]
-        if all {
-            released = connection.held.filter { !waiting($0) }.map(\.bytes)
-            connection.held.removeAll { !waiting($0) }
-        } else {
-            let count = connection.held.firstIndex(where: waiting) ?? connection.held.count
-            released = connection.held.prefix(count).map(\.bytes)
-            connection.held.removeFirst(count)
-        }
-        let stillHeld = connection.held
-        connection.held = []
-        // Not `enqueue`: what the crowd's held JOINs owe it came after these lines.
-        for bytes in released { enqueueInOrder(bytes, connection) }
-        connection.held = stillHeld
-        connection.heldBytes = stillHeld.reduce(0) { $0 + $1.bytes.count }
+        var sink = Sink(runtime: self)
+        order.released(&sink)
     }
 
     /// A reader this far behind is stalled; drop it rather than hold memory for it.
@@ -875,13 +739,11 @@ final class ServerRuntime {
 
     private func markClosing(_ connection: Connection, discardOutput: Bool = false) {
         guard !connection.closing else { return }
-        // What gathered room lines it is owed go with its last words (a peer lost mid-turn).
-        if !discardOutput, let run = gathering, !run.owesNothing(connection.id) {
-            flushGathered()
-            guard !connection.closing else { return }
-        }
+        // What gathered room lines and a crowd's held JOINs it is owed go with its last words
+        // (a peer lost mid-turn).
         if !discardOutput {
-            catchUp(connection)
+            var sink = Sink(runtime: self)
+            order.closing(connection.id, &sink)
             guard !connection.closing else { return }
         }
         connection.closing = true
@@ -890,17 +752,17 @@ final class ServerRuntime {
     }
 
     private func flushAndClose() {
-        flushGathered(endOfTurn: true)
-        if let held = heldJoins, Monotonic.now() >= held.since + Self.announcementDelay || held.byteCount >= Self.announcementBytes {
-            releaseHeldJoins()
-        }
+        var sink = Sink(runtime: self)
+        let heldRuns = order.heldRuns
+        order.endOfTurn(now: Monotonic.now(), &sink)
+        for _ in heldRuns..<order.heldRuns { control.countHeldRun() }
         repeat {
             flushQueued()
             processDepartures()
             // The departures' QUITs to a room are gathered like any room delivery: out this turn.
-            flushGathered()
+            order.flushGathered(&sink)
         } while !flushQueue.isEmpty
-        assert(gathering == nil, "a turn ends with every gathered room delivery handed out")
+        assert(order.gathering == nil, "a turn ends with every gathered room delivery handed out")
         closeClosing()
     }
 
@@ -935,12 +797,9 @@ final class ServerRuntime {
             for connection in closing {
                 // Output held for a commit goes with the last words, up to the first echo whose
                 // row is not stored yet (with a full disk it may never be: no echo claims it).
-                let done = committed.committed.load(ordering: .acquiring)
-                for held in connection.held {
-                    if held.msgid != 0 && Int64(bitPattern: held.msgid) > done { break }
-                    connection.output.append(held.bytes)
+                for bytes in order.lastWords(of: connection.id, committed: committed.committed.load(ordering: .acquiring)) {
+                    connection.output.append(bytes)
                 }
-                connection.held = []
                 sendLastWords(connection)
                 if checking.contains(connection.id) {
                     let id = connection.id
@@ -950,7 +809,7 @@ final class ServerRuntime {
                 Glibc.shutdown(connection.fd, Int32(SHUT_RDWR))
                 close(connection.fd)
                 connections.remove(connection.id.raw)
-                heldJoins?.forget(connection.id)
+                order.forget(connection.id)
             }
         }
     }
@@ -970,8 +829,8 @@ final class ServerRuntime {
     private func shutdown() {
         state.writeRoomRecords()
         apply()
-        flushGathered()
-        releaseHeldJoins()
+        var sink = Sink(runtime: self)
+        order.flushAll(&sink)
         for connection in connections.all {
             connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
             sendLastWords(connection)
@@ -1180,113 +1039,4 @@ struct ConnectionTable<Element: AnyObject> {
     }
 
     var all: [Element] { slots.compactMap { $0?.element } }
-}
-
-/// Room deliveries gathered by the runtime (see `flushGathered`). Deliveries are taken while
-/// they go to the same room's lists with the same stamp: each later list then begins with the
-/// earlier one, so a member's bytes are the run's from the first delivery it was in, less the
-/// deliveries that skipped it.
-struct GatheredRun {
-    let room: String
-    let generation: UInt64
-    /// The latest lists (each group only grew during the run).
-    private(set) var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
-    /// Per group: every delivery's lines in that group's form, one after another.
-    private(set) var bytes: [[UInt8]] = []
-    /// Per group: where each delivery's lines start in `bytes`, and their end (the last entry).
-    private var offsets: [[Int]] = []
-    private(set) var deliveries = 0
-    /// Every delivery so far was a JOIN (the announcements a crowd arriving makes).
-    private(set) var onlyJoins = true
-    var memberCount: Int { groups.reduce(0) { $0 + $1.connections.count } }
-    /// Members that joined during the run: the delivery they were first in.
-    private var firstDelivery: [ConnectionID: Int] = [:]
-    /// Members a delivery skipped (a sender without echo, a requester): which ones.
-    private var skipped: [ConnectionID: [Int]] = [:]
-    /// The members skipped by the latest delivery that were new in it: nothing is owed to them yet.
-    private var fresh: [ConnectionID] = []
-    /// Members with a part of their own (joined during the run, or skipped at least once).
-    private(set) var special: Set<ConnectionID> = []
-    /// Per group: how many members its first delivery went to (the rest joined during the run).
-    private(set) var startCounts: [Int] = []
-
-    init(room: String, generation: UInt64) {
-        self.room = room
-        self.generation = generation
-    }
-
-    func takes(_ delivery: Delivery) -> Bool {
-        guard let lists = delivery.lists, lists.room == room, lists.generation == generation else { return false }
-        // A long run's bookkeeping stops paying; so do runs with many own parts.
-        guard deliveries < 512 && special.count < 64 else { return false }
-        // The same stamp means the lists only grew; checked all the same, as `add` relies on it.
-        guard delivery.groups.count >= groups.count else { return false }
-        return groups.indices.allSatisfy { delivery.groups[$0].connections.count >= groups[$0].connections.count }
-    }
-
-    /// Nothing gathered is owed to `id` (it is not a member, or its first delivery skipped it).
-    func owesNothing(_ id: ConnectionID) -> Bool {
-        if fresh.contains(id) { return true }
-        return !groups.contains { $0.connections.contains(id) }
-    }
-
-    mutating func add(_ delivery: Delivery) {
-        let index = deliveries
-        deliveries += 1
-        if delivery.message.command != "JOIN" { onlyJoins = false }
-        fresh = []
-        for (g, group) in delivery.groups.enumerated() {
-            if g >= bytes.count {
-                bytes.append([])
-                offsets.append(Array(repeating: 0, count: index))
-                groups.append((group.variant, []))
-                startCounts.append(index == 0 ? group.connections.count : 0)
-            }
-            let old = groups[g].connections.count
-            let start = bytes[g].count
-            offsets[g].append(start)
-            if !group.connections.isEmpty { bytes[g] += Rendering.render(delivery.message, delivery.stamp, group.variant) }
-            if index > 0 {
-                for id in group.connections[old...] {
-                    firstDelivery[id] = index
-                    special.insert(id)
-                }
-            }
-            groups[g].connections = group.connections
-        }
-        // (Lists with the same stamp never lose a group; kept aligned all the same.)
-        for g in delivery.groups.count..<max(delivery.groups.count, groups.count) { offsets[g].append(bytes[g].count) }
-        for id in delivery.skipping {
-            skipped[id, default: []].append(index)
-            special.insert(id)
-            if index == 0 || firstDelivery[id] == index { fresh.append(id) }
-        }
-    }
-
-    /// Where in `bytes[g]` the part of a member of group `g` begins, when its part is all that
-    /// follows: a member skipped by nothing, or only by its first delivery (a JOIN's requester,
-    /// whose copy went with its reply). Nil for a part with a hole in it.
-    func suffixStart(of id: ConnectionID, group g: Int) -> Int? {
-        let first = firstDelivery[id] ?? 0
-        let ends = offsets[g]
-        switch skipped[id] {
-        case nil: return first < deliveries ? ends[first] : bytes[g].count
-        case let skips? where skips == [first]: return first + 1 < deliveries ? ends[first + 1] : bytes[g].count
-        default: return nil
-        }
-    }
-
-    /// The bytes of a special member of group `g`: from its first delivery on, without those that skipped it.
-    func part(of id: ConnectionID, group g: Int) -> [UInt8]? {
-        let ends = offsets[g] + [bytes[g].count]
-        let first = firstDelivery[id] ?? 0
-        let skips = Set(skipped[id] ?? [])
-        var own: [UInt8] = []
-        var index = first
-        while index < deliveries {
-            if !skips.contains(index) { own += bytes[g][ends[index]..<ends[index + 1]] }
-            index += 1
-        }
-        return own.isEmpty ? nil : own
-    }
 }

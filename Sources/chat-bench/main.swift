@@ -12,6 +12,8 @@ import IRCWire
 struct Options {
     var scenario = ""
     var port = 6667
+    /// A second server (a linked node): the later half of the clients connect there.
+    var port2 = 0
     var host = "127.0.0.1"
     var clients = 50
     var senders = 5
@@ -38,6 +40,7 @@ struct Options {
             let value = rest.popFirst() ?? ""
             switch flag {
             case "--port": port = Int(value) ?? port
+            case "--port2": port2 = Int(value) ?? port2
             case "--host": host = value
             case "--clients": clients = Int(value) ?? clients
             case "--senders": senders = Int(value) ?? senders
@@ -131,7 +134,8 @@ final class Bench {
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(options.port).bigEndian
+        let port = options.port2 > 0 && client.index >= clients.count / 2 ? options.port2 : options.port
+        address.sin_port = UInt16(port).bigEndian
         inet_pton(AF_INET, options.host, &address.sin_addr)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         Sockets.setNoDelay(fd)
@@ -313,7 +317,8 @@ final class Bench {
                 targetSeen = true
             }
         case "366":
-            if client.phase == .registered, message.params.count > 1, message.params[1].lowercased() == options.room.lowercased() {
+            let wanted = options.rooms > 1 ? "#r\(client.index % options.rooms)" : options.room.lowercased()
+            if client.phase == .registered, message.params.count > 1, message.params[1].lowercased() == wanted {
                 client.phase = .joined
                 joined += 1
             }
@@ -352,7 +357,8 @@ final class Bench {
             }
             if join {
                 for client in clients where client.phase == .registered && client.registeredAt > 0 {
-                    send(client, "JOIN \(options.room)\r\n")
+                    // With --rooms N, client i joins #r(i mod N) (a burst's shape); else the one room.
+                    send(client, "JOIN \(options.rooms > 1 ? "#r\(client.index % options.rooms)" : options.room)\r\n")
                     client.registeredAt = -1
                 }
             }
@@ -421,7 +427,7 @@ do {
 
 switch options.scenario {
 case "register", "idle":
-    let seconds = bench.registerAll(count: options.count, join: false)
+    let seconds = bench.registerAll(count: options.count, join: options.rooms > 1)
     if options.scenario == "idle" {
         // Tell the harness we hold the connections, then keep answering PINGs for `hold` seconds.
         emitJSON([("ready", "true"), ("registered", String(bench.registered))])

@@ -79,6 +79,47 @@ struct Arguments {
     /// By link name; "" for every link not named.
     var linkFingerprints: [String: String] = [:]
     var linkTLS = true
+    /// The config file's `[link NAME]` sections (hosting only).
+    var linkSections: [LinkSection] = []
+
+    /// `[link NAME]` in the config file: one server to link with, with its own password,
+    /// fingerprint and TLS setting (what it leaves out is the flags').
+    struct LinkSection: Equatable {
+        var name: String
+        var host: String?
+        var port = 0
+        var password: String?
+        var fingerprint: String?
+        var tls: Bool?
+
+        static let keys = ["address", "password", "fingerprint", "tls"]
+
+        static func parse(_ name: String, _ settings: [(key: String, value: String)], where place: String) throws(Problem) -> LinkSection {
+            var section = LinkSection(name: name)
+            for (key, value) in settings {
+                switch key {
+                case "address":
+                    let link: (name: String, host: String?, port: Int)
+                    do { link = try Arguments.parseLink(name + "=" + value) } catch { throw Problem(description: "\(place): \(error.description)") }
+                    section.host = link.host
+                    section.port = link.port
+                case "password": section.password = value
+                case "fingerprint":
+                    let digits = value.filter { $0 != ":" }
+                    guard digits.count == 64, digits.allSatisfy(\.isHexDigit) else {
+                        throw Problem(description: "\(place): fingerprint wants a SHA-256, 64 hex digits")
+                    }
+                    section.fingerprint = value
+                case "tls":
+                    guard let on = Arguments.truth(value) else { throw Problem(description: "\(place): tls needs on or off, not \(value)") }
+                    section.tls = on
+                default:
+                    throw Problem(description: "\(place): \(key) is not a link setting (\(keys.joined(separator: ", ")))")
+                }
+            }
+            return section
+        }
+    }
 
     struct Problem: Error, CustomStringConvertible, Equatable {
         let description: String
@@ -119,13 +160,16 @@ struct Arguments {
     func linkSettings() throws(Problem) -> LinkSettings {
         var settings = LinkSettings()
         settings.sid = sid
-        guard !links.isEmpty else { return settings }
-        guard let password = linkPassword, !password.isEmpty else {
-            throw Problem(description: "--link needs --link-password (the same on both servers)")
+        for link in links where linkSections.contains(where: { $0.name.lowercased() == link.name.lowercased() }) {
+            throw Problem(description: "--link \(link.name) and a [link \(link.name)] section: name it once")
         }
-        settings.blocks = links.map { link in
-            LinkBlock(name: link.name, host: link.host, port: link.port, password: password, tls: linkTLS,
-                      fingerprint: linkFingerprints[link.name] ?? linkFingerprints[""])
+        let all = links.map { LinkSection(name: $0.name, host: $0.host, port: $0.port) } + linkSections
+        for link in all {
+            guard let password = link.password ?? linkPassword, !password.isEmpty else {
+                throw Problem(description: "--link \(link.name) needs --link-password (or password in its [link] section), the same on both servers")
+            }
+            settings.blocks.append(LinkBlock(name: link.name, host: link.host, port: link.port, password: password, tls: link.tls ?? linkTLS,
+                                             fingerprint: link.fingerprint ?? linkFingerprints[link.name] ?? linkFingerprints[""]))
         }
         return settings
     }
@@ -358,6 +402,8 @@ struct Arguments {
         Every long flag can also be set in ~/.config/chat-tui/config, one per line as
         `name = value` (`nick = alice`, `bell = off`, `host = irc.example.org`); flags on the
         command line win. With no flags at all, the file alone decides (help when it names no mode).
+        Hosting, a section `[link NAME]` is one more server to link with: address = HOST:PORT (to
+        dial it; without, it dials us), password, fingerprint, tls = on|off.
         A section `[network NAME]` in the file is one more network to join, with its own host,
         port, tls, tls-fingerprint, nick, sasl-user, sasl-password and join (what it leaves out is
         the file's or the command line's); --host on the command line replaces the file's networks.
@@ -383,6 +429,7 @@ struct Arguments {
     struct ConfigFile: Equatable {
         var flags: [String] = []
         var networks: [NetworkSettings] = []
+        var links: [LinkSection] = []
     }
 
     static func truth(_ text: String) -> Bool? {
@@ -420,10 +467,15 @@ struct Arguments {
     static func parseConfig(_ text: String, path: String) throws(Problem) -> ConfigFile {
         var file = ConfigFile()
         let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback", "no-logs"]
-        var section: (name: String, line: Int, settings: [(key: String, value: String)])?
+        var section: (kind: String, name: String, line: Int, settings: [(key: String, value: String)])?
         func finish() throws(Problem) {
             guard let open = section else { return }
-            file.networks.append(try NetworkSettings.section(open.name, open.settings, where: "\(path) line \(open.line) [network \(open.name)]"))
+            let place = "\(path) line \(open.line) [\(open.kind) \(open.name)]"
+            if open.kind == "link" {
+                file.links.append(try LinkSection.parse(open.name, open.settings, where: place))
+            } else {
+                file.networks.append(try NetworkSettings.section(open.name, open.settings, where: place))
+            }
             section = nil
         }
         for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
@@ -433,15 +485,16 @@ struct Arguments {
             if trimmed.hasPrefix("[") {
                 let words = trimmed.dropFirst().split(separator: "]", omittingEmptySubsequences: false)
                 let inside = words.first.map { $0.split(separator: " ", omittingEmptySubsequences: true) } ?? []
-                guard trimmed.hasSuffix("]"), words.count == 2, inside.count == 2, inside[0] == "network" else {
-                    throw Problem(description: "\(path) line \(number + 1): a section is written [network NAME] (NAME without spaces)")
+                guard trimmed.hasSuffix("]"), words.count == 2, inside.count == 2, inside[0] == "network" || inside[0] == "link" else {
+                    throw Problem(description: "\(path) line \(number + 1): a section is written [network NAME] or [link NAME] (NAME without spaces)")
                 }
                 try finish()
-                let name = String(inside[1])
-                if file.networks.contains(where: { $0.name.lowercased() == name.lowercased() }) {
-                    throw Problem(description: "\(path) line \(number + 1): a second [network \(name)]")
+                let kind = String(inside[0]), name = String(inside[1])
+                if kind == "network" ? file.networks.contains(where: { $0.name.lowercased() == name.lowercased() })
+                    : file.links.contains(where: { $0.name.lowercased() == name.lowercased() }) {
+                    throw Problem(description: "\(path) line \(number + 1): a second [\(kind) \(name)]")
                 }
-                section = (name, number + 1, [])
+                section = (kind, name, number + 1, [])
                 continue
             }
             guard let eq = line.firstIndex(of: "=") else {
@@ -502,6 +555,7 @@ struct Arguments {
             var arguments = try Arguments(file.flags)
             if arguments.mode == .help && !file.networks.isEmpty { arguments.mode = .connect }
             if arguments.mode == .connect { arguments.sections = file.networks }
+            if arguments.mode == .serve { arguments.linkSections = file.links }
             return arguments
         }
         let onCommandLine = try Arguments(given)
@@ -526,6 +580,8 @@ struct Arguments {
         var arguments = try Arguments(kept + given)
         if chosen == .connect && arguments.mode == .help && !asksHelp { arguments.mode = .connect }
         if arguments.mode == .connect && !givenHosts { arguments.sections = file.networks }
+        // The file's links count when hosting, with the command line's --link ones.
+        if arguments.mode == .serve { arguments.linkSections = file.links }
         return arguments
     }
 

@@ -333,9 +333,14 @@ func runServer(_ arguments: Arguments) async -> Never {
         logger("TLS on port \(tlsPort), certificate \(tls.certificate)\(tls.made ? " (made now, self-signed)" : ""), SHA-256 \(tls.fingerprint)")
     }
     if link != nil {
-        logger("linking as \(config.name) [\(config.sid)]" + (handle.linkPort.map { ", link port \($0)" } ?? "")
-               + (arguments.linkTLS ? " over TLS" + (tls.map { ", our link certificate's SHA-256 \($0.fingerprint)" } ?? "") : ", plain links")
-               + (config.links.blocks.isEmpty ? "" : ", links: " + config.links.blocks.map { $0.name + ($0.host.map { h in "=\(h)" } ?? "") }.joined(separator: " ")))
+        let peers = config.links.blocks.map { block -> String in
+            guard let host = block.host else { return block.name }
+            return "\(block.name)=\(host):\(block.port)"
+        }
+        var line = "linking as \(config.name) [\(config.sid)]" + (handle.linkPort.map { ", link port \($0)" } ?? "")
+        line += arguments.linkTLS ? " over TLS" + (tls.map { ", our link certificate's SHA-256 \($0.fingerprint)" } ?? "") : ", plain links"
+        if !peers.isEmpty { line += ", links: " + peers.joined(separator: " ") }
+        logger(line)
     }
     if withScreen {
         // The host chats as a user of their own room.

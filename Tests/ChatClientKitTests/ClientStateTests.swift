@@ -63,6 +63,21 @@ struct ClientStateTests {
         #expect(events.contains(.memberLeft(.room("#lobby"), nick: "dave")))
     }
 
+    @Test("a QUIT naming two servers is a netsplit, said as one; other reasons are not", arguments: [
+        ("a.chat hub.test", "bob left in a netsplit (a.chat ⇄ hub.test)"),
+        ("irc.example.org leaf.example.org", "bob left in a netsplit (irc.example.org ⇄ leaf.example.org)"),
+        ("a.chat a.chat", "bob quit (a.chat a.chat)"),
+        ("see you.later bye", "bob quit (see you.later bye)"),
+        ("going home.", "bob quit (going home.)"),
+        ("http://x.y z.w", "bob quit (http://x.y z.w)"),
+        ("Ping timeout", "bob quit (Ping timeout)"),
+    ])
+    func netsplitQuit(_ reason: String, _ said: String) throws {
+        let (state, events) = fold(welcome + [":bob!b@h QUIT :\(reason)"])
+        #expect(try #require(state.conversation("#lobby")).lines.last?.text == said)
+        #expect(events.contains(.memberLeft(.room("#lobby"), nick: "bob")))
+    }
+
     @Test("direct messages open a conversation named after the sender; room messages go to the room")
     func messages() throws {
         let (state, _) = fold(welcome + [

@@ -24,7 +24,7 @@ struct GatherTests {
     }
 
     /// 40 arrive into a small room; 130 take it past the size at which join announcements are
-    /// held back for a moment (`ServerRuntime.crowd`), so the last arrivals' JOINs wait at the
+    /// held back for a moment (`OutputOrder.crowd`), so the last arrivals' JOINs wait at the
     /// room (`HeldJoins`) for the deadline or the next line, and must still come in order.
     @Test("a crowd arriving at once, some speaking as they arrive, some with echo-message: each sees the first member's sequence from its own JOIN on",
           arguments: [40, 130])
@@ -84,7 +84,7 @@ struct GatherTests {
         if size > 100 { #expect(server.handle.heldAnnouncementRuns > 0, "the crowd's announcements were held back at least once") }
     }
 
-    /// A room past `ServerRuntime.crowd`, two waves of arrivals, and between them a direct
+    /// A room past `OutputOrder.crowd`, two waves of arrivals, and between them a direct
     /// message, a room message and a departure: the announcements held at the room across turns
     /// (`HeldJoins`) come before anything sent after them was seen, and each exactly once.
     @Test("a crowd's announcements held across turns: what someone says after seeing the arrivals comes after them for everyone, each arrival told once")

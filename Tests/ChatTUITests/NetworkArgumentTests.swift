@@ -1,4 +1,5 @@
 import Testing
+import ChatServerKit
 @testable import chat_tui
 
 @Suite("several networks on the command line and in the config file")
@@ -113,9 +114,9 @@ struct NetworkArgumentTests {
     }
 
     @Test("bad sections say where and why", arguments: [
-        ("[network]\nhost = a\n", "config line 1: a section is written [network NAME] (NAME without spaces)"),
-        ("[server a]\nhost = a\n", "config line 1: a section is written [network NAME] (NAME without spaces)"),
-        ("[network a b]\nhost = a\n", "config line 1: a section is written [network NAME] (NAME without spaces)"),
+        ("[network]\nhost = a\n", "config line 1: a section is written [network NAME] or [link NAME] (NAME without spaces)"),
+        ("[server a]\nhost = a\n", "config line 1: a section is written [network NAME] or [link NAME] (NAME without spaces)"),
+        ("[network a b]\nhost = a\n", "config line 1: a section is written [network NAME] or [link NAME] (NAME without spaces)"),
         ("[network a]\nport = 7000\n", "config line 1 [network a]: a network needs host = HOST"),
         ("[network a]\nhost = a\nbell = off\n", "config line 1 [network a]: bell is not a network setting (host, port, tls, tls-fingerprint, nick, sasl-user, sasl-password, join)"),
         ("[network a]\nhost = a:99999\n", "config line 1 [network a]: --host a:99999: the port after the colon must be a number from 1 to 65535"),
@@ -137,6 +138,87 @@ struct NetworkArgumentTests {
         #expect(try NetworkSettings.adding("irc.example.org", to: ["127.0.0.1"]).name == "irc.example.org")
         #expect(try NetworkSettings.adding("127.0.0.1:7002", to: ["127.0.0.1"]).name == "127.0.0.1:7002")
         #expect(throws: Arguments.Problem(description: "/connect :1: no host before the colon")) { try NetworkSettings.adding(":1", to: []) }
+    }
+}
+
+@Suite("linking flags and [link NAME] sections")
+struct LinkArgumentTests {
+    @Test("--link NAME=HOST:PORT dials, NAME alone waits; password, fingerprint and TLS apply to each")
+    func flags() throws {
+        let arguments = try Arguments(["--serve", "--sid", "0AB", "--link-port", "7000", "--link", "hub.example=10.0.0.2:7001",
+                                       "--link", "[v6]=[::1]:7002", "--link", "leaf.example", "--link-password", "s3cret",
+                                       "--link-fingerprint", "leaf.example=" + String(repeating: "ab", count: 32), "--link-tls", "off"])
+        let settings = try arguments.linkSettings()
+        #expect(settings.sid == "0AB" && arguments.linkPort == 7000)
+        #expect(settings.blocks == [
+            LinkBlock(name: "hub.example", host: "10.0.0.2", port: 7001, password: "s3cret", tls: false),
+            LinkBlock(name: "[v6]", host: "::1", port: 7002, password: "s3cret", tls: false),
+            LinkBlock(name: "leaf.example", host: nil, port: 0, password: "s3cret", tls: false, fingerprint: String(repeating: "ab", count: 32)),
+        ])
+    }
+
+    @Test("bad link flags say why", arguments: [
+        (["--serve", "--sid", "AAB"], "--sid wants a digit and two of A-Z and 0-9, such as 0AB, not \"AAB\""),
+        (["--serve", "--link", "hub=10.0.0.2"], "--link wants NAME=HOST:PORT (such as hub.example=10.0.0.2:7000), not \"hub=10.0.0.2\""),
+        (["--serve", "--link", "hub=10.0.0.2:0"], "--link wants NAME=HOST:PORT"),
+        (["--serve", "--link-fingerprint", "abc"], "--link-fingerprint wants a SHA-256: 64 hex digits, colons optional"),
+        (["--serve", "--link-tls", "maybe"], "--link-tls is on or off"),
+        (["--serve", "--link-port", "x"], "--link-port wants a port number, not \"x\""),
+    ])
+    func badFlags(_ argv: [String], _ message: String) {
+        do {
+            _ = try Arguments(argv)
+            Issue.record("accepted: \(argv)")
+        } catch {
+            #expect(error.description.hasPrefix(message), "\(error.description)")
+        }
+    }
+
+    @Test("a link needs a password")
+    func passwordRequired() throws {
+        let arguments = try Arguments(["--serve", "--link", "hub=10.0.0.2:7001"])
+        #expect(throws: Arguments.Problem.self) { try arguments.linkSettings() }
+    }
+
+    @Test("[link NAME] sections: their own password, fingerprint and TLS, with the command line's --link")
+    func sections() throws {
+        let text = """
+        link-password = shared
+        [link hub.example]
+        address = 10.0.0.2:7001
+        fingerprint = \(String(repeating: "CD", count: 32))
+        [link leaf.example]
+        password = own
+        tls = off
+        """
+        let file = try Arguments.parseConfig(text, path: "config")
+        let arguments = try Arguments.merging(file: file, given: ["--serve", "--link", "b.example=10.0.0.3:7000"])
+        #expect(try arguments.linkSettings().blocks == [
+            LinkBlock(name: "b.example", host: "10.0.0.3", port: 7000, password: "shared", tls: true),
+            LinkBlock(name: "hub.example", host: "10.0.0.2", port: 7001, password: "shared", tls: true, fingerprint: String(repeating: "CD", count: 32)),
+            LinkBlock(name: "leaf.example", host: nil, port: 0, password: "own", tls: false),
+        ])
+        // Joining ignores them.
+        #expect(try Arguments.merging(file: file, given: ["--host", "irc.example.org"]).linkSections.isEmpty)
+        // One name twice is refused.
+        let twice = try Arguments.merging(file: file, given: ["--serve", "--link", "hub.example=10.0.0.9:7001"])
+        #expect(throws: Arguments.Problem.self) { try twice.linkSettings() }
+    }
+
+    @Test("bad [link] sections say where and why", arguments: [
+        ("[link a]\nhost = x\n", "config line 1 [link a]: host is not a link setting (address, password, fingerprint, tls)"),
+        ("[link a]\naddress = x\n", "config line 1 [link a]: --link wants NAME=HOST:PORT"),
+        ("[link a]\nfingerprint = 12\n", "config line 1 [link a]: fingerprint wants a SHA-256, 64 hex digits"),
+        ("[link a]\ntls = maybe\n", "config line 1 [link a]: tls needs on or off, not maybe"),
+        ("[link a]\n[link A]\n", "config line 2: a second [link A]"),
+    ])
+    func badSections(_ text: String, _ message: String) {
+        do {
+            _ = try Arguments.parseConfig(text, path: "config")
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.description.hasPrefix(message), "\(error.description)")
+        }
     }
 }
 

@@ -1,0 +1,409 @@
+/// Where the runtime's output goes once the order is decided: bytes appended to one
+/// connection's send buffer now (the bounds on that buffer, and dropping a reader that does not
+/// keep up, are the sink's), and whether a connection may still be written to.
+protocol OutputSink {
+    /// Appends `bytes[from...]` to the connection's output.
+    mutating func write(_ bytes: [UInt8], from: Int, to id: ConnectionID)
+    /// The connection is open and not closing.
+    func isOpen(_ id: ConnectionID) -> Bool
+    /// The highest msgid history has committed (read when it is needed: the writer moves it on).
+    var committed: Int64 { get }
+}
+
+/// The server's output ordering, as a value: what each connection gets, in which order, and
+/// when, given the outbox's items, history's commits and the clock. The runtime performs it
+/// (`OutputSink`); nothing here touches a socket, so it is tested with random interleavings
+/// (`OutputOrderTests`): every connection ends up with exactly the bytes the items gave it, in
+/// the items' order, whatever was gathered, held or released early.
+///
+/// The policies:
+/// - **Gathered runs.** Room deliveries in a row to the same room's lists (`GatheredRun`) are
+///   written as one append per member, when something else comes or the turn ends; a line for
+///   a connection the run owes something is written after the run.
+/// - **Held joins.** At the end of a turn, a run of nothing but JOINs to a room of `crowd`
+///   members or more is held at the room (`HeldJoins`) with the runs of the next turns, until
+///   `announcementDelay` has passed or `announcementBytes` are held; a member is caught up
+///   (given what is held for it) before anything else is written to it.
+/// - **Echoes held for their commit.** The sender's copy of a stored message waits until
+///   history has committed its msgid; what comes for that connection afterwards waits behind
+///   it, in order. Past `holdLimit` bytes waiting (a writer that cannot store), everything but
+///   the unconfirmed echoes goes out, so memory stays bounded and no echo claims what is not stored.
+/// - **Ahead.** A refusal while history cannot store goes ahead of the held echoes.
+struct OutputOrder {
+    /// One connection's output waiting behind an echo: (msgid, bytes), msgid 0 for what is not an echo.
+    struct Held {
+        let id: ConnectionID
+        var entries: [(msgid: UInt64, bytes: [UInt8])] = []
+        var byteCount = 0
+    }
+
+    /// A room this big has its join announcements held back a little.
+    static let crowd = 100
+    /// For at most this long, and at most this many bytes per member.
+    static let announcementDelay = 0.4
+    static let announcementBytes = 64 * 1024
+
+    /// Held output past this many bytes for one connection releases all but its unconfirmed echoes.
+    let holdLimit: Int
+    /// History's writer is on: echoes wait for their commit.
+    let historyOn: Bool
+    private(set) var gathering: GatheredRun?
+    private(set) var heldJoins: HeldJoins?
+    /// Per connection slot (`HeldJoins.slot`): its held output, if any.
+    private var held: [Held?] = []
+    /// Connections with held output, in the order they began to hold.
+    private(set) var holding: [ConnectionID] = []
+    /// Runs of join announcements held so far (the bench's counter).
+    private(set) var heldRuns = 0
+
+    init(holdLimit: Int, historyOn: Bool) {
+        self.holdLimit = holdLimit
+        self.historyOn = historyOn
+    }
+
+    /// When the held join announcements are due, if any are held.
+    var heldJoinsDue: Double? { heldJoins.map { $0.since + Self.announcementDelay } }
+
+    /// The bytes waiting behind an echo for `id`.
+    func heldBytes(of id: ConnectionID) -> Int { heldEntry(id)?.byteCount ?? 0 }
+
+    // MARK: The outbox's items
+
+    /// Bytes for one connection (a command's replies).
+    mutating func send(_ bytes: [UInt8], to id: ConnectionID, _ sink: inout some OutputSink) {
+        if let run = gathering, !run.owesNothing(id) { flushGathered(&sink) }
+        guard sink.isOpen(id) else { return }
+        catchUp(id, &sink)
+        inOrder(bytes, from: 0, id, &sink)
+    }
+
+    /// Bytes for one connection ahead of what waits there for a commit.
+    mutating func sendAhead(_ bytes: [UInt8], to id: ConnectionID, _ sink: inout some OutputSink) {
+        if let run = gathering, !run.owesNothing(id) { flushGathered(&sink) }
+        guard sink.isOpen(id) else { return }
+        catchUp(id, &sink)
+        let slot = HeldJoins.slot(id)
+        let waiting = heldEntry(id)
+        if waiting != nil { held[slot] = nil }
+        inOrder(bytes, from: 0, id, &sink)
+        if let waiting { held[slot] = waiting }
+    }
+
+    /// The sender's copy of a stored message: now if history has committed its msgid, else held.
+    mutating func sendAfterCommit(_ bytes: [UInt8], to id: ConnectionID, msgid: UInt64, _ sink: inout some OutputSink) {
+        if let run = gathering, !run.owesNothing(id) { flushGathered(&sink) }
+        guard historyOn, sink.committed < Int64(bitPattern: msgid) else {
+            guard sink.isOpen(id) else { return }
+            catchUp(id, &sink)
+            inOrder(bytes, from: 0, id, &sink)
+            return
+        }
+        guard sink.isOpen(id) else { return }
+        // A crowd's held JOINs from before the echo go first (after it, they would wait behind it).
+        catchUp(id, &sink)
+        hold(id, msgid: msgid, bytes)
+    }
+
+    /// A message to many: gathered with the same room's next deliveries, or written per form now.
+    mutating func deliver(_ delivery: Delivery, _ sink: inout some OutputSink) {
+        if let run = gathering, !run.takes(delivery) { flushGathered(&sink) }
+        if let lists = delivery.lists {
+            if gathering == nil { gathering = GatheredRun(room: lists.room, generation: lists.generation) }
+            gathering!.add(delivery)
+            return
+        }
+        // Serialised once per form, appended to each recipient of that form.
+        for group in delivery.groups where !group.connections.isEmpty {
+            let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
+            for id in group.connections where delivery.skipping.isEmpty || !delivery.skipping.contains(id) {
+                guard sink.isOpen(id) else { continue }
+                catchUp(id, &sink)
+                inOrder(bytes, from: 0, id, &sink)
+            }
+        }
+    }
+
+    // MARK: Turns, commits, closing
+
+    /// A connection is about to close with its last words: what the gathered run and the held
+    /// joins owe it goes first.
+    mutating func closing(_ id: ConnectionID, _ sink: inout some OutputSink) {
+        if let run = gathering, !run.owesNothing(id) { flushGathered(&sink) }
+        guard sink.isOpen(id) else { return }
+        catchUp(id, &sink)
+    }
+
+    /// Writes the gathered run: the whole run, shared, to most members; its own part to a member
+    /// that joined during the run or that a delivery skipped. At the end of a turn a run of only
+    /// JOINs to a crowd is held at the room instead.
+    mutating func flushGathered(_ sink: inout some OutputSink, endOfTurn: Bool = false, now: Double = 0) {
+        guard let run = gathering else { return }
+        gathering = nil
+        if endOfTurn && run.onlyJoins && run.memberCount >= Self.crowd {
+            if heldJoins?.add(run) == true {
+                heldRuns += 1
+                return
+            }
+            releaseHeldJoins(&sink)
+            if let hold = HeldJoins(run, now: now) {
+                heldJoins = hold
+                heldRuns += 1
+                return
+            }
+        } else if heldJoins?.room == run.room {
+            // Everyone in the room is owed the held runs first: one append each, not a catch-up each.
+            releaseHeldJoins(&sink)
+        }
+        for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
+            let all = run.bytes[g]
+            for id in group.connections where sink.isOpen(id) {
+                if run.special.isEmpty || !run.special.contains(id) {
+                    catchUp(id, &sink)
+                    inOrder(all, from: 0, id, &sink)
+                } else if let own = run.part(of: id, group: g) {
+                    catchUp(id, &sink)
+                    inOrder(own, from: 0, id, &sink)
+                }
+            }
+        }
+    }
+
+    /// The end of a loop turn: the gathered run written (or held), and the held joins released
+    /// once they are due or big enough.
+    mutating func endOfTurn(now: Double, _ sink: inout some OutputSink) {
+        flushGathered(&sink, endOfTurn: true, now: now)
+        if let hold = heldJoins, now >= hold.since + Self.announcementDelay || hold.byteCount >= Self.announcementBytes {
+            releaseHeldJoins(&sink)
+        }
+    }
+
+    /// Every member of the held runs gets what it is owed.
+    mutating func releaseHeldJoins(_ sink: inout some OutputSink) {
+        guard let hold = heldJoins else { return }
+        heldJoins = nil
+        hold.release { bytes, from, id in
+            guard sink.isOpen(id) else { return }
+            // (Nothing is held any more, so there is no catching up to do first.)
+            inOrder(bytes, from: from, id, &sink)
+        }
+    }
+
+    /// History committed more: held output up to each connection's first uncommitted echo goes
+    /// out, in order (all but unconfirmed echoes past `holdLimit`).
+    mutating func released(_ sink: inout some OutputSink) {
+        guard !holding.isEmpty else { return }
+        let list = holding
+        holding.removeAll()
+        var seen: Set<ConnectionID> = []
+        for id in list where seen.insert(id).inserted {
+            guard sink.isOpen(id) else {
+                forgetHeld(id)
+                continue
+            }
+            release(id, all: heldBytes(of: id) > holdLimit, &sink)
+            if heldEntry(id) != nil { holding.append(id) }
+        }
+    }
+
+    /// The connection's last words from what it held: up to the first echo not committed
+    /// (with a full disk it may never be: no echo claims it). It holds nothing afterwards.
+    mutating func lastWords(of id: ConnectionID, committed: Int64) -> [[UInt8]] {
+        guard let entry = heldEntry(id) else { return [] }
+        forgetHeld(id)
+        var words: [[UInt8]] = []
+        for item in entry.entries {
+            if item.msgid != 0 && Int64(bitPattern: item.msgid) > committed { break }
+            words.append(item.bytes)
+        }
+        return words
+    }
+
+    /// A connection closed: nothing more is kept for it.
+    mutating func forget(_ id: ConnectionID) {
+        forgetHeld(id)
+        heldJoins?.forget(id)
+    }
+
+    /// The server stops: everything gathered and held for a crowd goes out.
+    mutating func flushAll(_ sink: inout some OutputSink) {
+        flushGathered(&sink)
+        releaseHeldJoins(&sink)
+    }
+
+    // MARK: Within
+
+    /// What a crowd's held announcements owe a connection, ahead of whatever comes next for it.
+    private mutating func catchUp(_ id: ConnectionID, _ sink: inout some OutputSink) {
+        guard heldJoins != nil && heldJoins!.mayOwe(id) else { return }
+        for owed in heldJoins!.takeOwed(id) { inOrder(owed, from: 0, id, &sink) }
+    }
+
+    /// `bytes[from...]` after what the connection has waiting: behind a held echo, or written now.
+    private mutating func inOrder(_ bytes: [UInt8], from: Int, _ id: ConnectionID, _ sink: inout some OutputSink) {
+        guard heldEntry(id) != nil else {
+            sink.write(bytes, from: from, to: id)
+            return
+        }
+        let slot = HeldJoins.slot(id)
+        held[slot]!.entries.append((0, from == 0 ? bytes : Array(bytes[from...])))
+        held[slot]!.byteCount += bytes.count - from
+        // Past the limit (echoes waiting for a writer that cannot store), what is not an
+        // unconfirmed echo goes now: held output stays bounded.
+        if held[slot]!.byteCount > holdLimit { release(id, all: true, &sink) }
+    }
+
+    private mutating func hold(_ id: ConnectionID, msgid: UInt64, _ bytes: [UInt8]) {
+        let slot = HeldJoins.slot(id)
+        if slot >= held.count { held.append(contentsOf: repeatElement(nil, count: slot + 1 - held.count)) }
+        if held[slot]?.id != id {
+            held[slot] = Held(id: id)
+            holding.append(id)
+        }
+        held[slot]!.entries.append((msgid, bytes))
+        held[slot]!.byteCount += bytes.count
+    }
+
+    /// Everything held up to the first echo not committed yet; with `all`, everything but the
+    /// unconfirmed echoes.
+    private mutating func release(_ id: ConnectionID, all: Bool, _ sink: inout some OutputSink) {
+        guard let entry = heldEntry(id) else { return }
+        let done = sink.committed
+        let waiting = { (item: (msgid: UInt64, bytes: [UInt8])) in item.msgid != 0 && Int64(bitPattern: item.msgid) > done }
+        var out: [[UInt8]] = []
+        var kept: [(msgid: UInt64, bytes: [UInt8])] = []
+        if all {
+            for item in entry.entries { if waiting(item) { kept.append(item) } else { out.append(item.bytes) } }
+        } else {
+            let count = entry.entries.firstIndex(where: waiting) ?? entry.entries.count
+            out = entry.entries.prefix(count).map(\.bytes)
+            kept = Array(entry.entries.dropFirst(count))
+        }
+        let slot = HeldJoins.slot(id)
+        // Written with nothing held (so in order, now), then what still waits is held again.
+        held[slot] = nil
+        for bytes in out { inOrder(bytes, from: 0, id, &sink) }
+        if !kept.isEmpty {
+            held[slot] = Held(id: id, entries: kept, byteCount: kept.reduce(0) { $0 + $1.bytes.count })
+        }
+    }
+
+    private func heldEntry(_ id: ConnectionID) -> Held? {
+        let slot = HeldJoins.slot(id)
+        guard slot < held.count, let entry = held[slot], entry.id == id else { return nil }
+        return entry
+    }
+
+    private mutating func forgetHeld(_ id: ConnectionID) {
+        let slot = HeldJoins.slot(id)
+        if slot < held.count, held[slot]?.id == id { held[slot] = nil }
+    }
+}
+
+/// Room deliveries gathered by `OutputOrder` (see `flushGathered`). Deliveries are taken while
+/// they go to the same room's lists with the same stamp: each later list then begins with the
+/// earlier one, so a member's bytes are the run's from the first delivery it was in, less the
+/// deliveries that skipped it.
+struct GatheredRun {
+    let room: String
+    let generation: UInt64
+    /// The latest lists (each group only grew during the run).
+    private(set) var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
+    /// Per group: every delivery's lines in that group's form, one after another.
+    private(set) var bytes: [[UInt8]] = []
+    /// Per group: where each delivery's lines start in `bytes`, and their end (the last entry).
+    private var offsets: [[Int]] = []
+    private(set) var deliveries = 0
+    /// Every delivery so far was a JOIN (the announcements a crowd arriving makes).
+    private(set) var onlyJoins = true
+    var memberCount: Int { groups.reduce(0) { $0 + $1.connections.count } }
+    /// Members that joined during the run: the delivery they were first in.
+    private var firstDelivery: [ConnectionID: Int] = [:]
+    /// Members a delivery skipped (a sender without echo, a requester): which ones.
+    private var skipped: [ConnectionID: [Int]] = [:]
+    /// The members skipped by the latest delivery that were new in it: nothing is owed to them yet.
+    private var fresh: [ConnectionID] = []
+    /// Members with a part of their own (joined during the run, or skipped at least once).
+    private(set) var special: Set<ConnectionID> = []
+    /// Per group: how many members its first delivery went to (the rest joined during the run).
+    private(set) var startCounts: [Int] = []
+
+    init(room: String, generation: UInt64) {
+        self.room = room
+        self.generation = generation
+    }
+
+    func takes(_ delivery: Delivery) -> Bool {
+        guard let lists = delivery.lists, lists.room == room, lists.generation == generation else { return false }
+        // A long run's bookkeeping stops paying; so do runs with many own parts.
+        guard deliveries < 512 && special.count < 64 else { return false }
+        // The same stamp means the lists only grew; checked all the same, as `add` relies on it.
+        guard delivery.groups.count >= groups.count else { return false }
+        return groups.indices.allSatisfy { delivery.groups[$0].connections.count >= groups[$0].connections.count }
+    }
+
+    /// Nothing gathered is owed to `id` (it is not a member, or its first delivery skipped it).
+    func owesNothing(_ id: ConnectionID) -> Bool {
+        if fresh.contains(id) { return true }
+        return !groups.contains { $0.connections.contains(id) }
+    }
+
+    mutating func add(_ delivery: Delivery) {
+        let index = deliveries
+        deliveries += 1
+        if delivery.message.command != "JOIN" { onlyJoins = false }
+        fresh = []
+        for (g, group) in delivery.groups.enumerated() {
+            if g >= bytes.count {
+                bytes.append([])
+                offsets.append(Array(repeating: 0, count: index))
+                groups.append((group.variant, []))
+                startCounts.append(index == 0 ? group.connections.count : 0)
+            }
+            let old = groups[g].connections.count
+            let start = bytes[g].count
+            offsets[g].append(start)
+            if !group.connections.isEmpty { bytes[g] += Rendering.render(delivery.message, delivery.stamp, group.variant) }
+            if index > 0 {
+                for id in group.connections[old...] {
+                    firstDelivery[id] = index
+                    special.insert(id)
+                }
+            }
+            groups[g].connections = group.connections
+        }
+        // (Lists with the same stamp never lose a group; kept aligned all the same.)
+        for g in delivery.groups.count..<max(delivery.groups.count, groups.count) { offsets[g].append(bytes[g].count) }
+        for id in delivery.skipping {
+            skipped[id, default: []].append(index)
+            special.insert(id)
+            if index == 0 || firstDelivery[id] == index { fresh.append(id) }
+        }
+    }
+
+    /// Where in `bytes[g]` the part of a member of group `g` begins, when its part is all that
+    /// follows: a member skipped by nothing, or only by its first delivery (a JOIN's requester,
+    /// whose copy went with its reply). Nil for a part with a hole in it.
+    func suffixStart(of id: ConnectionID, group g: Int) -> Int? {
+        let first = firstDelivery[id] ?? 0
+        let ends = offsets[g]
+        switch skipped[id] {
+        case nil: return first < deliveries ? ends[first] : bytes[g].count
+        case let skips? where skips == [first]: return first + 1 < deliveries ? ends[first + 1] : bytes[g].count
+        default: return nil
+        }
+    }
+
+    /// The bytes of a special member of group `g`: from its first delivery on, without those that skipped it.
+    func part(of id: ConnectionID, group g: Int) -> [UInt8]? {
+        let ends = offsets[g] + [bytes[g].count]
+        let first = firstDelivery[id] ?? 0
+        let skips = Set(skipped[id] ?? [])
+        var own: [UInt8] = []
+        var index = first
+        while index < deliveries {
+            if !skips.contains(index) { own += bytes[g][ends[index]..<ends[index + 1]] }
+            index += 1
+        }
+        return own.isEmpty ? nil : own
+    }
+}

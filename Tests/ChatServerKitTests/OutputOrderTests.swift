@@ -1,0 +1,226 @@
+import Testing
+@testable import ChatServerKit
+import IRCWire
+
+/// The output-ordering core without sockets: random interleavings of arrivals (a crowd, whose
+/// JOINs are held at the room), room messages (the sender's echo held for its commit), replies,
+/// refusals sent ahead, departures (the room's lists change), commits and turns. After every
+/// step each connection has been given a prefix of what the items gave it, in order, nothing
+/// twice; once everything is committed and the last turn is over, all of it.
+@Suite("the output-ordering core: every member gets every event once, in order")
+struct OutputOrderTests {
+    /// What `OutputOrder` wrote, per connection, as lines.
+    struct RecordingSink: OutputSink {
+        var written: [ConnectionID: [String]] = [:]
+        var open: Set<ConnectionID> = []
+        var committed: Int64 = 0
+
+        mutating func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) {
+            let text = String(decoding: bytes[from...], as: UTF8.self)
+            written[id, default: []] += text.split(separator: "\r\n").map(String.init)
+        }
+
+        func isOpen(_ id: ConnectionID) -> Bool { open.contains(id) }
+    }
+
+    /// A deterministic generator (xorshift), so a failing seed can be run again.
+    struct Random: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return state
+        }
+        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+    }
+
+    /// The room as the state would keep it: members in their groups by form, and the stamp that
+    /// changes when the lists change other than by growing.
+    struct Room {
+        var groups: [(variant: RenderVariant, connections: [ConnectionID])] = [(RenderVariant(), []), (RenderVariant.time, [])]
+        var generation: UInt64 = 1
+        var members: [ConnectionID] { groups.flatMap(\.connections) }
+
+        mutating func add(_ id: ConnectionID, group: Int) { groups[group].connections.append(id) }
+
+        mutating func remove(_ id: ConnectionID) {
+            for g in groups.indices { groups[g].connections.removeAll { $0 == id } }
+            generation += 1
+        }
+    }
+
+    /// The lines a delivery gives `id` (its form's rendering), for the expected sequence.
+    static func lines(_ message: IRCMessage, _ stamp: Stamp, _ variant: RenderVariant) -> [String] {
+        String(decoding: Rendering.render(message, stamp, variant), as: UTF8.self).split(separator: "\r\n").map(String.init)
+    }
+
+    @Test("random interleavings", arguments: 1...24)
+    func interleavings(seed: Int) {
+        var random = Random(state: 0x9E37_79B9_7F4A_7C15 &* UInt64(seed))
+        var order = OutputOrder(holdLimit: 1 << 20, historyOn: true)
+        var sink = RecordingSink()
+        var room = Room()
+        var expected: [ConnectionID: [String]] = [:]
+        var nextID: UInt64 = 1
+        var nextMsgid: UInt64 = 1
+        var minted: [UInt64] = []
+        var now = 100.0
+        var serial = 0
+
+        func newConnection() -> ConnectionID {
+            let id = ConnectionID(nextID)
+            nextID += 1
+            sink.open.insert(id)
+            return id
+        }
+        // Lines are only ever appended: each step checks what is new since the last.
+        var verified: [ConnectionID: Int] = [:]
+        func check(_ step: String) {
+            for (id, lines) in sink.written where lines.count > verified[id] ?? 0 {
+                let want = expected[id] ?? []
+                let from = verified[id] ?? 0
+                let fits = lines.count <= want.count && want[from..<lines.count].elementsEqual(lines[from...])
+                #expect(fits, "seed \(seed), \(step): \(id) got \(lines[from...].prefix(3)) where \(want.dropFirst(from).prefix(3)) was due")
+                verified[id] = lines.count
+            }
+        }
+        /// A room delivery to every member but `skipping`, with the room's lists.
+        func deliver(_ message: IRCMessage, skipping: [ConnectionID], storable: Bool) {
+            let stamp = Stamp(time: now, msgid: storable ? nextMsgid : nil)
+            if storable { minted.append(nextMsgid); nextMsgid += 1 }
+            let delivery = Delivery(message: message, stamp: stamp, groups: room.groups, skipping: skipping,
+                                    lists: ("#r", room.generation), storable: storable)
+            for group in room.groups {
+                for id in group.connections where !skipping.contains(id) {
+                    expected[id, default: []] += Self.lines(message, stamp, group.variant)
+                }
+            }
+            order.deliver(delivery, &sink)
+        }
+
+        // A crowd to begin with, some turns apart, so held JOINs come into play.
+        for _ in 0..<(seed % 2 == 0 ? 110 : 20) {
+            let id = newConnection()
+            room.add(id, group: random.below(2))
+            deliver(IRCMessage(source: "u\(id.raw)!u@h", command: "JOIN", params: ["#r"]), skipping: [], storable: true)
+            if random.below(8) == 0 { order.endOfTurn(now: now, &sink) }
+        }
+        check("the crowd")
+        for step in 0..<400 {
+            serial += 1
+            switch random.below(12) {
+            case 0, 1:
+                // An arrival: its JOIN to everyone, itself included.
+                let id = newConnection()
+                room.add(id, group: random.below(2))
+                deliver(IRCMessage(source: "u\(id.raw)!u@h", command: "JOIN", params: ["#r"]), skipping: [], storable: true)
+            case 2, 3, 4:
+                // A member speaks: the room gets it, the sender its echo once committed.
+                guard let sender = room.members.randomElement(using: &random) else { break }
+                let message = IRCMessage(source: "u\(sender.raw)!u@h", command: "PRIVMSG", params: ["#r", "m\(serial)"])
+                let msgid = nextMsgid
+                deliver(message, skipping: [sender], storable: true)
+                let echo = Rendering.render(message, Stamp(time: now, msgid: msgid), RenderVariant())
+                expected[sender, default: []] += Self.lines(message, Stamp(time: now, msgid: msgid), RenderVariant())
+                order.sendAfterCommit(echo, to: sender, msgid: msgid, &sink)
+            case 5:
+                // A reply to one member.
+                guard let id = room.members.randomElement(using: &random) else { break }
+                let line = ":server NOTICE u\(id.raw) :r\(serial)"
+                expected[id, default: []].append(line)
+                order.send(Array((line + "\r\n").utf8), to: id, &sink)
+            case 6:
+                // A departure: a PART to the room, then the lists change (a new stamp).
+                guard room.members.count > 1, let leaving = room.members.randomElement(using: &random) else { break }
+                deliver(IRCMessage(source: "u\(leaving.raw)!u@h", command: "PART", params: ["#r"]), skipping: [], storable: true)
+                room.remove(leaving)
+            case 7, 8:
+                // History commits some of what was minted.
+                if let upTo = minted.randomElement(using: &random) { sink.committed = max(sink.committed, Int64(upTo)) }
+                order.released(&sink)
+            case 9, 10:
+                now += Double(random.below(300)) / 1000
+                order.endOfTurn(now: now, &sink)
+            default:
+                // A refusal ahead of what waits: delivered right after what was written so far.
+                guard let id = room.members.randomElement(using: &random) else { break }
+                let line = ":server FAIL PRIVMSG TEMPORARILY_UNAVAILABLE :a\(serial)"
+                order.sendAhead(Array((line + "\r\n").utf8), to: id, &sink)
+                // It is the last line written, ahead of whatever still waits for that member.
+                let given = sink.written[id] ?? []
+                #expect(given.last == line, "seed \(seed): the refusal for \(id) was not written at once")
+                expected[id, default: []].insert(line, at: max(0, given.count - 1))
+            }
+            check("step \(step)")
+        }
+        // Everything committed, the hold's time over: everyone has all of it.
+        sink.committed = .max
+        order.released(&sink)
+        now += 1
+        order.endOfTurn(now: now, &sink)
+        order.flushAll(&sink)
+        for (id, want) in expected {
+            #expect(sink.written[id] ?? [] == want, "seed \(seed): \(id) got \(sink.written[id]?.count ?? 0) of \(want.count) lines")
+        }
+        if seed % 2 == 0 { #expect(order.heldRuns > 0, "a crowd's JOINs were held at least once") }
+    }
+
+    @Test("an echo waits for its commit and what follows for that member waits behind it")
+    func echoWaits() {
+        var order = OutputOrder(holdLimit: 1 << 20, historyOn: true)
+        var sink = RecordingSink()
+        let alice = ConnectionID(1)
+        sink.open = [alice]
+        order.sendAfterCommit(Array(":alice PRIVMSG #r :hi\r\n".utf8), to: alice, msgid: 5, &sink)
+        order.send(Array(":server NOTICE alice :after\r\n".utf8), to: alice, &sink)
+        #expect(sink.written[alice] == nil)
+        sink.committed = 4
+        order.released(&sink)
+        #expect(sink.written[alice] == nil)
+        sink.committed = 5
+        order.released(&sink)
+        #expect(sink.written[alice] == [":alice PRIVMSG #r :hi", ":server NOTICE alice :after"])
+    }
+
+    @Test("past the hold limit, all but the unconfirmed echoes go out; the echoes follow their commit")
+    func holdLimit() {
+        var order = OutputOrder(holdLimit: 64, historyOn: true)
+        var sink = RecordingSink()
+        let alice = ConnectionID(1)
+        sink.open = [alice]
+        order.sendAfterCommit(Array(":alice PRIVMSG #r :hi\r\n".utf8), to: alice, msgid: 9, &sink)
+        for n in 0..<4 { order.send(Array(":server NOTICE alice :line \(n) of something long\r\n".utf8), to: alice, &sink) }
+        #expect(sink.written[alice]?.first == ":server NOTICE alice :line 0 of something long")
+        #expect(sink.written[alice]?.contains(":alice PRIVMSG #r :hi") == false)
+        #expect(order.heldBytes(of: alice) < 64 + 60)
+        sink.committed = 9
+        order.released(&sink)
+        #expect(sink.written[alice]?.contains(":alice PRIVMSG #r :hi") == true)
+        #expect(order.lastWords(of: alice, committed: 9).isEmpty)
+    }
+
+    @Test("last words: what is held up to the first echo not committed, nothing after")
+    func lastWords() {
+        var order = OutputOrder(holdLimit: 1 << 20, historyOn: true)
+        var sink = RecordingSink()
+        let alice = ConnectionID(1)
+        sink.open = [alice]
+        order.sendAfterCommit(Array("E1\r\n".utf8), to: alice, msgid: 3, &sink)
+        order.send(Array("L1\r\n".utf8), to: alice, &sink)
+        order.sendAfterCommit(Array("E2\r\n".utf8), to: alice, msgid: 7, &sink)
+        order.send(Array("L2\r\n".utf8), to: alice, &sink)
+        #expect(order.lastWords(of: alice, committed: 5).map { String(decoding: $0, as: UTF8.self) } == ["E1\r\n", "L1\r\n"])
+        #expect(order.heldBytes(of: alice) == 0)
+    }
+
+    @Test("without history an echo goes at once")
+    func historyOff() {
+        var order = OutputOrder(holdLimit: 1 << 20, historyOn: false)
+        var sink = RecordingSink()
+        let alice = ConnectionID(1)
+        sink.open = [alice]
+        order.sendAfterCommit(Array("E1\r\n".utf8), to: alice, msgid: 3, &sink)
+        #expect(sink.written[alice] == ["E1"])
+    }
+}
