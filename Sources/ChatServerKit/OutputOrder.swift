@@ -53,6 +53,9 @@ struct OutputOrder {
     private var held: [Held?] = []
     /// Connections with held output, in the order they began to hold.
     private(set) var holding: [ConnectionID] = []
+    /// How many connections hold output: with none (history off, or nothing unconfirmed) a
+    /// write needs no look at `held`.
+    private var heldCount = 0
     /// Runs of join announcements held so far (the bench's counter).
     private(set) var heldRuns = 0
 
@@ -72,9 +75,7 @@ struct OutputOrder {
     /// Bytes for one connection (a command's replies).
     mutating func send(_ bytes: [UInt8], to id: ConnectionID, _ sink: inout some OutputSink) {
         if let run = gathering, !run.owesNothing(id) { flushGathered(&sink) }
-        guard sink.isOpen(id) else { return }
-        catchUp(id, &sink)
-        inOrder(bytes, from: 0, id, &sink)
+        put(bytes, id, &sink)
     }
 
     /// Bytes for one connection ahead of what waits there for a commit.
@@ -84,18 +85,19 @@ struct OutputOrder {
         catchUp(id, &sink)
         let slot = HeldJoins.slot(id)
         let waiting = heldEntry(id)
-        if waiting != nil { held[slot] = nil }
+        if waiting != nil { forgetHeld(id) }
         inOrder(bytes, from: 0, id, &sink)
-        if let waiting { held[slot] = waiting }
+        if let waiting {
+            held[slot] = waiting
+            heldCount += 1
+        }
     }
 
     /// The sender's copy of a stored message: now if history has committed its msgid, else held.
     mutating func sendAfterCommit(_ bytes: [UInt8], to id: ConnectionID, msgid: UInt64, _ sink: inout some OutputSink) {
         if let run = gathering, !run.owesNothing(id) { flushGathered(&sink) }
         guard historyOn, sink.committed < Int64(bitPattern: msgid) else {
-            guard sink.isOpen(id) else { return }
-            catchUp(id, &sink)
-            inOrder(bytes, from: 0, id, &sink)
+            put(bytes, id, &sink)
             return
         }
         guard sink.isOpen(id) else { return }
@@ -116,9 +118,7 @@ struct OutputOrder {
         for group in delivery.groups where !group.connections.isEmpty {
             let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
             for id in group.connections where delivery.skipping.isEmpty || !delivery.skipping.contains(id) {
-                guard sink.isOpen(id) else { continue }
-                catchUp(id, &sink)
-                inOrder(bytes, from: 0, id, &sink)
+                put(bytes, id, &sink)
             }
         }
     }
@@ -156,13 +156,11 @@ struct OutputOrder {
         }
         for (g, group) in run.groups.enumerated() where g < run.bytes.count && !run.bytes[g].isEmpty {
             let all = run.bytes[g]
-            for id in group.connections where sink.isOpen(id) {
+            for id in group.connections {
                 if run.special.isEmpty || !run.special.contains(id) {
-                    catchUp(id, &sink)
-                    inOrder(all, from: 0, id, &sink)
+                    put(all, id, &sink)
                 } else if let own = run.part(of: id, group: g) {
-                    catchUp(id, &sink)
-                    inOrder(own, from: 0, id, &sink)
+                    put(own, id, &sink)
                 }
             }
         }
@@ -232,6 +230,16 @@ struct OutputOrder {
 
     // MARK: Within
 
+    /// Bytes for one connection after what it is owed: the common path. A closed connection gets
+    /// nothing (the sink drops a write to it; what it holds is dropped when it closes).
+    private mutating func put(_ bytes: [UInt8], _ id: ConnectionID, _ sink: inout some OutputSink) {
+        if heldJoins != nil {
+            guard sink.isOpen(id) else { return }
+            catchUp(id, &sink)
+        }
+        inOrder(bytes, from: 0, id, &sink)
+    }
+
     /// What a crowd's held announcements owe a connection, ahead of whatever comes next for it.
     private mutating func catchUp(_ id: ConnectionID, _ sink: inout some OutputSink) {
         guard heldJoins != nil && heldJoins!.mayOwe(id) else { return }
@@ -240,7 +248,7 @@ struct OutputOrder {
 
     /// `bytes[from...]` after what the connection has waiting: behind a held echo, or written now.
     private mutating func inOrder(_ bytes: [UInt8], from: Int, _ id: ConnectionID, _ sink: inout some OutputSink) {
-        guard heldEntry(id) != nil else {
+        guard heldCount > 0, heldEntry(id) != nil else {
             sink.write(bytes, from: from, to: id)
             return
         }
@@ -256,6 +264,7 @@ struct OutputOrder {
         let slot = HeldJoins.slot(id)
         if slot >= held.count { held.append(contentsOf: repeatElement(nil, count: slot + 1 - held.count)) }
         if held[slot]?.id != id {
+            if held[slot] == nil { heldCount += 1 }
             held[slot] = Held(id: id)
             holding.append(id)
         }
@@ -280,10 +289,11 @@ struct OutputOrder {
         }
         let slot = HeldJoins.slot(id)
         // Written with nothing held (so in order, now), then what still waits is held again.
-        held[slot] = nil
+        forgetHeld(id)
         for bytes in out { inOrder(bytes, from: 0, id, &sink) }
         if !kept.isEmpty {
             held[slot] = Held(id: id, entries: kept, byteCount: kept.reduce(0) { $0 + $1.bytes.count })
+            heldCount += 1
         }
     }
 
@@ -295,7 +305,10 @@ struct OutputOrder {
 
     private mutating func forgetHeld(_ id: ConnectionID) {
         let slot = HeldJoins.slot(id)
-        if slot < held.count, held[slot]?.id == id { held[slot] = nil }
+        if slot < held.count, held[slot]?.id == id {
+            held[slot] = nil
+            heldCount -= 1
+        }
     }
 }
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import RawClient, Server, free_port
 from inspircd import InspIRCd
+from test_networks import MultiClient
 
 PASSWORD = "link-secret"
 
@@ -25,6 +26,12 @@ def node(name, sid, *links, link_port=None, tls=False, extra=()):
     if not tls:
         argv += ["--link-tls", "off"]
     return Server(*argv, *extra)
+
+
+def oper_hash(password, salt="linktest", iterations=1000):
+    """An --oper hash as `chat-tui --hash-password` makes one (PBKDF2-HMAC-SHA-256)."""
+    import hashlib
+    return f"pbkdf2-sha256:{iterations}:{salt}:" + hashlib.pbkdf2_hmac("sha256", password.encode(), salt.encode(), iterations).hex()
 
 
 def plain(line):
@@ -83,7 +90,8 @@ def test_one_room_over_three_servers(tmp_path):
     hub = InspIRCd(name="hub.test", sid="1HB", link_port=free_port(), tls=(hub_cert, hub_key),
                    links=[("a.chat", PASSWORD, a_print), ("b.chat", PASSWORD)])
     a = node("a.chat", "0AA", f"hub.test=127.0.0.1:{hub.tls_link_port}", tls=True,
-             extra=("--tls-port", str(free_port()), "--tls-cert", a_cert, "--tls-key", a_key, "--link-fingerprint", f"hub.test={hub_print}"))
+             extra=("--tls-port", str(free_port()), "--tls-cert", a_cert, "--tls-key", a_key, "--link-fingerprint", f"hub.test={hub_print}",
+                    "--oper", "admin:" + oper_hash("operator-secret")))
     b = node("b.chat", "0BB", f"hub.test=127.0.0.1:{hub.link_port}")
     try:
         alice, bob, ivy = client(a.port, "alice"), client(b.port, "bob"), RawClient(hub.port)
@@ -123,6 +131,44 @@ def test_one_room_over_three_servers(tmp_path):
         alice.send("LUSERS")
         alice.wait_for(lambda l: " 251 " in l and "on 3 servers" in l and "There are 3 users" in l)
 
+        # Away, accounts and MONITOR travel too.
+        alice.send("CAP REQ :away-notify account-notify")
+        alice.wait_for(lambda l: " ACK " in l)
+        alice.send("MONITOR + ivy,nobody")
+        alice.wait_for(lambda l: " 730 " in l and "ivy!" in l)
+        bob.send("AWAY :at lunch")
+        alice.wait_for(lambda l: l.startswith(":bob!") and " AWAY :at lunch" in l)
+        # (dora, not bob: an account that ran #lobby would pass its key later, as saved rooms let it.)
+        dora = client(b.port, "dora")
+        dora.send("REGISTER * * correct-horse-battery")
+        dora.wait_for(lambda l: "REGISTER SUCCESS" in l)
+        alice.wait_for(lambda l: l.startswith(":dora!") and " ACCOUNT dora" in l)
+        alice.send("WHOIS dora")
+        alice.wait_for(lambda l: " 330 alice dora dora " in l)
+        dora.close()
+        alice.wait_for(lambda l: l.startswith(":dora!") and " QUIT " in l)
+        # An invitation from one server lets a remote user into a +i room on its own.
+        alice.send("JOIN #private")
+        alice.wait_for(lambda l: " 366 " in l and "#private" in l)
+        alice.send("MODE #private +i")
+        alice.wait_for(lambda l: " MODE #private +i" in plain(l))
+        # b.chat has it once its MODE #private says so.
+        deadline = time.monotonic() + 10
+        while True:
+            bob.send("MODE #private")
+            answer = bob.wait_for(lambda l: " 324 " in l or " 403 " in l)
+            if " 324 " in answer and "i" in plain(answer).split(" #private ")[1]:
+                break
+            assert time.monotonic() < deadline, "b.chat never heard #private is +i"
+        bob.send("JOIN #private")
+        bob.wait_for(lambda l: " 473 " in l)
+        alice.send("INVITE bob #private")
+        alice.wait_for(lambda l: " 341 " in l)
+        bob.wait_for(lambda l: l.startswith(":alice!") and " INVITE bob #private" in plain(l))
+        bob.send("JOIN #private")
+        bob.wait_for(lambda l: l.startswith(":bob!") and " JOIN #private" in plain(l))
+        alice.wait_for(lambda l: l.startswith(":bob!") and " JOIN #private" in plain(l))
+
         # alice made #lobby first (she registered first): she runs it everywhere. (bob may run
         # it too: a room made in the same second on two servers merges both sides' operators.)
         alice.send("MODE #lobby +o ivy")
@@ -153,6 +199,14 @@ def test_one_room_over_three_servers(tmp_path):
         alice.send("KICK #lobby ivy :and you")
         ivy.wait_for(lambda l: l.startswith(":alice!") and "KICK #lobby ivy :and you" in l)
         wait_members(alice, {"alice"})
+        # An operator on a.chat kills a user on the hub: gone from every server.
+        alice.send("OPER admin operator-secret")
+        alice.wait_for(lambda l: " 381 " in l)
+        alice.send("KILL ivy :spam")
+        ivy.wait_for(lambda l: l.startswith("ERROR"))
+        alice.wait_for(lambda l: " 731 " in l and "ivy" in l)
+        bob.send("WHOIS ivy")
+        bob.wait_for(lambda l: " 401 " in l)
         assert "link hub.test [1HB]: authenticated over TLS" in a.log_text()
         assert "Authentication: SSL certificate fingerprint" in hub.log()
     finally:
@@ -161,22 +215,29 @@ def test_one_room_over_three_servers(tmp_path):
         hub.stop()
 
 
-def test_netsplit_and_heal(hub):
+def test_netsplit_and_heal(hub, tmp_path):
     a = node("a.chat", "0AA", f"hub.test=127.0.0.1:{hub.link_port}")
     b = node("b.chat", "0BB", f"hub.test=127.0.0.1:{hub.link_port}")
+    carol = None
     try:
         alice, bob = client(a.port, "alice"), client(b.port, "bob")
-        wait_members(alice, {"alice", "bob"})
+        # Our own client on a.chat, in the line mode: what a user sees of the split.
+        carol = MultiClient(str(tmp_path), [f"127.0.0.1:{a.port}"], "carol")
+        wait_members(alice, {"alice", "bob", "carol"})
+        carol.wait_for(lambda l: "You joined #lobby" in l, "carol in #lobby")
         hub.kill()
         # bob leaves a.chat's room with the netsplit form: the two servers at the break.
         alice.wait_for(lambda l: l.startswith(":bob!") and " QUIT :a.chat hub.test" in l)
         bob.wait_for(lambda l: l.startswith(":alice!") and " QUIT :b.chat hub.test" in l)
-        assert names(alice) == {"alice"}
+        split = carol.wait_for(lambda l: "bob left in a netsplit (a.chat ⇄ hub.test)" in l, "the netsplit in carol's client")
+        assert names(alice) == {"alice", "carol"}
         hub.restart()
         # Both servers dial it again; the burst brings everyone back, once.
         alice.wait_for(lambda l: l.startswith(":bob!") and " JOIN #lobby" in l, timeout=30)
-        wait_members(alice, {"alice", "bob"})
-        wait_members(bob, {"alice", "bob"})
+        wait_members(alice, {"alice", "bob", "carol"})
+        wait_members(bob, {"alice", "bob", "carol"})
+        back = carol.wait_for(lambda l: "bob joined #lobby" in l, "bob back in carol's client", start=split)
+        assert not any("bob joined #lobby" in l for l in carol.lines()[back + 1:]), carol.lines()[split:]
         bob.send("PRIVMSG #lobby :back")
         line = alice.wait_for(lambda l: "PRIVMSG #lobby :back" in l)
         assert line.startswith(":bob!")
@@ -186,6 +247,8 @@ def test_netsplit_and_heal(hub):
         alice.wait_for(lambda l: rest.append(l) or "PONG" in l)
         assert not any("PRIVMSG #lobby :back" in l or " JOIN " in l for l in rest), rest
     finally:
+        if carol:
+            carol.stop()
         a.stop()
         b.stop()
 
