@@ -688,19 +688,26 @@ final class ServerRuntime {
 
     /// Where `OutputOrder` writes: a connection's output buffer, within its bounds.
     private struct Sink: OutputSink {
-        unowned let runtime: ServerRuntime
+        // Unsafe unowned: made for one call and dropped, while the runtime lives; a plain
+        // `unowned` paid an unowned retain and release per write (callgrind: 290 instructions
+        // a direct message).
+        unowned(unsafe) let runtime: ServerRuntime
 
-        func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) {
-            guard let connection = runtime.connections[id.raw], !connection.closing else { return }
-            runtime.write(bytes, from: from, connection)
-        }
+        func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) { runtime.write(bytes, from: from, to: id) }
 
-        func isOpen(_ id: ConnectionID) -> Bool {
-            guard let connection = runtime.connections[id.raw] else { return false }
-            return !connection.closing
-        }
+        func isOpen(_ id: ConnectionID) -> Bool { runtime.isOpen(id) }
 
         var committed: Int64 { runtime.committed.committed.load(ordering: .acquiring) }
+    }
+
+    private func isOpen(_ id: ConnectionID) -> Bool {
+        guard let connection = connections[id.raw] else { return false }
+        return !connection.closing
+    }
+
+    private func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) {
+        guard let connection = connections[id.raw], !connection.closing else { return }
+        write(bytes, from: from, connection)
     }
 
     /// `bytes[from...]` onto the connection's output, now (`OutputOrder` decided it is its turn).

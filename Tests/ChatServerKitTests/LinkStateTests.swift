@@ -1,0 +1,137 @@
+import Testing
+@testable import ChatServerKit
+import ChatLink
+import IRCWire
+
+/// Linking in the server's state, without sockets: the handshake, the burst our state builds
+/// (compared line by line), a remote burst and its events reaching our users, and a split.
+@Suite("linking in the state")
+struct LinkStateTests {
+    static let link = ConnectionID(900)
+
+    static func harness() -> Harness {
+        Harness { config in
+            config.links.sid = "0AA"
+            config.links.blocks = [LinkBlock(name: "hub.test", password: "pw", tls: false)]
+        }
+    }
+
+    /// The lines the state sent to the link in `outbox`.
+    static func linkLines(_ outbox: Outbox) -> [String] {
+        outbox.items.flatMap { item -> [String] in
+            guard case .send(let id, let bytes) = item, id == link else { return [] }
+            return String(decoding: bytes, as: UTF8.self).split(separator: "\r\n").map(String.init)
+        }
+    }
+
+    /// Lines from the link, handled in order; what they produced.
+    static func receive(_ h: inout Harness, _ lines: [String]) -> Outbox {
+        for line in lines { h.state.linkReceived(Array(line.utf8), from: link, now: h.now) }
+        h.out = h.state.takeOutbox()
+        return h.out
+    }
+
+    @Test("the handshake and our burst: servers, users, rooms with their members, lists and topics, in InspIRCd's order")
+    func burst() {
+        var h = Self.harness()
+        let alice = h.register("alice")
+        let bob = h.register("bob")
+        h.send(bob, "JOIN #dev", "MODE #dev +b troll", "TOPIC #dev :dev talk", "AWAY :lunch")
+        _ = alice
+        h.state.linkConnected(Self.link, peer: "127.0.0.1:7000", dialled: nil, secure: false, now: h.now)
+        var sent = Self.linkLines(h.state.takeOutbox())
+        sent += Self.linkLines(Self.receive(&h, ["CAPAB START 1205", "CAPAB CAPABILITIES :CASEMAPPING=rfc1459 CHATTUI=1", "CAPAB END",
+                                                 "SERVER hub.test pw 0 1HB :The hub"]))
+        #expect(sent == [
+            "CAPAB START 1205",
+            "CAPAB CAPABILITIES :NICKMAX=30 CHANMAX=50 MAXMODES=6 IDENTMAX=10 MAXQUIT=255 MAXTOPIC=307 MAXKICK=255 MAXREAL=100 MAXAWAY=200 MAXHOST=64 MAXLINE=512 CASEMAPPING=rfc1459 GLOBOPS=0 CHATTUI=1",
+            "CAPAB END",
+            "SERVER test.server pw 0 0AA chat-tui",
+            ":0AA BURST 1000000",
+            ":0AA SINFO version :chat-tui-0.2. test.server :",
+            ":0AA UID 0AAAAAAAB 1000000 alice 127.0.0.1 127.0.0.1 u 127.0.0.1 1000000 + :Real alice",
+            ":0AA UID 0AAAAAAAC 1000000 bob 127.0.0.1 127.0.0.1 u 127.0.0.1 1000000 + :Real bob",
+            ":0AAAAAAAC AWAY 1000000 :lunch",
+            ":0AA FJOIN #dev 1000000 +nt o,0AAAAAAAC:0",
+            ":0AA FMODE #dev 1000000 +b troll!*@*",
+            ":0AA FTOPIC #dev 1000000 1000000 bob!u@127.0.0.1 :dev talk",
+            ":0AA FJOIN #lobby 1000000 +nt :o,0AAAAAAAB:0 ,0AAAAAAAC:0",
+            ":0AA ENDBURST",
+        ])
+    }
+
+    @Test("a wrong password, a name without a block, a SID in use: refused with ERROR, nothing burst")
+    func refusals() {
+        for (server, why) in [("SERVER hub.test nope 0 1HB :x", "wrong link password"), ("SERVER other.test pw 0 1HB :x", "no link block"),
+                              ("SERVER hub.test pw 0 0AA :x", "already on the network")] {
+            var h = Self.harness()
+            h.state.linkConnected(Self.link, peer: "p", dialled: nil, secure: false, now: h.now)
+            _ = h.state.takeOutbox()
+            let out = Self.receive(&h, ["CAPAB START 1205", "CAPAB END", server])
+            let sent = Self.linkLines(out)
+            #expect(sent.count == 1 && sent[0].hasPrefix("ERROR :") && sent[0].contains(why), "\(server): \(sent)")
+            #expect(out.closed == [Self.link])
+            #expect(out.logs.contains { $0.contains("refused") && $0.contains(why) })
+        }
+        // An old protocol, or another casemapping, at CAPAB END.
+        for capab in [["CAPAB START 1202", "CAPAB END"], ["CAPAB START 1205", "CAPAB CAPABILITIES :CASEMAPPING=ascii", "CAPAB END"]] {
+            var h = Self.harness()
+            h.state.linkConnected(Self.link, peer: "p", dialled: nil, secure: false, now: h.now)
+            _ = h.state.takeOutbox()
+            #expect(Self.linkLines(Self.receive(&h, capab)).first?.hasPrefix("ERROR :") == true)
+        }
+    }
+
+    @Test("their burst and events reach our users in client form; ours go to them; a split is a netsplit QUIT")
+    func eventsBothWays() throws {
+        var h = Self.harness()
+        let alice = h.register("alice")
+        let tagged = h.register("tagged", caps: ["message-tags", "server-time"])
+        h.state.linkConnected(Self.link, peer: "p", dialled: nil, secure: false, now: h.now)
+        _ = Self.receive(&h, ["CAPAB START 1205", "CAPAB END", "SERVER hub.test pw 0 1HB :The hub"])
+        // Their room is older: its modes and operators win, ours go (InspIRCd's rule).
+        _ = Self.receive(&h, [
+            ":1HB BURST 999000",
+            ":1HB UID 1HBAAAAAB 999000 ivy ivy.host ivy.host i 10.0.0.9 999000 +i :Ivy",
+            ":1HB FJOIN #lobby 999500 +ntk key :o,1HBAAAAAB:5",
+            ":1HB ENDBURST",
+        ])
+        let seen = h.lines(to: alice)
+        #expect(seen.contains(":test.server MODE #lobby -nto alice"))
+        #expect(seen.contains(":hub.test MODE #lobby +ntk key"))
+        #expect(seen.contains(":ivy!i@ivy.host JOIN #lobby"))
+        #expect(seen.contains(":hub.test MODE #lobby +o ivy"))
+        #expect(h.state.members(of: "#lobby") == ["alice", "ivy", "tagged"])
+        // A message from them, its InspIRCd msgid not ours: one of ours is given.
+        _ = Self.receive(&h, ["@msgid=1HB~1~0;time=2026-12-02T10:00:00.000Z :1HBAAAAAB PRIVMSG #lobby :hello"])
+        let hello = try #require(h.out.messages(to: tagged).first { $0.command == "PRIVMSG" })
+        #expect(hello.source == "ivy!i@ivy.host" && hello.params == ["#lobby", "hello"])
+        #expect(hello.tag("time") == "2026-12-02T10:00:00.000Z" && hello.tag("msgid").flatMap(MessageIDs.value) != nil)
+        // Ours to them, with our msgid and time, and a direct message along the route.
+        h.send(alice, "PRIVMSG #lobby :yo", "PRIVMSG ivy :psst")
+        let out = Self.linkLines(h.out)
+        #expect(out.count == 2)
+        #expect(out[0].hasSuffix(" :0AAAAAAAB PRIVMSG #lobby :yo") && out[0].contains("msgid=") && out[0].contains("time="), "\(out)")
+        #expect(out[1].hasSuffix(" :0AAAAAAAB PRIVMSG 1HBAAAAAB :psst"), "\(out)")
+        // A WHOIS names the server.
+        h.send(alice, "WHOIS ivy")
+        #expect(h.lines(to: alice).contains(":test.server 312 alice ivy hub.test :The hub"))
+        // The link drops: ivy leaves with the two servers' names.
+        h.state.disconnected(Self.link, reason: "Connection reset by peer", now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(h.lines(to: alice).contains(":ivy!i@ivy.host QUIT :test.server hub.test"))
+        #expect(h.state.members(of: "#lobby") == ["alice", "tagged"])
+    }
+
+    @Test("a nickname both sides hold: the older keeps it, ours saved to its UUID and told everywhere")
+    func collision() {
+        var h = Self.harness()
+        let sam = h.register("sam")
+        h.state.linkConnected(Self.link, peer: "p", dialled: nil, secure: false, now: h.now)
+        _ = Self.receive(&h, ["CAPAB START 1205", "CAPAB END", "SERVER hub.test pw 0 1HB :The hub"])
+        let out = Self.receive(&h, [":1HB UID 1HBAAAAAB 900000 sam other.host other.host s 10.0.0.9 900000 + :Other sam"])
+        #expect(h.lines(to: sam).contains(":sam!u@127.0.0.1 NICK 0AAAAAAAB"))
+        #expect(Self.linkLines(out) == [":0AAAAAAAB NICK 0AAAAAAAB 100"])
+        #expect(h.state.user(named: "sam")?.uuid == "1HBAAAAAB")
+    }
+}
