@@ -43,7 +43,9 @@ extension ServerState {
                 log("link \(link.name): burst received (\(link.server.map { $0.users.count } ?? 0) users)")
                 offerSplitHistory(link)
             }
-        case "SERVER": remoteServer(message, from: link)
+        case "SERVER":
+            // A server we cannot take (its SID is in use) drops the link: nothing to pass on.
+            guard remoteServer(message, from: link, now: now) else { return }
         case "SQUIT":
             if let target = message.params.first, let server = servers[target] {
                 split(server, reason: message.params.count > 1 ? message.params[1] : "", now: now, origin: origin)
@@ -103,19 +105,21 @@ extension ServerState {
     func remoteSource(_ message: IRCMessage) -> User? { message.source.flatMap { user(uuid: $0) } }
 
     /// `:<parent> SERVER <name> [* <hops>] <sid> [properties] :<description>`: a server beyond the link.
-    mutating func remoteServer(_ message: IRCMessage, from link: LinkSession) {
+    @discardableResult
+    mutating func remoteServer(_ message: IRCMessage, from link: LinkSession, now: Double) -> Bool {
         let p = message.params
-        guard p.count >= 3, let sidIndex = p[1..<(p.count - 1)].firstIndex(where: LinkIDs.isValidSID) else { return }
+        guard p.count >= 3, let sidIndex = p[1..<(p.count - 1)].firstIndex(where: LinkIDs.isValidSID) else { return true }
         let newSID = p[sidIndex]
         guard servers[newSID] == nil, newSID != sid else {
             log("link \(link.name): introduced \(p[0]) [\(newSID)], whose SID is taken; dropping the link")
-            dropLink(link, reason: "SID \(newSID) is already on the network", now: 0)
-            return
+            dropLink(link, reason: "SID \(newSID) is already on the network", now: now)
+            return false
         }
         let parent = message.source.flatMap { servers[$0] }
         servers[newSID] = RemoteServer(sid: newSID, name: p[0], description: p[p.count - 1], hops: (parent?.hops ?? 0) + 1,
                                        route: link.connection, parent: parent?.sid ?? link.server?.sid)
         log("link \(link.name): server \(p[0]) [\(newSID)] is on the network behind it")
+        return true
     }
 
     mutating func remoteUID(_ message: IRCMessage, from link: LinkSession, now: Double) {

@@ -205,8 +205,13 @@ def test_one_room_over_three_servers(tmp_path):
         alice.send("KILL ivy :spam")
         ivy.wait_for(lambda l: l.startswith("ERROR"))
         alice.wait_for(lambda l: " 731 " in l and "ivy" in l)
-        bob.send("WHOIS ivy")
-        bob.wait_for(lambda l: " 401 " in l)
+        # b.chat hears of it through the hub, a moment later.
+        deadline = time.monotonic() + 10
+        while True:
+            bob.send("WHOIS ivy")
+            if " 401 " in bob.wait_for(lambda l: " 401 " in l or " 318 " in l):
+                break
+            assert time.monotonic() < deadline, "ivy is still on b.chat"
         assert "link hub.test [1HB]: authenticated over TLS" in a.log_text()
         assert "Authentication: SSL certificate fingerprint" in hub.log()
     finally:
@@ -485,3 +490,83 @@ def test_history_merged_after_a_split_between_two_nodes():
         proxy.close()
         a.stop()
         b.stop()
+
+
+def test_our_clients_and_irssi_in_one_room(tmp_path):
+    """As a user sees it: our client (`--lines`) on a.chat and on b.chat, irssi (in tmux) on
+    the InspIRCd hub, all in #lobby: each shows the other two and their lines, and direct
+    messages go every way."""
+    import shutil
+    if not shutil.which("irssi") or not shutil.which("tmux"):
+        pytest.fail("irssi and tmux are needed: make deps installs them")
+    from conftest import end_tmux
+    socket_name = f"chat-tui-link-{os.getpid()}"
+
+    def tmux(*args):
+        return subprocess.run(["tmux", "-u", "-L", socket_name, *args], check=True, capture_output=True, text=True).stdout
+
+    def irssi_screen():
+        return tmux("capture-pane", "-p", "-J", "-t", "irssi")
+
+    def irssi_wait(predicate, what, timeout=30):
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = irssi_screen()
+            if predicate(text):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; irssi shows:\n{text}")
+
+    def irssi(line):
+        tmux("send-keys", "-t", "irssi", "-l", line)
+        tmux("send-keys", "-t", "irssi", "Enter")
+
+    hub = InspIRCd(name="hub.test", sid="1HB", link_port=free_port(), links=[("a.chat", PASSWORD), ("b.chat", PASSWORD)])
+    a = node("a.chat", "0AA", f"hub.test=127.0.0.1:{hub.link_port}")
+    b = node("b.chat", "0BB", f"hub.test=127.0.0.1:{hub.link_port}")
+    alice = bob = None
+    try:
+        alice = MultiClient(str(tmp_path / "alice"), [f"127.0.0.1:{a.port}"], "alice")
+        bob = MultiClient(str(tmp_path / "bob"), [f"127.0.0.1:{b.port}"], "bob")
+        home = tmp_path / "irssi-home"
+        home.mkdir()
+        tmux("new-session", "-d", "-s", "irssi", "-x", "140", "-y", "45",
+             f"LANG=C.UTF-8 TERM=xterm-256color irssi --home={home} -n ivy")
+        irssi_wait(lambda s: "[(status)]" in s, "irssi to start")
+        irssi("/set cmd_queue_speed 0")
+        irssi("/set cmds_max_at_once 100")
+        irssi(f"/connect 127.0.0.1 {hub.port}")
+        irssi_wait(lambda s: "Welcome to" in s, "irssi to register")
+        irssi("/join #lobby")
+        # irssi lists the room's members on joining (those whose servers have linked by then)
+        # and shows the others arriving: alice and bob, whichever server each is on.
+        irssi_wait(lambda s: "[@alice]" in s and ("bob [bob@" in s or "[ bob]" in s or "[@bob]" in s), "irssi's #lobby with alice and bob")
+        irssi("/names #lobby")
+        irssi_wait(lambda s: "Total of 3 nicks" in s, "irssi's NAMES of three")
+        # Our clients see ivy arrive.
+        alice.wait_for(lambda l: "ivy joined #lobby" in l, "ivy in alice's #lobby", timeout=30)
+        bob.wait_for(lambda l: "ivy joined #lobby" in l, "ivy in bob's #lobby", timeout=30)
+        alice.type("hello from alice on a.chat")
+        bob.type("hi, bob here on b.chat")
+        irssi("ivy on the hub says hey")
+        irssi_wait(lambda s: "hello from alice on a.chat" in s and "hi, bob here on b.chat" in s, "both lines in irssi")
+        for c, other in ((alice, "bob here on b.chat"), (bob, "hello from alice on a.chat")):
+            c.wait_for(lambda l: other in l, f"the other's line")
+            c.wait_for(lambda l: "<ivy> ivy on the hub says hey" in l, "ivy's line")
+        # Direct messages every way.
+        alice.type("/msg bob psst bob")
+        bob.wait_for(lambda l: "psst bob" in l and "alice" in l, "alice's direct message to bob")
+        bob.type("/msg ivy psst ivy")
+        # irssi puts it in a query window of its own: shown with /query bob once it is there.
+        irssi_wait(lambda s: irssi("/query bob") is None and "psst ivy" in irssi_screen(), "bob's direct message in irssi")
+        irssi("/msg alice psst alice")
+        alice.wait_for(lambda l: "psst alice" in l and "ivy" in l, "ivy's direct message to alice")
+    finally:
+        for c in (alice, bob):
+            if c:
+                c.stop()
+        end_tmux(socket_name)
+        a.stop()
+        b.stop()
+        hub.stop()
