@@ -90,11 +90,13 @@ extension ServerState {
         let quiet = command == "NOTICE"
         var recipients: [User] = []
         let targetName: String
+        var roomKey: String?
         switch messageTarget(batch.target, from: session, quiet: quiet) {
         case nil:
             return
         case .room(let key, let channel)?:
             targetName = channel.name
+            roomKey = key
             recipients = (membership.members[key] ?? [:]).values.map(\.user).filter { $0 !== sender }
         case .person(let target, let nick)?:
             targetName = nick
@@ -125,10 +127,16 @@ extension ServerState {
         for (index, line) in batch.lines.enumerated() where !line.text.isEmpty {
             let lineStamp = index == 0 ? stamp : self.stamp(command, now: now)
             lastStamp = lineStamp
-            deliver(IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetName, line.text]),
-                    toUsers: recipients, now: now, excluding: .multiline,
+            let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetName, line.text])
+            deliver(message, toUsers: recipients, now: now, excluding: .multiline,
                     stamp: lineStamp,
                     history: IRCNames.isChannel(batch.target) ? nil : recipients.first.flatMap { directEntry(sender, $0) }.map { [$0] } ?? [])
+            // Linked servers get the lines as lines, each under the msgid stored here.
+            if let roomKey {
+                linkRoomMessage(message, from: sender, room: roomKey, stamp: lineStamp)
+            } else if let target = recipients.first, target.remote != nil {
+                linkDirectMessage(message, from: sender, to: target, stamp: lineStamp)
+            }
         }
         // The sender's echo of the batch waits until its last stored line is committed.
         if echo, historyEnabled, let id = lastStamp.msgid, response?.session === session,

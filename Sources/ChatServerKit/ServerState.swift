@@ -310,7 +310,8 @@ public struct ServerState {
         }
         enforceNickProtection(now: now)
         pruneRecent(now: now)
-        if !config.links.blocks.isEmpty { tickLinks(now: now) }
+        // (Links that came to the link port count too: one that never finishes its handshake is closed.)
+        if !links.isEmpty || !config.links.blocks.isEmpty { tickLinks(now: now) }
         writeRoomRecords()
         if let window = config.connectionLimits?.window, ticksSincePrune >= 60 {
             ticksSincePrune = 0

@@ -73,6 +73,12 @@ struct LinkStateTests {
             #expect(out.closed == [Self.link])
             #expect(out.logs.contains { $0.contains("refused") && $0.contains(why) })
         }
+        // A connection to the link port that never finishes its handshake is closed.
+        var quiet = Harness { $0.links.sid = "0AA" }
+        quiet.state.linkConnected(Self.link, peer: "p", dialled: nil, secure: false, now: quiet.now)
+        _ = quiet.state.takeOutbox()
+        let later = quiet.tick(advance: 61)
+        #expect(later.closed == [Self.link] && Self.linkLines(later).first == "ERROR :Link handshake timed out")
         // An old protocol, or another casemapping, at CAPAB END.
         for capab in [["CAPAB START 1202", "CAPAB END"], ["CAPAB START 1205", "CAPAB CAPABILITIES :CASEMAPPING=ascii", "CAPAB END"]] {
             var h = Self.harness()
@@ -121,6 +127,23 @@ struct LinkStateTests {
         h.out = h.state.takeOutbox()
         #expect(h.lines(to: alice).contains(":ivy!i@ivy.host QUIT :test.server hub.test"))
         #expect(h.state.members(of: "#lobby") == ["alice", "tagged"])
+    }
+
+    @Test("a multiline message goes to a linked server as its lines, to a room and to a remote person")
+    func multiline() {
+        var h = Self.harness()
+        let alice = h.register("alice", caps: ["batch", "draft/multiline"])
+        h.state.linkConnected(Self.link, peer: "p", dialled: nil, secure: false, now: h.now)
+        _ = Self.receive(&h, ["CAPAB START 1205", "CAPAB END", "SERVER hub.test pw 0 1HB :The hub",
+                              ":1HB UID 1HBAAAAAB 999000 ivy h h i 10.0.0.9 999000 + :Ivy", ":1HB FJOIN #lobby 1000000 +nt :,1HBAAAAAB"])
+        for target in ["#lobby", "ivy"] {
+            h.send(alice, "BATCH +m draft/multiline \(target)", "@batch=m PRIVMSG \(target) :line one",
+                   "@batch=m PRIVMSG \(target) :line two", "BATCH -m")
+            let out = Self.linkLines(h.out)
+            let to = target == "ivy" ? "1HBAAAAAB" : target
+            #expect(out.count == 2 && out[0].hasSuffix(" :0AAAAAAAB PRIVMSG \(to) :line one") && out[1].hasSuffix(" :0AAAAAAAB PRIVMSG \(to) :line two"),
+                    "\(target): \(out)")
+        }
     }
 
     @Test("a nickname both sides hold: the older keeps it, ours saved to its UUID and told everywhere")
