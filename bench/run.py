@@ -88,8 +88,9 @@ class Server:
                        "--nofork", "--runasroot"]
         else:
             raise ValueError(kind)
+        # In its own directory, where a core file of a peer that crashes on exit goes too.
         self.process = subprocess.Popen(["taskset", "-c", SERVER_CORE] + command, stdout=self.log, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+                                        start_new_session=True, cwd=self.dir)
         if not wait_port(self.port) or (self.tls_port and not wait_port(self.tls_port)):
             self.stop()
             raise RuntimeError(f"{kind} did not start; see {self.log.name}")

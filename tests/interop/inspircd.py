@@ -70,7 +70,10 @@ class InspIRCd:
         command = [INSPIRCD, "--nofork", "--config", self.config]
         if os.geteuid() == 0:
             command.append("--runasroot")
-        self.process = subprocess.Popen(command, stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True)
+        # In its own directory: InspIRCd 3.15 with GnuTLS can crash while exiting on SIGTERM
+        # (a segfault in InspIRCd::Exit), and its core file lands there, removed with it.
+        self.process = subprocess.Popen(command, stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True,
+                                        cwd=self.dir)
         try:
             wait_for_port(self.port)
         except RuntimeError:
