@@ -282,7 +282,7 @@ public struct ServerState {
         do {
             message = try IRCMessage(bytes: line)
         } catch {
-            rejected(error, from: session)
+            rejected(error, from: session, line: line)
             return
         }
         let invalidUTF8 = session.caps.contains(.standardReplies) && !UTF8Validation.isValid(line)
@@ -401,7 +401,7 @@ public struct ServerState {
         command.run(&self, Request(session: session, message: message, now: now))
     }
 
-    mutating func rejected(_ error: IRCParseError, from session: Session) {
+    mutating func rejected(_ error: IRCParseError, from session: Session, line: [UInt8] = []) {
         let name = session.user.replyName
         switch error {
         case .empty:
@@ -409,7 +409,18 @@ public struct ServerState {
         case .lineTooLong, .tagsTooLong:
             sendNow(session, numeric(session, .inputTooLong, "Input line was too long"))
         case .invalidCommand(let command):
-            sendNow(session, numeric(session, .unknownCommand, UTF8Boundary.prefix(command, maxBytes: 32), "Unknown command"))
+            // A command word that is not one (`F00`) still had its tags parsed: its 421 keeps the label.
+            var reply = numeric(session, .unknownCommand, UTF8Boundary.prefix(command, maxBytes: 32), "Unknown command")
+            if session.caps.contains(.labeledResponse) && session.caps.contains(.batch), line.first == UInt8(ascii: "@"),
+               let space = line.firstIndex(of: UInt8(ascii: " ")),
+               let label = IRCTagCoding.parse(line[1..<space]).first(where: { $0.key == "label" })?.value, !label.isEmpty, label.utf8.count <= 64 {
+                reply.tags.append(IRCTag("label", label))
+                var variant = session.variant
+                variant.insert(.label)
+                outbox.items.append(.send(session.connection, Rendering.render(reply, nil, variant)))
+            } else {
+                sendNow(session, reply)
+            }
         case .missingCommand:
             sendNow(session, IRCMessage(source: config.name, command: "NOTICE", params: [name, "Line ignored: it has no command"]))
         case .containsNul:

@@ -19,6 +19,20 @@ struct StateIRCv3Tests {
         #expect(h.lines(to: alice) == ["@label=three :test.server ACK"])
     }
 
+    @Test("421 keeps the request's label, for an unknown word and for one that is not a command word at all")
+    func unknownCommandLabel() {
+        var h = Harness()
+        let alice = h.register("alice", caps: ["labeled-response", "batch"])
+        h.send(alice, "@label=u1 FLIBBLE x")
+        #expect(h.lines(to: alice) == ["@label=u1 :test.server 421 alice FLIBBLE :Unknown command"])
+        h.send(alice, "@label=u2 F00 x")
+        #expect(h.lines(to: alice) == ["@label=u2 :test.server 421 alice F00 :Unknown command"])
+        // Without the capability: no label.
+        let bob = h.register("bob")
+        h.send(bob, "@label=u3 F00 x")
+        #expect(h.lines(to: bob) == [":test.server 421 bob F00 :Unknown command"])
+    }
+
     @Test("a label without the capability is ignored")
     func labelWithoutCap() {
         var h = Harness()
