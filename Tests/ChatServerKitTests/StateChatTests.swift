@@ -113,6 +113,21 @@ struct StateChatTests {
         #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 AWAY"])
     }
 
+    @Test("KICK of several people kicks each, one KICK line per person (RFC 2812), up to TARGMAX KICK:4")
+    func kickSeveral() {
+        var h = Harness()
+        let op = h.register("op")
+        let alice = h.register("alice")
+        _ = h.register("bob")
+        h.send(op, "KICK #lobby alice,bob :bye")
+        #expect(h.lines(to: op) == [":op!u@127.0.0.1 KICK #lobby alice :bye", ":op!u@127.0.0.1 KICK #lobby bob :bye"])
+        // alice hears her own and, gone, not bob's.
+        #expect(h.lines(to: alice) == [":op!u@127.0.0.1 KICK #lobby alice :bye"])
+        #expect(h.state.members(of: "#lobby") == ["op"])
+        h.send(op, "KICK #lobby a,b,c,d,e")
+        #expect(h.lines(to: op).first?.hasPrefix(":test.server 407 op a,b,c,d,e ") == true)
+    }
+
     @Test("rooms: JOIN, topic, modes, LIST, NAMES, KICK, PART")
     func rooms() {
         var h = Harness()
