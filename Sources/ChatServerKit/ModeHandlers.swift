@@ -117,7 +117,10 @@ extension ServerState {
             switch ChannelModes.validate(mode, raw, casemapping: casemapping) {
             case .success(let value): argument = value
             case .failure(.invalid(let reason)):
-                if let session { reply(session, .invalidModeParam, name, String(mode.letter), raw, reason) }
+                // The parameter is one parameter, whatever it holds: `*` when it cannot be shown as
+                // one (spaces, empty, a leading colon), the reason the trailing one.
+                let shown = raw.isEmpty || raw.contains(" ") || raw.hasPrefix(":") ? "*" : raw
+                if let session { reply(session, .invalidModeParam, name, String(mode.letter), shown, reason) }
                 return nil
             }
         }

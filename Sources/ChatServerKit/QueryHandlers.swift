@@ -26,8 +26,11 @@ extension ServerState {
         } else {
             let folded = casemapping.fold(mask)
             let all = mask == "*" || mask == "0"
+            // An exact nickname is answered even for someone invisible who shares no room with
+            // the asker (the modern docs; InspIRCd does the same): only masks are filtered.
+            let named = mask.contains("*") || mask.contains("?") ? nil : nicks[folded]
             let matches = users.values.filter { other in
-                guard other.isOnline, isVisible(other, to: asker) else { return false }
+                guard other.isOnline, isVisible(other, to: asker) || other === named else { return false }
                 if all { return true }
                 return [other.replyName, other.username ?? "", other.host, other.realname].contains {
                     IRCNames.globMatch(folded, casemapping.fold($0))

@@ -67,6 +67,19 @@ struct StateModeTests {
         #expect(h.commands(to: alice).filter { $0 != "MODE" } == c.numerics)
     }
 
+    @Test("a refused key is one parameter in 696 (* where it cannot be shown as one), the reason trailing", arguments: [
+        ("MODE #dev +k :two words", ":test.server 696 alice #dev k * :"),
+        ("MODE #dev +k :", ":test.server 696 alice #dev k * :"),
+        ("MODE #dev +k a,b", ":test.server 696 alice #dev k a,b :"),
+    ])
+    func refusedKey(_ line: String, _ start: String) {
+        var (h, alice, _, _) = Self.room()
+        h.send(alice, line)
+        let refusal = h.out.messages(to: alice).first { $0.command == "696" }
+        #expect(refusal?.params.count == 5, "\(h.lines(to: alice))")
+        #expect(h.lines(to: alice).first?.hasPrefix(start) == true, "\(h.lines(to: alice))")
+    }
+
     @Test("members who are not operators and outsiders get 482 once; listing needs no privilege")
     func privileges() {
         var (h, alice, bob, carol) = Self.room()

@@ -109,6 +109,11 @@ struct StateQueryTests {
         #expect(h.out.messages(to: bob).filter { $0.command == "352" }.map { $0.params[5] } == ["bob"])
         h.send(bob, "NAMES #dev")
         #expect(h.commands(to: bob) == ["366"])
+        // An exact nickname is answered all the same (issue 26); a mask that matches it is not.
+        h.send(bob, "WHO alice")
+        #expect(h.out.messages(to: bob).filter { $0.command == "352" }.map { $0.params[5] } == ["alice"])
+        h.send(bob, "WHO ali*")
+        #expect(h.commands(to: bob) == ["315"])
         h.send(bob, "JOIN #dev")
         h.send(bob, "WHO *")
         #expect(h.out.messages(to: bob).filter { $0.command == "352" }.map { $0.params[5] } == ["alice", "bob"])
