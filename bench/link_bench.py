@@ -137,25 +137,24 @@ def burst(Server, chat_bench, load_core, kind, users=10_000, rooms=100):
         node.stop()
 
 
+def repeated(repeats, measure):
+    """`repeats` runs of `measure`; a run that fails is an error in the results, not the end."""
+    runs = []
+    for _ in range(repeats):
+        try:
+            runs.append(measure())
+        except Exception as error:
+            runs.append({"error": str(error)})
+    return runs
+
+
 def run(Server, bench, cpu_seconds, chat_bench, load_core, repeats):
     results = {"fanout": {}, "burst": {}}
     for kind in ("chat-tui", "inspircd"):
-        runs = []
-        for _ in range(repeats):
-            try:
-                runs.append(fanout_across(Server, bench, cpu_seconds, kind))
-            except Exception as error:
-                runs.append({"error": str(error)})
-        results["fanout"][kind] = runs
+        runs = results["fanout"][kind] = repeated(repeats, lambda: fanout_across(Server, bench, cpu_seconds, kind))
         print(f"{kind:9} link fanout: " + ", ".join(f"{r.get('cpu_per_million_total') or 0:.3f}" if "error" not in r else "error"
                                                     for r in runs), flush=True)
-        runs = []
-        for _ in range(repeats):
-            try:
-                runs.append(burst(Server, chat_bench, load_core, kind))
-            except Exception as error:
-                runs.append({"error": str(error)})
-        results["burst"][kind] = runs
+        runs = results["burst"][kind] = repeated(repeats, lambda: burst(Server, chat_bench, load_core, kind))
         print(f"{kind:9} burst: " + ", ".join(f"{r.get('seconds', 0):.2f} s" if "error" not in r else "error" for r in runs), flush=True)
     return results
 

@@ -7,6 +7,22 @@ public enum LinkLimits {
     public static let maxLine = 16 * 1024
     /// What a line this side makes is kept under (InspIRCd splits its own FJOINs alike).
     public static let preferredLine = 500
+
+    /// `words` joined by spaces into as few texts as keep each line, with `overhead` bytes of
+    /// the line around the text, under `preferredLine` (a word longer than that goes alone).
+    static func pack(_ words: [String], overhead: Int) -> [String] {
+        var texts: [String] = []
+        var current = ""
+        for word in words {
+            if !current.isEmpty && overhead + current.utf8.count + 1 + word.utf8.count > preferredLine {
+                texts.append(current)
+                current = ""
+            }
+            current += current.isEmpty ? word : " " + word
+        }
+        texts.append(current)
+        return texts
+    }
 }
 
 /// `SERVER` during the handshake: `SERVER <name> <password> <hops> <sid> :<description>`
@@ -144,18 +160,9 @@ public struct FJOINLine: Equatable, Sendable {
     public func messages(source sid: String) -> [IRCMessage] {
         let head = [room, String(timestamp)] + modes
         let headBytes = sid.utf8.count + 8 + head.reduce(0) { $0 + $1.utf8.count + 1 }
-        var result: [IRCMessage] = []
-        var current = ""
-        for member in members {
-            let text = member.text
-            if !current.isEmpty && headBytes + current.utf8.count + 1 + text.utf8.count > LinkLimits.preferredLine {
-                result.append(IRCMessage(source: sid, command: "FJOIN", params: head + [current]))
-                current = ""
-            }
-            current += current.isEmpty ? text : " " + text
+        return LinkLimits.pack(members.map(\.text), overhead: headBytes).map {
+            IRCMessage(source: sid, command: "FJOIN", params: head + [$0])
         }
-        result.append(IRCMessage(source: sid, command: "FJOIN", params: head + [current]))
-        return result
     }
 }
 
@@ -199,16 +206,6 @@ public struct Capab: Equatable, Sendable {
 
     /// Lines of `CAPAB <kind> :<words>` under `LinkLimits.preferredLine` each.
     public static func lines(_ kind: String, _ words: [String]) -> [IRCMessage] {
-        var result: [IRCMessage] = []
-        var current = ""
-        for word in words {
-            if !current.isEmpty && current.utf8.count + word.utf8.count + 20 > LinkLimits.preferredLine {
-                result.append(IRCMessage(command: "CAPAB", params: [kind, current]))
-                current = ""
-            }
-            current += current.isEmpty ? word : " " + word
-        }
-        result.append(IRCMessage(command: "CAPAB", params: [kind, current]))
-        return result
+        LinkLimits.pack(words, overhead: 19).map { IRCMessage(command: "CAPAB", params: [kind, $0]) }
     }
 }

@@ -39,7 +39,6 @@ extension ServerState {
             return
         case "ENDBURST":
             if message.source == link.server?.sid {
-                link.bursting = false
                 log("link \(link.name): burst received (\(link.server.map { $0.users.count } ?? 0) users)")
                 offerSplitHistory(link)
             }
@@ -301,11 +300,10 @@ extension ServerState {
     /// to our members. `merging`: a tie, where a parameter both sides set takes `RoomMerge.mergeParameter`.
     mutating func applyRemoteModes(_ key: String, _ words: [String], setter: String, merging: Bool = false, now: Double) {
         guard let letters = words.first, channels[key] != nil else { return }
-        var arguments = Array(words.dropFirst()).map { argument -> String in
+        let arguments = Array(words.dropFirst()).map { argument -> String in
             // Membership modes name users by UUID between servers.
             LinkIDs.isValidUUID(argument) ? (user(uuid: argument)?.replyName ?? argument) : argument
         }
-        arguments = arguments.map { $0 }
         let parsed = ModeSyntax.server.parse(letters, arguments: arguments)
         var applied: [ModeChange] = []
         for var change in parsed.changes {
@@ -433,8 +431,9 @@ extension ServerState {
         let rest = Array(message.params.dropFirst())
         let target = message.params[0]
         let onlyTagged: Capability? = message.command == "TAGMSG" ? .messageTags : nil
-        if IRCNames.isChannel(target.drop(while: { $0 == "@" || $0 == "+" }).description) {
-            let roomName = String(target.drop(while: { $0 == "@" || $0 == "+" }))
+        // A status message (`@#room`) goes to the room here (STATUSMSG is not ours yet).
+        let roomName = String(target.drop(while: { $0 == "@" || $0 == "+" }))
+        if IRCNames.isChannel(roomName) {
             guard let (key, channel) = channel(named: roomName) else { return }
             let relayed = IRCMessage(tags: tags, source: source, command: message.command, params: [channel.name] + rest)
             deliver(relayed, toRoom: key, except: sender?.id, now: now, onlyWith: onlyTagged, stamp: stamp)

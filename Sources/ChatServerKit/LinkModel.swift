@@ -33,7 +33,7 @@ final class LinkSession {
         case capabilities
         /// Waiting for its `SERVER` (with the password).
         case authentication
-        /// Linked: its burst may still be arriving (`bursting`).
+        /// Linked (its burst may still be arriving).
         case linked
     }
 
@@ -50,8 +50,6 @@ final class LinkSession {
     var server: RemoteServer?
     /// SHA-256 of the certificate it showed (uppercase hex), when over TLS.
     var certificate: String?
-    /// Its burst has not ended yet.
-    var bursting = true
     /// We have sent our own burst: it takes the network's events from now on.
     var burstSent = false
     let connectedAt: Double

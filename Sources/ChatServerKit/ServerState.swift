@@ -832,7 +832,7 @@ public struct MessageIDs: Sendable {
     private var last: UInt64 = 0
     /// The low 8 bits of every msgid minted here (`LinkIDs.nodeByte` of the server's SID).
     var node: UInt64 = 0 {
-        didSet { last = max(last & ~0xFF, 0) | node }
+        didSet { last = last & ~0xFF | node }
     }
     /// The newest msgid handed out.
     var latest: UInt64 { last }

@@ -105,8 +105,7 @@ struct Arguments {
                     section.port = link.port
                 case "password": section.password = value
                 case "fingerprint":
-                    let digits = value.filter { $0 != ":" }
-                    guard digits.count == 64, digits.allSatisfy(\.isHexDigit) else {
+                    guard Arguments.isFingerprint(value) else {
                         throw Problem(description: "\(place): fingerprint wants a SHA-256, 64 hex digits")
                     }
                     section.fingerprint = value
@@ -136,6 +135,12 @@ struct Arguments {
         let scope: Scope
         let help: String
         let apply: @Sendable (inout Arguments, String) throws(Problem) -> Void
+    }
+
+    /// A SHA-256 as hex, colons optional (the form the host screen shows).
+    static func isFingerprint(_ text: String) -> Bool {
+        let digits = text.filter { $0 != ":" }
+        return digits.count == 64 && digits.allSatisfy(\.isHexDigit)
     }
 
     /// `NAME=HOST:PORT` (we dial), `NAME=[::1]:7000`, or `NAME` (it dials us).
@@ -296,8 +301,7 @@ struct Arguments {
         Flag(name: "link-fingerprint", value: "[NAME=]HEX", scope: .hosting, help: "linking: accept only a peer whose certificate has this SHA-256 (as its host screen shows it)") { a, v throws(Problem) in
             var name = "", hex = v
             if let equals = v.firstIndex(of: "=") { name = String(v[..<equals]); hex = String(v[v.index(after: equals)...]) }
-            let digits = hex.filter { $0 != ":" }
-            guard digits.count == 64, digits.allSatisfy(\.isHexDigit) else { throw Problem(description: "--link-fingerprint wants a SHA-256: 64 hex digits, colons optional") }
+            guard Arguments.isFingerprint(hex) else { throw Problem(description: "--link-fingerprint wants a SHA-256: 64 hex digits, colons optional") }
             a.linkFingerprints[name] = hex
         },
         Flag(name: "link-tls", value: "on|off", scope: .hosting, help: "linking: TLS on links (default on; off only on a network you trust, as InspIRCd allows)") { a, v throws(Problem) in

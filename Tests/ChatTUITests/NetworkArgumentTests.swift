@@ -2,6 +2,16 @@ import Testing
 import ChatServerKit
 @testable import chat_tui
 
+/// The config file `text` is refused with a message beginning with `message`.
+func expectConfigRefused(_ text: String, _ message: String) {
+    do {
+        _ = try Arguments.parseConfig(text, path: "config")
+        Issue.record("accepted: \(text)")
+    } catch {
+        #expect(error.description.hasPrefix(message), "\(error.description)")
+    }
+}
+
 @Suite("several networks on the command line and in the config file")
 struct NetworkArgumentTests {
     func networks(_ argv: [String]) throws -> [NetworkSettings] {
@@ -125,12 +135,7 @@ struct NetworkArgumentTests {
         ("[network a]\nhost = a\nnick = 1bad\n", "config line 1 [network a]: --nick 1bad: "),
     ])
     func badSections(_ text: String, _ message: String) {
-        do {
-            _ = try Arguments.parseConfig(text, path: "config")
-            Issue.record("accepted: \(text)")
-        } catch {
-            #expect(error.description.hasPrefix(message), "\(error.description)")
-        }
+        expectConfigRefused(text, message)
     }
 
     @Test("/connect HOST[:PORT] names the new network by its host, or host:port when that name is taken")
@@ -213,12 +218,7 @@ struct LinkArgumentTests {
         ("[link a]\n[link A]\n", "config line 2: a second [link A]"),
     ])
     func badSections(_ text: String, _ message: String) {
-        do {
-            _ = try Arguments.parseConfig(text, path: "config")
-            Issue.record("accepted: \(text)")
-        } catch {
-            #expect(error.description.hasPrefix(message), "\(error.description)")
-        }
+        expectConfigRefused(text, message)
     }
 }
 

@@ -132,6 +132,36 @@ def wait_for(predicate, timeout, what, shows):
     raise AssertionError(f"timed out waiting for {what}; the screen shows:\n" + shows())
 
 
+class Tmux:
+    """A tmux server of a test's own (its socket name) and the window a test types into and reads."""
+
+    def __init__(self, socket_name, target):
+        self.socket_name = socket_name
+        self.target = target
+
+    def run(self, *args):
+        return subprocess.run(["tmux", "-u", "-L", self.socket_name, *args], check=True, capture_output=True, text=True).stdout
+
+    def screen(self):
+        return self.run("capture-pane", "-p", "-J", "-t", self.target)
+
+    def wait(self, predicate, what, timeout=20):
+        """The screen once `predicate` holds for it; past the deadline, fails showing it."""
+        deadline = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            text = self.screen()
+            if predicate(text):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"timed out waiting for {what}; {self.target} shows:\n{text}")
+
+    def type(self, line):
+        """A line typed and Enter pressed."""
+        self.run("send-keys", "-t", self.target, "-l", line)
+        self.run("send-keys", "-t", self.target, "Enter")
+
+
 def end_tmux(socket_name):
     """Ends a test's tmux server and removes its socket file (kill-server leaves it behind)."""
     subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)

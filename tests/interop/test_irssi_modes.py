@@ -12,35 +12,18 @@ import time
 
 import pytest
 
-from conftest import RawClient, end_tmux
+from conftest import RawClient, Tmux, end_tmux
 
 SOCKET = f"chat-tui-modes-{os.getpid()}"
 ROOM = "#vault"
 KEY = "sesame"
 
 
-def tmux(*args):
-    return subprocess.run(["tmux", "-u", "-L", SOCKET, *args], check=True, capture_output=True, text=True).stdout
-
-
-def screen():
-    return tmux("capture-pane", "-p", "-J", "-t", "irssi")
-
-
-def wait_for_screen(predicate, what, timeout=20):
-    deadline = time.monotonic() + timeout
-    text = ""
-    while time.monotonic() < deadline:
-        text = screen()
-        if predicate(text):
-            return text
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; irssi shows:\n{text}")
-
-
-def irssi_command(line):
-    tmux("send-keys", "-t", "irssi", "-l", line)
-    tmux("send-keys", "-t", "irssi", "Enter")
+TMUX = Tmux(SOCKET, "irssi")
+tmux = TMUX.run
+screen = TMUX.screen
+wait_for_screen = TMUX.wait
+irssi_command = TMUX.type
 
 
 def reply_to(client, command, numerics, timeout=15):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import RawClient, Server, free_port
+from conftest import RawClient, Server, Tmux, end_tmux, free_port
 from inspircd import InspIRCd
 from test_networks import MultiClient
 
@@ -331,6 +331,14 @@ class CutProxy:
         self.listener.close()
 
 
+def cut_pair():
+    """a.chat listening for b.chat, which dials it through a `CutProxy`: (a, proxy, b)."""
+    link_port = free_port()
+    a = node("a.chat", "0AA", "b.chat", link_port=link_port)
+    proxy = CutProxy(link_port)
+    return a, proxy, node("b.chat", "0BB", f"a.chat=127.0.0.1:{proxy.port}")
+
+
 def certificate(directory, name):
     """A self-signed certificate and key for `name`, and its SHA-256 as the host screen shows it."""
     cert, key = os.path.join(directory, f"{name}.pem"), os.path.join(directory, f"{name}.key")
@@ -395,10 +403,7 @@ def test_wrong_certificate_is_refused(tmp_path):
 def test_split_between_two_nodes_nick_collision_and_room_timestamps():
     """A direct link cut while both sides go on: the same nickname taken on both (the older
     keeps it, the newer becomes its UUID), a room made on both (the older's modes win)."""
-    link_port = free_port()
-    a = node("a.chat", "0AA", "b.chat", link_port=link_port)
-    proxy = CutProxy(link_port)
-    b = node("b.chat", "0BB", f"a.chat=127.0.0.1:{proxy.port}")
+    a, proxy, b = cut_pair()
     try:
         alice, bob = client(a.port, "alice"), client(b.port, "bob")
         wait_members(alice, {"alice", "bob"})
@@ -452,10 +457,7 @@ def history(c, room="#lobby"):
 def test_history_merged_after_a_split_between_two_nodes():
     """Both sides talk while the direct link is cut; once it heals, each side's clients are told
     what the other side said, and CHATHISTORY on either node returns every line once, in order."""
-    link_port = free_port()
-    a = node("a.chat", "0AA", "b.chat", link_port=link_port)
-    proxy = CutProxy(link_port)
-    b = node("b.chat", "0BB", f"a.chat=127.0.0.1:{proxy.port}")
+    a, proxy, b = cut_pair()
     try:
         alice, bob = client(a.port, "alice"), client(b.port, "bob")
         for c in (alice, bob):
@@ -499,28 +501,12 @@ def test_our_clients_and_irssi_in_one_room(tmp_path):
     import shutil
     if not shutil.which("irssi") or not shutil.which("tmux"):
         pytest.fail("irssi and tmux are needed: make deps installs them")
-    from conftest import end_tmux
     socket_name = f"chat-tui-link-{os.getpid()}"
-
-    def tmux(*args):
-        return subprocess.run(["tmux", "-u", "-L", socket_name, *args], check=True, capture_output=True, text=True).stdout
-
-    def irssi_screen():
-        return tmux("capture-pane", "-p", "-J", "-t", "irssi")
+    window = Tmux(socket_name, "irssi")
+    tmux, irssi_screen, irssi = window.run, window.screen, window.type
 
     def irssi_wait(predicate, what, timeout=30):
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = irssi_screen()
-            if predicate(text):
-                return text
-            time.sleep(0.1)
-        raise AssertionError(f"timed out waiting for {what}; irssi shows:\n{text}")
-
-    def irssi(line):
-        tmux("send-keys", "-t", "irssi", "-l", line)
-        tmux("send-keys", "-t", "irssi", "Enter")
+        return window.wait(predicate, what, timeout)
 
     hub = InspIRCd(name="hub.test", sid="1HB", link_port=free_port(), links=[("a.chat", PASSWORD), ("b.chat", PASSWORD)])
     a = node("a.chat", "0AA", f"hub.test=127.0.0.1:{hub.link_port}")
