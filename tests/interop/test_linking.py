@@ -527,7 +527,10 @@ def test_our_clients_and_irssi_in_one_room(tmp_path):
         irssi("/join #lobby")
         # irssi lists the room's members on joining (those whose servers have linked by then)
         # and shows the others arriving: alice and bob, whichever server each is on.
-        irssi_wait(lambda s: "[@alice]" in s and ("bob [bob@" in s or "[ bob]" in s or "[@bob]" in s), "irssi's #lobby with alice and bob")
+        def present(screen, nick):
+            return f"{nick} [{nick}@" in screen or f"[ {nick}]" in screen or f"[@{nick}]" in screen
+
+        irssi_wait(lambda s: present(s, "alice") and present(s, "bob"), "irssi's #lobby with alice and bob")
         irssi("/names #lobby")
         irssi_wait(lambda s: "Total of 3 nicks" in s, "irssi's NAMES of three")
         # Our clients see ivy arrive.
