@@ -469,12 +469,15 @@ def test_history_merged_after_a_split_between_two_nodes():
         proxy.cut()
         alice.wait_for(lambda l: l.startswith(":bob!") and " QUIT :a.chat b.chat" in l or " QUIT :a.chat b.chat" in l, timeout=10)
         bob.wait_for(lambda l: " QUIT :b.chat a.chat" in l, timeout=10)
-        alice.send("PRIVMSG #lobby :a1 said on a.chat during the split")
-        bob.send("PRIVMSG #lobby :b1 said on b.chat during the split")
-        alice.send("PRIVMSG #lobby :a2 said on a.chat during the split")
+        # One after the other, each stored (asked for) before the next is said: two servers
+        # order lines said at the same moment by their clocks, not by who the test asked first.
         # Each side's own lines are stored before the heal (the echo-less sender sees nothing: ask).
-        assert [t for t, _ in history(alice)][-2:] == ["a1 said on a.chat during the split", "a2 said on a.chat during the split"]
+        alice.send("PRIVMSG #lobby :a1 said on a.chat during the split")
+        assert [t for t, _ in history(alice)][-1] == "a1 said on a.chat during the split"
+        bob.send("PRIVMSG #lobby :b1 said on b.chat during the split")
         assert [t for t, _ in history(bob)][-1] == "b1 said on b.chat during the split"
+        alice.send("PRIVMSG #lobby :a2 said on a.chat during the split")
+        assert [t for t, _ in history(alice)][-2:] == ["a1 said on a.chat during the split", "a2 said on a.chat during the split"]
         proxy.mend()
         bob.wait_for(lambda l: "NOTICE #lobby :2 messages said on the other side of a split follow" in l, timeout=30)
         bob.wait_for(lambda l: "a1 said on a.chat" in l)
