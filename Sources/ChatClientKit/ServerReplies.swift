@@ -117,6 +117,13 @@ extension ClientState {
         if kind == "FAIL", command == "PRIVMSG" || command == "NOTICE", refused(target: context.first, reason: "\(description) (\(code))") {
             return
         }
+        if command == "CHATHISTORY", context.count >= 2 {
+            // The request is over: scrolling up may ask again. A direct conversation the server
+            // keeps no history of for us (no account) is not worth a line.
+            let asked = id(for: context[1])
+            historyRequests[asked] = nil
+            if code == "INVALID_TARGET", case .direct = asked { return }
+        }
         if command == "MARKREAD" {
             // Not sent again on this connection: the server said it keeps no markers for us.
             if code == "ACCOUNT_REQUIRED" { markersRefused = true }

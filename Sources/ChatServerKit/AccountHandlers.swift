@@ -101,10 +101,16 @@ extension ServerState {
             reply(session, .saslAborted, "SASL authentication aborted")
             return
         }
-        // A chunk is at most 400 bytes; a message, however many chunks, at most 4 KiB here.
-        guard argument.utf8.count <= 400, session.saslBuffer.utf8.count + argument.utf8.count <= 4096 else {
+        // A chunk is at most 400 bytes (longer: 905); a message, however many chunks, at most
+        // 4 KiB here (past that the authentication fails: 904, as the modern docs say).
+        guard argument.utf8.count <= 400 else {
             endSASL(session)
             reply(session, .saslTooLong, "SASL message too long")
+            return
+        }
+        guard session.saslBuffer.utf8.count + argument.utf8.count <= 4096 else {
+            endSASL(session)
+            reply(session, .saslFail, "SASL authentication failed: the message is longer than 4096 bytes")
             return
         }
         if argument != "+" { session.saslBuffer += argument }

@@ -62,9 +62,9 @@ extension ServerState {
         let channel = channels[key]!
         announceJoin(user, key: key, name: channel.name, now: now)
         if !channel.topic.isEmpty { sendTopic(session, channel) }
+        markerOnJoin(session, key: key, name: channel.name)
         if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }
         replayOnJoin(session, key: key, name: channel.name)
-        markerOnJoin(session, key: key, name: channel.name)
     }
 
     /// A new member's JOIN to the room (extended-join's form where asked for) and, to those with

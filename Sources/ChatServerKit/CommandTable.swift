@@ -47,7 +47,7 @@ extension ServerState {
         "BATCH": ServerCommand(1) { $0.handleBatch($1) },
         "AWAY": ServerCommand(0) { $0.handleAway($1) },
         "CHATHISTORY": ServerCommand(1) { $0.handleChathistory($1) },
-        "MARKREAD": ServerCommand(1) { $0.handleMarkread($1) },
+        "MARKREAD": ServerCommand(0) { $0.handleMarkread($1) },
         // Queries
         "WHO": ServerCommand(0) { $0.handleWho($1) },
         "WHOIS": ServerCommand(1) { $0.handleWhois($1) },

@@ -35,9 +35,14 @@ extension ServerState {
             return []
         }
         let line = String(decoding: message.serialized().dropLast(2), as: UTF8.self)
+        return rememberRecent(line: line, command: message.command, stamp: stamp, id: id, entries: entries)
+    }
+
+    /// The rows of a stored line made elsewhere (a multiline message's lines in one row).
+    mutating func rememberRecent(line: String, command: String, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> [HistoryRow] {
         let time = Int64((stamp.time * 1000).rounded(.down))
         let rows = entries.map { entry in
-            HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: message.command,
+            HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: command,
                        line: line, parties: entry.parties.map { ($0.party, $0.peer) })
         }
         for row in rows {
@@ -174,9 +179,10 @@ extension ServerState {
             return
         }
         let name = p[1]
-        // A target one may not read looks like one with no history: the answer tells nothing.
+        // A target that does not exist and one that may not be read get the same answer: it
+        // tells an outsider nothing about a secret room.
         guard let target = readableTarget(name, for: session.user) else {
-            sendHistoryBatch(session, name, [])
+            fail("INVALID_TARGET", [subcommand, name], "Messages could not be retrieved")
             return
         }
         func point(_ reference: String) -> Int64? {
@@ -235,16 +241,51 @@ extension ServerState {
 
     /// One stored line in a client's own form (its tags, its time), in a batch if given.
     mutating func replay(_ row: HistoryRow, to session: Session, batch: String?) {
-        guard var message = try? IRCMessage(parsing: row.line) else { return }
-        if let batch { message.tags.insert(IRCTag("batch", batch), at: 0) }
         // Half a millisecond in: the time printed is the stored millisecond, whatever the rounding of a Double.
         let stamp = Stamp(time: (Double(row.timeMilliseconds) + 0.5) / 1000, msgid: UInt64(bitPattern: row.msgid))
+        if let (parts, tags) = Self.storedParts(row.line) {
+            replayMultiline(parts, tags: tags, stamp: stamp, to: session, batch: batch)
+            return
+        }
+        guard var message = try? IRCMessage(parsing: row.line) else { return }
+        if let batch { message.tags.insert(IRCTag("batch", batch), at: 0) }
+        replayLine(message, stamp, to: session, batch: batch)
+    }
+
+    mutating func replayLine(_ message: IRCMessage, _ stamp: Stamp, to session: Session, batch: String?) {
         if response?.session === session {
             response!.messages.append(.message(message, stamp))
         } else {
             var variant = session.variant
             if batch != nil { variant.insert(.batch) }
             outbox.items.append(.send(session.connection, Rendering.render(message, stamp, variant)))
+        }
+    }
+
+    /// A stored multiline message: as its batch (inside the history batch) to a client with
+    /// draft/multiline, else its non-blank lines, the first with the msgid.
+    mutating func replayMultiline(_ parts: [IRCMessage], tags: [IRCTag], stamp: Stamp, to session: Session, batch: String?) {
+        guard let first = parts.first, let source = first.source, let target = first.params.first else { return }
+        let outer = batch.map { [IRCTag("batch", $0)] } ?? []
+        let plain = Stamp(time: stamp.time, msgid: nil)
+        if session.caps.contains(.multiline) {
+            let reference = newBatchReference()
+            replayLine(IRCMessage(tags: outer + tags, source: source, command: "BATCH", params: ["+" + reference, "draft/multiline", target]),
+                       stamp, to: session, batch: reference)
+            for part in parts {
+                var line = part
+                line.tags.insert(IRCTag("batch", reference), at: 0)
+                replayLine(line, plain, to: session, batch: reference)
+            }
+            replayLine(IRCMessage(tags: outer, source: source, command: "BATCH", params: ["-" + reference]), plain, to: session, batch: reference)
+            return
+        }
+        var lineStamp = stamp
+        for part in parts where !(part.params.last ?? "").isEmpty {
+            var line = part
+            line.tags = outer + tags
+            replayLine(line, lineStamp, to: session, batch: batch)
+            lineStamp = plain
         }
     }
 
@@ -272,7 +313,7 @@ extension ServerState {
         for (name, last) in found.sorted(by: { $0.last < $1.last }).prefix(limit) {
             let time = ServerTime.format(Double(last >> 16) / 1000)
             send(session, IRCMessage(tags: [IRCTag("batch", reference)], source: config.name, command: "CHATHISTORY",
-                                     params: ["TARGETS", name, "timestamp=" + time]))
+                                     params: ["TARGETS", name, time]))
         }
         send(session, IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]))
     }
@@ -303,50 +344,82 @@ extension ServerState {
         }
     }
 
-    /// On joining, a client that reads markers is told where its account had read to.
+    /// On joining, a client that reads markers is told where it (its account, or this
+    /// connection without one) had read to: after the JOIN, before the names end (the spec's order).
     mutating func markerOnJoin(_ session: Session, key: String, name: String) {
-        guard let history, session.caps.contains(.readMarker), let account = session.user.account else { return }
-        let marker = try? history.readMarker(account: AccountStore.key(account), target: key)
-        send(session, IRCMessage(source: config.name, command: "MARKREAD",
-                                 params: [name, marker.map { "timestamp=" + ServerTime.format(Double($0) / 1000) } ?? "*"]))
+        guard session.caps.contains(.readMarker) else { return }
+        let marker = try? readMarker(session, target: key)
+        send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(marker ?? nil)]))
+    }
+
+    /// Per-connection markers a client without an account may keep (one per conversation).
+    static let connectionMarkerLimit = 1000
+
+    static func markerText(_ marker: Int64?) -> String {
+        marker.map { "timestamp=" + ServerTime.format(Double($0) / 1000) } ?? "*"
+    }
+
+    /// Where a read marker lives: the account's, in the history database; otherwise this
+    /// connection's, for as long as it lives.
+    func markerAccount(_ session: Session) -> String? {
+        guard history != nil, let account = session.user.account else { return nil }
+        return AccountStore.key(account)
+    }
+
+    func readMarker(_ session: Session, target: String) throws -> Int64? {
+        if let account = markerAccount(session) { return try history!.readMarker(account: account, target: target) }
+        return session.readMarkers[target]
     }
 
     // MARKREAD <target> [timestamp=…]
     mutating func handleMarkread(_ request: Request) {
         let session = request.session
-        let name = request.params[0]
-        guard let history, let account = session.user.account else {
-            standardReply(session, "FAIL", command: "MARKREAD", code: "ACCOUNT_REQUIRED", context: [name], always: true,
-                          "Read markers are kept for accounts: log in first")
+        guard let name = request.params.first, !name.isEmpty else {
+            standardReply(session, "FAIL", command: "MARKREAD", code: "NEED_MORE_PARAMS", context: [], always: true, "Missing parameters")
             return
         }
+        var time: Int64?
+        if request.params.count > 1 {
+            let value = request.params[1]
+            guard value.hasPrefix("timestamp="), let parsed = ServerTime.parse(String(value.dropFirst(10))) else {
+                standardReply(session, "FAIL", command: "MARKREAD", code: "INVALID_PARAMS", context: [name, value], always: true,
+                              "The marker is a timestamp= reference")
+                return
+            }
+            time = Int64((parsed * 1000).rounded())
+        }
         let target = IRCNames.isChannel(name) ? casemapping.fold(name) : "dm-read " + casemapping.fold(name)
-        let key = AccountStore.key(account)
-        do {
-            if request.params.count > 1 {
-                let value = request.params[1]
-                guard value.hasPrefix("timestamp="), let time = ServerTime.parse(String(value.dropFirst(10))) else {
-                    standardReply(session, "FAIL", command: "MARKREAD", code: "INVALID_PARAMS", context: [name, value], always: true,
-                                  "The marker is a timestamp= reference")
+        guard let account = markerAccount(session) else {
+            // No account (or no history): this connection's own marker.
+            if let time {
+                guard session.readMarkers[target] != nil || session.readMarkers.count < Self.connectionMarkerLimit else {
+                    standardReply(session, "FAIL", command: "MARKREAD", code: "INTERNAL_ERROR", context: [name], always: true,
+                                  "Read markers are kept for at most \(Self.connectionMarkerLimit) conversations per connection")
                     return
                 }
-                let before = try history.readMarker(account: key, target: target)
-                let now = try history.setReadMarker(account: key, target: target, time: Int64((time * 1000).rounded()))
-                let line = IRCMessage(source: config.name, command: "MARKREAD", params: [name, "timestamp=" + ServerTime.format(Double(now) / 1000)])
-                // Every connection of the account hears of a change; the asker always gets the answer.
-                if before != now {
-                    for other in users.values where other.account.map(AccountStore.key) == key {
-                        for connection in other.sessions where connection.caps.contains(.readMarker) && connection !== session {
-                            sendNow(connection, line)
-                        }
+                session.readMarkers[target] = max(session.readMarkers[target] ?? time, time)
+            }
+            send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(session.readMarkers[target])]))
+            return
+        }
+        do {
+            guard let time else {
+                let marker = try history!.readMarker(account: account, target: target)
+                send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(marker)]))
+                return
+            }
+            let before = try history!.readMarker(account: account, target: target)
+            let now = try history!.setReadMarker(account: account, target: target, time: time)
+            let line = IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(now)])
+            // Every connection of the account hears of a change; the asker always gets the answer.
+            if before != now {
+                for other in users.values where other.account.map(AccountStore.key) == account {
+                    for connection in other.sessions where connection.caps.contains(.readMarker) && connection !== session {
+                        sendNow(connection, line)
                     }
                 }
-                send(session, line)
-            } else {
-                let marker = try history.readMarker(account: key, target: target)
-                send(session, IRCMessage(source: config.name, command: "MARKREAD",
-                                         params: [name, marker.map { "timestamp=" + ServerTime.format(Double($0) / 1000) } ?? "*"]))
             }
+            send(session, line)
         } catch {
             log(session, "history: \(error)")
             standardReply(session, "FAIL", command: "MARKREAD", code: "INTERNAL_ERROR", context: [name], always: true, "The marker could not be kept")

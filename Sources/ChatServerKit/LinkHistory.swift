@@ -58,8 +58,11 @@ extension ServerState {
                 guard index < results.count, case .rows(let stored) = results[index], case .rows(_, _, let low, let limit, _) = query.reads[index] else { continue }
                 let rows = Self.merge(stored, query.recent.filter { $0.target == room.key }, .after, low, limit: limit).filter { $0.msgid < upTo }
                 for row in rows {
-                    sendLink(link, IRCMessage(source: sid, command: "HISTORYROW",
-                                              params: [room.name, String(row.msgid), String(row.timeMilliseconds), row.command, row.line]))
+                    // A multiline message's row goes as one HISTORYROW per line, under its one msgid.
+                    for line in row.line.split(separator: "\n", omittingEmptySubsequences: false) {
+                        sendLink(link, IRCMessage(source: sid, command: "HISTORYROW",
+                                                  params: [room.name, String(row.msgid), String(row.timeMilliseconds), row.command, String(line)]))
+                    }
                 }
                 sendLink(link, IRCMessage(source: sid, command: "HISTORYEND", params: [room.name, String(rows.count)]))
             }
@@ -92,6 +95,13 @@ extension ServerState {
               HistoryStore.Kinds.messages.includes(p[3]), (link.incomingRows[key]?.count ?? 0) < Self.splitRowsPerRoom,
               let line = try? IRCMessage(parsing: p[4]), line.command == p[3], line.params.first.map({ casemapping.equal($0, name) }) == true
         else { return }
+        // The next line of a multiline message (the same msgid as the row before): one row.
+        if let last = link.incomingRows[key]?.last, last.msgid == msgid, last.command == p[3] {
+            guard last.line.utf8.count + p[4].utf8.count < config.multilineMaxBytes * 2 + 8192 else { return }
+            link.incomingRows[key]![link.incomingRows[key]!.count - 1] =
+                HistoryRow(msgid: msgid, timeMilliseconds: last.timeMilliseconds, target: key, command: p[3], line: last.line + "\n" + p[4])
+            return
+        }
         link.incomingRows[key, default: []].append(HistoryRow(msgid: msgid, timeMilliseconds: time, target: key, command: p[3], line: p[4]))
     }
 
@@ -109,8 +119,13 @@ extension ServerState {
                            params: [channel.name, "\(count) message\(count == 1 ? "" : "s") said on the other side of a split follow"]),
                 toRoom: key, now: now, history: [])
         for row in rows {
-            guard let message = try? IRCMessage(parsing: row.line) else { continue }
             let stamp = Stamp(time: Double(row.timeMilliseconds) / 1000, msgid: UInt64(bitPattern: row.msgid))
+            if let (parts, tags) = Self.storedParts(row.line) {
+                let members = (membership.members[key] ?? [:]).values.map(\.user)
+                deliverMultiline(parts, tags: tags, batchTo: members, linesTo: members, stamp: stamp, now: now)
+                continue
+            }
+            guard let message = try? IRCMessage(parsing: row.line) else { continue }
             deliver(message, toRoom: key, now: now, onlyWith: message.command == "TAGMSG" ? .messageTags : nil, stamp: stamp, history: [])
         }
         log("room \(channel.name): \(count) message(s) said on the other side of a split merged into history")

@@ -43,6 +43,8 @@ final class Session {
     /// The serials of its history reads on the store worker (`HistoryQuery`): one per
     /// CHATHISTORY, one per room of a JOIN whose last lines are not in memory yet.
     var historyQueries: Set<UInt64> = []
+    /// Read markers of a connection without an account (MARKREAD): kept while it lives.
+    var readMarkers: [String: Int64] = [:]
     /// Its next lines must wait: a password is being checked, history read, or a long reply made.
     var busy: Bool { verifying || !historyQueries.isEmpty || longReply != nil }
     /// The OPER name being checked.

@@ -108,43 +108,88 @@ extension ServerState {
         // The sender with echo-message gets the batch back as its reply; without, nothing.
         let echo = session.caps.contains(.echoMessage)
         let tags = accountTags(sender) + batch.clientTags
+        // One message, one msgid: on the batch's opening line, and on the first line of those
+        // who get it as lines.
         let stamp = self.stamp(command, now: now)
-        let reference = newBatchReference()
         let everyone = echo && !recipients.contains(where: { $0 === sender }) ? recipients + [sender] : recipients
-        // With the capability: the batch, its msgid on the opening line.
-        deliver(IRCMessage(tags: tags, source: sender.prefix, command: "BATCH", params: ["+" + reference, "draft/multiline", targetName]),
-                toUsers: everyone, now: now, onlyWith: .multiline, storable: false, stamp: stamp)
-        for line in batch.lines {
-            var lineTags = [IRCTag("batch", reference)]
-            if line.concat { lineTags.append(IRCTag("draft/multiline-concat")) }
-            deliver(IRCMessage(tags: lineTags, source: sender.prefix, command: command, params: [targetName, line.text]),
-                    toUsers: everyone, now: now, onlyWith: .multiline, storable: false, stamp: Stamp(time: now, msgid: nil))
+        let parts = batch.lines.map { line in
+            IRCMessage(tags: line.concat ? [IRCTag("draft/multiline-concat")] : [], source: sender.prefix, command: command,
+                       params: [targetName, line.text])
         }
-        deliver(IRCMessage(source: sender.prefix, command: "BATCH", params: ["-" + reference]),
-                toUsers: everyone, now: now, onlyWith: .multiline, storable: false, stamp: Stamp(time: now, msgid: nil))
-        // Without it: each line as its own message (what history keeps), the first with the batch's msgid.
-        var lastStamp = stamp
-        for (index, line) in batch.lines.enumerated() where !line.text.isEmpty {
-            let lineStamp = index == 0 ? stamp : self.stamp(command, now: now)
-            lastStamp = lineStamp
-            let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [targetName, line.text])
-            deliver(message, toUsers: recipients, now: now, excluding: .multiline,
-                    stamp: lineStamp,
-                    history: IRCNames.isChannel(batch.target) ? nil : recipients.first.flatMap { directEntry(sender, $0) }.map { [$0] } ?? [])
-            // Linked servers get the lines as lines, each under the msgid stored here.
+        deliverMultiline(parts, tags: tags, batchTo: everyone, linesTo: recipients, stamp: stamp, now: now)
+        // History keeps it as one row under that msgid, blank lines and all.
+        let entries = roomKey.map { [HistoryEntry(target: $0)] } ?? recipients.first.flatMap { directEntry(sender, $0) }.map { [$0] } ?? []
+        if historyEnabled, let id = stamp.msgid, !entries.isEmpty {
+            let rows = rememberRecent(line: Self.storedMultiline(parts, tags: tags), command: command, stamp: stamp, id: id, entries: entries)
+            if !rows.isEmpty { outbox.items.append(.storeRows(rows)) }
+            // The sender's echo of the batch waits until it is committed.
+            if echo, response?.session === session { response?.awaitsCommit = id }
+        }
+        // Linked servers get the lines as lines, the first under the message's msgid.
+        var lineStamp = stamp
+        for part in parts where !(part.params.last ?? "").isEmpty {
+            var message = part
+            message.tags = tags
             if let roomKey {
                 linkRoomMessage(message, from: sender, room: roomKey, stamp: lineStamp)
             } else if let target = recipients.first, target.remote != nil {
                 linkDirectMessage(message, from: sender, to: target, stamp: lineStamp)
             }
-        }
-        // The sender's echo of the batch waits until its last stored line is committed.
-        if echo, historyEnabled, let id = lastStamp.msgid, response?.session === session,
-           IRCNames.isChannel(batch.target) || recipients.first.flatMap({ directEntry(sender, $0) }) != nil {
-            response?.awaitsCommit = id
+            lineStamp = self.stamp(command, now: now)
         }
         if command == "PRIVMSG", !IRCNames.isChannel(batch.target), let target = recipients.first, let away = target.away {
             reply(session, .away, targetName, away)
         }
+    }
+
+    /// A multiline message to users: the batch to those with the capability, the non-blank
+    /// lines as messages of their own to the others (the first with the message's msgid).
+    /// `parts` carry only their `draft/multiline-concat` tag; `tags` are the message's.
+    mutating func deliverMultiline(_ parts: [IRCMessage], tags: [IRCTag], batchTo: [User], linesTo: [User], stamp: Stamp, now: Double,
+                                   outerBatch: String? = nil) {
+        guard let first = parts.first, let source = first.source, let target = first.params.first else { return }
+        let reference = newBatchReference()
+        let plain = Stamp(time: stamp.time, msgid: nil)
+        deliver(IRCMessage(tags: tags, source: source, command: "BATCH", params: ["+" + reference, "draft/multiline", target]),
+                toUsers: batchTo, now: now, onlyWith: .multiline, storable: false, stamp: stamp)
+        for part in parts {
+            var line = part
+            line.tags.insert(IRCTag("batch", reference), at: 0)
+            deliver(line, toUsers: batchTo, now: now, onlyWith: .multiline, storable: false, stamp: plain)
+        }
+        deliver(IRCMessage(source: source, command: "BATCH", params: ["-" + reference]),
+                toUsers: batchTo, now: now, onlyWith: .multiline, storable: false, stamp: plain)
+        var lineStamp = stamp
+        for part in parts where !(part.params.last ?? "").isEmpty {
+            var line = part
+            line.tags = tags
+            deliver(line, toUsers: linesTo, now: now, excluding: .multiline, storable: false, stamp: lineStamp)
+            lineStamp = plain
+        }
+    }
+
+    /// How history keeps a multiline message in one row: its lines, one IRC line each, joined
+    /// by newlines (which no IRC line contains); the first carries the message's tags.
+    static func storedMultiline(_ parts: [IRCMessage], tags: [IRCTag]) -> String {
+        parts.enumerated().map { index, part in
+            var line = part
+            if index == 0 { line.tags = tags + part.tags }
+            return String(decoding: line.serialized().dropLast(2), as: UTF8.self)
+        }.joined(separator: "\n")
+    }
+
+    /// A stored multiline row as the lines it was made of, and the message's tags (those of the
+    /// first line but its concat tag); nil for a row of one line.
+    static func storedParts(_ line: String) -> (parts: [IRCMessage], tags: [IRCTag])? {
+        guard line.utf8.contains(10) else { return nil }
+        var parts: [IRCMessage] = []
+        for text in line.split(separator: "\n", omittingEmptySubsequences: false) {
+            guard let message = try? IRCMessage(parsing: String(text)) else { return nil }
+            parts.append(message)
+        }
+        guard !parts.isEmpty else { return nil }
+        let tags = parts[0].tags.filter { $0.key != "draft/multiline-concat" }
+        parts[0].tags = parts[0].tags.filter { $0.key == "draft/multiline-concat" }
+        return (parts, tags)
     }
 }

@@ -285,8 +285,7 @@ public struct ServerState {
             rejected(error, from: session, line: line)
             return
         }
-        let invalidUTF8 = session.caps.contains(.standardReplies) && !UTF8Validation.isValid(line)
-        dispatch(message, from: session, now: now, warnInvalidUTF8: invalidUTF8)
+        dispatch(message, from: session, now: now, invalidUTF8: !UTF8Validation.isValid(line))
     }
 
     /// A line longer than the framer holds arrived and was discarded.
@@ -353,7 +352,7 @@ public struct ServerState {
         var user: User { session.user }
     }
 
-    mutating func dispatch(_ message: IRCMessage, from session: Session, now: Double, warnInvalidUTF8: Bool = false) {
+    mutating func dispatch(_ message: IRCMessage, from session: Session, now: Double, invalidUTF8: Bool = false) {
         // labeled-response needs batch negotiated too; a label over the spec's 64 bytes is not
         // echoed cut (the client could not match it), it is ignored.
         var label: String?
@@ -363,17 +362,14 @@ public struct ServerState {
         }
         response = ResponseBuffer(session: session, label: label)
         defer { flushResponse() }
-        // UTF8ONLY: bad bytes were relayed as U+FFFD; a client that reads standard replies is
-        // told, inside the command's (labelled) response.
-        defer {
-            if warnInvalidUTF8 {
-                if response?.session === session {
-                    let warning = IRCMessage(source: config.name, command: "WARN",
-                                             params: [message.command, "INVALID_UTF8", "Invalid UTF-8 was replaced with U+FFFD"])
-                    // A command answered later (a password check) keeps its label for that answer.
-                    if response?.deferred == true { sendNow(session, warning) } else { send(session, warning) }
-                }
-            }
+        // UTF8ONLY: a line with bytes that are not UTF-8 is refused whole, in words, with its
+        // label (a QUIT still quits, its reason with U+FFFD). A line of a multiline batch
+        // fails the batch: the message is not sent without it.
+        if invalidUTF8 && message.command != "QUIT" {
+            let command = UTF8Validation.isValid(Array(message.command.utf8)) && !message.command.contains("\u{FFFD}") ? message.command : "*"
+            standardReply(session, "FAIL", command: command, code: "INVALID_UTF8", always: true, Self.notUTF8)
+            if message.tag("batch") != nil, session.openBatch?.reference == message.tag("batch") { session.openBatch?.failed = true }
+            return
         }
         // Lines of an open draft/multiline batch are collected, not handled one by one.
         if session.openBatch != nil || message.tag("batch") != nil, session.registered, collectBatched(message, from: session) {
@@ -401,6 +397,8 @@ public struct ServerState {
         command.run(&self, Request(session: session, message: message, now: now))
     }
 
+    static let notUTF8 = "Message rejected: it is not UTF-8, which this server requires (UTF8ONLY); set your client's encoding to UTF-8"
+
     mutating func rejected(_ error: IRCParseError, from session: Session, line: [UInt8] = []) {
         let name = session.user.replyName
         switch error {
@@ -411,6 +409,10 @@ public struct ServerState {
         case .invalidCommand(let command):
             // A command word that is not one (`F00`) still had its tags parsed: its 421 keeps the label.
             var reply = numeric(session, .unknownCommand, UTF8Boundary.prefix(command, maxBytes: 32), "Unknown command")
+            // A command word that is not UTF-8 (UTF8ONLY): FAIL *, as the spec says.
+            if !UTF8Validation.isValid(line) {
+                reply = IRCMessage(source: config.name, command: "FAIL", params: ["*", "INVALID_UTF8", Self.notUTF8])
+            }
             if session.caps.contains(.labeledResponse) && session.caps.contains(.batch), line.first == UInt8(ascii: "@"),
                let space = line.firstIndex(of: UInt8(ascii: " ")),
                let label = IRCTagCoding.parse(line[1..<space]).first(where: { $0.key == "label" })?.value, !label.isEmpty, label.utf8.count <= 64 {
@@ -527,6 +529,11 @@ public struct ServerState {
             bytes = Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "ACK"), nil, variant)
         case 1:
             bytes = buffer.messages[0].rendered(variant, adding: IRCTag("label", label))
+        case _ where Self.isOneBatch(buffer.messages):
+            // A reply that is one batch of its own (a multiline echo) carries the label on its
+            // opening line, unwrapped (labeled-response allows it; draft/multiline expects it).
+            bytes = buffer.messages[0].rendered(variant, adding: IRCTag("label", label))
+            for line in buffer.messages.dropFirst() { bytes += line.rendered(variant) }
         default:
             let reference = newBatchReference()
             bytes += Rendering.render(IRCMessage(tags: [IRCTag("label", label)], source: config.name, command: "BATCH",
@@ -537,6 +544,15 @@ public struct ServerState {
             bytes += Rendering.render(IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]), nil, variant)
         }
         outbox.items.append(buffer.awaitsCommit.map { .sendAfterCommit(session.connection, bytes, $0) } ?? .send(session.connection, bytes))
+    }
+
+    /// Lines that are exactly one batch: `BATCH +r`, lines tagged `batch=r`, `BATCH -r`.
+    static func isOneBatch(_ lines: [ResponseLine]) -> Bool {
+        guard lines.count >= 2, case .message(let first, _) = lines[0], case .message(let last, _) = lines[lines.count - 1],
+              first.command == "BATCH", last.command == "BATCH", let open = first.params.first, open.hasPrefix("+"),
+              last.params.first == "-" + open.dropFirst() else { return false }
+        let reference = String(open.dropFirst())
+        return lines.dropFirst().dropLast().allSatisfy { if case .message(let m, _) = $0 { return m.tag("batch") == reference } else { return false } }
     }
 
     mutating func newBatchReference() -> String {

@@ -53,6 +53,7 @@ struct Harness {
         if let history {
             var rows: [HistoryRow] = []
             for case .deliver(let delivery) in result.items { rows += delivery.rows }
+            for case .storeRows(let stored) in result.items { rows += stored }
             try? history.insert(rows)
         }
         while index < result.items.count {

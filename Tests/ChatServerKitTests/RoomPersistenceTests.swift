@@ -95,7 +95,7 @@ struct RoomPersistenceTests {
         second.send(mallory, "JOIN #vault guess")
         #expect(second.commands(to: mallory) == ["475"])
         second.send(mallory, "CHATHISTORY LATEST #vault * 10")
-        #expect(second.historyLines(to: mallory).isEmpty)
+        #expect(second.lines(to: mallory) == [":test.server FAIL CHATHISTORY INVALID_TARGET LATEST #vault :Messages could not be retrieved"])
         #expect(second.state.members(of: "#vault").isEmpty, "the room was not made")
         let plainClient = second.register("eve")
         second.send(plainClient, "JOIN #vault")

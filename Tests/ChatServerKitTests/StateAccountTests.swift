@@ -144,7 +144,11 @@ struct StateAccountTests {
         h.send(id, "AUTHENTICATE +")
         #expect(h.commands(to: id) == ["904"], "the whole message was read (and the password is wrong)")
         h.send(id, "AUTHENTICATE PLAIN", "AUTHENTICATE " + String(repeating: "A", count: 401))
-        #expect(h.commands(to: id) == ["AUTHENTICATE", "905"])
+        #expect(h.commands(to: id) == ["AUTHENTICATE", "905"], "one chunk over 400 bytes: too long")
+        // 1,000 full chunks: past 4096 bytes in all the authentication fails (904), the rest ignored as a new exchange's.
+        h.send(id, "AUTHENTICATE PLAIN")
+        for _ in 0..<11 { h.send(id, "AUTHENTICATE " + String(repeating: "A", count: 400)) }
+        #expect(h.lines(to: id) == [":test.server 904 alice :SASL authentication failed: the message is longer than 4096 bytes"])
         h.send(id, "AUTHENTICATE PLAIN", "AUTHENTICATE *")
         #expect(h.commands(to: id) == ["AUTHENTICATE", "906"])
         h.send(id, "AUTHENTICATE DIGEST-MD5")
@@ -260,6 +264,27 @@ struct StateAccountTests {
         #expect(h.lines(to: lookalike) == [":test.server FAIL REGISTER NEED_NICK * :Send NICK first: the account is named after it"])
         h.send(id, "VERIFY dave 1234")
         #expect(h.out.messages(to: id).first?.params[1] == "ALREADY_AUTHENTICATED")
+    }
+
+    @Test("REGISTER before NICK (before-connect): NEED_NICK; after NICK and before CAP END: the account, and registration completes logged in")
+    func registerBeforeConnect() throws {
+        var h = Harness(accountsOf: try accountStore(["alice"]))
+        let id = h.connect()
+        h.send(id, "CAP LS 302", "CAP REQ :draft/account-registration")
+        h.send(id, "REGISTER * * :long enough")
+        #expect(h.lines(to: id) == [":test.server FAIL REGISTER NEED_NICK * :Send NICK first: the account is named after it"])
+        h.send(id, "REGISTER erin * :long enough")
+        #expect(h.lines(to: id) == [":test.server FAIL REGISTER NEED_NICK * :Send NICK first: the account is named after it"])
+        h.send(id, "NICK erin", "REGISTER * * :long enough")
+        #expect(h.lines(to: id) == [":test.server REGISTER SUCCESS erin :Account created; you are logged in",
+                                    ":test.server 900 erin erin!unknown@127.0.0.1 erin :You are now logged in as erin"])
+        h.send(id, "USER u 0 * :Erin", "CAP END")
+        #expect(h.commands(to: id).first == "001")
+        // An account's name, asked for by name while holding another nickname: the nickname rule first.
+        let other = h.connect()
+        h.send(other, "CAP LS 302", "NICK zed")
+        h.send(other, "REGISTER alice * :long enough")
+        #expect(h.out.messages(to: other).map { $0.params.prefix(2) } == [["REGISTER", "ACCOUNT_NAME_MUST_BE_NICK"]])
     }
 
     @Test("REGISTER: three accounts per address per hour; closed registration says who makes accounts")

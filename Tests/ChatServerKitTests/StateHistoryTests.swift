@@ -63,6 +63,45 @@ struct StateHistoryTests {
         #expect(h.historyLines(to: bob).map { $0.params.last! } == ["line 4"], "LATEST after what the client has")
     }
 
+    @Test("a reaction (TAGMSG with +draft/react and +draft/reply) is kept and served by CHATHISTORY; typing is never kept")
+    func reactionsInHistory() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "PRIVMSG #lobby :hello")
+        let parent = h.out.messages(to: alice)[0].tag("msgid")!
+        h.now += 1
+        h.send(alice, "@+typing=active TAGMSG #lobby")
+        #expect(h.out.deliveries.allSatisfy { $0.rows.isEmpty }, "typing is not stored")
+        h.send(alice, "@+draft/react=👍;+draft/reply=\(parent) TAGMSG #lobby")
+        h.send(alice, "@+draft/reply=\(parent) PRIVMSG #lobby :a reply")
+        let bob = h.register("bob", caps: caps)
+        h.send(bob, "CHATHISTORY LATEST #lobby * 10")
+        let lines = h.historyLines(to: bob)
+        #expect(lines.map(\.command) == ["PRIVMSG", "TAGMSG", "PRIVMSG"])
+        #expect(lines[1].tag("+draft/react") == "👍" && lines[1].tag("+draft/reply") == parent)
+        #expect(lines[2].tag("+draft/reply") == parent)
+    }
+
+    @Test("BETWEEN with msgid bounds among messages of one millisecond: ordered by time, then msgid, both ways")
+    func betweenSameMillisecond() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        var ids: [String] = []
+        for n in 0..<6 {
+            h.send(alice, "PRIVMSG #lobby :same \(n)")
+            ids.append(h.out.messages(to: alice)[0].tag("msgid")!)
+        }
+        let bob = h.register("bob", caps: caps)
+        h.send(bob, "CHATHISTORY BETWEEN #lobby msgid=\(ids[1]) msgid=\(ids[4]) 10")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["same 2", "same 3"])
+        h.send(bob, "CHATHISTORY BETWEEN #lobby msgid=\(ids[4]) msgid=\(ids[1]) 10")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["same 2", "same 3"], "oldest first either way")
+        h.send(bob, "CHATHISTORY BETWEEN #lobby msgid=\(ids[0]) msgid=\(ids[5]) 2")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["same 1", "same 2"], "the limit from the first bound")
+        h.send(bob, "CHATHISTORY BETWEEN #lobby msgid=\(ids[5]) msgid=\(ids[0]) 2")
+        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["same 3", "same 4"], "backwards: the limit from the first bound")
+    }
+
     @Test("FAIL codes: unknown subcommand, missing parameters, a bad limit or reference")
     func failures() throws {
         var h = Harness(historyOf: try historyStore())
@@ -77,14 +116,16 @@ struct StateHistoryTests {
         #expect(h.lines(to: alice).first?.hasPrefix(":test.server FAIL CHATHISTORY INVALID_PARAMS BEFORE yesterday") == true)
     }
 
-    @Test("privacy: a room's history only to its members, a +s room's too; outsiders get an empty batch")
+    @Test("privacy: a room's history only to its members, a +s room's too; outsiders get INVALID_TARGET, as for a room that does not exist")
     func roomPrivacy() throws {
         var h = Harness(historyOf: try historyStore())
         let alice = h.register("alice", caps: caps)
         h.send(alice, "JOIN #secret", "MODE #secret +s", "PRIVMSG #secret :for members")
         let mallory = h.register("mallory", caps: caps)
         h.send(mallory, "CHATHISTORY LATEST #secret * 10")
-        #expect(h.historyLines(to: mallory).isEmpty)
+        #expect(h.lines(to: mallory) == [":test.server FAIL CHATHISTORY INVALID_TARGET LATEST #secret :Messages could not be retrieved"])
+        h.send(mallory, "CHATHISTORY BEFORE #nowhere timestamp=2026-12-01T10:00:00.000Z 10")
+        #expect(h.lines(to: mallory) == [":test.server FAIL CHATHISTORY INVALID_TARGET BEFORE #nowhere :Messages could not be retrieved"])
         h.send(alice, "CHATHISTORY LATEST #secret * 10")
         #expect(h.historyLines(to: alice).map { $0.params.last! }.contains("for members"))
     }
@@ -102,14 +143,16 @@ struct StateHistoryTests {
         // A thief takes bob's nickname (without logging in) and asks for the conversation with alice.
         let thief = h.register("bob", caps: caps)
         h.send(thief, "CHATHISTORY LATEST alice * 10")
-        #expect(h.historyLines(to: thief).isEmpty)
+        #expect(h.lines(to: thief) == [":test.server FAIL CHATHISTORY INVALID_TARGET LATEST alice :Messages could not be retrieved"])
         // The real bob, logged in again, reads it.
         let real = h.saslClient("bobby", caps: "sasl " + caps.joined(separator: " "))
         h.send(real, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("bob", "correct horse"), "CAP END")
         h.send(real, "CHATHISTORY LATEST alice * 10")
         #expect(h.historyLines(to: real).map { $0.params.last! } == ["just between us"])
         h.send(alice, "CHATHISTORY TARGETS timestamp=1970-01-01T00:00:00.000Z timestamp=2100-01-01T00:00:00.000Z 10")
-        #expect(h.historyLines(to: alice).contains { $0.params.count == 3 && $0.params[1] == "bob" })
+        let targets = h.historyLines(to: alice).filter { $0.params.first == "TARGETS" }
+        #expect(Set(targets.map { $0.params[1] }) == ["#lobby", "bob"])
+        #expect(targets.allSatisfy { ServerTime.parse($0.params[2]) != nil }, "the spec's bare timestamp, not timestamp=…: \(targets)")
         // Two people without accounts: their private messages are not kept at all.
         let carol = h.register("carol", caps: caps), dave = h.register("dave", caps: caps)
         h.send(carol, "PRIVMSG dave :unkept")
@@ -199,7 +242,34 @@ struct StateHistoryTests {
         let alice = h.register("alice", caps: caps + ["draft/multiline"])
         h.send(alice, "BATCH +m draft/multiline #lobby", "@batch=m PRIVMSG #lobby :one", "@batch=m PRIVMSG #lobby :two", "BATCH -m")
         #expect(h.out.items.contains { if case .sendAfterCommit(let id, _, _) = $0 { return id == alice } else { return false } })
-        #expect(h.out.deliveries.filter { !$0.rows.isEmpty }.count == 2, "each line stored")
+        #expect(h.out.items.compactMap { if case .storeRows(let rows) = $0 { return rows.count } else { return nil } } == [1],
+                "one row for the message")
+    }
+
+    @Test("a multiline message in history: one row; served as its batch (blank line, concat and msgid kept) to multiline clients, as lines to others")
+    func multilineInHistory() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps + ["draft/multiline"])
+        h.send(alice, "BATCH +m draft/multiline #lobby", "@batch=m PRIVMSG #lobby :one", "@batch=m PRIVMSG #lobby :",
+               "@batch=m;draft/multiline-concat PRIVMSG #lobby :-two", "BATCH -m")
+        let msgid = h.out.messages(to: alice).first { $0.command == "BATCH" }?.tag("msgid")
+        let modern = h.register("modern", caps: caps + ["draft/multiline"])
+        h.send(modern, "CHATHISTORY LATEST #lobby * 10")
+        let got = h.out.messages(to: modern)
+        #expect(got.map(\.command) == ["BATCH", "BATCH", "PRIVMSG", "PRIVMSG", "PRIVMSG", "BATCH", "BATCH"])
+        let outer = String(got[0].params[0].dropFirst()), inner = String(got[1].params[0].dropFirst())
+        #expect(got[1].params.suffix(2) == ["draft/multiline", "#lobby"] && got[1].tag("batch") == outer && got[1].tag("msgid") == msgid)
+        #expect(got[2...4].map { $0.params[1] } == ["one", "", "-two"] && got[2...4].allSatisfy { $0.tag("batch") == inner && $0.tag("msgid") == nil })
+        #expect(got[4].tag("draft/multiline-concat") != nil)
+        #expect(got[5].params == ["-" + inner] && got[5].tag("batch") == outer && got[6].params == ["-" + outer])
+        let old = h.register("old", caps: caps)
+        h.send(old, "CHATHISTORY LATEST #lobby * 10")
+        let lines = h.historyLines(to: old)
+        #expect(lines.map { $0.params[1] } == ["one", "-two"])
+        #expect(lines.map { $0.tag("msgid") } == [msgid, nil])
+        // A client without chathistory gets it on joining, as lines.
+        let plain = h.register("plain", caps: ["server-time"])
+        #expect(h.out.messages(to: plain).filter { $0.command == "PRIVMSG" }.map { $0.params[1] } == ["one", "-two"])
     }
 
     @Test("MARKREAD: needs an account; set moves forward only and reaches the account's other connections; get answers")
@@ -217,9 +287,48 @@ struct StateHistoryTests {
         #expect(h.lines(to: second) == [":test.server MARKREAD #lobby timestamp=2026-12-01T10:00:00.000Z"])
         h.send(second, "MARKREAD #lobby timestamp=2026-12-01T09:00:00.000Z")
         #expect(h.lines(to: second) == [":test.server MARKREAD #lobby timestamp=2026-12-01T10:00:00.000Z"], "never backwards")
+    }
+
+    @Test("MARKREAD without an account: this connection's marker, kept while it lives, forward only; another connection has its own")
+    func readMarkersWithoutAccount() throws {
+        var h = Harness(historyOf: try historyStore())
         let anonymous = h.register("anon", caps: ["draft/read-marker"])
         h.send(anonymous, "MARKREAD #lobby")
-        #expect(h.lines(to: anonymous).first?.hasPrefix(":test.server FAIL MARKREAD ACCOUNT_REQUIRED") == true)
+        #expect(h.lines(to: anonymous) == [":test.server MARKREAD #lobby *"])
+        h.send(anonymous, "MARKREAD bob timestamp=2026-12-01T10:00:00.000Z")
+        #expect(h.lines(to: anonymous) == [":test.server MARKREAD bob timestamp=2026-12-01T10:00:00.000Z"])
+        h.send(anonymous, "MARKREAD bob timestamp=2026-12-01T09:00:00.000Z")
+        #expect(h.lines(to: anonymous) == [":test.server MARKREAD bob timestamp=2026-12-01T10:00:00.000Z"], "never backwards")
+        h.send(anonymous, "MARKREAD BOB")
+        #expect(h.lines(to: anonymous) == [":test.server MARKREAD BOB timestamp=2026-12-01T10:00:00.000Z"], "under the casemapping")
+        let other = h.register("other", caps: ["draft/read-marker"])
+        h.send(other, "MARKREAD bob")
+        #expect(h.lines(to: other) == [":test.server MARKREAD bob *"])
+    }
+
+    @Test("MARKREAD errors, before any account check: NEED_MORE_PARAMS without a target, INVALID_PARAMS for '*' or a malformed time")
+    func readMarkerErrors() throws {
+        var h = Harness(historyOf: try historyStore())
+        let anonymous = h.register("anon", caps: ["draft/read-marker"])
+        h.send(anonymous, "MARKREAD")
+        #expect(h.lines(to: anonymous) == [":test.server FAIL MARKREAD NEED_MORE_PARAMS :Missing parameters"])
+        h.send(anonymous, "MARKREAD #lobby *")
+        #expect(h.lines(to: anonymous) == [":test.server FAIL MARKREAD INVALID_PARAMS #lobby * :The marker is a timestamp= reference"])
+        h.send(anonymous, "MARKREAD #lobby timestamp=yesterday")
+        #expect(h.lines(to: anonymous) == [":test.server FAIL MARKREAD INVALID_PARAMS #lobby timestamp=yesterday :The marker is a timestamp= reference"])
+    }
+
+    @Test("a JOIN with read-marker: MARKREAD after the JOIN and before the end of the names (the spec's order), with the marker set earlier")
+    func markerOnJoin() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.room = nil }
+        let anonymous = h.register("anon", caps: ["draft/read-marker"])
+        h.send(anonymous, "MARKREAD #den timestamp=2026-12-01T10:00:00.000Z")
+        h.send(anonymous, "JOIN #den")
+        #expect(h.commands(to: anonymous) == ["JOIN", "MARKREAD", "353", "366"])
+        #expect(h.lines(to: anonymous)[1] == ":test.server MARKREAD #den timestamp=2026-12-01T10:00:00.000Z")
+        let plain = h.register("plain")
+        h.send(plain, "JOIN #den")
+        #expect(!h.commands(to: plain).contains("MARKREAD"), "only with the cap")
     }
 }
 
@@ -283,7 +392,8 @@ struct StateHistoryReadTests {
         #expect(asked.messages(to: alice).isEmpty, "nothing yet: not the batch, not the PONG that waits behind it")
         h.releaseReads()
         let lines = h.out.messages(to: alice)
-        #expect(lines.first?.command == "BATCH" && lines.first?.tag("label") == "q1" && lines.first?.params.last == "labeled-response")
+        // The answer is one chathistory batch: the label on its opening line (labeled-response: "an existing type applicable to the entire response").
+        #expect(lines.first?.command == "BATCH" && lines.first?.tag("label") == "q1" && lines.first?.params.suffix(2) == ["chathistory", "#lobby"])
         #expect(lines.filter { $0.command == "PRIVMSG" }.map { $0.params.last! } == ["one", "two"])
         #expect(lines.last?.command == "PONG", "the PING after it is answered after it: \(lines.map(\.command))")
     }

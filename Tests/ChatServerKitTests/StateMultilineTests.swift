@@ -39,6 +39,25 @@ struct StateMultilineTests {
         #expect(h.out.messages(to: alice).map(\.command) == ["BATCH", "PRIVMSG", "PRIVMSG", "PRIVMSG", "BATCH"])
     }
 
+    @Test("one message, one msgid: on the batch's opening line (and the first fallback line), none on its lines; blank lines kept in the batch")
+    func oneMsgid() {
+        var h = Harness()
+        let alice = h.register("alice", caps: Self.caps + ["server-time"])
+        let bob = h.register("bob", caps: ["draft/multiline", "batch", "message-tags"])
+        let carol = h.register("carol", caps: ["message-tags"])
+        h.send(alice, "BATCH +p draft/multiline #lobby", "@batch=p PRIVMSG #lobby :one", "@batch=p PRIVMSG #lobby :",
+               "@batch=p PRIVMSG #lobby :three", "BATCH -p")
+        let toBob = h.out.messages(to: bob)
+        #expect(toBob.map { $0.params.last! }.dropFirst().dropLast() == ["one", "", "three"], "the blank line is kept")
+        let msgid = toBob[0].tag("msgid")
+        #expect(msgid != nil && toBob.dropFirst().allSatisfy { $0.tag("msgid") == nil })
+        let toCarol = h.out.messages(to: carol)
+        #expect(toCarol.map { $0.params.last! } == ["one", "three"], "no blank line as a message of its own")
+        #expect(toCarol.map { $0.tag("msgid") } == [msgid, nil])
+        let echo = h.out.messages(to: alice)
+        #expect(echo[0].tag("msgid") == msgid && echo.dropFirst().allSatisfy { $0.tag("msgid") == nil })
+    }
+
     @Test("limits: more than max-lines or max-bytes gets FAIL and nothing is relayed")
     func limits() {
         var h = Harness { $0.multilineMaxLines = 3 }
@@ -78,7 +97,7 @@ struct StateMultilineTests {
         #expect(h.out.messages(to: carol).first?.params[1] == "NAK", "draft/multiline needs batch")
     }
 
-    @Test("a labelled batch: the echo comes in the labeled-response batch, the inner batch kept")
+    @Test("a labelled batch: the echo is the draft/multiline batch carrying the label, not wrapped in a labeled-response batch")
     func labelled() {
         var h = Harness()
         let alice = h.register("alice", caps: Self.caps + ["labeled-response"])
@@ -86,11 +105,18 @@ struct StateMultilineTests {
         h.send(alice, "@label=L1 BATCH +m draft/multiline bob", "@batch=m PRIVMSG bob :one", "@batch=m PRIVMSG bob :two")
         h.send(alice, "BATCH -m")
         let lines = h.out.messages(to: alice)
-        #expect(lines.first?.command == "BATCH" && lines.first?.tag("label") == "L1" && lines.first?.params[1] == "labeled-response")
-        let outer = String(lines[0].params[0].dropFirst())
-        #expect(lines[1].command == "BATCH" && lines[1].tag("batch") == outer && lines[1].params[1] == "draft/multiline")
-        let inner = String(lines[1].params[0].dropFirst())
-        #expect(lines[2].tag("batch") == inner && lines[3].tag("batch") == inner)
-        #expect(lines.last?.params == ["-" + outer])
+        #expect(lines.map(\.command) == ["BATCH", "PRIVMSG", "PRIVMSG", "BATCH"])
+        #expect(lines[0].tag("label") == "L1" && lines[0].params[1] == "draft/multiline" && lines[0].tag("batch") == nil)
+        let inner = String(lines[0].params[0].dropFirst())
+        #expect(lines[1].tag("batch") == inner && lines[2].tag("batch") == inner)
+        #expect(lines[1...].allSatisfy { $0.tag("label") == nil })
+        #expect(lines.last?.params == ["-" + inner])
+        // To someone away: the 301 too, so two things; then the labeled-response batch wraps both.
+        let carol = h.register("carol")
+        h.send(carol, "AWAY :out")
+        h.send(alice, "@label=L2 BATCH +n draft/multiline carol", "@batch=n PRIVMSG carol :one", "BATCH -n")
+        let wrapped = h.out.messages(to: alice)
+        #expect(wrapped.first?.params.last == "labeled-response" && wrapped.first?.tag("label") == "L2")
+        #expect(wrapped.map(\.command) == ["BATCH", "BATCH", "PRIVMSG", "BATCH", "301", "BATCH"])
     }
 }

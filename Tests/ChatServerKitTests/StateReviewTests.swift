@@ -185,15 +185,31 @@ struct StateInteropFindingsTests {
         #expect(!h.commands(to: alice).contains("301"))
     }
 
-    @Test("invalid UTF-8 is relayed as U+FFFD and its sender warned, with standard-replies")
+    @Test("UTF8ONLY: a line that is not UTF-8 is refused with FAIL <command> INVALID_UTF8 and relayed to nobody, standard-replies or not; a bad command word is FAIL *; a QUIT still quits")
     func invalidUTF8() {
         var h = Harness()
-        let alice = h.register("alice", caps: ["standard-replies"])
+        let alice = h.register("alice")
         let bob = h.register("bob")
         h.state.received(Array("PRIVMSG bob :bad ".utf8) + [0xFF, 0xFE] + Array(" bytes".utf8), from: alice, now: h.now)
         h.out = h.state.takeOutbox()
-        #expect(h.lines(to: bob) == [":alice!u@127.0.0.1 PRIVMSG bob :bad \u{FFFD}\u{FFFD} bytes"])
-        #expect(h.lines(to: alice) == [":test.server WARN PRIVMSG INVALID_UTF8 :Invalid UTF-8 was replaced with U+FFFD"])
+        #expect(h.lines(to: bob).isEmpty)
+        #expect(h.lines(to: alice) == [":test.server FAIL PRIVMSG INVALID_UTF8 :Message rejected: it is not UTF-8, which this server requires (UTF8ONLY); set your client's encoding to UTF-8"])
+        h.state.received(Array("TOPIC #lobby :caf".utf8) + [0xE9], from: alice, now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(h.out.messages(to: alice).map { $0.params.prefix(2) } == [["TOPIC", "INVALID_UTF8"]] && h.lines(to: bob).isEmpty)
+        h.state.received([0xFF] + Array("X #lobby".utf8), from: alice, now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(h.out.messages(to: alice).map { $0.params.prefix(2) } == [["*", "INVALID_UTF8"]])
+        // Inside a multiline batch: the batch fails, nothing of it goes.
+        let carol = h.register("carol", caps: ["draft/multiline", "batch"])
+        h.send(carol, "BATCH +m draft/multiline bob", "@batch=m PRIVMSG bob :fine")
+        h.state.received(Array("@batch=m PRIVMSG bob :caf".utf8) + [0xE9], from: carol, now: h.now)
+        h.send(carol, "@batch=m PRIVMSG bob :after", "BATCH -m")
+        #expect(h.lines(to: bob).isEmpty)
+        let dave = h.register("dave")
+        h.state.received(Array("QUIT :bye ".utf8) + [0xFF], from: dave, now: h.now)
+        h.out = h.state.takeOutbox()
+        #expect(h.lines(to: bob) == [":dave!u@127.0.0.1 QUIT :Quit: bye \u{FFFD}"])
         h.send(alice, "PRIVMSG bob :fine ünïcode")
         #expect(h.lines(to: alice).isEmpty)
     }
@@ -331,14 +347,14 @@ struct StateHostileTests {
         #expect(h.commands(to: alice).contains("381"))
     }
 
-    @Test("the WARN for invalid UTF-8 is part of a labelled response")
-    func warnInLabel() {
+    @Test("the FAIL for invalid UTF-8 carries the command's label")
+    func failInLabel() {
         var h = Harness()
         let alice = h.register("alice", caps: ["standard-replies", "labeled-response", "batch"])
         _ = h.register("bob")
         h.state.received(Array("@label=w PRIVMSG bob :x".utf8) + [0xFF], from: alice, now: h.now)
         h.out = h.state.takeOutbox()
-        #expect(h.lines(to: alice) == ["@label=w :test.server WARN PRIVMSG INVALID_UTF8 :Invalid UTF-8 was replaced with U+FFFD"])
+        #expect(h.lines(to: alice) == ["@label=w :test.server FAIL PRIVMSG INVALID_UTF8 :Message rejected: it is not UTF-8, which this server requires (UTF8ONLY); set your client's encoding to UTF-8"])
     }
 
     @Test("network text in the log is made visible: a command word, a QUIT reason, a KICK comment")
