@@ -10,14 +10,17 @@ public enum Capability: String, CaseIterable, Sendable {
     case chghost
     case echoMessage = "echo-message"
     case eventPlayback = "draft/event-playback"
+    case extendedISupport = "draft/extended-isupport"
     case extendedJoin = "extended-join"
     case extendedMonitor = "extended-monitor"
     case inviteNotify = "invite-notify"
     case labeledResponse = "labeled-response"
+    case messageRedaction = "draft/message-redaction"
     case messageTags = "message-tags"
     case multiline = "draft/multiline"
     case multiPrefix = "multi-prefix"
     case noImplicitNames = "no-implicit-names"
+    case preAway = "draft/pre-away"
     case readMarker = "draft/read-marker"
     case sasl
     case serverTime = "server-time"

@@ -106,16 +106,34 @@ extension ServerState {
         return nil
     }
 
-    func matchesList(_ user: User, _ channel: Channel, _ letter: Character) -> Bool {
+    /// Whether an entry of the list matches `user`: a mask its nick!user@host, `$a:` its account;
+    /// `$m:` entries (mutes) count only when `mutes` asks for them, and then only they.
+    func matchesList(_ user: User, _ channel: Channel, _ letter: Character, mutes: Bool = false) -> Bool {
         let list = channel.lists[letter]
         guard !list.isEmpty else { return false }
         // The hostmask folded once; each mask was folded when it was set.
         let hostmask = Array(casemapping.fold(user.prefix).utf8)
-        return list.contains { IRCMask.globMatch($0.folded, hostmask) }
+        let dollar = UInt8(ascii: "$")
+        return list.contains { entry in
+            guard entry.folded.first == dollar, entry.folded.count > 3 else { return !mutes && IRCMask.globMatch(entry.folded, hostmask) }
+            switch entry.folded[1] {
+            case UInt8(ascii: "a"):
+                guard !mutes, let account = user.account else { return false }
+                return IRCMask.globMatch(Array(entry.folded[3...]), Array(casemapping.fold(account).utf8))
+            case UInt8(ascii: "m"):
+                return mutes && IRCMask.globMatch(Array(entry.folded[3...]), hostmask)
+            default:
+                return false
+            }
+        }
     }
 
     func isBanned(_ user: User, in channel: Channel) -> Bool {
         matchesList(user, channel, "b") && !matchesList(user, channel, "e")
+    }
+
+    func isMuted(_ user: User, in channel: Channel) -> Bool {
+        matchesList(user, channel, "b", mutes: true) && !matchesList(user, channel, "e")
     }
 
     /// The one speak check: +n keeps outsiders out, +m keeps all but voiced and operators quiet,
@@ -126,6 +144,7 @@ extension ServerState {
         let privileged = status.map { $0.op || $0.voice } ?? false
         if channel.has("m") && !privileged { return "Cannot send to channel (+m)" }
         if !privileged && isBanned(user, in: channel) { return "Cannot send to channel (you are banned)" }
+        if !privileged && isMuted(user, in: channel) { return "Cannot send to channel (you are muted)" }
         return nil
     }
 

@@ -44,8 +44,9 @@ extension ServerState {
         "PRIVMSG": ServerCommand(0) { $0.handleMessage($1) },
         "NOTICE": ServerCommand(0) { $0.handleMessage($1) },
         "TAGMSG": ServerCommand(1) { $0.handleTagMessage($1) },
+        "REDACT": ServerCommand(2) { $0.handleRedact($1) },
         "BATCH": ServerCommand(1) { $0.handleBatch($1) },
-        "AWAY": ServerCommand(0) { $0.handleAway($1) },
+        "AWAY": ServerCommand(0, beforeRegistration: true) { $0.handleAway($1) },
         "CHATHISTORY": ServerCommand(1) { $0.handleChathistory($1) },
         "MARKREAD": ServerCommand(0) { $0.handleMarkread($1) },
         // Queries

@@ -70,6 +70,8 @@ enum HistoryPurpose: Sendable {
     case splitOffer(rooms: [(key: String, name: String)], upTo: Int64)
     /// The rows a linked server sent of one room: those not stored here are kept and shown.
     case splitMerge(key: String, rows: [HistoryRow])
+    /// REDACT: the message asked about, to check who sent it.
+    case redact(RedactRequest)
 }
 
 extension ServerState {
@@ -107,7 +109,7 @@ extension ServerState {
         }
         switch result {
         case .success(let results):
-            answer(query, results, session: session)
+            answer(query, results, session: session, now: now)
         case .failure(let error):
             log(session, "history: \(error)")
             if case .replay = query.purpose {
@@ -121,7 +123,7 @@ extension ServerState {
         resumeHeldLines(session, now: now)
     }
 
-    private mutating func answer(_ query: HistoryQuery, _ results: [HistoryResult], session: Session) {
+    private mutating func answer(_ query: HistoryQuery, _ results: [HistoryResult], session: Session, now: Double) {
         switch query.purpose {
         case .chathistory(let name, let target, let above, let below):
             var rows: [HistoryRow] = []
@@ -161,6 +163,9 @@ extension ServerState {
             if channels[key] != nil { roomTails[key] = tail }
             guard membership.isMember(session.user.id, of: key) else { return }
             replay(tail.filter { $0.msgid <= upTo }, to: session, key: key, name: name)
+        case .redact(let redact):
+            guard case .rows(let stored)? = results.first else { return }
+            finishRedact(session, redact, row: stored.first, now: now)
         case .splitOffer, .splitMerge:
             break // a link's, answered by `linkHistoryAnswered`
         }
@@ -212,6 +217,7 @@ extension HistoryPurpose {
         case .replay(let name, _, _): name
         case .splitOffer: "SPLIT"
         case .splitMerge(let key, _): key
+        case .redact(let redact): redact.name
         }
     }
 }

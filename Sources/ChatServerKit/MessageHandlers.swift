@@ -42,7 +42,16 @@ extension ServerState {
         for name in names {
             // `alice,alice` or `#a,#A`: one delivery per target.
             if names.count > 1 && !seen.insert(casemapping.fold(name)).inserted { continue }
+            // STATUSMSG: `@#room` to its operators, `+#room` to its operators and voiced members.
+            if let status = name.first, status == "@" || status == "+", IRCNames.isChannel(String(name.dropFirst())) {
+                relayToStatus(request, command: command, status: status, room: String(name.dropFirst()), tags: tags, params: params, quiet: quiet)
+                continue
+            }
             guard let resolved = messageTarget(name, from: request.session, quiet: quiet) else { continue }
+            if case .room(_, let channel) = resolved, let text = params.first, let refusal = ctctRefusal(text, channel) {
+                if !quiet { reply(session, .cannotSendToChan, channel.name, refusal) }
+                continue
+            }
             if historyRefuses(session, command, resolved, alone: names.count == 1) { continue }
             switch resolved {
             case .room(let key, let channel):
@@ -74,6 +83,30 @@ extension ServerState {
                 }
             }
         }
+    }
+
+    /// A room with +C takes no CTCP but ACTION (`/me`).
+    func ctctRefusal(_ text: String, _ channel: Channel) -> String? {
+        guard channel.has("C"), text.utf8.first == 1, !text.hasPrefix("\u{1}ACTION") else { return nil }
+        return "Cannot send CTCP to channel (+C)"
+    }
+
+    /// A message to a room's operators (`@#room`) or its voiced members and operators (`+#room`):
+    /// the same speak checks as the room; not kept in history (its readers are everyone).
+    mutating func relayToStatus(_ request: Request, command: String, status: Character, room: String, tags: [IRCTag], params: [String], quiet: Bool) {
+        let session = request.session, sender = request.user
+        guard case .room(let key, let channel)? = messageTarget(room, from: session, quiet: quiet) else { return }
+        if let text = params.first, let refusal = ctctRefusal(text, channel) {
+            if !quiet { reply(session, .cannotSendToChan, channel.name, refusal) }
+            return
+        }
+        let recipients = (membership.members[key] ?? [:]).values.filter { member in
+            member.user !== sender && (member.op || (status == "+" && member.voice))
+        }.map(\.user)
+        let echo = session.caps.contains(.echoMessage)
+        let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [String(status) + channel.name] + params)
+        deliver(message, toUsers: echo ? recipients + [sender] : recipients, now: request.now,
+                onlyWith: command == "TAGMSG" ? .messageTags : nil, storable: false, stamp: stamp(command, now: request.now))
     }
 
     /// The most common line of all — `PRIVMSG bob :hi` to one person, from a client without
@@ -150,7 +183,19 @@ extension ServerState {
     // AWAY [<text>]
     mutating func handleAway(_ request: Request) {
         let session = request.session, user = request.user
-        let text = request.params.first.map { UTF8Boundary.prefix(PlainText.cleanFreeText($0), maxBytes: config.awayLength) } ?? ""
+        var text = request.params.first.map { UTF8Boundary.prefix(PlainText.cleanFreeText($0), maxBytes: config.awayLength) } ?? ""
+        // draft/pre-away: `AWAY *` is "not here, for no particular reason" (a client that
+        // connected by itself); shown to others in words.
+        if text == "*" { text = "Away" }
+        guard session.registered else {
+            // Before registration only with draft/pre-away; nobody sees it until the user arrives.
+            guard session.caps.contains(.preAway) else {
+                reply(session, .notRegistered, "You have not registered")
+                return
+            }
+            user.away = text.isEmpty ? nil : text
+            return
+        }
         user.away = text.isEmpty ? nil : text
         if text.isEmpty {
             reply(session, .unaway, "You are no longer marked as being away")

@@ -100,6 +100,8 @@ public struct Outbox: Sendable {
         case dialLink(LinkBlock)
         /// Rows for history that no delivery carries (what a linked server said during a split).
         case storeRows([HistoryRow])
+        /// A deleted message (REDACT): history forgets its row, after any rows handed over before.
+        case forgetRow(target: String, msgid: Int64)
     }
 
     public var items: [Item] = []

@@ -60,9 +60,13 @@ extension ServerState {
             if caps.contains(.multiline) && !caps.contains(.batch) { acceptable = false }
             // A request is granted whole or refused whole.
             if acceptable {
+                let before = session.caps
                 session.caps = caps
                 if session.registered { membership.refresh(session) }
                 capReply("ACK", asked)
+                // extended-isupport: the tokens now, before registration if need be, and again
+                // whenever the capability is turned on.
+                if caps.contains(.extendedISupport) && !before.contains(.extendedISupport) { sendISupport(session) }
             } else {
                 capReply("NAK", asked)
             }
@@ -336,14 +340,21 @@ extension ServerState {
         if let room = config.room { join(session, channelName: room, key: nil, now: now) }
     }
 
+    /// 005 in lines of 12 tokens; with extended-isupport and batch, in a `draft/isupport` batch.
     mutating func sendISupport(_ session: Session) {
         let tokens = isupportTokens
+        let batched = session.caps.contains(.extendedISupport) && session.caps.contains(.batch)
+        let reference = batched ? newBatchReference() : nil
+        if let reference { send(session, IRCMessage(source: config.name, command: "BATCH", params: ["+" + reference, "draft/isupport"])) }
         var start = 0
         while start < tokens.count {
             let chunk = Array(tokens[start..<min(start + 12, tokens.count)])
-            reply(session, .isupport, params: chunk + ["are supported by this server"])
+            var line = numeric(session, .isupport, params: chunk + ["are supported by this server"])
+            if let reference { line.tags = [IRCTag("batch", reference)] }
+            send(session, line)
             start += 12
         }
+        if let reference { send(session, IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference])) }
     }
 
     mutating func sendMotd(_ session: Session) {

@@ -43,6 +43,8 @@ public struct ServerConfig: Sendable {
     /// The server's name, the source of its numerics.
     public var name = "chat-tui.local"
     public var network = "chat-tui"
+    /// The network's icon, an image URL (`draft/ICON`), shown by clients that read it.
+    public var networkIcon: String?
     /// The room every registered user joins, or nil (`--room none`) for explicit JOINs only.
     public var room: String? = "#lobby"
     /// Lines of the message of the day; nil sends 422.
@@ -130,7 +132,7 @@ public struct ServerConfig: Sendable {
 
     /// The ISUPPORT tokens this server advertises in 005.
     public var isupport: ISupportTokens {
-        [
+        let tokens: ISupportTokens = [
             ("AWAYLEN", String(awayLength)),
             ("BOT", "B"),
             ("CASEMAPPING", Casemapping.rfc1459.rawValue),
@@ -140,6 +142,7 @@ public struct ServerConfig: Sendable {
             ("CHANTYPES", "#"),
             ("ELIST", "CMNTU"),
             ("EXCEPTS", "e"),
+            ("EXTBAN", ExtBan.token),
             ("HOSTLEN", "64"),
             ("INVEX", "I"),
             ("KEYLEN", String(ChannelModes.keyLength)),
@@ -151,12 +154,15 @@ public struct ServerConfig: Sendable {
             ("NETWORK", network),
             ("NICKLEN", String(nickLength)),
             ("PREFIX", ChannelModes.prefixToken),
+            ("STATUSMSG", "@+"),
             ("TARGMAX", targetLimits.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")),
             ("TOPICLEN", String(topicLength)),
             ("USERLEN", String(userLength)),
             ("UTF8ONLY", ""),
             ("WHOX", ""),
         ]
+        guard let networkIcon else { return tokens }
+        return tokens + [("draft/ICON", networkIcon)]
     }
 }
 

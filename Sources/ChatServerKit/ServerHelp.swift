@@ -37,6 +37,7 @@ enum ServerHelp {
         "PONG": ["PONG <token>", "An answer to PING."],
         "PRIVMSG": ["PRIVMSG <target>[,<target>] <text>", "Sends a message to rooms or people."],
         "QUIT": ["QUIT [<reason>]", "Leaves the server."],
+        "REDACT": ["REDACT <target> <msgid> [<reason>]", "Deletes a message: your own, or any in a room you operate."],
         "SETNAME": ["SETNAME <real name>", "Changes your real name."],
         "TAGMSG": ["TAGMSG <target>", "A message with only tags (typing notifications, reactions)."],
         "TIME": ["TIME", "The server's time."],

@@ -676,6 +676,8 @@ final class ServerRuntime {
                     dial(block)
                 case .storeRows(let rows):
                     historyWriter?.append(rows)
+                case .forgetRow(let target, let msgid):
+                    historyWriter?.forget(target: target, msgid: msgid)
                 case .continueReply(let id):
                     if let connection = connections[id.raw], !connection.inContinuing {
                         connection.inContinuing = true

@@ -227,6 +227,11 @@ public final class HistoryStore {
         return removed
     }
 
+    /// Removes one row (a deleted message).
+    public func forget(target: String, msgid: Int64) throws(Database.Failure) {
+        try database.query("DELETE FROM history WHERE target = ? AND msgid = ?", [.text(target), .integer(msgid)])
+    }
+
     public func count() throws(Database.Failure) -> Int {
         if case .integer(let n)? = try database.query("SELECT COUNT(*) FROM history").first?.first { return Int(n) }
         return 0
@@ -284,6 +289,8 @@ public final class HistoryWriter: Sendable {
     /// Changes to the saved rooms, written before the rows that came after them: an echo that
     /// waited for its commit means the room's rules set before it are stored too.
     private let roomChanges = Mutex<[(key: String, change: RoomStore.Change)]>([])
+    /// Rows to delete (REDACT), after every row handed over before them.
+    private let forgotten = Mutex<[(target: String, msgid: Int64)]>([])
 
     /// `path`: the database file; `synchronous`: SQLite's `synchronous` (NORMAL survives a
     /// process crash, FULL a power loss too). `retention`: every ten minutes rows older than
@@ -327,6 +334,11 @@ public final class HistoryWriter: Sendable {
         pending.wake()
     }
 
+    public func forget(target: String, msgid: Int64) {
+        forgotten.withLock { $0.append((target, msgid)) }
+        pending.wake()
+    }
+
     public func append(_ rows: [HistoryRow]) {
         health.waiting.add(rows.count, ordering: .relaxed)
         pending.append(rows)
@@ -348,6 +360,9 @@ public final class HistoryWriter: Sendable {
         let rooms = try? RoomStore(database: store.database)
         var roomsFailing = false
         while true {
+            // Deletions asked for before the rows are taken: every row they name is among those
+            // rows or committed already.
+            let forget = forgotten.withLock { taken in defer { taken.removeAll() }; return taken }
             // Gather what came in the window (a short wait lets a burst become one commit).
             let (rows, stopped) = pending.take(waiting: interval)
             // The rooms' changes first: they came before these rows (or with them).
@@ -395,8 +410,20 @@ public final class HistoryWriter: Sendable {
                     }
                     // Tried again, with what comes meanwhile, after a pause that grows to a second.
                     pending.putBack(rows)
+                    if !forget.isEmpty { forgotten.withLock { $0.insert(contentsOf: forget, at: 0) } }
                     usleep(UInt32(min(1.0, interval * Double(min(failures, 10))) * 1e6))
                     continue
+                }
+            }
+            if !forget.isEmpty {
+                do {
+                    try store.database.execute("BEGIN")
+                    for (target, msgid) in forget { try store.forget(target: target, msgid: msgid) }
+                    try store.database.execute("COMMIT")
+                } catch {
+                    _ = try? store.database.execute("ROLLBACK")
+                    failed("history: \(forget.count) deleted messages not removed yet (\(error)); trying again")
+                    if !stopped { forgotten.withLock { $0.insert(contentsOf: forget, at: 0) } }
                 }
             }
             if let retention {

@@ -66,6 +66,7 @@ public enum ChannelModes {
         ChannelMode(letter: "I", kind: .list, parameter: .mask, setter: .channelOperator, prefix: nil, meaning: "invite exception"),
         ChannelMode(letter: "k", kind: .alwaysParameter, parameter: .key, setter: .channelOperator, prefix: nil, meaning: "key"),
         ChannelMode(letter: "l", kind: .parameterWhenSet, parameter: .limit, setter: .channelOperator, prefix: nil, meaning: "member limit"),
+        ChannelMode(letter: "C", kind: .flag, parameter: .none, setter: .channelOperator, prefix: nil, meaning: "no CTCP but ACTION"),
         ChannelMode(letter: "i", kind: .flag, parameter: .none, setter: .channelOperator, prefix: nil, meaning: "invite only"),
         ChannelMode(letter: "m", kind: .flag, parameter: .none, setter: .channelOperator, prefix: nil, meaning: "moderated"),
         ChannelMode(letter: "n", kind: .flag, parameter: .none, setter: .channelOperator, prefix: nil, meaning: "no messages from outside"),
@@ -78,7 +79,7 @@ public enum ChannelModes {
 
     public static func mode(_ letter: Character) -> ChannelMode? { all.first { $0.letter == letter } }
 
-    /// `CHANMODES=beI,k,l,imnst`.
+    /// `CHANMODES=beI,k,l,Cimnst`.
     public static var chanmodesToken: String {
         [ChannelModeKind.list, .alwaysParameter, .parameterWhenSet, .flag].map { kind in
             String(all.filter { $0.kind == kind }.map(\.letter))
@@ -108,6 +109,9 @@ public enum ChannelModes {
         case .none, .nickname:
             return .success(raw)
         case .mask:
+            if let extban = ExtBan(raw) {
+                return extban.text.map { .success($0) } ?? .failure(.invalid("Extended ban is not valid: $a:ACCOUNT or $m:MASK"))
+            }
             return IRCMask.normalise(raw).map { .success($0) } ?? .failure(.invalid("Mask is not valid"))
         case .key:
             if raw.isEmpty { return .failure(.invalid("Key is empty")) }
@@ -236,5 +240,40 @@ public struct ModeSyntax: Sendable {
             text.append(change.letter)
         }
         return [text] + changes.compactMap(\.argument)
+    }
+}
+
+/// Extended bans (`EXTBAN=$,am`): `$a:ACCOUNT` matches whoever is logged in to an account of
+/// that name (a glob), `$m:MASK` mutes whoever the mask matches (they stay, but may not speak).
+/// InspIRCd's spelling of a mute, `m:MASK`, is taken too and kept as `$m:MASK`.
+public enum ExtBan: Equatable, Sendable {
+    case account(String)
+    case mute(String)
+    /// Looks like an extban but is not a valid one.
+    case invalid
+
+    public static let token = "$,am"
+
+    /// Nil for an ordinary mask.
+    public init?(_ raw: String) {
+        if raw.hasPrefix("$a:") {
+            let account = String(raw.dropFirst(3))
+            self = account.isEmpty || account.unicodeScalars.contains(where: { $0 == " " || $0 == "," || $0.value < 0x20 }) ? .invalid : .account(account)
+        } else if raw.hasPrefix("$m:") || raw.hasPrefix("m:") {
+            self = IRCMask.normalise(String(raw.drop { $0 != ":" }.dropFirst())).map { .mute($0) } ?? .invalid
+        } else if raw.hasPrefix("$") {
+            self = .invalid
+        } else {
+            return nil
+        }
+    }
+
+    /// As the list keeps it.
+    public var text: String? {
+        switch self {
+        case .account(let name): "$a:" + name
+        case .mute(let mask): "$m:" + mask
+        case .invalid: nil
+        }
     }
 }

@@ -19,6 +19,7 @@ struct Arguments {
     /// `--oper NAME:HASH`, each an operator block.
     var operators: [(name: String, hash: String)] = []
     var serverName = "chat-tui.local"
+    var networkIcon: String?
     var motdPath: String?
     var password: String?
     /// nil: the mode's default (server 90 s and 60 s, client 30 s and 60 s).
@@ -208,6 +209,12 @@ struct Arguments {
         Flag(name: "name", value: "NAME", scope: .hosting, help: "the server's name in replies (default chat-tui.local)") { a, v throws(Problem) in
             guard !v.isEmpty, !v.contains(" ") else { throw Problem(description: "--name needs a server name without spaces") }
             a.serverName = v
+        },
+        Flag(name: "network-icon", value: "URL", scope: .hosting, help: "an image URL clients may show for the network (draft/ICON)") { a, v throws(Problem) in
+            guard v.hasPrefix("https://") || v.hasPrefix("http://"), !v.contains(" ") else {
+                throw Problem(description: "--network-icon needs an http(s) URL without spaces")
+            }
+            a.networkIcon = v
         },
         Flag(name: "motd", value: "FILE", scope: .hosting, help: "message of the day, one line per line of FILE") { a, v in a.motdPath = v },
         Flag(name: "oper", value: "NAME:HASH", scope: .hosting, help: "an IRC operator (OPER NAME PASSWORD); repeat for more; your own user on the screen is always one") { a, v throws(Problem) in

@@ -239,6 +239,7 @@ func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> Clien
 func runServer(_ arguments: Arguments) async -> Never {
     var config = ServerConfig()
     config.name = arguments.serverName
+    config.networkIcon = arguments.networkIcon
     config.room = arguments.room
     config.password = arguments.password
     config.operators = arguments.operators.map { OperatorBlock(name: $0.name, passwordHash: $0.hash) }

@@ -77,6 +77,10 @@ struct Harness {
             }
             index += 1
         }
+        // Deleted messages forgotten once the reads that found them have answered.
+        if let history {
+            for case .forgetRow(let target, let msgid) in result.items { try? history.forget(target: target, msgid: msgid) }
+        }
         // The saved rooms' changes written at once (after the lines that waited for an answer),
         // as the runtime's tick writes them each second.
         state.writeRoomRecords()

@@ -33,9 +33,9 @@ final class RestartableServer {
 
 extension Harness {
     /// Registered and logged in to `account` (password "correct horse").
-    mutating func loggedIn(_ nick: String, caps: [String], from host: String = "127.0.0.1") -> ConnectionID {
+    mutating func loggedIn(_ nick: String, account: String? = nil, caps: [String], from host: String = "127.0.0.1") -> ConnectionID {
         let id = saslClient(nick, from: host, caps: (["sasl"] + caps).joined(separator: " "))
-        send(id, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain(nick, "correct horse"), "CAP END")
+        send(id, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain(account ?? nick, "correct horse"), "CAP END")
         return id
     }
 

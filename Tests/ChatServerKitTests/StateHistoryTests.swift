@@ -134,10 +134,8 @@ struct StateHistoryTests {
     func directPrivacy() throws {
         let accounts = try accountStore(["alice", "bob"])
         var h = Harness(historyOf: try historyStore(), accounts: accounts)
-        let alice = h.saslClient("alice", caps: "sasl " + caps.joined(separator: " "))
-        h.send(alice, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"), "CAP END")
-        let bob = h.saslClient("bob", caps: "sasl " + caps.joined(separator: " "))
-        h.send(bob, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("bob", "correct horse"), "CAP END")
+        let alice = h.loggedIn("alice", caps: caps)
+        let bob = h.loggedIn("bob", caps: caps)
         h.send(alice, "PRIVMSG bob :just between us")
         h.send(bob, "QUIT")
         // A thief takes bob's nickname (without logging in) and asks for the conversation with alice.
@@ -145,8 +143,7 @@ struct StateHistoryTests {
         h.send(thief, "CHATHISTORY LATEST alice * 10")
         #expect(h.lines(to: thief) == [":test.server FAIL CHATHISTORY INVALID_TARGET LATEST alice :Messages could not be retrieved"])
         // The real bob, logged in again, reads it.
-        let real = h.saslClient("bobby", caps: "sasl " + caps.joined(separator: " "))
-        h.send(real, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("bob", "correct horse"), "CAP END")
+        let real = h.loggedIn("bobby", account: "bob", caps: caps)
         h.send(real, "CHATHISTORY LATEST alice * 10")
         #expect(h.historyLines(to: real).map { $0.params.last! } == ["just between us"])
         h.send(alice, "CHATHISTORY TARGETS timestamp=1970-01-01T00:00:00.000Z timestamp=2100-01-01T00:00:00.000Z 10")
@@ -360,10 +357,8 @@ struct StateHistoryTakeoverTests {
         for name in ["alice", "bob_"] { try accounts.add(name: name, credential: SCRAMCredential.derive(password: "correct horse", iterations: 4096), now: 1) }
         let history = try HistoryStore(database: Database(path: path))
         var h = Harness(historyOf: history, accounts: accounts)
-        let alice = h.saslClient("alice", caps: "sasl " + caps.joined(separator: " "))
-        h.send(alice, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"), "CAP END")
-        let bob = h.saslClient("bob_", caps: "sasl " + caps.joined(separator: " "))
-        h.send(bob, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("bob_", "correct horse"), "CAP END")
+        let alice = h.loggedIn("alice", caps: caps)
+        _ = h.loggedIn("bob_", caps: caps)
         h.send(alice, "PRIVMSG bob_ :private to the old bob_")
         #expect(try history.conversations(of: "a:bob_", from: 0, to: .max, limit: 10).count == 1)
         try accounts.delete(key: "bob_")

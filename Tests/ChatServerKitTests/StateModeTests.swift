@@ -151,9 +151,9 @@ struct StateModeTests {
         var h = Harness()
         let alice = h.register("alice")
         let lines = h.lines(to: alice)
-        #expect(lines.contains(":test.server 004 alice test.server chat-tui-0.2 Biow Ibeiklmnostv Ibeklov"))
+        #expect(lines.contains(":test.server 004 alice test.server chat-tui-0.2 Biow CIbeiklmnostv Ibeklov"))
         let isupport = h.out.messages(to: alice).filter { $0.command == "005" }.flatMap { $0.params.dropFirst().dropLast() }
-        #expect(isupport.contains("CHANMODES=beI,k,l,imnst") && isupport.contains("PREFIX=(ov)@+"))
+        #expect(isupport.contains("CHANMODES=beI,k,l,Cimnst") && isupport.contains("PREFIX=(ov)@+"))
         #expect(isupport.contains("EXCEPTS=e") && isupport.contains("INVEX=I") && isupport.contains("MODES=6"))
     }
 }

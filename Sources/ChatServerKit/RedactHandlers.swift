@@ -1,0 +1,115 @@
+import ChatStore
+import IRCWire
+
+/// draft/message-redaction: `REDACT <target> <msgid> [:reason]` deletes a message. Its sender
+/// may delete it (the same account, or the same nick!user@host when neither has one), a room's
+/// operators anything said in their room, IRC operators anything. History forgets the row, so
+/// it is never served again; members with the capability are told.
+struct RedactRequest: Sendable {
+    /// As the client wrote it, and as history keys it (a folded room, or `dm …`).
+    let name: String
+    let target: String
+    let msgid: UInt64
+    let reason: String?
+    /// The room's folded key, or the other person of a direct conversation.
+    let room: String?
+    let peer: UserID?
+    /// Allowed whatever the message is (a room operator, an IRC operator).
+    let moderator: Bool
+}
+
+extension ServerState {
+    // REDACT <target> <msgid> [:<reason>]
+    mutating func handleRedact(_ request: Request) {
+        let session = request.session, user = request.user
+        let name = request.params[0], id = request.params[1]
+        let reason = request.params.count > 2 && !request.params[2].isEmpty
+            ? UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[2]), maxBytes: config.kickLength) : nil
+        func fail(_ code: String, _ text: String) {
+            standardReply(session, "FAIL", command: "REDACT", code: code, context: [name, id], always: true, text)
+        }
+        var redact: RedactRequest
+        if IRCNames.isChannel(name) {
+            guard let (key, _) = channel(named: name), let status = membership.status(of: user.id, in: key) else {
+                standardReply(session, "FAIL", command: "REDACT", code: "INVALID_TARGET", context: [name], always: true,
+                              "You are not in that room")
+                return
+            }
+            guard let msgid = MessageIDs.value(id) else { return fail("UNKNOWN_MSGID", "This message does not exist or is too old") }
+            redact = RedactRequest(name: channels[key]!.name, target: key, msgid: msgid, reason: reason, room: key, peer: nil,
+                                   moderator: status.op || user.isOperator)
+        } else {
+            guard let other = self.user(named: name), let nick = other.nick else {
+                standardReply(session, "FAIL", command: "REDACT", code: "INVALID_TARGET", context: [name], always: true, "No such nick")
+                return
+            }
+            guard let msgid = MessageIDs.value(id) else { return fail("UNKNOWN_MSGID", "This message does not exist or is too old") }
+            // Without an account on either side a direct conversation is not kept: nothing to check the sender against.
+            guard let entry = directEntry(user, other) else {
+                return fail("REDACT_FORBIDDEN", "This server keeps no record of that conversation, so it cannot tell who sent the message")
+            }
+            redact = RedactRequest(name: nick, target: entry.target, msgid: msgid, reason: reason, room: nil, peer: other.id,
+                                   moderator: user.isOperator)
+        }
+        guard historyEnabled else {
+            // Without history nothing says who sent what: only moderators may, and only say so.
+            guard redact.moderator, redact.room != nil else {
+                return fail("REDACT_FORBIDDEN", "Without history this server cannot tell whose message this is; a room operator can delete it")
+            }
+            finishRedact(session, redact, row: nil, now: request.now)
+            return
+        }
+        let signed = Int64(bitPattern: redact.msgid)
+        if let row = recentHistory[redact.target]?.first(where: { $0.msgid == signed }) {
+            finishRedact(session, redact, row: row, now: request.now)
+            return
+        }
+        requestHistory(session, [.rows(target: redact.target, direction: .after, bound: signed - 1, limit: 1, kinds: .messages)],
+                       .redact(redact))
+    }
+
+    /// The message found (or not): allowed or refused, relayed, forgotten by history.
+    mutating func finishRedact(_ session: Session, _ redact: RedactRequest, row: HistoryRow?, now: Double) {
+        let user = session.user
+        let id = MessageIDs.text(redact.msgid)
+        func fail(_ code: String, _ text: String) {
+            standardReply(session, "FAIL", command: "REDACT", code: code, context: [redact.name, id], always: true, text)
+        }
+        if historyEnabled {
+            guard let row, row.msgid == Int64(bitPattern: redact.msgid) else {
+                return fail("UNKNOWN_MSGID", "This message does not exist or is too old")
+            }
+            guard redact.moderator || isOwnRow(row, user) else {
+                return fail("REDACT_FORBIDDEN", "You may delete only your own messages (room operators may delete any in their room)")
+            }
+        }
+        let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "REDACT",
+                                 params: [redact.name, id] + (redact.reason.map { [$0] } ?? []))
+        let stamp = Stamp(time: now, msgid: messageIDs.next(now: now))
+        if let room = redact.room {
+            deliver(message, toRoom: room, now: now, onlyWith: .messageRedaction, stamp: stamp, history: [])
+        } else {
+            let recipients = [redact.peer.flatMap { users[$0] }, user].compactMap { $0 }
+            deliver(message, toUsers: recipients, now: now, onlyWith: .messageRedaction, storable: false, stamp: stamp)
+        }
+        // Without the capability the requester gets at least its labelled ACK (the response is empty).
+        if historyEnabled {
+            let signed = Int64(bitPattern: redact.msgid)
+            recentHistory[redact.target]?.removeAll { $0.msgid == signed }
+            roomTails[redact.target]?.removeAll { $0.msgid == signed }
+            outbox.items.append(.forgetRow(target: redact.target, msgid: signed))
+        }
+        log(session, "\(user.replyName) deleted \(id) in \(redact.name)" + (redact.reason.map { ": \($0)" } ?? ""))
+    }
+
+    /// Whether `user` sent the stored message: the same account; or, when neither has one, the
+    /// same nick!user@host.
+    func isOwnRow(_ row: HistoryRow, _ user: User) -> Bool {
+        guard let first = row.line.split(separator: "\n", maxSplits: 1).first, let message = try? IRCMessage(parsing: String(first)) else {
+            return false
+        }
+        let account = message.tag("account")
+        if let mine = user.account { return account.map { AccountStore.key($0) == AccountStore.key(mine) } ?? false }
+        return account == nil && message.source.map { casemapping.fold($0) == casemapping.fold(user.prefix) } == true
+    }
+}
