@@ -6,6 +6,7 @@ public enum Capability: String, CaseIterable, Sendable {
     case awayNotify = "away-notify"
     case batch
     case capNotify = "cap-notify"
+    case channelRename = "draft/channel-rename"
     case chathistory = "draft/chathistory"
     case chghost
     case echoMessage = "echo-message"
@@ -17,6 +18,7 @@ public enum Capability: String, CaseIterable, Sendable {
     case labeledResponse = "labeled-response"
     case messageRedaction = "draft/message-redaction"
     case messageTags = "message-tags"
+    case metadata = "draft/metadata-2"
     case multiline = "draft/multiline"
     case multiPrefix = "multi-prefix"
     case noImplicitNames = "no-implicit-names"
@@ -33,6 +35,7 @@ public enum Capability: String, CaseIterable, Sendable {
     /// The value shown after `=` in `CAP LS 302`, if any.
     func value(_ config: ServerConfig) -> String? {
         switch self {
+        case .metadata: return MetadataLimits.capabilityValue
         case .multiline: return "max-bytes=\(config.multilineMaxBytes),max-lines=\(config.multilineMaxLines)"
         case .sasl: return "PLAIN,EXTERNAL,SCRAM-SHA-256"
         // REGISTER works before CAP END; the account is named after the nickname.

@@ -30,6 +30,17 @@ extension ServerState {
             reply(session, .tooManyChannels, name, "You have joined too many channels")
             return
         }
+        // A room renamed away from this name: pointed at the new one (draft/channel-rename).
+        if channels[key] == nil, let renamed = renamedTo(key) {
+            if session.caps.contains(.channelRename) {
+                standardReply(session, "FAIL", command: "JOIN", code: "CHANNEL_RENAMED", context: [name, renamed], always: true,
+                              "The room has been renamed")
+            } else {
+                reply(session, .linkChannel, name, renamed, "The room has been renamed")
+                join(session, channelName: renamed, key: given, now: now)
+            }
+            return
+        }
         let isNew = channels[key] == nil
         var op = false
         if isNew {
@@ -65,6 +76,7 @@ extension ServerState {
         markerOnJoin(session, key: key, name: channel.name)
         if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }
         replayOnJoin(session, key: key, name: channel.name)
+        metadataOnJoin(session, key: key, name: channel.name)
     }
 
     /// A new member's JOIN to the room (extended-join's form where asked for) and, to those with

@@ -40,6 +40,7 @@ extension ServerState {
         "KICK": ServerCommand(2) { $0.handleKick($1) },
         "INVITE": ServerCommand(0) { $0.handleInvite($1) },
         "MODE": ServerCommand(1) { $0.handleMode($1) },
+        "RENAME": ServerCommand(2) { $0.handleRename($1) },
         // Messages
         "PRIVMSG": ServerCommand(0) { $0.handleMessage($1) },
         "NOTICE": ServerCommand(0) { $0.handleMessage($1) },
@@ -64,6 +65,7 @@ extension ServerState {
         "HELP": ServerCommand(0) { $0.handleHelp($1) },
         "MONITOR": ServerCommand(1) { $0.handleMonitor($1) },
         "SETNAME": ServerCommand(1) { $0.handleSetname($1) },
+        "METADATA": ServerCommand(0) { $0.handleMetadata($1) },
         // Operators
         "OPER": ServerCommand(2) { $0.handleOper($1) },
         "KILL": ServerCommand(2, operatorOnly: true) { $0.handleKill($1) },

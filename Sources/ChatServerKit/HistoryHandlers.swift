@@ -235,21 +235,31 @@ extension ServerState {
     mutating func sendHistoryBatch(_ session: Session, _ name: String, _ rows: [HistoryRow]) {
         let reference = newBatchReference()
         send(session, IRCMessage(source: config.name, command: "BATCH", params: ["+" + reference, "chathistory", name]))
-        for row in rows { replay(row, to: session, batch: reference) }
+        let room = IRCNames.isChannel(name) ? channels[casemapping.fold(name)]?.name : nil
+        for row in rows { replay(row, to: session, batch: reference, room: room) }
         send(session, IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]))
     }
 
     /// One stored line in a client's own form (its tags, its time), in a batch if given.
-    mutating func replay(_ row: HistoryRow, to session: Session, batch: String?) {
+    /// `room`: the room's name now, for lines said before it was renamed.
+    mutating func replay(_ row: HistoryRow, to session: Session, batch: String?, room: String? = nil) {
         // Half a millisecond in: the time printed is the stored millisecond, whatever the rounding of a Double.
         let stamp = Stamp(time: (Double(row.timeMilliseconds) + 0.5) / 1000, msgid: UInt64(bitPattern: row.msgid))
-        if let (parts, tags) = Self.storedParts(row.line) {
+        if let stored = Self.storedParts(row.line) {
+            var parts = stored.parts
+            let tags = stored.tags
+            if let room { for index in parts.indices { Self.renameTarget(&parts[index], room) } }
             replayMultiline(parts, tags: tags, stamp: stamp, to: session, batch: batch)
             return
         }
         guard var message = try? IRCMessage(parsing: row.line) else { return }
+        if let room { Self.renameTarget(&message, room) }
         if let batch { message.tags.insert(IRCTag("batch", batch), at: 0) }
         replayLine(message, stamp, to: session, batch: batch)
+    }
+
+    static func renameTarget(_ message: inout IRCMessage, _ room: String) {
+        if let first = message.params.first, IRCNames.isChannel(first), first != room { message.params[0] = room }
     }
 
     mutating func replayLine(_ message: IRCMessage, _ stamp: Stamp, to session: Session, batch: String?) {
@@ -340,7 +350,7 @@ extension ServerState {
         if session.caps.contains(.batch) {
             sendHistoryBatch(session, name, rows)
         } else {
-            for row in rows { replay(row, to: session, batch: nil) }
+            for row in rows { replay(row, to: session, batch: nil, room: name) }
         }
     }
 

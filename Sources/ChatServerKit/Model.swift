@@ -45,6 +45,8 @@ final class Session {
     var historyQueries: Set<UInt64> = []
     /// Read markers of a connection without an account (MARKREAD): kept while it lives.
     var readMarkers: [String: Int64] = [:]
+    /// draft/metadata-2: the keys this connection is told of (METADATA * SUB).
+    var metadataSubscriptions: Set<String> = []
     /// Its next lines must wait: a password is being checked, history read, or a long reply made.
     var busy: Bool { verifying || !historyQueries.isEmpty || longReply != nil }
     /// The OPER name being checked.
@@ -130,6 +132,8 @@ final class User {
     var nickTS = 0
     /// The server it lives on, when that is another node of a linked network (nil: here).
     var remote: RemoteServer?
+    /// draft/metadata-2 keys and values, while connected.
+    var metadata: [String: String] = [:]
 
     /// `nick!user@host`, kept ready: every relayed message carries it.
     private(set) var prefix: String { didSet { prefixGeneration &+= 1 } }
@@ -184,8 +188,8 @@ struct ListEntry: Equatable {
 
 /// A room: its modes, lists and topic. Its members are in `Membership`.
 struct Channel {
-    /// As first created, for display.
-    let name: String
+    /// As first created (or renamed to), for display.
+    var name: String
     let createdAt: Double
     var topic = ""
     var topicSetBy = ""
@@ -199,6 +203,8 @@ struct Channel {
     /// Users invited while the room is invite-only (INVITE), until they join, leave the server,
     /// or the room stops being +i. `ServerState.invitations` is the same, by invitee.
     var invited: Set<UserID> = []
+    /// draft/metadata-2 keys and values, while the room lives.
+    var metadata: [String: String] = [:]
 
     init(name: String, createdAt: Double) {
         self.name = name
@@ -283,6 +289,22 @@ struct Membership {
     func isMember(_ user: UserID, of room: String) -> Bool { members[room]?[user] != nil }
     func rooms(of user: UserID) -> Set<String> { rooms[user] ?? [] }
     func count(of room: String) -> Int { members[room]?.count ?? 0 }
+
+    /// A room renamed (RENAME): its members, lists and names under the new key, its lists
+    /// stamped anew (deliveries gathered under the old key are not continued under the new).
+    mutating func rename(_ old: String, to new: String) {
+        guard old != new, let roomMembers = members.removeValue(forKey: old) else { return }
+        members[new] = roomMembers
+        for user in roomMembers.keys {
+            rooms[user]?.remove(old)
+            rooms[user]?.insert(new)
+        }
+        if var lists = fanOut.removeValue(forKey: old) {
+            lists.generation = nextGeneration()
+            fanOut[new] = lists
+        }
+        namesCache[old] = nil
+    }
 
     mutating func add(_ user: UserID, to room: String, _ status: MemberStatus) {
         members[room, default: [:]][user] = status

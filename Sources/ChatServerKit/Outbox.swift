@@ -102,6 +102,8 @@ public struct Outbox: Sendable {
         case storeRows([HistoryRow])
         /// A deleted message (REDACT): history forgets its row, after any rows handed over before.
         case forgetRow(target: String, msgid: Int64)
+        /// A renamed room (RENAME): its rows and read markers move to the new name.
+        case renameHistory(from: String, to: String)
     }
 
     public var items: [Item] = []

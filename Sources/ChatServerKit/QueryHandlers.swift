@@ -127,6 +127,7 @@ extension ServerState {
         if other.sessions.contains(where: \.secure) { reply(session, .whoisSecure, name, "is using a secure connection") }
         if let account = other.account { reply(session, .whoisAccount, name, account, "is logged in as") }
         if let away = other.away { reply(session, .away, name, away) }
+        whoisMetadata(session, other, name)
         reply(session, .whoisIdle, name, String(max(0, Int(request.now - other.lastSpoke))), String(Int(other.signedOnAt)),
               "seconds idle, signon time")
         // 318 names the nick exactly as asked (the modern docs).

@@ -678,6 +678,8 @@ final class ServerRuntime {
                     historyWriter?.append(rows)
                 case .forgetRow(let target, let msgid):
                     historyWriter?.forget(target: target, msgid: msgid)
+                case .renameHistory(let old, let new):
+                    historyWriter?.rename(from: old, to: new)
                 case .continueReply(let id):
                     if let connection = connections[id.raw], !connection.inContinuing {
                         connection.inContinuing = true

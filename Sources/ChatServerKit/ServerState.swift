@@ -70,6 +70,9 @@ public struct ServerState {
     var nextHistorySerial: UInt64 = 0
     /// Rooms that ended while closed (+i, +k or +s) in this run of the server.
     var closedRooms: Set<String> = []
+    /// Rooms renamed (RENAME), old folded name to new: a JOIN of the old name is pointed at the
+    /// new while that room lives.
+    var renamedRooms: [String: String] = [:]
     /// PBKDF2s handed to the worker and not answered yet.
     var pendingPasswordChecks = 0
     var pendingChecksPerAddress: [String: Int] = [:]

@@ -227,6 +227,12 @@ public final class HistoryStore {
         return removed
     }
 
+    /// A renamed room's rows and read markers, under its new name.
+    public func rename(from old: String, to new: String) throws(Database.Failure) {
+        try database.query("UPDATE history SET target = ? WHERE target = ?", [.text(new), .text(old)])
+        try database.query("UPDATE read_markers SET target = ? WHERE target = ?", [.text(new), .text(old)])
+    }
+
     /// Removes one row (a deleted message).
     public func forget(target: String, msgid: Int64) throws(Database.Failure) {
         try database.query("DELETE FROM history WHERE target = ? AND msgid = ?", [.text(target), .integer(msgid)])
@@ -290,7 +296,13 @@ public final class HistoryWriter: Sendable {
     /// waited for its commit means the room's rules set before it are stored too.
     private let roomChanges = Mutex<[(key: String, change: RoomStore.Change)]>([])
     /// Rows to delete (REDACT), after every row handed over before them.
-    private let forgotten = Mutex<[(target: String, msgid: Int64)]>([])
+    private let forgotten = Mutex<[Edit]>([])
+
+    /// A change to rows already handed over: applied after them.
+    enum Edit {
+        case forget(target: String, msgid: Int64)
+        case rename(from: String, to: String)
+    }
 
     /// `path`: the database file; `synchronous`: SQLite's `synchronous` (NORMAL survives a
     /// process crash, FULL a power loss too). `retention`: every ten minutes rows older than
@@ -335,7 +347,12 @@ public final class HistoryWriter: Sendable {
     }
 
     public func forget(target: String, msgid: Int64) {
-        forgotten.withLock { $0.append((target, msgid)) }
+        forgotten.withLock { $0.append(.forget(target: target, msgid: msgid)) }
+        pending.wake()
+    }
+
+    public func rename(from old: String, to new: String) {
+        forgotten.withLock { $0.append(.rename(from: old, to: new)) }
         pending.wake()
     }
 
@@ -418,11 +435,16 @@ public final class HistoryWriter: Sendable {
             if !forget.isEmpty {
                 do {
                     try store.database.execute("BEGIN")
-                    for (target, msgid) in forget { try store.forget(target: target, msgid: msgid) }
+                    for edit in forget {
+                        switch edit {
+                        case .forget(let target, let msgid): try store.forget(target: target, msgid: msgid)
+                        case .rename(let old, let new): try store.rename(from: old, to: new)
+                        }
+                    }
                     try store.database.execute("COMMIT")
                 } catch {
                     _ = try? store.database.execute("ROLLBACK")
-                    failed("history: \(forget.count) deleted messages not removed yet (\(error)); trying again")
+                    failed("history: \(forget.count) deletions or renames not applied yet (\(error)); trying again")
                     if !stopped { forgotten.withLock { $0.insert(contentsOf: forget, at: 0) } }
                 }
             }

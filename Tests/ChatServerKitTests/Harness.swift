@@ -79,7 +79,10 @@ struct Harness {
         }
         // Deleted messages forgotten once the reads that found them have answered.
         if let history {
-            for case .forgetRow(let target, let msgid) in result.items { try? history.forget(target: target, msgid: msgid) }
+            for item in result.items {
+                if case .forgetRow(let target, let msgid) = item { try? history.forget(target: target, msgid: msgid) }
+                if case .renameHistory(let old, let new) = item { try? history.rename(from: old, to: new) }
+            }
         }
         // The saved rooms' changes written at once (after the lines that waited for an answer),
         // as the runtime's tick writes them each second.

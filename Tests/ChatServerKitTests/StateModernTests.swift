@@ -102,7 +102,7 @@ struct StateModernTests {
         let bob = h.register("bob")
         let id = h.connect()
         h.send(id, "CAP LS 302", "CAP REQ :draft/pre-away", "AWAY *")
-        #expect(h.commands(to: id) == ["CAP", "CAP"], "accepted quietly")
+        #expect(Set(h.commands(to: id)) == ["CAP"], "accepted quietly")
         h.send(id, "NICK ann", "USER u 0 * :Ann", "CAP END")
         h.send(bob, "PRIVMSG ann :there?")
         #expect(h.lines(to: bob) == [":test.server 301 bob ann :Away"])

@@ -45,7 +45,12 @@ struct StateRegistrationTests {
         var h = Harness()
         let id = h.connect()
         h.send(id, "CAP LS 302")
-        #expect(h.lines(to: id) == [":test.server CAP * LS :" + Capability.allCases.filter { h.state.offers($0) }.map { $0 == .multiline ? "draft/multiline=max-bytes=4096,max-lines=24" : $0.rawValue }.joined(separator: " ")])
+        // Over two lines (`CAP * LS * :…` then the last), every capability offered once, with its value.
+        let ls = h.out.messages(to: id)
+        #expect(ls.map { Array($0.params.prefix(2)) } == [["*", "LS"], ["*", "LS"]] && ls[0].params[2] == "*")
+        let offered = ls.flatMap { $0.params.last!.split(separator: " ").map(String.init) }
+        #expect(offered == Capability.allCases.filter { h.state.offers($0) }.map { cap in cap.value(h.state.config).map { cap.rawValue + "=" + $0 } ?? cap.rawValue })
+        #expect(ls.allSatisfy { $0.serialized().count <= 512 })
         h.send(id, "NICK alice", "USER a 0 * :A")
         #expect(h.out.items.isEmpty, "registration must wait for CAP END")
         h.send(id, "CAP REQ :echo-message sasl")

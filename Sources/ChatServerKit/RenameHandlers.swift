@@ -1,0 +1,109 @@
+import ChatStore
+import IRCWire
+
+/// draft/channel-rename: `RENAME <old> <new> [:reason]` by a room's operator. The room keeps its
+/// members, modes, lists, topic, history and saved record under the new name; members with the
+/// capability see `RENAME`, the others a PART of the old name and a JOIN of the new. A JOIN of
+/// the old name while the renamed room lives is pointed at the new one.
+extension ServerState {
+    // RENAME <old> <new> [:<reason>]
+    mutating func handleRename(_ request: Request) {
+        let session = request.session, user = request.user
+        let oldName = request.params[0], newName = request.params[1]
+        let reason = request.params.count > 2 ? UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[2]), maxBytes: config.kickLength) : ""
+        func fail(_ code: String, _ text: String) {
+            standardReply(session, "FAIL", command: "RENAME", code: code, context: [oldName, newName], always: true, text)
+        }
+        guard let (old, channel) = channel(named: oldName), canSee(user, key: old) || membership.isMember(user.id, of: old) else {
+            reply(session, .noSuchChannel, oldName, "No such channel")
+            return
+        }
+        guard let status = membership.status(of: user.id, in: old) else {
+            reply(session, .notOnChannel, channel.name, "You're not on that channel")
+            return
+        }
+        guard status.op else {
+            reply(session, .chanOPrivsNeeded, channel.name, "You're not channel operator")
+            return
+        }
+        if let problem = IRCNames.channelProblem(newName, maxBytes: config.channelLength) ?? NameSafety.channelProblem(newName) {
+            return fail("CANNOT_RENAME", problem)
+        }
+        let new = casemapping.fold(newName)
+        if new != old {
+            if channels[new] != nil { return fail("CHANNEL_NAME_IN_USE", "The room name is already taken") }
+            for skeleton in NameKeys.of(newName, casemapping) {
+                if let existing = channelSkeletons[skeleton], existing != old, let other = channels[existing] {
+                    return fail("CHANNEL_NAME_IN_USE", "The name looks too much like \(other.name)")
+                }
+            }
+            if roomRecords.saved[new] != nil { return fail("CHANNEL_NAME_IN_USE", "A saved room has that name") }
+        }
+        if config.room.map({ casemapping.fold($0) }) == old { return fail("CANNOT_RENAME", "This is the room everyone joins; it keeps its name") }
+        if !links.isEmpty { return fail("CANNOT_RENAME", "Rooms cannot be renamed while this server is linked (the linked network has no RENAME)") }
+        if channel.name == newName { return }
+        rename(old, to: new, name: newName)
+        // Members with the capability: RENAME. The others: the old room left and the new joined,
+        // unless only the case changed (then nothing they would notice).
+        let renamed = IRCMessage(tags: accountTags(user), source: user.prefix, command: "RENAME", params: [channel.name, newName, reason])
+        deliver(renamed, toRoom: new, now: request.now, onlyWith: .channelRename, stamp: Stamp(time: request.now, msgid: nil), history: [])
+        if new != old {
+            for member in (membership.members[new] ?? [:]).values.map(\.user) {
+                for memberSession in member.sessions where memberSession.registered && !memberSession.caps.contains(.channelRename) {
+                    send(memberSession, IRCMessage(source: member.prefix, command: "PART", params: [channel.name] + (reason.isEmpty ? [] : [reason])))
+                    send(memberSession, IRCMessage(tags: accountTags(member), source: member.prefix, command: "JOIN",
+                                                      params: memberSession.caps.contains(.extendedJoin) ? [newName, member.account ?? "*", member.realname] : [newName]))
+                    if let renamedChannel = channels[new] {
+                        if !renamedChannel.topic.isEmpty { sendTopic(memberSession, renamedChannel) }
+                        sendNames(memberSession, key: new, renamedChannel)
+                    }
+                }
+            }
+        }
+        log(session, "room \(channel.name) renamed to \(newName) by \(user.replyName)" + (reason.isEmpty ? "" : ": \(reason)"))
+    }
+
+    /// Moves every fact kept under the room's old key to the new one.
+    mutating func rename(_ old: String, to new: String, name: String) {
+        guard var channel = channels.removeValue(forKey: old) else { return }
+        let oldName = channel.name
+        channel.name = name
+        channels[new] = channel
+        if new != old {
+            sortedChannelKeys.remove(old)
+            sortedChannelKeys.insert(new)
+            for skeleton in NameKeys.of(oldName, casemapping) where channelSkeletons[skeleton] == old { channelSkeletons[skeleton] = nil }
+            membership.rename(old, to: new)
+            for (user, rooms) in invitations where rooms.contains(old) {
+                invitations[user]?.remove(old)
+                invitations[user]?.insert(new)
+            }
+            if closedRooms.remove(old) != nil { closedRooms.insert(new) }
+            func retarget(_ rows: [HistoryRow]) -> [HistoryRow] {
+                rows.map { HistoryRow(msgid: $0.msgid, timeMilliseconds: $0.timeMilliseconds, target: new, command: $0.command, line: $0.line) }
+            }
+            if let rows = recentHistory.removeValue(forKey: old) { recentHistory[new] = retarget(rows) }
+            if let rows = roomTails.removeValue(forKey: old) { roomTails[new] = retarget(rows) }
+            if historyEnabled { outbox.items.append(.renameHistory(from: old, to: new)) }
+            if let saved = roomRecords.saved.removeValue(forKey: old) {
+                roomRecords.saved[new] = saved
+                roomRecords.pending[old] = .remove
+            }
+            // Bounded: past a thousand, the oldest pointers go (any will do: each is a courtesy).
+            if renamedRooms.count >= 1000, let any = renamedRooms.keys.first { renamedRooms[any] = nil }
+            renamedRooms[old] = new
+        }
+        for skeleton in NameKeys.of(name, casemapping) { channelSkeletons[skeleton] = new }
+        roomChanged(new, now: channel.createdAt)
+    }
+
+    /// A JOIN of a name a live room was renamed from: where it went, if it still lives.
+    mutating func renamedTo(_ key: String) -> String? {
+        guard let new = renamedRooms[key] else { return nil }
+        guard let channel = channels[new] else {
+            renamedRooms[key] = nil
+            return nil
+        }
+        return channel.name
+    }
+}
