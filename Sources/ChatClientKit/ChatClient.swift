@@ -209,8 +209,8 @@ public actor ChatClient {
     }
 
     /// Sends a message to a room or a person, split to fit the line limit; queued while offline.
-    public func send(_ text: String, to target: String, isAction: Bool = false) {
-        perform(state.send(text, to: target, isAction: isAction, queueing: keepConnected, now: WallClock.now()))
+    public func send(_ text: String, to target: String, isAction: Bool = false, replyTo: String? = nil) {
+        perform(state.send(text, to: target, isAction: isAction, replyTo: replyTo, queueing: keepConnected, now: WallClock.now()))
     }
 
     /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected; its replies are shown in

@@ -45,7 +45,8 @@ public struct ClientConfig: Sendable {
     public var dccOfferTimeout: Double = 300
     /// The capabilities we ask for when a server offers them.
     public var wantedCapabilities: [String] = ["message-tags", "server-time", "echo-message", "multi-prefix", "away-notify",
-                                               "batch", "draft/chathistory", "draft/read-marker"]
+                                               "batch", "draft/chathistory", "draft/read-marker", "draft/multiline",
+                                               "draft/message-redaction", "draft/channel-rename", "draft/metadata-2"]
 
     public init(host: String, port: Int = 6667, nick: String) {
         self.host = host

@@ -68,6 +68,16 @@ public enum ClientEvent: Sendable, Equatable {
     case unknownCertificate(server: String, fingerprint: String, problem: String)
     /// A message typed while offline could not be sent.
     case notSent(target: String, text: String, reason: String)
+    /// Someone reacted to a message (`+draft/react`), or took the reaction back (`+draft/unreact`).
+    case reaction(ConversationID, msgid: String, emoji: String, nick: String, added: Bool)
+    /// A message was deleted (REDACT) by `by`.
+    case redacted(ConversationID, msgid: String, by: String)
+    /// Someone is typing (`active`), stopped for a moment (`paused`) or stopped (`done`: nil).
+    case typing(ConversationID, nick: String, Typing?)
+    /// A room was renamed (RENAME): the conversation moves, lines, members and unread state kept.
+    case roomRenamed(ConversationID, to: ConversationID, name: String)
+    /// A key of someone's metadata (draft/metadata-2: display-name, avatar, pronouns…), or its removal.
+    case profile(nick: String, key: String, value: String?)
 }
 
 /// One line the log's search found.

@@ -137,8 +137,9 @@ extension ClientState {
                 resendHeld(where: { $0 == id }, now: now)
             }
         }
-        for request in gapContinuations { actions.append(.send(request)) }
+        for request in gapContinuations + syncRequests { actions.append(.send(request)) }
         gapContinuations = []
+        syncRequests = []
         let finished = finishedHistory
         finishedHistory = []
         for id in finished { resendHeld(where: { $0 == id }, now: now) }
@@ -183,6 +184,10 @@ extension ClientState {
     private mutating func welcomed(now: Double) {
         _ = connectionBack(now: now)
         if let oper = operLogin { actions.append(.send(IRCMessage("OPER", oper.name, oper.password))) }
+        // The people's keys we show: before the JOINs, so their answers carry them.
+        if capabilities.contains("draft/metadata-2") {
+            actions.append(.send(IRCMessage("METADATA", "*", "SUB", "display-name", "avatar", "pronouns", "status")))
+        }
         if !wantedRooms.isEmpty { actions.append(.send(IRCMessage("JOIN", wantedRooms.joined(separator: ",")))) }
         flushQueue(now: now)
         var asked: Set<ConversationID> = []
@@ -207,10 +212,10 @@ extension ClientState {
 
     /// A message typed for a room or a person: split to fit the line limit and sent, or held
     /// while offline (`queueing`: the actor still means to connect; otherwise refused).
-    public mutating func send(_ text: String, to target: String, isAction: Bool, queueing: Bool, now: Double) -> Reduction {
+    public mutating func send(_ text: String, to target: String, isAction: Bool, replyTo: String? = nil, queueing: Bool, now: Double) -> Reduction {
         produced = []
         actions = []
-        let line = SentLines.Line(target: target, text: text, isAction: isAction)
+        let line = SentLines.Line(target: target, text: text, isAction: isAction, replyTo: replyTo)
         if isRegistered { deliver(line, now: now) } else { enqueue(line, queueing: queueing, now: now) }
         return reduction()
     }
@@ -222,8 +227,10 @@ extension ClientState {
         let echoes = capabilities.contains("echo-message")
         for piece in MessageSplitter.split(line.text, maxBytes: maxBytes) {
             let text = line.isAction ? "\u{1}ACTION \(piece)\u{1}" : piece
-            let one = SentLines.Line(target: line.target, text: piece, isAction: line.isAction)
-            actions.append(.sendLine(IRCMessage("PRIVMSG", line.target, text), one))
+            let one = SentLines.Line(target: line.target, text: piece, isAction: line.isAction, replyTo: line.replyTo)
+            var message = IRCMessage("PRIVMSG", line.target, text)
+            if let parent = line.replyTo, capabilities.contains("message-tags") { message.tags = [IRCTag("+draft/reply", parent)] }
+            actions.append(.sendLine(message, one))
             if echoes {
                 sending(one)
             } else {

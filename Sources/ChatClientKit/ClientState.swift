@@ -69,6 +69,10 @@ public struct ClientState: Sendable {
     }
     public var historyRequests: [ConversationID: HistoryRequest] = [:]
     private var openBatches: [String: (type: String, target: ConversationID?, lines: Int, all: Int)] = [:]
+    /// draft/multiline batches being received: the opening line (its tags and target) and the text so far.
+    /// METADATA SYNCs to send (after a subscription is confirmed).
+    var syncRequests: [IRCMessage] = []
+    var multilineBatches: [String: (opening: IRCMessage, command: String?, text: String, lines: Int)] = [:]
     /// Rooms whose history batch just ended (the client then resends what it lacked).
     var finishedHistory: [ConversationID] = []
 
@@ -328,8 +332,17 @@ public struct ClientState: Sendable {
         let name = String(reference.dropFirst())
         if reference.hasPrefix("+") {
             let type = c.p.count > 1 ? c.p[1] : ""
+            // A multiline message: its lines are collected and shown as one message when it closes.
+            if type == "draft/multiline", c.p.count > 2, multilineBatches.count < 16 {
+                multilineBatches[name] = (c.message, nil, "", 0)
+                return
+            }
             let target = type == "chathistory" && c.p.count > 2 ? id(for: c.p[2]) : nil
             openBatches[name] = (type, target, 0, 0)
+            return
+        }
+        if let multiline = multilineBatches.removeValue(forKey: name) {
+            finishMultiline(multiline.opening, command: multiline.command ?? "PRIVMSG", text: multiline.text, now: c.time)
             return
         }
         guard let batch = openBatches.removeValue(forKey: name), batch.type == "chathistory", let id = batch.target else { return }
@@ -431,6 +444,16 @@ public struct ClientState: Sendable {
         },
         "ERROR": { state, c in state.say(ChatLine(time: c.time, kind: .error, text: c.p.first ?? "closing"), to: .server) },
         "INVITE": { $0.invited($1) },
+        "TAGMSG": { $0.tagMessage($1) },
+        // 770: subscribed; the rooms we are in already (the server's own JOIN came first) are synced.
+        "770": { state, _ in
+            for room in state.book.rooms where room.isJoined { state.syncRequests.append(IRCMessage("METADATA", room.name, "SYNC")) }
+        },
+        "REDACT": { $0.redact($1) },
+        "RENAME": { $0.roomRenamed($1) },
+        "METADATA": { state, c in if c.p.count >= 3 { state.profile(c.p[0], key: c.p[1], value: c.p.count > 3 ? c.p[3] : nil) } },
+        // 761 <me> <target> <key> <visibility> [:<value>]: our own SET's answer, a GET's or a LIST's.
+        "761": { state, c in if c.p.count >= 4 { state.profile(c.p[1], key: c.p[2], value: c.p.count > 4 ? c.p[4] : nil) } },
         "341": { $0.inviting($1) },
         "FAIL": { $0.standardReply($1) },
         "WARN": { $0.standardReply($1) },
@@ -452,7 +475,9 @@ public struct ClientState: Sendable {
         "731", "732", "733",
         // Tags only (typing), labeled-response's empty answer, and changes to people's
         // accounts, hosts and real names: nothing a conversation shows.
-        "TAGMSG", "ACK", "ACCOUNT", "CHGHOST", "SETNAME",
+        "ACK", "ACCOUNT", "CHGHOST", "SETNAME",
+        // Metadata subscriptions' answers.
+        "771", "772", "766",
     ]
 
     mutating func welcome(_ c: MessageContext) {
@@ -619,6 +644,17 @@ public struct ClientState: Sendable {
     // PRIVMSG|NOTICE <target> <text>
     mutating func privateOrRoomMessage(_ c: MessageContext) {
         guard c.p.count >= 2 else { return }
+        // A line of a multiline message: kept until the batch closes (a blank line is a line;
+        // a concat line continues the one before it).
+        if let reference = c.message.tag("batch"), var batch = multilineBatches[reference] {
+            guard batch.text.utf8.count < 64 * 1024, batch.lines < 1000 else { return }
+            let concat = c.message.tag("draft/multiline-concat") != nil
+            batch.text += (batch.lines == 0 || concat ? "" : "\n") + c.p[1]
+            batch.lines += 1
+            batch.command = batch.command ?? c.message.command
+            multilineBatches[reference] = batch
+            return
+        }
         let command = c.message.command, target = c.p[0], from = c.from
         var text = c.p[1]
         var kind: ChatLine.Kind = command == "NOTICE" ? .notice : .message
@@ -640,6 +676,12 @@ public struct ClientState: Sendable {
         var line = ChatLine(time: c.time, kind: kind, sender: from, text: text, isOwn: own,
                             isHighlight: !own && (!isChannel(target) || mentions(text)))
         line.msgid = c.msgid
+        line.replyTo = c.message.tag("+draft/reply") ?? c.message.tag("+reply")
+        // Whoever speaks has stopped typing.
+        if !own, c.message.tag("batch") == nil {
+            let where_ = isChannel(target) ? id(for: target) : id(for: from)
+            if book[where_]?.typing[key(for: from)] != nil { emit(.typing(where_, nick: from, nil)) }
+        }
         // A line of history: counted for its batch; the last lines shown on joining are old news.
         if let reference = c.message.tag("batch"), let batch = openBatches[reference], batch.type == "chathistory" {
             // Counted for the "N you missed" marker: what others said, not our own lines.
@@ -757,5 +799,73 @@ public struct ClientState: Sendable {
             place = id(for: about)
         }
         say(ChatLine(time: c.time, kind: isError ? .error : .info, text: text), to: place)
+    }
+
+    // MARK: Modern messaging
+
+    /// A multiline message closed: one message, with its lines joined by newlines, handled as
+    /// any PRIVMSG or NOTICE with the batch's tags (its msgid, time, the history batch it is in).
+    mutating func finishMultiline(_ opening: IRCMessage, command: String, text: String, now: Double) {
+        guard opening.params.count > 2, !text.isEmpty else { return }
+        let message = IRCMessage(tags: opening.tags, source: opening.source, command: command, params: [opening.params[2], text])
+        let context = MessageContext(message: message, now: now)
+        if command == "PRIVMSG" { confirmEcho(context) }
+        privateOrRoomMessage(context)
+    }
+
+    /// The conversation a tagged message or a deletion belongs to: the room, or the person
+    /// (the other side when it is ours).
+    func conversationOf(target: String, from: String) -> ConversationID {
+        isChannel(target) ? id(for: target) : id(for: isMe(from) ? target : from)
+    }
+
+    // TAGMSG <target>: typing (+typing), reactions (+draft/react, +draft/unreact with +draft/reply).
+    mutating func tagMessage(_ c: MessageContext) {
+        guard let target = c.p.first, !c.from.isEmpty else { return }
+        let id = conversationOf(target: target, from: c.from)
+        if let state = c.message.tag("+typing"), !isMe(c.from), c.message.tag("batch") == nil {
+            let now: Typing? = state == "active" || state == "paused" ? Typing(nick: c.from, paused: state == "paused", time: c.time) : nil
+            // Said again only when it changes (an `active` comes every 3 seconds while typing).
+            let before = book[id]?.typing[key(for: c.from)]
+            if before?.paused != now?.paused || (before == nil) != (now == nil) || (now != nil && !(before?.current(at: c.time) ?? false)) {
+                emit(.typing(id, nick: c.from, now))
+            }
+        }
+        guard let parent = c.message.tag("+draft/reply") ?? c.message.tag("+reply") else { return }
+        if let emoji = c.message.tag("+draft/react"), !emoji.isEmpty, emoji.count <= 16 {
+            emit(.reaction(id, msgid: parent, emoji: emoji, nick: c.from, added: true))
+        } else if let emoji = c.message.tag("+draft/unreact"), !emoji.isEmpty {
+            emit(.reaction(id, msgid: parent, emoji: emoji, nick: c.from, added: false))
+        }
+    }
+
+    // REDACT <target> <msgid> [:<reason>]
+    mutating func redact(_ c: MessageContext) {
+        guard c.p.count >= 2, !c.from.isEmpty else { return }
+        emit(.redacted(conversationOf(target: c.p[0], from: c.from), msgid: c.p[1], by: c.from))
+    }
+
+    // RENAME <old> <new> :<reason>
+    mutating func roomRenamed(_ c: MessageContext) {
+        guard c.p.count >= 2 else { return }
+        let old = id(for: c.p[0]), new = id(for: c.p[1])
+        guard book[old] != nil else { return }
+        if old != new {
+            if let msgid = latestMsgid.removeValue(forKey: old) { latestMsgid[new] = msgid }
+            if let time = latestMsgidTime.removeValue(forKey: old) { latestMsgidTime[new] = time }
+            if let time = latestTime.removeValue(forKey: old) { latestTime[new] = time }
+            if let value = historyRequests.removeValue(forKey: old) { historyRequests[new] = value }
+        }
+        emit(.roomRenamed(old, to: new, name: c.p[1]))
+        let reason = c.p.count > 2 && !c.p[2].isEmpty ? ": \(c.p[2])" : ""
+        say(ChatLine(time: c.time, kind: .info, text: "\(c.from) renamed the room \(c.p[0]) to \(c.p[1])\(reason)"), to: new)
+    }
+
+    /// draft/metadata-2: a person's key set or removed (a room's keys are not shown).
+    mutating func profile(_ target: String, key: String, value: String?) {
+        guard !isChannel(target), target != "*", key.utf8.count <= 64 else { return }
+        let who = isMe(target) ? nick : target
+        guard book.profiles[self.key(for: who)]?[key] != value else { return }
+        emit(.profile(nick: who, key: key, value: value.map { String($0.prefix(300)) }))
     }
 }

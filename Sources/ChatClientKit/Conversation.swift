@@ -37,6 +37,12 @@ public struct ChatLine: Sendable, Equatable {
     public var isOldNews = false
     /// Rings even in the conversation on screen (an invitation: news put where the user looks).
     public var rings = false
+    /// The msgid of the message this one answers (`+draft/reply`).
+    public var replyTo: String?
+    /// Reactions (`+draft/react`), in the order first given, each with who gave it.
+    public var reactions: [Reaction] = []
+    /// Deleted (REDACT), by whom: shown as "(deleted by …)" instead of the text.
+    public var deletedBy: String?
 
     public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
         self.time = time
@@ -59,6 +65,33 @@ public struct ListedRoom: Sendable, Equatable {
         self.users = users
         self.topic = topic
     }
+}
+
+/// One emoji given to a message, and by whom (nicknames, in the order they reacted).
+public struct Reaction: Sendable, Equatable {
+    public var emoji: String
+    public var nicks: [String]
+
+    public init(emoji: String, nicks: [String]) {
+        self.emoji = emoji
+        self.nicks = nicks
+    }
+}
+
+/// Someone typing in a conversation (`+typing`): `active` or `paused`, and when it was said.
+public struct Typing: Sendable, Equatable {
+    public var nick: String
+    public var paused: Bool
+    public var time: Double
+
+    public init(nick: String, paused: Bool, time: Double) {
+        self.nick = nick
+        self.paused = paused
+        self.time = time
+    }
+
+    /// Still typing at `now`: an `active` lasts 6 seconds, a `paused` 30 (the spec's timeouts).
+    public func current(at now: Double) -> Bool { now - time < (paused ? 30 : 6) }
 }
 
 /// Someone in a room: their nickname, their prefixes (`@`, `+`, highest first) and whether they are away.
@@ -104,6 +137,8 @@ public struct Conversation: Sendable, Equatable {
     public var readMarker: Double?
     /// Lines kept; older ones are dropped so memory stays flat.
     public var scrollbackLimit: Int
+    /// Who is typing here, by folded nickname (never stored; gone when they send or say done).
+    public var typing: [String: Typing] = [:]
 
     /// Whether lines are kept (a screen's view) or only counted (the client's own state, and
     /// the line mode, which prints them and forgets).
@@ -180,6 +215,32 @@ public struct Conversation: Sendable, Equatable {
     }
 
     public mutating func clearLines() { lines.removeAll() }
+
+    /// The kept line with this msgid (the newest first: replies and reactions are to recent lines).
+    public func index(ofMessage msgid: String) -> Int? { lines.lastIndex { $0.msgid == msgid } }
+
+    /// A reaction given (or taken back) to the line with this msgid, if it is kept.
+    public mutating func react(to msgid: String, emoji: String, nick: String, added: Bool, key: (String) -> String) {
+        guard let index = index(ofMessage: msgid) else { return }
+        var reactions = lines[index].reactions
+        let who = key(nick)
+        if let at = reactions.firstIndex(where: { $0.emoji == emoji }) {
+            reactions[at].nicks.removeAll { key($0) == who }
+            if added { reactions[at].nicks.append(nick) }
+            if reactions[at].nicks.isEmpty { reactions.remove(at: at) }
+        } else if added {
+            reactions.append(Reaction(emoji: emoji, nicks: [nick]))
+        }
+        lines[index].reactions = reactions
+    }
+
+    /// The line with this msgid deleted by `nick`: its text goes, the fact stays.
+    public mutating func redact(_ msgid: String, by nick: String) {
+        guard let index = index(ofMessage: msgid) else { return }
+        lines[index].deletedBy = nick
+        lines[index].text = ""
+        lines[index].reactions = []
+    }
 
     public mutating func markRead() {
         unread = 0

@@ -17,6 +17,14 @@ public struct ConversationBook: Sendable {
     /// The last LIST's rooms, for the /list picker.
     public private(set) var roomList: [ListedRoom] = []
     public private(set) var transfers: [Int: TransferInfo] = [:]
+    /// People's metadata (draft/metadata-2), by folded nickname: `display-name`, `avatar`, `pronouns`…
+    public private(set) var profiles: [String: [String: String]] = [:]
+    /// Short numbers for messages with a msgid, in the order they arrived (`[12]` in the line
+    /// mode; `/reply 12`, `/react 12`, `/delete 12` name a message by it). The newest 10,000.
+    public private(set) var references: [Int: (conversation: ConversationID, msgid: String)] = [:]
+    public private(set) var referenceOf: [String: Int] = [:]
+    private var lastReference = 0
+    static let referencesKept = 10_000
     public let scrollbackLimit: Int
     public let keepsLines: Bool
 
@@ -47,6 +55,9 @@ public struct ConversationBook: Sendable {
     public var orderedConversations: [Conversation] { order.compactMap { conversations[$0] } }
     public var rooms: [Conversation] { orderedConversations.filter { $0.kind == .room } }
     public var joinedRooms: [String] { rooms.filter(\.isJoined).map(\.name) }
+
+    /// Someone's display name (draft/metadata-2), if they set one.
+    public func displayName(of nick: String) -> String? { profiles[key(for: nick)]?["display-name"] }
 
     // MARK: Applying
 
@@ -88,7 +99,13 @@ public struct ConversationBook: Sendable {
             }
         case .line(let id, let line):
             if conversations[id] == nil { insertConversation(id, name: line.sender ?? id.key) }
-            conversations[id]!.insert(line)
+            if conversations[id]!.insert(line), let msgid = line.msgid, referenceOf[msgid] == nil,
+               line.kind == .message || line.kind == .action || line.kind == .notice {
+                lastReference += 1
+                references[lastReference] = (id, msgid)
+                referenceOf[msgid] = lastReference
+                if let old = references.removeValue(forKey: lastReference - Self.referencesKept) { referenceOf[old.msgid] = nil }
+            }
         case .pendingDone(let id, let serial):
             conversations[id]?.removePending(serial: serial)
         case .members(let id, let members):
@@ -115,6 +132,25 @@ public struct ConversationBook: Sendable {
             conversations[id]?.clearLines()
         case .transfer(let info):
             transfers[info.id] = info
+        case .reaction(let id, let msgid, let emoji, let nick, let added):
+            let mapping = casemapping
+            conversations[id]?.react(to: msgid, emoji: emoji, nick: nick, added: added) { mapping.fold($0) }
+        case .redacted(let id, let msgid, let by):
+            conversations[id]?.redact(msgid, by: by)
+        case .typing(let id, let nick, let typing):
+            let who = key(for: nick)
+            conversations[id]?.typing[who] = typing
+        case .roomRenamed(let old, let new, let name):
+            guard var moved = conversations.removeValue(forKey: old) else { return }
+            moved.id = new
+            moved.name = name
+            conversations[new] = moved
+            if let index = order.firstIndex(of: old) { order[index] = new }
+            for (number, reference) in references where reference.conversation == old { references[number] = (new, reference.msgid) }
+        case .profile(let nick, let key, let value):
+            let who = self.key(for: nick)
+            profiles[who, default: [:]][key] = value
+            if profiles[who]?.isEmpty == true { profiles[who] = nil }
         case .status, .error, .lag, .notSent, .unknownCertificate, .searchResults:
             break
         }
@@ -137,6 +173,7 @@ public struct ConversationBook: Sendable {
                 conversations[id]!.members[newKey] = member
             }
         }
+        if oldKey != newKey, let profile = profiles.removeValue(forKey: oldKey) { profiles[newKey] = profile }
         let from = ConversationID.direct(oldKey), to = ConversationID.direct(newKey)
         guard from != to, conversations[to] == nil, var moved = conversations.removeValue(forKey: from) else {
             // Only the spelling changed (or a conversation with the new name is already open).

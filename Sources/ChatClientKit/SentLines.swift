@@ -9,12 +9,15 @@ public struct SentLines: Sendable {
         public let isAction: Bool
         /// The held line showing it after a drop; 0 while it is on its way on this connection.
         public var serial: UInt64 = 0
+        /// The msgid of the message it answers (`+draft/reply`).
+        public var replyTo: String?
 
-        public init(target: String, text: String, isAction: Bool, serial: UInt64 = 0) {
+        public init(target: String, text: String, isAction: Bool, serial: UInt64 = 0, replyTo: String? = nil) {
             self.target = target
             self.text = text
             self.isAction = isAction
             self.serial = serial
+            self.replyTo = replyTo
         }
     }
 

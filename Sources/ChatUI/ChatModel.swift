@@ -18,6 +18,8 @@ public enum SidebarItem: Equatable, Sendable {
 /// Something the model asks its shell to do.
 public enum UICommand: Equatable, Sendable {
     case send(text: String, to: String)
+    /// A message answering another (`/reply N TEXT`, `r` on a highlighted message).
+    case reply(text: String, to: String, parent: String)
     case action(text: String, to: String)
     case irc(IRCMessage)
     /// A line for the user in a conversation (errors from the screen itself).

@@ -114,6 +114,19 @@ public enum CommandInterpreter {
             return [.ignore(words.first)]
         case "unignore":
             return [.unignore(words[0])]
+        case "reply", "react", "unreact", "delete":
+            guard let number = Int(words[0].filter { $0 != "[" && $0 != "]" }), let reference = state.references[number],
+                  let conversation = state[reference.conversation] else {
+                return [.note("No message [\(words[0])]: the numbers are those shown before messages in --lines", conversation: here, isError: true)]
+            }
+            let text = String(rest.drop(while: { $0 != " " }).dropFirst())
+            return messageAction(command.name, on: reference.msgid, in: conversation.name, text: text, context)
+        case "set":
+            guard words[0].lowercased() == "display-name" else {
+                return [.note("/set knows display-name: /set display-name NAME", conversation: here, isError: true)]
+            }
+            let name = String(rest.dropFirst(words[0].count).drop(while: { $0 == " " }))
+            return [.irc(IRCMessage(command: "METADATA", params: ["*", "SET", "display-name"] + (name.isEmpty ? [] : [name])))]
         case "quote":
             guard let message = try? IRCMessage(parsing: String(rest)) else {
                 return [.note("Not an IRC line: \(rest)", conversation: here, isError: true)]
@@ -177,6 +190,22 @@ public enum CommandInterpreter {
             return "You left \(room.name): /join \(room.name) to talk there again"
         }
         return nil
+    }
+
+    /// A reply, a reaction (given or taken back) or a deletion of the message `msgid` said in `target`.
+    public static func messageAction(_ name: String, on msgid: String, in target: String, text: String, _ context: CommandContext) -> [UICommand] {
+        switch name {
+        case "reply":
+            if let reason = refusal(sendingTo: target, context) { return [.note(reason, conversation: context.here, isError: true)] }
+            return [.reply(text: text, to: target, parent: msgid)]
+        case "react", "unreact":
+            let emoji = Shortcodes.emoji(for: text.split(separator: " ").first.map(String.init) ?? "")
+            guard !emoji.isEmpty, emoji.count <= 4 else { return [.note("React with one emoji or a shortcode like :+1:", conversation: context.here, isError: true)] }
+            let tag = name == "react" ? "+draft/react" : "+draft/unreact"
+            return [.irc(IRCMessage(tags: [IRCTag(tag, emoji), IRCTag("+draft/reply", msgid)], command: "TAGMSG", params: [target]))]
+        default:
+            return [.irc(IRCMessage(command: "REDACT", params: [target, msgid]))]
+        }
     }
 
     static func send(_ text: String, to target: String, isAction: Bool, _ context: CommandContext) -> [UICommand] {

@@ -129,8 +129,23 @@ extension ChatModel {
                     for row in Wrapper.wrap(progress, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent)) }
                 }
             }
+            // Under the message, its reactions (yours marked); above it, the start of the one it answers.
+            if !line.reactions.isEmpty {
+                let spans = reactionSpans(line.reactions)
+                for row in Wrapper.wrap(spans, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent)) }
+            }
+            // A message of several lines (multiline): its first line after the sender, the
+            // others under it at the indent, a blank line kept.
+            let paragraphs = line.deletedBy == nil ? line.text.split(separator: "\n", omittingEmptySubsequences: false) : [""]
+            for paragraph in paragraphs.dropFirst().reversed() {
+                let wrapped = Wrapper.wrap(FormattedText.spans(String(paragraph), base: Style.plain), width: paneWidth - indent, indent: 0)
+                for row in wrapped.reversed() { rows.append((row, indent)) }
+            }
             let wrapped = Wrapper.wrap(spans, width: paneWidth, indent: indent)
             for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : indent)) }
+            if let parent = line.replyTo {
+                rows.append(([Span(replyQuote(parent, in: conversation, width: paneWidth - indent), Palette.dim)], indent))
+            }
             if rows.count >= needed { break }
         }
         return rows
@@ -225,6 +240,25 @@ extension ChatModel {
         return "\(Int(bytesPerSecond / 1024)) KiB/s"
     }
 
+    /// `↳ bob: first words…` for the message a reply answers (or that it is not here).
+    func replyQuote(_ msgid: String, in conversation: Conversation, width: Int) -> String {
+        guard let index = conversation.index(ofMessage: msgid) else { return "↳ a reply to an earlier message" }
+        let parent = conversation.lines[index]
+        let text = parent.deletedBy.map { "(deleted by \($0))" } ?? parent.text.split(separator: "\n").first.map(String.init) ?? ""
+        return Ellipsis.fit(PlainText.visible("↳ \(parent.sender ?? ""): \(text)"), width: max(1, width))
+    }
+
+    /// `👍 3  ❤ 1`: each emoji with its count, the ones you gave in the highlight colour.
+    func reactionSpans(_ reactions: [Reaction]) -> [Span] {
+        var spans: [Span] = []
+        for (index, reaction) in reactions.enumerated() {
+            if index > 0 { spans.append(Span("  ", Style.plain)) }
+            let mine = reaction.nicks.contains { state.isMe($0) }
+            spans.append(Span(PlainText.visible(reaction.emoji) + " \(reaction.nicks.count)", mine ? Palette.highlight : Palette.dim))
+        }
+        return spans
+    }
+
     /// A line as spans, and the hanging indent for its continuation rows.
     func format(_ line: ChatLine, width: Int) -> ([Span], Int) {
         var spans = [Span(clock(line.time) + " ", Palette.timestamp)]
@@ -254,7 +288,10 @@ extension ChatModel {
         let indent = min(spans.reduce(0) { $0 + DisplayWidth.of($1.text) }, width / 2)
         // Connected, a held line waits for its person (MONITOR), not for the connection.
         let pending = line.isPending ? [Span(!networks[focus].isDown ? "  (held: sent when they are back)" : "  (held: sent when the connection is back)", Palette.dim)] : []
-        return (spans + FormattedText.spans(line.text, base: textStyle) + pending, indent)
+        if let by = line.deletedBy { return (spans + [Span("(deleted by \(PlainText.visible(by)))", Palette.dim)], indent) }
+        // The first line of a multiline message here; `paneRows` draws the rest.
+        let first = line.text.firstIndex(of: "\n").map { String(line.text[..<$0]) } ?? line.text
+        return (spans + FormattedText.spans(first, base: textStyle) + pending, indent)
     }
 
     func clock(_ time: Double) -> String {
@@ -351,7 +388,9 @@ extension ChatModel {
             var style = Palette.nickStyle(nick, own: isMe)
             // Away people, and everyone while the connection is down (the list may be stale).
             if member?.isAway == true || state[room]?.isJoined == false { style = Palette.dim }
-            let label = (prefix.isEmpty ? " " : prefix) + PlainText.visible(nick) + (isMe ? " (you)" : "")
+            // A display name (draft/metadata-2) beside the nickname, never instead of it.
+            let shown = state.displayName(of: nick).map { " (" + PlainText.visible($0) + ")" } ?? ""
+            let label = (prefix.isEmpty ? " " : prefix) + PlainText.visible(nick) + (isMe ? " (you)" : shown)
             return (label, isMe ? "" : badge(state[.direct(state.key(for: nick))]), style)
         }
     }
@@ -369,6 +408,11 @@ extension ChatModel {
                 parts.append("you left \(PlainText.visible(room.name)): /join to return")
             } else {
                 parts.append("Enter sends to " + PlainText.visible(target) + (sendsToNewConversation ? " (new)" : ""))
+            }
+            // Who is typing here now (+typing): a few names, then how many more.
+            if let typing = state.conversation(target)?.typing.values.filter({ $0.current(at: now) }).map(\.nick).sorted(), !typing.isEmpty {
+                let names = typing.prefix(3).joined(separator: ", ") + (typing.count > 3 ? " and \(typing.count - 3) more" : "")
+                parts.append(names + (typing.count == 1 ? " is" : " are") + " typing…")
             }
         }
         // Reasons in the status (an ERROR text, a refused nickname) come from the network too.

@@ -28,6 +28,11 @@ public enum SlashCommands {
         SlashCommand(name: "voice", usage: "/voice NICK…", minArguments: 1, summary: "(room operators) let people speak in a moderated room"),
         SlashCommand(name: "devoice", usage: "/devoice NICK…", minArguments: 1, summary: "(room operators) take voice away"),
         SlashCommand(name: "mode", usage: "/mode [TARGET] [+|-MODES [ARGS]]", minArguments: 0, summary: "show or change the room's modes (+i +k KEY +l N +m +s +b MASK…) or yours"),
+        SlashCommand(name: "reply", usage: "/reply N TEXT", minArguments: 2, summary: "answer message [N] (its number in --lines; Alt-Up picks one here)"),
+        SlashCommand(name: "react", usage: "/react N EMOJI", minArguments: 2, summary: "react to message [N] (:+1: :heart: :joy: :tada: :eyes: :pray: or any emoji)"),
+        SlashCommand(name: "unreact", usage: "/unreact N EMOJI", minArguments: 2, summary: "take a reaction back"),
+        SlashCommand(name: "delete", usage: "/delete N", minArguments: 1, summary: "delete message [N] (yours; any in a room you operate)"),
+        SlashCommand(name: "set", usage: "/set display-name [NAME]", minArguments: 1, summary: "the name shown beside your nickname (alone: removed)"),
         SlashCommand(name: "quote", usage: "/quote RAW IRC LINE", minArguments: 1, summary: "send a line to the server as it is"),
         SlashCommand(name: "list", usage: "/list [MASK]", minArguments: 0, summary: "pick a room from the server's list (Up/Down, Enter joins, Esc closes)"),
         SlashCommand(name: "search", usage: "/search WORDS", minArguments: 1, summary: "find lines in your log of every conversation (Up/Down, Enter opens one, Esc closes)"),
@@ -56,4 +61,17 @@ public enum SlashCommands {
     public static let aliases: [String: String] = ["j": "join", "q": "query", "m": "msg", "w": "whois", "leave": "part"]
 
     public static var completions: [String] { all.map { "/" + $0.name } }
+}
+
+/// The shortcodes a reaction may be typed as (`:+1:`), and the emoji picker's choices.
+public enum Shortcodes {
+    public static let common: [(code: String, emoji: String)] = [
+        (":+1:", "👍"), (":heart:", "❤️"), (":joy:", "😂"), (":tada:", "🎉"), (":eyes:", "👀"), (":pray:", "🙏"),
+        (":-1:", "👎"), (":smile:", "😄"), (":thinking:", "🤔"), (":fire:", "🔥"), (":ok:", "👌"), (":rocket:", "🚀"),
+    ]
+
+    /// The emoji a shortcode stands for; anything else as typed.
+    public static func emoji(for typed: String) -> String {
+        common.first { $0.code == typed.lowercased() }?.emoji ?? typed
+    }
 }

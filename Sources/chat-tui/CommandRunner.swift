@@ -10,6 +10,7 @@ enum CommandRunner {
     static func perform(_ command: UICommand, on client: ChatClient, typedIn here: ConversationID) async -> Bool {
         switch command {
         case .send(let text, let target): await client.send(text, to: target)
+        case .reply(let text, let target, let parent): await client.send(text, to: target, replyTo: parent)
         case .action(let text, let target): await client.send(text, to: target, isAction: true)
         case .irc(let message): await client.sendCommand(message, replyIn: here)
         case .ignore(let mask):

@@ -29,7 +29,10 @@ enum LinesMode {
             }
             var name: String?
             if case .line(let id, _) = event { name = id == .server ? "server" : await view.book[id]?.name }
-            if let text = describe(event, name: name) { writeLine(prefix + text, to: 1) }
+            if case .typing(let id, _, _) = event { name = await view.book[id]?.name }
+            // Messages are numbered ([12]) for /reply, /react and /delete; what refers to one names its number.
+            let references = await view.book.referenceOf
+            if let text = describe(event, name: name, references: references) { writeLine(prefix + text, to: 1) }
             guard case .status(let status) = event else { continue }
             if case .stopped(let reason) = status {
                 // Stopping because the user asked is success; a refusal (password, ban) is not.
@@ -260,12 +263,14 @@ enum LinesMode {
 
     /// One event as a line for the terminal: everything in it made visible once, here, whatever
     /// part of it came from the network (a nickname in "registered as", an ERROR reason, a 432).
-    static func describe(_ event: ClientEvent, name: String?) -> String? {
-        describeRaw(event, name: name).map(PlainText.visible)
+    static func describe(_ event: ClientEvent, name: String?, references: [String: Int] = [:]) -> String? {
+        // Line by line: a multiline message's own newlines stay newlines; nothing else has any.
+        describeRaw(event, name: name, references: references).map { $0.split(separator: "\n", omittingEmptySubsequences: false).map { PlainText.visible(String($0)) }.joined(separator: "\n") }
     }
 
     /// `name`: the display name of the conversation a line is for.
-    static func describeRaw(_ event: ClientEvent, name: String?) -> String? {
+    static func describeRaw(_ event: ClientEvent, name: String?, references: [String: Int] = [:]) -> String? {
+        func number(_ msgid: String?) -> String { msgid.flatMap { references[$0] }.map { "[\($0)]" } ?? "a message" }
         let now = WallClock.now()
         switch event {
         case .status(let status):
@@ -283,9 +288,13 @@ enum LinesMode {
         case .nickChanged(_, let new):
             return "\(clock(now)) -!- you are now \(new)"
         case .line(let conversation, let line):
-            let text = PlainText.visible(line.text)
+            // The lines of a multiline message under the first, indented (each made visible on its own).
+            let text = line.text.split(separator: "\n", omittingEmptySubsequences: false).map { PlainText.visible(String($0)) }.joined(separator: "\n    ")
             let sender = PlainText.visible(line.sender ?? "")
-            let place = "[\(PlainText.visible(name ?? conversation.key))]"
+            var place = "[\(PlainText.visible(name ?? conversation.key))]"
+            if let msgid = line.msgid, let reference = references[msgid] { place = "[\(reference)] " + place }
+            if let parent = line.replyTo { place += " ↳ reply to \(number(parent)):" }
+            if let by = line.deletedBy { return "\(clock(line.time)) \(place) (deleted by \(by))" }
             switch line.kind {
             case .message where line.isPending: return "\(clock(line.time)) \(place) <\(sender)> \(text) (held: sent when the connection is back)"
             case .message: return "\(clock(line.time)) \(place) <\(sender)> \(text)"
@@ -307,6 +316,15 @@ enum LinesMode {
             return "\(clock(now)) -!- \(hits.count) lines with \(PlainText.visible(query))" + hits.prefix(50).map { hit in
                 "\n  \(PlainText.visible(hit.name)) \(ServerTime.format(hit.line.time)) <\(PlainText.visible(hit.line.sender ?? ""))> \(PlainText.visible(hit.line.text))"
             }.joined()
+        case .reaction(_, let msgid, let emoji, let nick, let added):
+            return "\(clock(now)) -!- \(nick) \(added ? "reacted" : "took back") \(emoji) \(added ? "to" : "from") \(number(msgid))"
+        case .redacted(_, let msgid, let by):
+            return "\(clock(now)) -!- \(number(msgid)) deleted by \(by)"
+        case .typing(let conversation, let nick, let typing):
+            guard let typing, !typing.paused else { return nil }
+            return "\(clock(now)) [\(PlainText.visible(name ?? conversation.key))] -!- \(nick) is typing…"
+        case .profile, .roomRenamed:
+            return nil // the room's line says a rename; display names show in /whois
         case .renamed, .nickInUse, // the server window's line says it
              .transfer, .opened, .closed, .joined, .left, .connectionLost, .pendingDone, .members, .memberJoined,
              .memberLeft, .memberChanged, .topic, .modes, .markedRead, .readMarker, .cleared, .serverSupport, .away, .lag:
