@@ -18,6 +18,8 @@ public enum SidebarItem: Equatable, Sendable {
 /// Something the model asks its shell to do.
 public enum UICommand: Equatable, Sendable {
     case send(text: String, to: String)
+    /// Text for the terminal's clipboard (OSC 52), where the terminal allows it.
+    case copy(String)
     /// A message answering another (`/reply N TEXT`, `r` on a highlighted message).
     case reply(text: String, to: String, parent: String)
     case action(text: String, to: String)
@@ -219,6 +221,12 @@ public struct ChatModel: Sendable {
     public var trustNetwork = 0
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
     public var confirmingQuit = false
+    /// The message cursor (Alt-Up): the msgid of the highlighted message in the conversation in view.
+    public var messageCursor: String?
+    /// Choosing an emoji for the highlighted message (`e` or `+`): digits pick one of the common ones.
+    public var choosingReaction = false
+    /// The message the next line answers (`r` on a highlighted message), and how the input says so.
+    public var replyingTo: (msgid: String, nick: String, snippet: String)?
     /// The people in our rooms besides us.
     public var othersOnline: Int {
         var seen = Set<String>()

@@ -5,6 +5,8 @@ public enum Key: Equatable, Sendable {
     case control(Character)
     case enter, tab, backspace, delete, escape
     case up, down, left, right, home, end, pageUp, pageDown
+    /// Alt-Up or Ctrl-Up, Alt-Down or Ctrl-Down: the message cursor.
+    case messageUp, messageDown
     /// Text that arrived as one bracketed paste.
     case paste(String)
 }
@@ -65,9 +67,11 @@ public struct KeyDecoder: Sendable {
         let body = sequence.dropFirst().dropLast()
         // `1;5` (with a modifier): the key number is before the semicolon.
         let number = body.split(separator: ";").first.map(String.init) ?? ""
+        // `1;3` (Alt) or `1;5` (Ctrl) on Up and Down moves the message cursor.
+        let modifier = body.split(separator: ";").dropFirst().first.map(String.init)
         switch final {
-        case "A": return .up
-        case "B": return .down
+        case "A": return modifier == "3" || modifier == "5" ? .messageUp : .up
+        case "B": return modifier == "3" || modifier == "5" ? .messageDown : .down
         case "C": return .right
         case "D": return .left
         case "H": return .home

@@ -129,23 +129,13 @@ extension ChatModel {
                     for row in Wrapper.wrap(progress, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent)) }
                 }
             }
-            // Under the message, its reactions (yours marked); above it, the start of the one it answers.
-            if !line.reactions.isEmpty {
-                let spans = reactionSpans(line.reactions)
-                for row in Wrapper.wrap(spans, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent)) }
+            _ = spans
+            var own = lineRows(line, in: conversation, width: paneWidth)
+            // The message cursor's line, reversed (the quote and reactions around it too).
+            if let cursor = messageCursor, line.msgid == cursor {
+                own = own.map { row in (row.spans.map { Span($0.text, Style(bold: $0.style.bold, reverse: true)) }, row.indent) }
             }
-            // A message of several lines (multiline): its first line after the sender, the
-            // others under it at the indent, a blank line kept.
-            let paragraphs = line.deletedBy == nil ? line.text.split(separator: "\n", omittingEmptySubsequences: false) : [""]
-            for paragraph in paragraphs.dropFirst().reversed() {
-                let wrapped = Wrapper.wrap(FormattedText.spans(String(paragraph), base: Style.plain), width: paneWidth - indent, indent: 0)
-                for row in wrapped.reversed() { rows.append((row, indent)) }
-            }
-            let wrapped = Wrapper.wrap(spans, width: paneWidth, indent: indent)
-            for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : indent)) }
-            if let parent = line.replyTo {
-                rows.append(([Span(replyQuote(parent, in: conversation, width: paneWidth - indent), Palette.dim)], indent))
-            }
+            rows += own.reversed()
             if rows.count >= needed { break }
         }
         return rows
@@ -238,6 +228,25 @@ extension ChatModel {
             return "\(tenths / 10).\(tenths % 10) MiB/s"
         }
         return "\(Int(bytesPerSecond / 1024)) KiB/s"
+    }
+
+    /// One line's rows, top to bottom: the quote of what it answers, the message (a multiline
+    /// message's lines under the first at the indent, a blank line kept), its reactions.
+    func lineRows(_ line: ChatLine, in conversation: Conversation, width paneWidth: Int) -> [(spans: [Span], indent: Int)] {
+        let (spans, indent) = format(line, width: paneWidth)
+        var rows: [(spans: [Span], indent: Int)] = []
+        if let parent = line.replyTo {
+            rows.append(([Span(replyQuote(parent, in: conversation, width: paneWidth - indent), Palette.dim)], indent))
+        }
+        for (i, row) in Wrapper.wrap(spans, width: paneWidth, indent: indent).enumerated() { rows.append((row, i == 0 ? 0 : indent)) }
+        let paragraphs = line.deletedBy == nil ? line.text.split(separator: "\n", omittingEmptySubsequences: false) : [""]
+        for paragraph in paragraphs.dropFirst() {
+            for row in Wrapper.wrap(FormattedText.spans(String(paragraph), base: Style.plain), width: paneWidth - indent, indent: 0) { rows.append((row, indent)) }
+        }
+        if !line.reactions.isEmpty {
+            for row in Wrapper.wrap(reactionSpans(line.reactions), width: paneWidth - indent, indent: 0) { rows.append((row, indent)) }
+        }
+        return rows
     }
 
     /// `↳ bob: first words…` for the message a reply answers (or that it is not here).
@@ -403,16 +412,23 @@ extension ChatModel {
         parts.append((hasSeveralNetworks ? networks[selectedNetwork].name + ": " : "") + statusText)
         if case .conversation(.server) = selection {
             parts.append("pick a room or a person with Up/Down")
+        } else if choosingReaction {
+            parts.append("react with: " + Shortcodes.common.prefix(9).enumerated().map { "\($0.offset + 1) \($0.element.emoji)" }.joined(separator: " ") + " (another key: none)")
+        } else if messageCursor != nil {
+            parts.append("r reply · e react · d delete · y copy")
+        } else if let reply = replyingTo {
+            parts.append("replying to \(reply.nick): \(reply.snippet) (Esc: not a reply)")
         } else {
+            // Who is typing here now (+typing): a few names, then how many more; before the
+            // rest, which a narrow screen cuts.
+            if let typing = state.conversation(target)?.typing.values.filter({ $0.current(at: now) }).map(\.nick).sorted(), !typing.isEmpty {
+                let names = typing.prefix(3).joined(separator: ", ") + (typing.count > 3 ? " and \(typing.count - 3) more" : "")
+                parts.append(names + (typing.count == 1 ? " is" : " are") + " typing…")
+            }
             if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {
                 parts.append("you left \(PlainText.visible(room.name)): /join to return")
             } else {
                 parts.append("Enter sends to " + PlainText.visible(target) + (sendsToNewConversation ? " (new)" : ""))
-            }
-            // Who is typing here now (+typing): a few names, then how many more.
-            if let typing = state.conversation(target)?.typing.values.filter({ $0.current(at: now) }).map(\.nick).sorted(), !typing.isEmpty {
-                let names = typing.prefix(3).joined(separator: ", ") + (typing.count > 3 ? " and \(typing.count - 3) more" : "")
-                parts.append(names + (typing.count == 1 ? " is" : " are") + " typing…")
             }
         }
         // Reasons in the status (an ERROR text, a refused nickname) come from the network too.

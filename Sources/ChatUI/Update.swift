@@ -35,6 +35,7 @@ extension ChatModel {
             if let trust = pendingTrust { return answerTrust(key, fingerprint: trust.fingerprint) }
             if roomPicker != nil { return pickRoom(key) }
             if searchPicker != nil { return pickHit(key) }
+            if messageCursor != nil || key == .messageUp { return cursorKey(key) }
             return press(key)
         }
     }
@@ -98,6 +99,14 @@ extension ChatModel {
             default:
                 break
             }
+            reconcileSelection()
+            return []
+        case .roomRenamed(let old, let new, let name):
+            // A renamed room keeps its place: the view, the room commands act on, the scroll.
+            if selection == .conversation(old) { selection = .conversation(new) }
+            if case .user(let nick, let room) = selection, room == old { selection = .user(nick, room: new) }
+            if let room = currentRoom, state.id(for: room) == old || state.key(for: room) == old.key { currentRoom = name }
+            if let rows = scroll.removeValue(forKey: old) { scroll[new] = rows }
             reconcileSelection()
             return []
         case .joined(let id, let name, let again):
@@ -189,7 +198,8 @@ extension ChatModel {
             } else {
                 editor.complete(nicks: completionNames, commands: SlashCommands.completions)
             }
-        case .escape: break
+        case .escape: replyingTo = nil
+        case .messageUp, .messageDown: break
         case .character(let character): editor.insert(String(character))
         case .paste(let text): return paste(text)
         case .enter: return submit(editor.submit())
@@ -301,6 +311,10 @@ extension ChatModel {
         let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
         // Writing jumps back to the newest lines, where your message will appear.
         scroll[viewedID] = 0
+        if let parent = replyingTo, let conversation = viewedConversation {
+            replyingTo = nil
+            return writing(to: conversation.name) + CommandInterpreter.messageAction("reply", on: parent.msgid, in: conversation.name, text: text, commandContext)
+        }
         let commands = sendText(text, to: target, isAction: false)
         // Refused (the server window, a room you left, yourself): the line stays in the input.
         if commands.count == 1, case .note(_, _, true) = commands[0] { editor.set(line) }
@@ -447,6 +461,7 @@ extension ChatModel {
         "Keys: Up/Down (empty input) pick the room or person Enter sends to; with text they recall earlier lines",
         "      Ctrl-P/Ctrl-N earlier and later lines; PgUp/PgDn scroll; Home/End the ends of the list or of the input",
         "      Tab completes names and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C quits",
+        "      " + cursorHelp,
         "Sidebar: a number is unread lines, ! means one names you or is a direct message; (new) means Enter starts a conversation",
     ]
 
@@ -597,3 +612,93 @@ extension StringProtocol {
         String(drop(while: { $0 == character }).reversed().drop(while: { $0 == character }).reversed())
     }
 }
+
+// MARK: The message cursor
+
+extension ChatModel {
+    static let cursorHelp = "Alt-Up (or Ctrl-Up) highlights a message: Up/Down move, r replies, e or + reacts, d deletes, y copies, Esc leaves"
+
+    /// The messages the cursor can stop on: those with a msgid, not deleted.
+    func cursorStops(_ conversation: Conversation) -> [Int] {
+        conversation.lines.indices.filter { index in
+            let line = conversation.lines[index]
+            return line.msgid != nil && line.deletedBy == nil && (line.kind == .message || line.kind == .action || line.kind == .notice)
+        }
+    }
+
+    /// A key while the message cursor is on (or Alt-Up to start it).
+    mutating func cursorKey(_ key: Key) -> [UICommand] {
+        guard let conversation = viewedConversation else {
+            messageCursor = nil
+            return []
+        }
+        let stops = cursorStops(conversation)
+        // The highlighted message's index among the lines.
+        let current = messageCursor.flatMap { msgid in stops.last { conversation.lines[$0].msgid == msgid } }
+        if choosingReaction {
+            choosingReaction = false
+            if case .character(let digit) = key, let number = digit.wholeNumberValue, number >= 1, number <= Shortcodes.common.count,
+               let index = current, let msgid = conversation.lines[index].msgid {
+                return CommandInterpreter.messageAction("react", on: msgid, in: conversation.name, text: Shortcodes.common[number - 1].emoji, commandContext)
+            }
+            return []
+        }
+        func move(to position: Int) {
+            messageCursor = conversation.lines[stops[position]].msgid
+            keepCursorInView(conversation, index: stops[position])
+        }
+        switch key {
+        case .messageUp, .up:
+            guard !stops.isEmpty else {
+                messageCursor = nil
+                return [.note("No message here to pick (messages need the server's msgid)", conversation: conversation.id, isError: true)]
+            }
+            let position = current.flatMap { stops.firstIndex(of: $0) }.map { max(0, $0 - 1) } ?? stops.count - 1
+            move(to: position)
+        case .messageDown, .down:
+            guard let position = current.flatMap({ stops.firstIndex(of: $0) }) else { messageCursor = nil; return [] }
+            if position + 1 < stops.count { move(to: position + 1) } else { messageCursor = nil; scroll[conversation.id] = 0 }
+        case .escape:
+            messageCursor = nil
+            scroll[conversation.id] = 0
+        case .character(let letter):
+            guard let index = current, let msgid = conversation.lines[index].msgid else { messageCursor = nil; return [] }
+            let line = conversation.lines[index]
+            switch letter {
+            case "r":
+                let first = line.text.split(separator: "\n").first.map(String.init) ?? ""
+                replyingTo = (msgid, line.sender ?? "", Ellipsis.fit(PlainText.visible(first), width: 30))
+                messageCursor = nil
+                scroll[conversation.id] = 0
+            case "e", "+":
+                choosingReaction = true
+            case "d":
+                messageCursor = nil
+                return CommandInterpreter.messageAction("delete", on: msgid, in: conversation.name, text: "", commandContext)
+            case "y":
+                return [.copy(line.text), .note("Copied to the terminal's clipboard (where it allows OSC 52)", conversation: conversation.id, isError: false)]
+            default:
+                break
+            }
+        default:
+            // Anything else leaves the cursor and does what it does.
+            messageCursor = nil
+            return press(key)
+        }
+        return []
+    }
+
+    /// Scrolls so the highlighted line is on screen (at the bottom when it was below, the top when above).
+    mutating func keepCursorInView(_ conversation: Conversation, index: Int) {
+        let layout = Layout(width: width, height: height)
+        var below = 0
+        for line in conversation.lines[(index + 1)...] { below += lineRows(line, in: conversation, width: layout.paneWidth).count }
+        let own = lineRows(conversation.lines[index], in: conversation, width: layout.paneWidth).count
+        let height = max(1, layout.paneHeight - 1)
+        var skip = scroll[conversation.id] ?? 0
+        if below < skip { skip = below }
+        if below + own > skip + height { skip = below + own - height }
+        scroll[conversation.id] = max(0, skip)
+    }
+}
+

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CNcursesw
 import ChatUI
+import IRCWire
 
 /// The terminal through ncurses: the only code that calls curses, always on the main actor
 /// (curses is single-threaded). It reads keys without blocking and draws the cells of a
@@ -192,6 +193,11 @@ public final class CursesTerminal {
     }
 
     public func bell() { beep() }
+
+    /// Puts text on the terminal's clipboard (OSC 52; terminals that do not allow it ignore it).
+    public func copyToClipboard(_ text: String) {
+        CursesTerminal.writeRaw("\u{1B}]52;c;" + Base64.encode(Array(text.utf8)) + "\u{7}")
+    }
 
     /// Sets the terminal window's title (xterm-style OSC 0).
     public func setTitle(_ title: String) {

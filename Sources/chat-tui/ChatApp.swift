@@ -128,6 +128,7 @@ final class ChatApp {
         case .quit(let reason): await quit(reason: reason)
         case .connect(let word): await connect(word, from: network)
         case .bell: terminal.bell()
+        case .copy(let text): terminal.copyToClipboard(text)
         case .redraw: terminal.forceRedraw()
         case .listFiles(let word): handle(.filesListed(word: word, entries: Self.listFiles(completing: word)))
         default: break

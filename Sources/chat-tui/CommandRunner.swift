@@ -60,7 +60,7 @@ enum CommandRunner {
         case .cancelHeld(let nick):
             await client.replyIn(here)
             await client.cancelHeld(for: nick)
-        case .quit, .bell, .redraw, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on:
+        case .quit, .bell, .redraw, .copy, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on:
             return false
         }
         return true
