@@ -213,6 +213,13 @@ public actor ChatClient {
         perform(state.send(text, to: target, isAction: isAction, replyTo: replyTo, queueing: keepConnected, now: WallClock.now()))
     }
 
+    /// `+typing=active|paused|done` to a room or a person, where the server takes message tags
+    /// (never held: it means nothing later).
+    public func sendTyping(_ typing: String, to target: String) {
+        guard state.isRegistered, state.capabilities.contains("message-tags"), !target.isEmpty else { return }
+        perform(state.command(IRCMessage(tags: [IRCTag("+typing", typing)], command: "TAGMSG", params: [target]), connected: connection != nil))
+    }
+
     /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected; its replies are shown in
     /// `replyIn` (the conversation it was typed in) when given.
     public func sendCommand(_ message: IRCMessage, replyIn: ConversationID? = nil) {

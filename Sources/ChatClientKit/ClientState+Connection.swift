@@ -223,6 +223,17 @@ extension ClientState {
     /// Our line as PRIVMSGs that fit; with echo-message each is unconfirmed until its echo,
     /// without it is shown at once.
     mutating func deliver(_ line: SentLines.Line, now: Double) {
+        // Several lines (a paste): one draft/multiline message where the server takes it and it
+        // fits its limits; else each line as a message of its own, as before.
+        if line.text.contains("\n") {
+            let parts = line.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            if !deliverMultiline(line, parts: parts, now: now) {
+                for part in parts where !part.isEmpty {
+                    deliver(SentLines.Line(target: line.target, text: part, isAction: line.isAction, replyTo: line.replyTo), now: now)
+                }
+            }
+            return
+        }
         let maxBytes = MessageSplitter.maxTextBytes(target: line.target, source: ownSource) - (line.isAction ? 9 : 0)
         let echoes = capabilities.contains("echo-message")
         for piece in MessageSplitter.split(line.text, maxBytes: maxBytes) {
@@ -238,6 +249,50 @@ extension ClientState {
                     to: id(for: line.target), name: line.target)
             }
         }
+    }
+
+    /// The server's draft/multiline limits (`max-bytes`, `max-lines`), when it offers it and batches.
+    var multilineLimits: (bytes: Int, lines: Int)? {
+        guard capabilities.contains("draft/multiline"), capabilities.contains("batch"), let value = registration.offered["draft/multiline"] else { return nil }
+        var bytes = 0, lines = 100
+        for token in value.split(separator: ",") {
+            let pair = token.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, let number = Int(pair[1]) else { continue }
+            if pair[0] == "max-bytes" { bytes = number } else if pair[0] == "max-lines" { lines = number }
+        }
+        return bytes > 0 ? (bytes, lines) : nil
+    }
+
+    /// A multiline message as one batch: each line cut to fit (the cuts sent as
+    /// `draft/multiline-concat`); the closing line carries the whole text, for the echo to confirm.
+    mutating func deliverMultiline(_ line: SentLines.Line, parts: [String], now: Double) -> Bool {
+        guard let limits = multilineLimits, !line.isAction else { return false }
+        let maxBytes = MessageSplitter.maxTextBytes(target: line.target, source: ownSource)
+        var pieces: [(String, Bool)] = []
+        for part in parts {
+            let cut = part.isEmpty ? [""] : MessageSplitter.split(part, maxBytes: maxBytes)
+            for (index, piece) in cut.enumerated() { pieces.append((piece, index > 0)) }
+        }
+        guard pieces.count <= limits.lines, pieces.reduce(0, { $0 + $1.0.utf8.count }) <= limits.bytes else { return false }
+        nextBatch += 1
+        let reference = "ml\(nextBatch)"
+        var opening = IRCMessage("BATCH", "+" + reference, "draft/multiline", line.target)
+        if let parent = line.replyTo { opening.tags = [IRCTag("+draft/reply", parent)] }
+        actions.append(.send(opening))
+        for (piece, concat) in pieces {
+            var tags = [IRCTag("batch", reference)]
+            if concat { tags.append(IRCTag("draft/multiline-concat")) }
+            actions.append(.send(IRCMessage(tags: tags, command: "PRIVMSG", params: [line.target, piece])))
+        }
+        actions.append(.sendLine(IRCMessage("BATCH", "-" + reference), line))
+        if capabilities.contains("echo-message") {
+            sending(line)
+        } else {
+            var shown = ChatLine(time: now, kind: .message, sender: nick, text: line.text, isOwn: true)
+            shown.replyTo = line.replyTo
+            say(shown, to: id(for: line.target), name: line.target)
+        }
+        return true
     }
 
     /// A piece could not be written (the connection failed under us): it waits for the next one.

@@ -70,6 +70,8 @@ public struct ClientState: Sendable {
     public var historyRequests: [ConversationID: HistoryRequest] = [:]
     private var openBatches: [String: (type: String, target: ConversationID?, lines: Int, all: Int)] = [:]
     /// draft/multiline batches being received: the opening line (its tags and target) and the text so far.
+    /// Our multiline batches, numbered for their references.
+    var nextBatch = 0
     /// METADATA SYNCs to send (after a subscription is confirmed).
     var syncRequests: [IRCMessage] = []
     var multilineBatches: [String: (opening: IRCMessage, command: String?, text: String, lines: Int)] = [:]

@@ -20,6 +20,9 @@ public enum UICommand: Equatable, Sendable {
     case send(text: String, to: String)
     /// Text for the terminal's clipboard (OSC 52), where the terminal allows it.
     case copy(String)
+    /// `+typing` to a conversation: `active`, `paused` or `done` (the client sends it only where
+    /// the server takes message tags).
+    case typing(String, to: String)
     /// A message answering another (`/reply N TEXT`, `r` on a highlighted message).
     case reply(text: String, to: String, parent: String)
     case action(text: String, to: String)
@@ -221,6 +224,9 @@ public struct ChatModel: Sendable {
     public var trustNetwork = 0
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
     public var confirmingQuit = false
+    /// The typing notice last sent: to whom, which, when; and when the input last changed.
+    var typingSent: (target: String, state: String, at: Double)?
+    var lastEditAt: Double = 0
     /// The message cursor (Alt-Up): the msgid of the highlighted message in the conversation in view.
     public var messageCursor: String?
     /// Choosing an emoji for the highlighted message (`e` or `+`): digits pick one of the common ones.

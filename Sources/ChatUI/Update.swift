@@ -14,6 +14,11 @@ extension ChatModel {
             return [.redraw]
         case .tick(let now):
             self.now = now
+            // Typing, then nothing for 5 seconds: paused (the spec's advice).
+            if let sent = typingSent, sent.state == "active", now - lastEditAt >= 5 {
+                typingSent = (sent.target, "paused", now)
+                return [.typing("paused", to: sent.target)]
+            }
             // The selection has rested: what it shows is read.
             if now - selectedAt >= 1, let viewed = viewedConversation, viewed.unread > 0 {
                 return [.markRead(viewed.id)]
@@ -36,7 +41,9 @@ extension ChatModel {
             if roomPicker != nil { return pickRoom(key) }
             if searchPicker != nil { return pickHit(key) }
             if messageCursor != nil || key == .messageUp { return cursorKey(key) }
-            return press(key)
+            let before = editor.text
+            let commands = press(key)
+            return commands + typingAfter(key, before: before)
         }
     }
 
@@ -360,7 +367,7 @@ extension ChatModel {
             pendingPaste = lines
             return []
         }
-        return lines.flatMap { sendText($0, to: target, isAction: false) }
+        return sendText(lines.joined(separator: "\n"), to: target, isAction: false)
     }
 
     /// Keys while the /search picker is open: Up/Down move, Enter opens the line in its
@@ -469,7 +476,8 @@ extension ChatModel {
         switch key {
         case .character("y"), .character("Y"):
             pendingPaste = nil
-            return lines.flatMap { sendText($0, to: target, isAction: false) }
+            // One message of several lines: the client sends it as one where the server takes it.
+            return sendText(lines.joined(separator: "\n"), to: target, isAction: false)
         case .character("n"), .character("N"), .escape, .control("c"), .enter:
             pendingPaste = nil
             return [.note("Paste of \(lines.count) lines cancelled", conversation: viewedID, isError: false)]
@@ -699,6 +707,30 @@ extension ChatModel {
         if below < skip { skip = below }
         if below + own > skip + height { skip = below + own - height }
         scroll[conversation.id] = max(0, skip)
+    }
+}
+
+// MARK: Typing notifications
+
+extension ChatModel {
+    /// `+typing` for what a key did to the input: `active` at most every 3 seconds while a
+    /// message is being written, `done` when the input is emptied or sent or the recipient
+    /// changes; nothing for commands.
+    mutating func typingAfter(_ key: Key, before: String) -> [UICommand] {
+        let text = editor.text
+        var commands: [UICommand] = []
+        let writing = !text.isEmpty && !text.hasPrefix("/") && viewedID != .server
+        let to = target
+        if let sent = typingSent, sent.state != "done", !writing || sent.target != to || key == .enter {
+            // Enter sent the message: that says it is done, for the server and the others.
+            if key != .enter || sent.target != to { commands.append(.typing("done", to: sent.target)) }
+            typingSent = nil
+        }
+        guard writing, text != before, !to.isEmpty else { return commands }
+        lastEditAt = now
+        if let sent = typingSent, sent.target == to, sent.state == "active", now - sent.at < 3 { return commands }
+        typingSent = (to, "active", now)
+        return commands + [.typing("active", to: to)]
     }
 }
 

@@ -11,6 +11,7 @@ enum CommandRunner {
         switch command {
         case .send(let text, let target): await client.send(text, to: target)
         case .reply(let text, let target, let parent): await client.send(text, to: target, replyTo: parent)
+        case .typing(let state, let target): await client.sendTyping(state, to: target)
         case .action(let text, let target): await client.send(text, to: target, isAction: true)
         case .irc(let message): await client.sendCommand(message, replyIn: here)
         case .ignore(let mask):

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ChatClientKit
 import IRCWire
@@ -88,5 +89,57 @@ struct ModernMessagingTests {
         let lines = try #require(state.conversation("#lobby")).lines.filter { $0.kind == .message }
         #expect(lines.map(\.text) == ["line one continued\n\nline three"])
         #expect(lines.first?.msgid == "ml" && lines.first?.time == ServerTime.parse("2026-12-01T10:00:00.000Z"))
+    }
+}
+
+@Suite("client state: sending multiline messages and replies")
+struct MultilineSendingTests {
+    /// Registered with these capabilities (and multiline's limits when offered).
+    func registered(_ caps: String, value: String = "max-bytes=4096,max-lines=24") -> ClientState {
+        var config = ClientConfig(host: "127.0.0.1", nick: "alice")
+        config.wantedCapabilities = caps.split(separator: " ").map(String.init)
+        var state = ClientState(config: config)
+        _ = state.connectionStarted()
+        let offered = caps.split(separator: " ").map { $0 == "draft/multiline" ? "draft/multiline=" + value : String($0) }.joined(separator: " ")
+        for line in [":srv CAP * LS :" + offered, ":srv CAP alice ACK :" + caps] + welcome {
+            _ = state.receive(try! IRCMessage(parsing: line), now: 1000)
+        }
+        return state
+    }
+
+    func sent(_ reduction: Reduction) -> [String] {
+        reduction.actions.compactMap { action -> String? in
+            switch action {
+            case .send(let message), .sendLine(let message, _): String(decoding: message.serialized().dropLast(2), as: UTF8.self)
+            default: nil
+            }
+        }
+    }
+
+    @Test("a text of several lines where the server takes multiline: one batch, a blank line kept, a long line cut with concat; the echo confirms it whole")
+    func batch() throws {
+        var state = registered("batch message-tags echo-message draft/multiline")
+        let long = String(repeating: "x", count: 600)
+        let lines = sent(state.send("one\n\n" + long, to: "#lobby", isAction: false, replyTo: "p1", queueing: false, now: 1000))
+        #expect(lines.first == "@+draft/reply=p1 BATCH +ml1 draft/multiline #lobby")
+        #expect(lines[1] == "@batch=ml1 PRIVMSG #lobby :one" && lines[2] == "@batch=ml1 PRIVMSG #lobby :")
+        #expect(lines[3].hasPrefix("@batch=ml1 PRIVMSG #lobby :x") && lines[4].hasPrefix("@batch=ml1;draft/multiline-concat PRIVMSG #lobby :x"))
+        #expect(lines.count == 6 && lines.last == "BATCH -ml1")
+        #expect(state.sent.lines.map(\.text) == ["one\n\n" + long], "waiting for its echo, as one")
+        // The server's echo: the same lines from us, under its own batch reference.
+        let echo = ["@msgid=e1 :alice!al@10.0.0.1 BATCH +s draft/multiline #lobby"]
+            + lines.dropFirst().dropLast().map { $0.replacingOccurrences(of: "@batch=ml1", with: "@batch=s").replacingOccurrences(of: " PRIVMSG", with: " :alice!al@10.0.0.1 PRIVMSG") }
+            + [":alice!al@10.0.0.1 BATCH -s"]
+        for line in echo { _ = state.receive(try IRCMessage(parsing: line), now: 1000) }
+        #expect(state.sent.lines.isEmpty, "the echo confirmed it")
+    }
+
+    @Test("without multiline, or past its limits: each non-blank line as a message of its own, the reply tag on each")
+    func lines() {
+        var plain = registered("batch message-tags echo-message")
+        #expect(sent(plain.send("one\n\ntwo", to: "#lobby", isAction: false, replyTo: "p1", queueing: false, now: 1000))
+                == ["@+draft/reply=p1 PRIVMSG #lobby :one", "@+draft/reply=p1 PRIVMSG #lobby :two"])
+        var small = registered("batch message-tags echo-message draft/multiline", value: "max-bytes=4096,max-lines=2")
+        #expect(sent(small.send("a\nb\nc", to: "#lobby", isAction: false, queueing: false, now: 1000)) == ["PRIVMSG #lobby :a", "PRIVMSG #lobby :b", "PRIVMSG #lobby :c"])
     }
 }

@@ -20,7 +20,7 @@ struct LookingTests {
         var told: [UICommand] = []
         for _ in 0..<4 { told += model.handle(.key(.down)).filter { if case .on(_, .looking) = $0 { return true } else { return false } } }
         #expect(told == [.on(network: 0, .looking(.room("#dev")))])
-        #expect(model.handle(.key(.character("y"))).isEmpty, "typing does not move the view")
+        #expect(model.handle(.key(.character("y"))) == [.typing("active", to: "#dev")], "typing does not move the view (it says it is typing)")
         let back = model.handle(.key(.up)).filter { if case .on(_, .looking) = $0 { return true } else { return false } }
         #expect(back == [], "with a line being typed, Up does not move the view")
     }

@@ -179,3 +179,25 @@ struct MessageCursorTests {
         #expect(model.type("/delete 99").first.map { if case .note(let text, _, true) = $0 { text.hasPrefix("No message [99]") } else { false } } == true)
     }
 }
+
+@Suite("chat screen: typing notifications sent")
+struct TypingSentTests {
+    @Test("active when writing starts and at most every 3 s; paused after 5 s without a key; done when the input empties; none for commands or after Enter")
+    func typing() {
+        var model = lobbyModel()
+        model.now = 1000
+        #expect(model.update(.key(.character("h"))) == [.typing("active", to: "#lobby")])
+        #expect(model.update(.key(.character("i"))).isEmpty, "within 3 s: nothing more")
+        model.now = 1003
+        #expect(model.update(.key(.character("!"))) == [.typing("active", to: "#lobby")])
+        #expect(model.update(.tick(now: 1007)).isEmpty)
+        #expect(model.update(.tick(now: 1008)) == [.typing("paused", to: "#lobby")])
+        _ = model.update(.key(.backspace)); _ = model.update(.key(.backspace))
+        #expect(model.update(.key(.backspace)) == [.typing("done", to: "#lobby")], "emptied")
+        #expect(model.update(.key(.character("/"))).isEmpty && model.update(.key(.character("j"))).isEmpty, "a command is not a message")
+        model.editor.set("")
+        _ = model.update(.key(.character("o")))
+        let sent = model.update(.key(.enter))
+        #expect(!sent.contains(.typing("done", to: "#lobby")) && sent.contains(.send(text: "o", to: "#lobby")), "the message itself says it is done")
+    }
+}
