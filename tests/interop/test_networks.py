@@ -120,10 +120,16 @@ def test_one_client_on_our_server_and_inspircd(tmp_path):
             first = client.wait_for(lambda l: l.startswith(on_ours) and "lines with cake" in l, "our network's hits", mark)
             second = client.wait_for(lambda l: l.startswith(on_theirs) and "lines with cake" in l, "InspIRCd's hits", mark)
             lines = client.lines()
-            # The line mode writes a search's answer as one line (its hits after ^J).
-            if "cake from ours" in lines[first] and "cake from inspircd" in lines[second]:
-                assert "cake from inspircd" not in lines[first], "each network lists only its own lines"
-                assert "cake from ours" not in lines[second], "each network lists only its own lines"
+
+            # The line mode writes a search's answer as a line, then its hits, each on a line of its own (indented).
+            def block(start):
+                end = start + 1
+                while end < len(lines) and lines[end].startswith("  "):
+                    end += 1
+                return "\n".join(lines[start:end])
+            if "cake from ours" in block(first) and "cake from inspircd" in block(second):
+                assert "cake from inspircd" not in block(first), "each network lists only its own lines"
+                assert "cake from ours" not in block(second), "each network lists only its own lines"
                 break
             assert time.monotonic() < deadline, "the search never found both lines:\n" + "\n".join(lines[mark:])
 

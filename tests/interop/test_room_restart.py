@@ -84,8 +84,8 @@ def test_closed_room_after_kill_9_and_restart(tmp_path):
         refused = mallory.wait_for(lambda l: " 475 " in l or " JOIN " in l)
         assert " 475 " in refused, refused
         mallory.send("CHATHISTORY LATEST #vault * 10")
-        batch = until_batch_end(mallory)
-        assert not any("PRIVMSG" in line for line in batch), batch
+        refused = mallory.wait_for(lambda l: " FAIL CHATHISTORY " in l or " BATCH +" in l or "PRIVMSG" in l)
+        assert " FAIL CHATHISTORY INVALID_TARGET LATEST #vault " in refused, refused
         mallory.send("TOPIC #vault")
         answer = mallory.wait_for(lambda l: " 403 " in l or " 332 " in l or " 442 " in l)
         assert " 332 " not in answer, answer
