@@ -644,7 +644,10 @@ extension ChatModel {
         // The highlighted message's index among the lines.
         let current = messageCursor.flatMap { msgid in stops.last { conversation.lines[$0].msgid == msgid } }
         if choosingReaction {
+            // One reaction, then the cursor is done: what is typed next is text.
             choosingReaction = false
+            messageCursor = nil
+            scroll[conversation.id] = 0
             if case .character(let digit) = key, let number = digit.wholeNumberValue, number >= 1, number <= Shortcodes.common.count,
                let index = current, let msgid = conversation.lines[index].msgid {
                 return CommandInterpreter.messageAction("react", on: msgid, in: conversation.name, text: Shortcodes.common[number - 1].emoji, commandContext)
@@ -684,14 +687,19 @@ extension ChatModel {
                 messageCursor = nil
                 return CommandInterpreter.messageAction("delete", on: msgid, in: conversation.name, text: "", commandContext)
             case "y":
+                messageCursor = nil
                 return [.copy(line.text), .note("Copied to the terminal's clipboard (where it allows OSC 52)", conversation: conversation.id, isError: false)]
             default:
-                break
+                // Any other letter is text: the cursor goes and the input takes it.
+                messageCursor = nil
+                let before = editor.text
+                return press(key) + typingAfter(key, before: before)
             }
         default:
             // Anything else leaves the cursor and does what it does.
             messageCursor = nil
-            return press(key)
+            let before = editor.text
+            return press(key) + typingAfter(key, before: before)
         }
         return []
     }

@@ -12,6 +12,9 @@ import IRCWire
 public final class CursesTerminal {
     private var previous: Screen?
     private var decoder = KeyDecoder()
+    /// The codes curses gives Alt-Up and Ctrl-Up (and Down) where the terminal describes them
+    /// (terminfo's kUP3, kUP5, kDN3, kDN5): the message cursor.
+    private var messageKeys: [Int32: Key] = [:]
     private var pairs: [Int: Int32] = [:]
     private var hasColors = false
     private var colorCount: Int32 = 8
@@ -32,6 +35,9 @@ public final class CursesTerminal {
         noecho()
         nonl()
         keypad(chat_stdscr(), true)
+        for (capability, key) in [("kUP3", Key.messageUp), ("kUP5", .messageUp), ("kDN3", .messageDown), ("kDN5", .messageDown)] {
+            if let code = Self.extendedKeyCode(capability) { messageKeys[code] = key }
+        }
         // No insert/delete-character shifts: a cluster written past curses must stay where it was put.
         idcok(chat_stdscr(), false)
         nodelay(chat_stdscr(), true)
@@ -85,7 +91,7 @@ public final class CursesTerminal {
             let result = wget_wch(chat_stdscr(), &character)
             if result == ERR { break }
             if result == chat_key_code_yes() {
-                if let key = CursesTerminal.functionKey(Int32(character)) { keys.append(key) }
+                if let key = messageKeys[Int32(character)] ?? CursesTerminal.functionKey(Int32(character)) { keys.append(key) }
                 continue
             }
             if let scalar = Unicode.Scalar(UInt32(character)) {
@@ -94,6 +100,15 @@ public final class CursesTerminal {
         }
         keys += decoder.flush()
         return keys
+    }
+
+    /// The key code curses gives the sequence terminfo names `capability`, if any.
+    static func extendedKeyCode(_ capability: String) -> Int32? {
+        guard let value = tigetstr(capability) else { return nil }
+        // tigetstr says -1 for a capability that is not a string, 0 for one the terminal lacks.
+        if Int(bitPattern: value) == -1 { return nil }
+        let code = key_defined(value)
+        return code > 0 ? code : nil
     }
 
     static func functionKey(_ code: Int32) -> Key? {
