@@ -534,6 +534,11 @@ public actor ChatClient {
 
     func emit(_ event: ClientEvent) {
         if case .line(let id, let line) = event { logged(id, line) }
+        // A deleted message leaves the local log and its search index too.
+        if case .redacted(let id, let msgid, _) = event, let log {
+            log.append([LoggedLine(network: network, conversation: id.key, name: "", time: 0, kind: ClientLog.deletion, sender: nil,
+                                   text: "", msgid: msgid, own: false)])
+        }
         continuation.yield(event)
     }
 }

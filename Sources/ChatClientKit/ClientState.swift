@@ -780,6 +780,9 @@ public struct ClientState: Sendable {
             text = "Time on \(rest[0]): \(rest.last!)"
         case "301":
             text = rest.count >= 2 ? "\(rest[0]) is away: \(rest[1])" : rest.joined(separator: " ")
+        case "760" where rest.count >= 4:
+            // WHOIS: a key of their metadata (draft/metadata-2): "bob's pronouns: he/him".
+            text = "\(rest[0])'s \(rest[1]): \(rest[3])"
         case "311" where rest.count >= 5:
             text = "\(rest[0]) is \(rest[1])@\(rest[2]) (\(rest[4]))"
         case "312" where rest.count >= 3:

@@ -86,8 +86,14 @@ public final class ClientLog: Sendable {
             CREATE TRIGGER IF NOT EXISTS lines_added AFTER INSERT ON lines BEGIN
                 INSERT INTO lines_fts(rowid, text) VALUES (new.id, new.text);
             END;
+            CREATE TRIGGER IF NOT EXISTS lines_removed AFTER DELETE ON lines BEGIN
+                INSERT INTO lines_fts(lines_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            END;
             """)
     }
+
+    /// The kind of a queued entry that deletes the logged line with its msgid.
+    public static let deletion = "deleted"
 
     /// Queues lines to be written (a line with a msgid already logged is not written twice).
     public func append(_ lines: [LoggedLine]) { pending.append(lines) }
@@ -149,6 +155,13 @@ public final class ClientLog: Sendable {
         try database.execute("BEGIN")
         do {
             for line in lines {
+                // A deleted message (REDACT): the line goes, from the search index too. It is in
+                // the queue after the line itself, so it finds it.
+                if line.kind == Self.deletion {
+                    try database.query("DELETE FROM lines WHERE network = ? AND conversation = ? AND msgid = ?",
+                                       [.text(line.network), .text(line.conversation), line.msgid.map { .text($0) } ?? .null])
+                    continue
+                }
                 try database.query("INSERT OR IGNORE INTO lines (network, conversation, name, time, kind, sender, text, msgid, own) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                    [.text(line.network), .text(line.conversation), .text(line.name), .real(line.time), .text(line.kind),
                                     line.sender.map { .text($0) } ?? .null, .text(line.text), line.msgid.map { .text($0) } ?? .null,

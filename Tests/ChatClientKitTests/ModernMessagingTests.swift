@@ -74,6 +74,8 @@ struct ModernMessagingTests {
         #expect(state.book.displayName(of: "robert") == "Bob Builder" && state.book.profiles["robert"]?["pronouns"] == nil)
         #expect(state.book.displayName(of: "alice") == "Alice L")
         #expect(state.book.profiles["#lobby"] == nil)
+        let (whois, _) = fold(welcome + [":srv 760 alice bob avatar * :https://example.org/bob.png", ":srv 760 alice bob pronouns * :he/him"])
+        #expect(whois.book[.server]?.lines.map(\.text).suffix(2) == ["bob's avatar: https://example.org/bob.png", "bob's pronouns: he/him"])
     }
 
     @Test("a multiline batch is one message: lines joined by newlines (a concat line continues the one before, a blank line kept), the batch's msgid and time")

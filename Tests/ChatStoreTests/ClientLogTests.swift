@@ -43,6 +43,18 @@ struct ClientLogTests {
         #expect(try log.count() == 4)
     }
 
+    @Test("a deleted message (REDACT) leaves the log and its search index; the same msgid elsewhere stays")
+    func deletion() throws {
+        let log = try log()
+        try log.insertNow([line("secret plans for friday", at: 1, msgid: "m1"), line("friday is fine", at: 2, msgid: "m2"),
+                           line("secret plans elsewhere", in: "#other", at: 3, msgid: "m1")])
+        try log.insertNow([LoggedLine(network: "irc.example:6667", conversation: "#lobby", name: "", time: 0, kind: ClientLog.deletion,
+                                      sender: nil, text: "", msgid: "m1", own: false)])
+        #expect(try log.search(["friday"]).map(\.text) == ["friday is fine"])
+        #expect(try log.search(["secret"]).map(\.conversation) == ["#other"])
+        #expect(try log.count() == 2)
+    }
+
     @Test("a flood waits for the writer: the backlog never passes its bound, and every line reaches the log")
     func backlogBounded() async throws {
         let log = try ClientLog(path: NSTemporaryDirectory() + "chat-tui-client-log-\(UUID().uuidString).db", backlogBound: 100)
