@@ -624,7 +624,7 @@ extension StringProtocol {
 // MARK: The message cursor
 
 extension ChatModel {
-    static let cursorHelp = "Alt-Up (or Ctrl-Up) highlights a message: Up/Down move, r replies, e or + reacts, d deletes, y copies, Esc leaves"
+    static let cursorHelp = "Alt-Up (or Ctrl-Up) highlights a message: Up/Down move, r replies, e or + reacts, d deletes, y copies, p goes to the message a reply answers, Esc leaves"
 
     /// The messages the cursor can stop on: those with a msgid, not deleted.
     func cursorStops(_ conversation: Conversation) -> [Int] {
@@ -686,6 +686,12 @@ extension ChatModel {
             case "d":
                 messageCursor = nil
                 return CommandInterpreter.messageAction("delete", on: msgid, in: conversation.name, text: "", commandContext)
+            case "p":
+                // A reply: to the message it answers, if it is here.
+                if let parent = line.replyTo, let index = conversation.index(ofMessage: parent), stops.contains(index) {
+                    messageCursor = parent
+                    keepCursorInView(conversation, index: index)
+                }
             case "y":
                 messageCursor = nil
                 return [.copy(line.text), .note("Copied to the terminal's clipboard (where it allows OSC 52)", conversation: conversation.id, isError: false)]

@@ -166,3 +166,40 @@ def test_search_from_the_shell_finds_chinese_emoji_and_english(server):
         assert found.returncode == 0 and "<baker> 蛋糕很好吃 🎂 the cake is good" in found.stdout, (words, found.stdout, found.stderr)
     missing = subprocess.run([BINARY, "search", "pie"], capture_output=True, text=True, timeout=20)
     assert missing.returncode == 1 and missing.stdout == ""
+
+
+def test_lines_mode_numbers_messages_for_replies_reactions_and_deletions(server):
+    """Each message carries [N]; /reply, /react and /delete name it; the other side prints what happened."""
+    import re
+    alice = LinesClient(server.port, "alice")
+    bob = LinesClient(server.port, "bob")
+    try:
+        alice.wait_for("[#lobby] -!- You joined #lobby")
+        bob.wait_for("[#lobby] -!- You joined #lobby")
+        bob.type("lunch at noon?")
+        seen = alice.wait_for("<bob> lunch at noon?")
+        number = re.search(r"\[(\d+)\] \[#lobby\]", seen).group(1)
+        mine = re.search(r"\[(\d+)\] \[#lobby\]", bob.wait_for("<bob> lunch at noon?")).group(1)
+
+        alice.type(f"/reply {number} count me in")
+        assert f"↳ reply to [{mine}]:" in bob.wait_for("<alice> count me in")
+        alice.type(f"/react {number} :+1:")
+        bob.wait_for(f"alice reacted 👍 to [{mine}]")
+        bob.type(f"/delete {mine}")
+        alice.wait_for(f"[{number}] deleted by bob")
+
+        # A multiline message from a modern client: its lines under the first.
+        modern = RawClient(server.port)
+        modern.send("CAP REQ :batch draft/multiline")
+        modern.send("CAP END")
+        modern.register("modern")
+        for line in ("BATCH +m draft/multiline #lobby", "@batch=m PRIVMSG #lobby :first line", "@batch=m PRIVMSG #lobby :second line", "BATCH -m"):
+            modern.send(line)
+        alice.wait_for("<modern> first line")
+        lines = alice.output
+        at = next(i for i, l in enumerate(lines) if "<modern> first line" in l)
+        assert lines[at + 1] == "    second line", lines[at:]
+    finally:
+        for client in (alice, bob):
+            client.process.terminate()
+            client.process.wait(timeout=10)
