@@ -216,7 +216,7 @@ public actor ChatClient {
     /// `+typing=active|paused|done` to a room or a person, where the server takes message tags
     /// (never held: it means nothing later).
     public func sendTyping(_ typing: String, to target: String) {
-        guard state.isRegistered, state.capabilities.contains("message-tags"), !target.isEmpty else { return }
+        guard config.sendsTyping, state.isRegistered, state.capabilities.contains("message-tags"), !target.isEmpty else { return }
         perform(state.command(IRCMessage(tags: [IRCTag("+typing", typing)], command: "TAGMSG", params: [target]), connected: connection != nil))
     }
 

@@ -43,6 +43,8 @@ public struct ClientConfig: Sendable {
     public var dccAutoAcceptFrom: [String] = []
     /// Seconds an offer waits for the peer before its port is closed.
     public var dccOfferTimeout: Double = 300
+    /// Typing notices (`+typing`) are sent while the user writes (`--typing off`: never).
+    public var sendsTyping = true
     /// The capabilities we ask for when a server offers them.
     public var wantedCapabilities: [String] = ["message-tags", "server-time", "echo-message", "multi-prefix", "away-notify",
                                                "batch", "draft/chathistory", "draft/read-marker", "draft/multiline",

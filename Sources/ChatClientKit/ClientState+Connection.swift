@@ -270,8 +270,7 @@ extension ClientState {
         let maxBytes = MessageSplitter.maxTextBytes(target: line.target, source: ownSource)
         var pieces: [(String, Bool)] = []
         for part in parts {
-            let cut = part.isEmpty ? [""] : MessageSplitter.split(part, maxBytes: maxBytes)
-            for (index, piece) in cut.enumerated() { pieces.append((piece, index > 0)) }
+            for (index, piece) in Self.exactPieces(part, maxBytes: maxBytes).enumerated() { pieces.append((piece, index > 0)) }
         }
         guard pieces.count <= limits.lines, pieces.reduce(0, { $0 + $1.0.utf8.count }) <= limits.bytes else { return false }
         nextBatch += 1
@@ -293,6 +292,35 @@ extension ClientState {
             say(shown, to: id(for: line.target), name: line.target)
         }
         return true
+    }
+
+    /// A line cut into pieces of at most `maxBytes` that join back into it exactly (what
+    /// `draft/multiline-concat` means): at a space where there is one, kept at the end of the
+    /// piece before; never inside a character.
+    static func exactPieces(_ text: String, maxBytes: Int) -> [String] {
+        guard text.utf8.count > maxBytes, maxBytes > 4 else { return [text] }
+        var pieces: [String] = []
+        var current = "", bytes = 0, lastSpace: String.Index?
+        for character in text {
+            let size = character.utf8.count
+            if bytes + size > maxBytes, !current.isEmpty {
+                if let space = lastSpace, space < current.endIndex {
+                    let after = current.index(after: space)
+                    pieces.append(String(current[..<after]))
+                    current = String(current[after...])
+                } else {
+                    pieces.append(current)
+                    current = ""
+                }
+                bytes = current.utf8.count
+                lastSpace = nil
+            }
+            current.append(character)
+            bytes += size
+            if character == " " { lastSpace = current.index(before: current.endIndex) }
+        }
+        if !current.isEmpty { pieces.append(current) }
+        return pieces
     }
 
     /// A piece could not be written (the connection failed under us): it waits for the next one.

@@ -271,6 +271,8 @@ public struct ClientState: Sendable {
         // Requests and batches of the old connection are gone with it.
         historyRequests = [:]
         openBatches = [:]
+        multilineBatches = [:]
+        syncRequests = []
         finishedHistory = []
         gapContinuations = []
         if wasRegistered && !byUser {
@@ -837,9 +839,11 @@ public struct ClientState: Sendable {
             }
         }
         guard let parent = c.message.tag("+draft/reply") ?? c.message.tag("+reply") else { return }
-        if let emoji = c.message.tag("+draft/react"), !emoji.isEmpty, emoji.count <= 16 {
+        // An emoji is a few characters with nothing invisible or controlling in them.
+        func valid(_ emoji: String) -> Bool { !emoji.isEmpty && emoji.count <= 4 && emoji.unicodeScalars.allSatisfy { $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value) } }
+        if let emoji = c.message.tag("+draft/react"), valid(emoji) {
             emit(.reaction(id, msgid: parent, emoji: emoji, nick: c.from, added: true))
-        } else if let emoji = c.message.tag("+draft/unreact"), !emoji.isEmpty {
+        } else if let emoji = c.message.tag("+draft/unreact"), valid(emoji) {
             emit(.reaction(id, msgid: parent, emoji: emoji, nick: c.from, added: false))
         }
     }
@@ -861,6 +865,8 @@ public struct ClientState: Sendable {
             if let time = latestTime.removeValue(forKey: old) { latestTime[new] = time }
             if let value = historyRequests.removeValue(forKey: old) { historyRequests[new] = value }
         }
+        // Rejoined after a reconnect under its new name.
+        if let index = wantedRooms.firstIndex(where: { key(for: $0) == key(for: c.p[0]) }) { wantedRooms[index] = c.p[1] }
         emit(.roomRenamed(old, to: new, name: c.p[1]))
         let reason = c.p.count > 2 && !c.p[2].isEmpty ? ": \(c.p[2])" : ""
         say(ChatLine(time: c.time, kind: .info, text: "\(c.from) renamed the room \(c.p[0]) to \(c.p[1])\(reason)"), to: new)

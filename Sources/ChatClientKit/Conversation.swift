@@ -216,6 +216,10 @@ public struct Conversation: Sendable, Equatable {
 
     public mutating func clearLines() { lines.removeAll() }
 
+    /// Different emoji kept on one message: past it, new ones are not shown (one person cannot
+    /// grow a message without bound).
+    static let reactionsKept = 20
+
     /// The kept line with this msgid (the newest first: replies and reactions are to recent lines).
     public func index(ofMessage msgid: String) -> Int? { lines.lastIndex { $0.msgid == msgid } }
 
@@ -228,7 +232,8 @@ public struct Conversation: Sendable, Equatable {
             reactions[at].nicks.removeAll { key($0) == who }
             if added { reactions[at].nicks.append(nick) }
             if reactions[at].nicks.isEmpty { reactions.remove(at: at) }
-        } else if added {
+            if reactions.indices.contains(at), reactions[at].nicks.count > 1000 { reactions[at].nicks.removeFirst() }
+        } else if added, reactions.count < Self.reactionsKept {
             reactions.append(Reaction(emoji: emoji, nicks: [nick]))
         }
         lines[index].reactions = reactions

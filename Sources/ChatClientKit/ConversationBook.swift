@@ -139,9 +139,13 @@ public struct ConversationBook: Sendable {
             conversations[id]?.redact(msgid, by: by)
         case .typing(let id, let nick, let typing):
             let who = key(for: nick)
+            // Bounded: a crowd's typing beyond 50 at once is not kept (those who stopped go first).
+            if typing != nil, (conversations[id]?.typing.count ?? 0) >= 50 { conversations[id]?.typing = [:] }
             conversations[id]?.typing[who] = typing
         case .roomRenamed(let old, let new, let name):
-            guard var moved = conversations.removeValue(forKey: old) else { return }
+            guard old != new || conversations[old]?.name != name, var moved = conversations.removeValue(forKey: old) else { return }
+            // A conversation already under the new name (a room of that name we had left) gives way.
+            if old != new, conversations.removeValue(forKey: new) != nil { order.removeAll { $0 == new } }
             moved.id = new
             moved.name = name
             conversations[new] = moved
@@ -149,6 +153,8 @@ public struct ConversationBook: Sendable {
             for (number, reference) in references where reference.conversation == old { references[number] = (new, reference.msgid) }
         case .profile(let nick, let key, let value):
             let who = self.key(for: nick)
+            // Bounded: past 10,000 people, the profiles are started again (they come back with the people's next change or a JOIN).
+            if profiles[who] == nil, value != nil, profiles.count >= 10_000 { profiles = [:] }
             profiles[who, default: [:]][key] = value
             if profiles[who]?.isEmpty == true { profiles[who] = nil }
         case .status, .error, .lag, .notSent, .unknownCertificate, .searchResults:

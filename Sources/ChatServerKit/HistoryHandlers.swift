@@ -258,8 +258,12 @@ extension ServerState {
         replayLine(message, stamp, to: session, batch: batch)
     }
 
+    /// A stored room line under the room's name now (it may have been renamed since): only
+    /// commands whose first parameter is the room (not a QUIT whose reason starts with `#`).
     static func renameTarget(_ message: inout IRCMessage, _ room: String) {
-        if let first = message.params.first, IRCNames.isChannel(first), first != room { message.params[0] = room }
+        guard ["PRIVMSG", "NOTICE", "TAGMSG", "JOIN", "PART", "KICK", "TOPIC", "MODE"].contains(message.command),
+              let first = message.params.first, IRCNames.isChannel(first), first != room else { return }
+        message.params[0] = room
     }
 
     mutating func replayLine(_ message: IRCMessage, _ stamp: Stamp, to session: Session, batch: String?) {

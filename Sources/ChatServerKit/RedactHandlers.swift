@@ -28,6 +28,11 @@ extension ServerState {
         func fail(_ code: String, _ text: String) {
             standardReply(session, "FAIL", command: "REDACT", code: code, context: [name, id], always: true, text)
         }
+        // A deletion does not cross links (the linked network has no REDACT): refused rather than
+        // deleted here and kept there.
+        if !links.isEmpty || !splitSince.isEmpty {
+            return fail("REDACT_FORBIDDEN", "Messages cannot be deleted on a linked server (the linked network has no REDACT)")
+        }
         var redact: RedactRequest
         if IRCNames.isChannel(name) {
             guard let (key, _) = channel(named: name), let status = membership.status(of: user.id, in: key) else {
@@ -60,7 +65,7 @@ extension ServerState {
             return
         }
         let signed = Int64(bitPattern: redact.msgid)
-        if let row = recentHistory[redact.target]?.first(where: { $0.msgid == signed }) {
+        if let row = recentHistory[redact.target]?.first(where: { $0.msgid == signed && HistoryStore.Kinds.messages.includes($0.command) }) {
             finishRedact(session, redact, row: row, now: request.now)
             return
         }
@@ -76,7 +81,9 @@ extension ServerState {
             standardReply(session, "FAIL", command: "REDACT", code: code, context: [redact.name, id], always: true, text)
         }
         if historyEnabled {
-            guard let row, row.msgid == Int64(bitPattern: redact.msgid) else {
+            // A message of this room (not of an earlier room of the same name), and a message, not an event.
+            guard let row, row.msgid == Int64(bitPattern: redact.msgid), HistoryStore.Kinds.messages.includes(row.command),
+                  row.msgid >= historyFloor(redact.target) else {
                 return fail("UNKNOWN_MSGID", "This message does not exist or is too old")
             }
             guard redact.moderator || isOwnRow(row, user) else {

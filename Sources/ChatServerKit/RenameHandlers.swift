@@ -38,11 +38,17 @@ extension ServerState {
                 }
             }
             if roomRecords.saved[new] != nil { return fail("CHANNEL_NAME_IN_USE", "A saved room has that name") }
+            // A closed room that ended keeps its history from whoever takes its name next.
+            if closedRooms.contains(new) { return fail("CHANNEL_NAME_IN_USE", "A closed room of that name kept its history") }
         }
         if config.room.map({ casemapping.fold($0) }) == old { return fail("CANNOT_RENAME", "This is the room everyone joins; it keeps its name") }
-        if !links.isEmpty { return fail("CANNOT_RENAME", "Rooms cannot be renamed while this server is linked (the linked network has no RENAME)") }
+        // Linked, split from a server that will come back, or set to link: the other side would
+        // keep the old name and one room would become two.
+        if !links.isEmpty || !splitSince.isEmpty || !config.links.blocks.isEmpty {
+            return fail("CANNOT_RENAME", "Rooms cannot be renamed on a linked server (the linked network has no RENAME)")
+        }
         if channel.name == newName { return }
-        rename(old, to: new, name: newName)
+        rename(old, to: new, name: newName, now: request.now)
         // Members with the capability: RENAME. The others: the old room left and the new joined,
         // unless only the case changed (then nothing they would notice).
         let renamed = IRCMessage(tags: accountTags(user), source: user.prefix, command: "RENAME", params: [channel.name, newName, reason])
@@ -64,7 +70,7 @@ extension ServerState {
     }
 
     /// Moves every fact kept under the room's old key to the new one.
-    mutating func rename(_ old: String, to new: String, name: String) {
+    mutating func rename(_ old: String, to new: String, name: String, now: Double) {
         guard var channel = channels.removeValue(forKey: old) else { return }
         let oldName = channel.name
         channel.name = name
@@ -92,9 +98,13 @@ extension ServerState {
             // Bounded: past a thousand, the oldest pointers go (any will do: each is a courtesy).
             if renamedRooms.count >= 1000, let any = renamedRooms.keys.first { renamedRooms[any] = nil }
             renamedRooms[old] = new
+            // Markers of connections without an account follow the room too.
+            for session in sessions.values {
+                if let marker = session.readMarkers.removeValue(forKey: old) { session.readMarkers[new] = marker }
+            }
         }
         for skeleton in NameKeys.of(name, casemapping) { channelSkeletons[skeleton] = new }
-        roomChanged(new, now: channel.createdAt)
+        roomChanged(new, now: now)
     }
 
     /// A JOIN of a name a live room was renamed from: where it went, if it still lives.

@@ -228,9 +228,17 @@ public final class HistoryStore {
     }
 
     /// A renamed room's rows and read markers, under its new name.
+    /// Rows the new name has already (a QUIT stored in two rooms under one msgid, a marker set
+    /// under the new name before the rename reached the writer) are kept, never a conflict that
+    /// would hold up the writer: markers keep the later time.
     public func rename(from old: String, to new: String) throws(Database.Failure) {
-        try database.query("UPDATE history SET target = ? WHERE target = ?", [.text(new), .text(old)])
-        try database.query("UPDATE read_markers SET target = ? WHERE target = ?", [.text(new), .text(old)])
+        try database.query("UPDATE OR IGNORE history SET target = ? WHERE target = ?", [.text(new), .text(old)])
+        try database.query("DELETE FROM history WHERE target = ?", [.text(old)])
+        try database.query("""
+            INSERT INTO read_markers SELECT account, ?, time FROM read_markers WHERE target = ? AND true
+            ON CONFLICT (account, target) DO UPDATE SET time = MAX(time, excluded.time)
+            """, [.text(new), .text(old)])
+        try database.query("DELETE FROM read_markers WHERE target = ?", [.text(old)])
     }
 
     /// Removes one row (a deleted message).

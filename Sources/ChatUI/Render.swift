@@ -398,7 +398,8 @@ extension ChatModel {
             // Away people, and everyone while the connection is down (the list may be stale).
             if member?.isAway == true || state[room]?.isJoined == false { style = Palette.dim }
             // A display name (draft/metadata-2) beside the nickname, never instead of it.
-            let shown = state.displayName(of: nick).map { " (" + PlainText.visible($0) + ")" } ?? ""
+            // Written " · Name", never in parentheses: a display name of "you" must not read as the "(you)" of your own row.
+            let shown = state.displayName(of: nick).map { " · " + PlainText.visible($0) } ?? ""
             let label = (prefix.isEmpty ? " " : prefix) + PlainText.visible(nick) + (isMe ? " (you)" : shown)
             return (label, isMe ? "" : badge(state[.direct(state.key(for: nick))]), style)
         }

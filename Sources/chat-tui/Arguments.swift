@@ -53,6 +53,7 @@ struct Arguments {
     /// Keep the local log (`--no-logs` turns it off).
     var logs = true
     var bell = true
+    var typing = true
     var timestampSeconds = false
     var scrollback = 10_000
     var downloadDirectory: String?
@@ -356,6 +357,11 @@ struct Arguments {
             let text = v.lowercased()
             guard ["on", "off", "true", "false", "yes", "no"].contains(text) else { throw Problem(description: "--bell needs on or off, not \"\(v)\"") }
             a.bell = ["on", "true", "yes"].contains(text)
+        },
+        Flag(name: "typing", value: "on|off", scope: .both, help: "tell others when you are writing to them (+typing; default on)") { a, v throws(Problem) in
+            let text = v.lowercased()
+            guard ["on", "off", "true", "false", "yes", "no"].contains(text) else { throw Problem(description: "--typing needs on or off, not \"\(v)\"") }
+            a.typing = ["on", "true", "yes"].contains(text)
         },
         Flag(name: "timestamps", value: "FORMAT", scope: .both, help: "HH:MM or HH:MM:SS (default HH:MM)") { a, v throws(Problem) in
             let text = v.uppercased()

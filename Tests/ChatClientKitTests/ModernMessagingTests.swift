@@ -145,3 +145,35 @@ struct MultilineSendingTests {
         #expect(sent(small.send("a\nb\nc", to: "#lobby", isAction: false, queueing: false, now: 1000)) == ["PRIVMSG #lobby :a", "PRIVMSG #lobby :b", "PRIVMSG #lobby :c"])
     }
 }
+
+@Suite("client state: modern messaging, what a review found")
+struct ModernMessagingReviewTests {
+    @Test("pieces of a long line join back exactly (a multiline concat must not lose the space at a cut), never past the limit, never inside a character")
+    func exactPieces() {
+        let text = (0..<120).map { "wörd\($0)" }.joined(separator: " ") + " " + String(repeating: "字", count: 200)
+        let pieces = ClientState.exactPieces(text, maxBytes: 100)
+        #expect(pieces.joined() == text)
+        #expect(pieces.allSatisfy { $0.utf8.count <= 100 } && pieces.count > 5)
+        #expect(pieces.first?.hasSuffix(" ") == true, "cut after a space, kept on the piece before")
+        #expect(ClientState.exactPieces("short", maxBytes: 100) == ["short"] && ClientState.exactPieces("", maxBytes: 100) == [""])
+    }
+
+    @Test("a reaction must be a short emoji without control characters (a newline could fake a line); at most 20 kinds per message")
+    func reactionLimits() throws {
+        var lines = welcome + ["@msgid=m1 :bob!b@h PRIVMSG #lobby :hi", "@+draft/react=a\\nb;+draft/reply=m1 :eve!e@h TAGMSG #lobby"]
+        for n in 0..<30 { lines.append("@+draft/react=x\(n);+draft/reply=m1 :eve!e@h TAGMSG #lobby") }
+        let (state, _) = fold(lines)
+        let reactions = try #require(state.conversation("#lobby")?.lines.first { $0.msgid == "m1" }).reactions
+        #expect(reactions.count == 20 && !reactions.contains { $0.emoji.contains("\n") })
+    }
+
+    @Test("a rename onto a room we had left replaces it (listed once); the room is rejoined under its new name after a reconnect")
+    func renameOntoLeftRoom() {
+        var state = ClientState(nick: "alice")
+        for line in welcome + [":alice!al@10.0.0.1 JOIN #hall", ":alice!al@10.0.0.1 PART #hall", ":op!o@h RENAME #lobby #hall :merged"] {
+            _ = state.apply(try! IRCMessage(parsing: line), now: 1000)
+        }
+        #expect(state.book.order.filter { $0 == .room("#hall") }.count == 1 && state.conversation("#hall")?.isJoined == true)
+        #expect(state.conversation("#lobby") == nil)
+    }
+}

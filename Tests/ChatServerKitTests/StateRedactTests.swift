@@ -43,7 +43,7 @@ struct StateRedactTests {
         h.send(op, "JOIN #den")
         let spammer = h.register("spammer", caps: caps)
         h.send(spammer, "JOIN #den", "PRIVMSG #den :buy now")
-        let spam = try #require(h.out.messages(to: spammer).first?.tag("msgid"))
+        let spam = try #require(h.out.messages(to: spammer).first { $0.command == "PRIVMSG" }?.tag("msgid"))
         h.send(spammer, "@+draft/react=👍 TAGMSG #den")
         let reaction = try #require(h.out.messages(to: spammer).first?.tag("msgid"))
         h.send(op, "REDACT #den \(spam) :spam")

@@ -66,3 +66,40 @@ struct StateRenameTests {
         #expect(h.out.messages(to: op).first?.params.prefix(2) == ["RENAME", "CANNOT_RENAME"])
     }
 }
+
+@Suite("server state: renames and deletions, what a review found")
+struct StateRenameReviewTests {
+    @Test("a room cannot take a closed room's name (its history stays from the next makers), nor be renamed on a server set to link; markers without an account follow the room")
+    func refusalsAndMarkers() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.room = nil }
+        let op = h.register("op", caps: ["draft/read-marker"])
+        h.send(op, "JOIN #secret", "MODE #secret +i", "PRIVMSG #secret :old plans", "PART #secret")
+        h.send(op, "JOIN #open", "MARKREAD #open timestamp=2026-12-01T10:00:00.000Z")
+        h.send(op, "RENAME #open #secret")
+        #expect(h.out.messages(to: op).first?.params.prefix(2) == ["RENAME", "CHANNEL_NAME_IN_USE"])
+        h.send(op, "RENAME #open #hall")
+        h.send(op, "MARKREAD #hall")
+        #expect(h.lines(to: op) == [":test.server MARKREAD #hall timestamp=2026-12-01T10:00:00.000Z"])
+        var linked = Harness { $0.room = nil; $0.links.blocks = [LinkBlock(name: "b.example", password: "x")] }
+        let other = linked.register("op")
+        linked.send(other, "JOIN #a")
+        linked.send(other, "RENAME #a #b")
+        #expect(linked.out.messages(to: other).first?.params.prefix(2) == ["RENAME", "CANNOT_RENAME"])
+    }
+
+    @Test("REDACT deletes messages only: a JOIN's msgid is unknown; a QUIT whose reason starts with # is replayed as said")
+    func redactMessagesOnly() throws {
+        var h = Harness(historyOf: try historyStore())
+        let caps = ["draft/chathistory", "batch", "message-tags", "echo-message", "draft/message-redaction", "draft/event-playback"]
+        let op = h.register("op", caps: caps)
+        let bob = h.register("bob", caps: caps)
+        h.send(bob, "QUIT :#elsewhere is better")
+        h.send(op, "CHATHISTORY LATEST #lobby * 10")
+        let events = h.historyLines(to: op)
+        let join = try #require(events.first { $0.command == "JOIN" }?.tag("msgid"))
+        #expect(events.first { $0.command == "QUIT" }?.params == ["Quit: #elsewhere is better"])
+        h.send(op, "REDACT #lobby \(join)")
+        #expect(h.out.messages(to: op).first?.params.prefix(2) == ["REDACT", "UNKNOWN_MSGID"])
+        _ = bob
+    }
+}

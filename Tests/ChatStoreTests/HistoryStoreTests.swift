@@ -21,6 +21,23 @@ struct HistoryStoreTests {
         #expect(try history.rows("#b", .after, 0, limit: 100, kinds: .all).map(\.timeMilliseconds) == [3])
     }
 
+    @Test("a rename moves rows and read markers even where the new name has them already (a QUIT in both rooms, a marker set first): never a conflict")
+    func renameWithConflicts() throws {
+        let history = try store()
+        try history.insert([row(1), row(2), row(2, "#b"), row(3, "#b")])
+        _ = try history.setReadMarker(account: "alice", target: "#a", time: 50)
+        _ = try history.setReadMarker(account: "alice", target: "#b", time: 40)
+        _ = try history.setReadMarker(account: "bob", target: "#a", time: 10)
+        try history.rename(from: "#a", to: "#b")
+        #expect(try history.rows("#b", .after, 0, limit: 100, kinds: .all).map(\.timeMilliseconds) == [1, 2, 3])
+        #expect(try history.rows("#a", .after, 0, limit: 100, kinds: .all).isEmpty)
+        #expect(try history.readMarker(account: "alice", target: "#b") == 50, "the later marker")
+        #expect(try history.readMarker(account: "bob", target: "#b") == 10)
+        #expect(try history.readMarker(account: "alice", target: "#a") == nil)
+        try history.forget(target: "#b", msgid: 2 << 16)
+        #expect(try history.rows("#b", .after, 0, limit: 100, kinds: .all).map(\.timeMilliseconds) == [1, 3])
+    }
+
     @Test("a QUIT kept in two rooms shares its msgid; BEFORE and AFTER are strict and ordered")
     func sharedMsgid() throws {
         let history = try store()
