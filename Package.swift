@@ -39,6 +39,8 @@ let package = Package(
         .target(name: "ChatStore", dependencies: ["CSQLite", "ChatTransport", "IRCWire"]),
         // The server-to-server protocol (InspIRCd's spanning tree, 1205) as pure values.
         .target(name: "ChatLink", dependencies: ["IRCWire"]),
+        // HTTP/1.1 and WebSocket (RFC 6455) as pure codecs, for the web port (issue 27).
+        .target(name: "ChatWeb", dependencies: ["IRCWire", "ChatTransport"]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink"], swiftSettings: hotPath),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "ChatTransport", "IRCWire"]),
@@ -48,6 +50,7 @@ let package = Package(
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatLinkTests", dependencies: ["ChatLink", "IRCWire"]),
+        .testTarget(name: "ChatWebTests", dependencies: ["ChatWeb", "IRCWire"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
         .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore", "ChatTransport", "IRCWire"]),
         // Helpers shared by the test targets: a line-level IRC client and a server on a free port.

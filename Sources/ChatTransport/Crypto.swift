@@ -37,6 +37,14 @@ public struct SHA256Hasher: ~Copyable {
 }
 
 public enum Crypto {
+    /// SHA-1: only where a protocol names it (the WebSocket handshake's accept key), never for security.
+    public static func sha1(_ bytes: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 20)
+        var size: UInt32 = 0
+        _ = bytes.withUnsafeBytes { b in EVP_Digest(b.baseAddress, b.count, &digest, &size, EVP_sha1(), nil) }
+        return digest
+    }
+
     public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var hasher = SHA256Hasher()
         hasher.update(bytes)
