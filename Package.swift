@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "ChatLink", dependencies: ["IRCWire"]),
         // HTTP/1.1 and WebSocket (RFC 6455) as pure codecs, for the web port (issue 27).
         .target(name: "ChatWeb", dependencies: ["IRCWire", "ChatTransport"]),
-        .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink"], swiftSettings: hotPath),
+        .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink", "ChatWeb"], swiftSettings: hotPath),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "ChatTransport", "IRCWire"]),
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),

@@ -45,6 +45,8 @@ public struct ServerConfig: Sendable {
     public var network = "chat-tui"
     /// The network's icon, an image URL (`draft/ICON`), shown by clients that read it.
     public var networkIcon: String?
+    /// Pages elsewhere allowed to open the WebSocket (`--web-origin`); the page's own origin always is.
+    public var webOrigins: [String] = []
     /// The room every registered user joins, or nil (`--room none`) for explicit JOINs only.
     public var room: String? = "#lobby"
     /// Lines of the message of the day; nil sends 422.

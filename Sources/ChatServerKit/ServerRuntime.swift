@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import ChatLink
 import ChatStore
+import ChatWeb
 import ChatTransport
 import IRCWire
 
@@ -87,10 +88,14 @@ typealias HistoryReader = Worker<HistoryQuery, Result<[HistoryResult], Database.
 /// The shell around `ServerState`: owns the sockets, the epoll loop and the clock, feeds the
 /// state events, and applies what it decides. One thread; one `send` per connection per loop turn.
 final class ServerRuntime {
-    private final class Connection {
+    final class Connection {
         let id: ConnectionID
         let fd: Int32
         let peer: String
+        /// On the web port: HTTP until an upgrade, then WebSocket (`WebRuntime.swift`); nil for IRC and links.
+        var web: WebMode?
+        /// When it was accepted (a web connection that never finishes a request is closed after a while).
+        let openedAt = Monotonic.now()
         var framer = LineFramer()
         var output = OutputBuffer()
         var waitingForWritable = false
@@ -131,10 +136,12 @@ final class ServerRuntime {
         var handshaking: Bool { tls.map { !$0.handshakeDone } ?? false }
     }
 
-    private var state: ServerState
+    var state: ServerState
     private let listeners: [Int32]
     /// Per listener: whether it is the link port (other servers connect there).
     private let listenerIsLink: [Bool]
+    /// Per listener: whether it is the web port (HTTP and WebSocket).
+    private let listenerIsWeb: [Bool]
     /// Outgoing links: the TLS context that presents our certificate, and the dials under way,
     /// answered by their threads through `dialled` and the wakeup.
     private let linkClientTLS: TLSContext?
@@ -146,8 +153,8 @@ final class ServerRuntime {
     private let epoll: Epoll
     private let control: ServerHandle
     private let sendQueueLimit: Int
-    private let logger: @Sendable (String) -> Void
-    private var connections = ConnectionTable<Connection>()
+    let logger: @Sendable (String) -> Void
+    var connections = ConnectionTable<Connection>()
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
     /// What each connection gets, in which order and when (gathered runs, a crowd's held JOINs,
@@ -185,10 +192,11 @@ final class ServerRuntime {
     private static let wakeupToken = UInt64.max
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
 
-    init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], listenerIsLink: [Bool], linkClientTLS: TLSContext?,
+    init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], listenerIsLink: [Bool], listenerIsWeb: [Bool], linkClientTLS: TLSContext?,
          tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int,
          history: HistoryWriter?, reader: HistoryStore?, committed: HistoryHealth, logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
         self.listenerIsLink = listenerIsLink
+        self.listenerIsWeb = listenerIsWeb
         self.linkClientTLS = linkClientTLS
         historyWriter = history
         historyReader = reader.map { store in
@@ -234,6 +242,7 @@ final class ServerRuntime {
             let now = Monotonic.now()
             if let paused = listenersPausedUntil, now >= paused { resumeListeners() }
             if now >= nextTick {
+                closeIdleWeb(now: now)
                 state.tick(now: WallClock.now())
                 apply()
                 // A writer that cannot store wakes nobody: what is held is looked at here too.
@@ -282,7 +291,7 @@ final class ServerRuntime {
         }
         if event.token >= Self.listenerToken(listeners.count - 1) {
             let index = Int(Self.listenerToken(0) - event.token)
-            acceptAll(listeners[index], tls: listenerTLS[index], link: listenerIsLink[index])
+            acceptAll(listeners[index], tls: listenerTLS[index], link: listenerIsLink[index], web: listenerIsWeb[index])
             return
         }
         guard let connection = connections[event.token] else { return }
@@ -297,7 +306,7 @@ final class ServerRuntime {
 
     // MARK: Accepting
 
-    private func acceptAll(_ listener: Int32, tls: TLSContext?, link: Bool = false) {
+    private func acceptAll(_ listener: Int32, tls: TLSContext?, link: Bool = false, web: Bool = false) {
         // A bounded batch per turn keeps a connect storm from starving established clients:
         // 32 accepts cost well under a millisecond, so a chatting bystander waits no longer.
         for _ in 0..<32 {
@@ -325,6 +334,11 @@ final class ServerRuntime {
             }
             connections.insert(connection, as: id)
             let host = SocketAddress.host(of: address)
+            if web {
+                // HTTP first; an IRC session only once it upgrades to WebSocket (`webRead`).
+                connection.web = .http(HTTPRequestReader())
+                continue
+            }
             if link {
                 // Another server: no pacing and no client limits; the link block's password and
                 // certificate are what let it in.
@@ -353,6 +367,19 @@ final class ServerRuntime {
             connection.session = state.sessions[connection.id]
             apply()
         }
+    }
+
+    /// A web connection that upgraded to WebSocket becomes an IRC client like any other: the
+    /// same pacing (unless loopback) and the same session.
+    func admitWebClient(_ connection: Connection) {
+        let host = connection.peer.hasPrefix("[") ? String(connection.peer.dropFirst().prefix { $0 != "]" })
+            : String(connection.peer.prefix { $0 != ":" })
+        if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
+            connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
+        }
+        state.connected(connection.id, host: host, peer: connection.peer, secure: connection.tls != nil, now: WallClock.now())
+        connection.session = state.sessions[connection.id]
+        apply()
     }
 
     /// The handshake CPU an address has cost this minute (a new minute forgets the last).
@@ -433,13 +460,17 @@ final class ServerRuntime {
             if connection.firstRead {
                 connection.firstRead = false
                 // 0x16 0x03: a TLS handshake record on the plain port. Say where TLS is, in plain text.
-                if connection.tls == nil, count >= 2, readBuffer[0] == 0x16, readBuffer[1] == 0x03 {
+                if connection.tls == nil, connection.web == nil, count >= 2, readBuffer[0] == 0x16, readBuffer[1] == 0x03 {
                     let answer = tlsPort.map { "This is the plain-text port; TLS is on port \($0)" } ?? "This server does not speak TLS; connect without it"
                     logger("[\(connection.peer)] spoke TLS to the plain port; told: \(answer)")
                     connection.output.append(IRCMessage(command: "ERROR", params: [answer]).serialized())
                     markClosing(connection)
                     return
                 }
+            }
+            if connection.web != nil {
+                webRead(connection, Array(readBuffer[0..<count]))
+                return
             }
             readBuffer.withUnsafeBufferPointer { raw in
                 connection.framer.feed(buffer: UnsafeBufferPointer(rebasing: raw[0..<count])) { framed in
@@ -462,7 +493,7 @@ final class ServerRuntime {
 
     /// Hands queued lines to the state while its pacer allows and the state takes them; what
     /// is left waits in `paced`. A full queue pauses reading; a drained one resumes it.
-    private func drain(_ connection: Connection) {
+    func drain(_ connection: Connection) {
         if connection.isLink {
             drainLink(connection)
             return
@@ -609,7 +640,7 @@ final class ServerRuntime {
     }
 
     /// The peer is gone: every complete line it sent has been handled already.
-    private func lost(_ connection: Connection, reason: String) {
+    func lost(_ connection: Connection, reason: String) {
         guard !connection.closing else { return }
         // Its last lines are handled before it goes, as far as its pacing allows; a QUIT among
         // the rest is handled too, so its reason is not lost.
@@ -642,7 +673,7 @@ final class ServerRuntime {
 
     // MARK: Applying decisions
 
-    private func apply() {
+    func apply() {
         while !state.outbox.isEmpty {
             var outbox = state.takeOutbox()
             defer { state.recycle(&outbox) }
@@ -715,8 +746,13 @@ final class ServerRuntime {
     }
 
     /// `bytes[from...]` onto the connection's output, now (`OutputOrder` decided it is its turn).
-    private func write(_ bytes: [UInt8], from: Int, _ connection: Connection) {
-        connection.output.append(bytes, from: from)
+    func write(_ bytes: [UInt8], from: Int, _ connection: Connection) {
+        switch connection.web {
+        case .websocket(_, let subprotocol)?: connection.output.append(WebSocket.messages(bytes[from...], as: subprotocol))
+        // After its close frame (or before its upgrade) nothing of IRC goes to a web connection.
+        case .closing?, .http?: return
+        case nil: connection.output.append(bytes, from: from)
+        }
         // The limit is on what the peer has not taken: it applies at once to a socket the
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
         // Within one turn the output may grow to four times the limit (a busy room's burst)
@@ -742,13 +778,13 @@ final class ServerRuntime {
         departures.append((connection.id, "SendQ exceeded"))
     }
 
-    private func queueFlush(_ connection: Connection) {
+    func queueFlush(_ connection: Connection) {
         guard !connection.queuedForFlush else { return }
         connection.queuedForFlush = true
         flushQueue.append(connection)
     }
 
-    private func markClosing(_ connection: Connection, discardOutput: Bool = false) {
+    func markClosing(_ connection: Connection, discardOutput: Bool = false) {
         guard !connection.closing else { return }
         // What gathered room lines and a crowd's held JOINs it is owed go with its last words
         // (a peer lost mid-turn).
@@ -809,7 +845,11 @@ final class ServerRuntime {
                 // Output held for a commit goes with the last words, up to the first echo whose
                 // row is not stored yet (with a full disk it may never be: no echo claims it).
                 for bytes in order.lastWords(of: connection.id, committed: committed.committed.load(ordering: .acquiring)) {
-                    connection.output.append(bytes)
+                    switch connection.web {
+                    case .websocket(_, let subprotocol)?: connection.output.append(WebSocket.messages(bytes[...], as: subprotocol))
+                    case .closing?, .http?: break
+                    case nil: connection.output.append(bytes)
+                    }
                 }
                 sendLastWords(connection)
                 if checking.contains(connection.id) {
@@ -843,7 +883,12 @@ final class ServerRuntime {
         var sink = Sink(runtime: self)
         order.flushAll(&sink)
         for connection in connections.all {
-            connection.output.append(IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized())
+            let goodbye = IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized()
+            if case .websocket(_, let subprotocol)? = connection.web {
+                connection.output.append(WebSocket.messages(goodbye[...], as: subprotocol) + WebSocket.closeFrame(.goingAway, "server shutting down"))
+            } else if connection.web == nil {
+                connection.output.append(goodbye)
+            }
             sendLastWords(connection)
             close(connection.fd)
         }
@@ -864,6 +909,8 @@ public final class ServerHandle: Sendable {
     public let tlsPort: Int?
     /// The port other servers link to, when there is one.
     public let linkPort: Int?
+    /// The web port (HTTP and WebSocket), when there is one.
+    public let webPort: Int?
     let wakeup: Wakeup
     private let stopping = Atomic<Bool>(false)
     private let finished = Semaphore()
@@ -873,10 +920,11 @@ public final class ServerHandle: Sendable {
     public var heldAnnouncementRuns: Int { heldRuns.load(ordering: .relaxed) }
     func countHeldRun() { heldRuns.add(1, ordering: .relaxed) }
 
-    init(port: Int, tlsPort: Int?, linkPort: Int? = nil, wakeup: Wakeup) {
+    init(port: Int, tlsPort: Int?, linkPort: Int? = nil, webPort: Int? = nil, wakeup: Wakeup) {
         self.port = port
         self.tlsPort = tlsPort
         self.linkPort = linkPort
+        self.webPort = webPort
         self.wakeup = wakeup
     }
 
@@ -907,7 +955,7 @@ public final class ServerHandle: Sendable {
     /// `plaintext: false`: only the TLS port listens (`port` is then that one).
     public static func start(config: ServerConfig, bind: String?, port: Int, tls: (port: Int, context: TLSContext)? = nil,
                              plaintext: Bool = true, accounts: AccountStore? = nil, history: HistoryOptions? = nil,
-                             link: LinkListener? = nil,
+                             link: LinkListener? = nil, webPort: Int? = nil,
                              sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
@@ -925,9 +973,16 @@ public final class ServerHandle: Sendable {
                 throw error
             }
         }
+        var webFDs: [Int32] = []
+        if let webPort {
+            do { webFDs = try Sockets.listen(bind: bind, port: webPort) } catch {
+                (plain + secure + linkFDs).forEach { close($0) }
+                throw error
+            }
+        }
         let tlsPort = secure.first.map(Sockets.boundPort)
         let handle = ServerHandle(port: plain.first.map(Sockets.boundPort) ?? tlsPort ?? 0, tlsPort: tlsPort,
-                                  linkPort: linkFDs.first.map(Sockets.boundPort), wakeup: try Wakeup())
+                                  linkPort: linkFDs.first.map(Sockets.boundPort), webPort: webFDs.first.map(Sockets.boundPort), wakeup: try Wakeup())
         // History: a reader for the loop, a writer thread that commits in batches and wakes the
         // loop with the highest msgid each commit made durable.
         let health = HistoryHealth()
@@ -961,10 +1016,11 @@ public final class ServerHandle: Sendable {
             // The saved rooms are written by the history writer, off the loop, in order with the rows.
             state.roomRecords.viaWriter = true
         }
-        let runtime = try ServerRuntime(state: state, listeners: plain + secure + linkFDs,
+        let runtime = try ServerRuntime(state: state, listeners: plain + secure + linkFDs + webFDs,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context }
-                                            + linkFDs.map { _ in link?.server },
-                                        listenerIsLink: (plain + secure).map { _ in false } + linkFDs.map { _ in true },
+                                            + linkFDs.map { _ in link?.server } + webFDs.map { _ in nil },
+                                        listenerIsLink: (plain + secure).map { _ in false } + linkFDs.map { _ in true } + webFDs.map { _ in false },
+                                        listenerIsWeb: (plain + secure + linkFDs).map { _ in false } + webFDs.map { _ in true },
                                         linkClientTLS: link?.client,
                                         tlsPort: handle.tlsPort, control: handle,
                                         sendQueueLimit: sendQueueLimit, history: writer, reader: worker, committed: health, logger: logger)

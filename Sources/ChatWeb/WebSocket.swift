@@ -86,6 +86,26 @@ public enum WebSocket {
         return frame(.close, [UInt8(code.rawValue >> 8), UInt8(code.rawValue & 0xFF)] + words)
     }
 
+    /// IRC lines as the server writes them (each ending in CR LF, several at once) as one
+    /// message each.
+    public static func messages(_ bytes: ArraySlice<UInt8>, as subprotocol: Subprotocol?) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 8)
+        var start = bytes.startIndex
+        var index = start
+        while index < bytes.endIndex {
+            if bytes[index] == 10 {
+                var end = index
+                if end > start && bytes[end - 1] == 13 { end -= 1 }
+                if end > start { out += message(Array(bytes[start..<end]), as: subprotocol) }
+                start = index + 1
+            }
+            index += 1
+        }
+        if start < bytes.endIndex { out += message(Array(bytes[start...]), as: subprotocol) }
+        return out
+    }
+
     /// An IRC line (without CR LF) as a message of the agreed kind. A text message never carries
     /// bytes that are not UTF-8 (the browser would drop the connection): they become U+FFFD.
     public static func message(_ line: [UInt8], as subprotocol: Subprotocol?) -> [UInt8] {

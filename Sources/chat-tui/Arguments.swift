@@ -20,6 +20,8 @@ struct Arguments {
     var operators: [(name: String, hash: String)] = []
     var serverName = "chat-tui.local"
     var networkIcon: String?
+    var webPort: Int?
+    var webOrigins: [String] = []
     var motdPath: String?
     var password: String?
     /// nil: the mode's default (server 90 s and 60 s, client 30 s and 60 s).
@@ -210,6 +212,17 @@ struct Arguments {
         Flag(name: "name", value: "NAME", scope: .hosting, help: "the server's name in replies (default chat-tui.local)") { a, v throws(Problem) in
             guard !v.isEmpty, !v.contains(" ") else { throw Problem(description: "--name needs a server name without spaces") }
             a.serverName = v
+        },
+        Flag(name: "web-port", value: "N", scope: .hosting, help: "serve IRC over WebSocket (ws://HOST:N/irc) on this port (default: none)") { a, v throws(Problem) in
+            guard let port = Int(v), (0...65535).contains(port) else { throw Problem(description: "--web-port wants a port number, not \"\(v)\"") }
+            guard ![6665, 6666, 6667, 6668, 6669, 6697].contains(port) else {
+                throw Problem(description: "--web-port \(port): browsers refuse the IRC ports (6665–6669, 6697); pick another, such as 8097")
+            }
+            a.webPort = port
+        },
+        Flag(name: "web-origin", value: "URL", scope: .hosting, help: "another page allowed to open the WebSocket (https://example.org); repeat for more") { a, v throws(Problem) in
+            guard v.hasPrefix("https://") || v.hasPrefix("http://"), !v.contains(" ") else { throw Problem(description: "--web-origin needs an http(s) origin") }
+            a.webOrigins.append(v.hasSuffix("/") ? String(v.dropLast()) : v)
         },
         Flag(name: "network-icon", value: "URL", scope: .hosting, help: "an image URL clients may show for the network (draft/ICON)") { a, v throws(Problem) in
             guard v.hasPrefix("https://") || v.hasPrefix("http://"), !v.contains(" ") else {

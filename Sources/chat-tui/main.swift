@@ -241,6 +241,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     var config = ServerConfig()
     config.name = arguments.serverName
     config.networkIcon = arguments.networkIcon
+    config.webOrigins = arguments.webOrigins
     config.room = arguments.room
     config.password = arguments.password
     config.operators = arguments.operators.map { OperatorBlock(name: $0.name, passwordHash: $0.hash) }
@@ -315,13 +316,15 @@ func runServer(_ arguments: Arguments) async -> Never {
     do {
         handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
                                         tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
-                                        accounts: accounts, history: history, link: link, sendQueueLimit: arguments.sendQueueBytes, logger: logger)
+                                        accounts: accounts, history: history, link: link, webPort: arguments.webPort,
+                                        sendQueueLimit: arguments.sendQueueBytes, logger: logger)
     } catch {
         // The default TLS port taken (another room on this machine): go on without TLS, saying so.
         if case TransportError.unavailable(let reason) = error { fail(reason) }
         guard tls != nil, arguments.plaintext, !arguments.tlsPortGiven, case TransportError.addressInUse = error,
               let plainOnly = try? ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
-                                                      accounts: accounts, history: history, sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
+                                                      accounts: accounts, history: history, webPort: arguments.webPort,
+                                                      sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
             fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
         }
         logger("TLS is off: port \(arguments.tlsPort) is in use (--tls-port N picks another)")
@@ -333,6 +336,9 @@ func runServer(_ arguments: Arguments) async -> Never {
            + (history.map { ", history kept \($0.days) days in \($0.path)" } ?? ", no history"))
     if let tls, let tlsPort = handle.tlsPort {
         logger("TLS on port \(tlsPort), certificate \(tls.certificate)\(tls.made ? " (made now, self-signed)" : ""), SHA-256 \(tls.fingerprint)")
+    }
+    if let webPort = handle.webPort {
+        logger("web port \(webPort): IRC over WebSocket at ws://HOST:\(webPort)/irc")
     }
     if link != nil {
         let peers = config.links.blocks.map { block -> String in
