@@ -96,6 +96,8 @@ final class ServerRuntime {
         var web: WebMode?
         /// When it was accepted (a web connection that never finishes a request is closed after a while).
         let openedAt = Monotonic.now()
+        /// Counted among its address's web connections not yet upgraded (`webPending`).
+        var webKey: String?
         var framer = LineFramer()
         var output = OutputBuffer()
         var waitingForWritable = false
@@ -155,6 +157,9 @@ final class ServerRuntime {
     private let sendQueueLimit: Int
     let logger: @Sendable (String) -> Void
     var connections = ConnectionTable<Connection>()
+    /// Web connections not yet upgraded to WebSocket, per address key (loopback not counted):
+    /// an HTTP client holds nothing an IRC client would not, and no more of them.
+    var webPending: [String: Int] = [:]
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
     /// What each connection gets, in which order and when (gathered runs, a crowd's held JOINs,
@@ -337,6 +342,7 @@ final class ServerRuntime {
             if web {
                 // HTTP first; an IRC session only once it upgrades to WebSocket (`webRead`).
                 connection.web = .http(HTTPRequestReader())
+                admitWebConnection(connection, host: host)
                 continue
             }
             if link {
@@ -861,6 +867,7 @@ final class ServerRuntime {
                 close(connection.fd)
                 connections.remove(connection.id.raw)
                 order.forget(connection.id)
+                webUncounted(connection)
             }
         }
     }

@@ -17,6 +17,28 @@ extension ServerRuntime {
     /// Seconds an HTTP connection may take to send a request (a slow sender holds nothing longer).
     static let webRequestTimeout: Double = 10
 
+    /// Counts a new web connection against its address (as the state counts IRC clients per
+    /// address): past the limit it is answered 429 and closed at once.
+    func admitWebConnection(_ connection: Connection, host: String) {
+        guard let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) else { return }
+        let key = ServerState.throttleKey(host)
+        guard webPending[key, default: 0] < limits.perAddress else {
+            logger("[\(connection.peer)] web: refused, \(limits.perAddress) web connections from \(key) are waiting already")
+            webAnswer(connection, .text(429, "too many connections from your address", keepAlive: false), close: true)
+            return
+        }
+        webPending[key, default: 0] += 1
+        connection.webKey = key
+    }
+
+    /// No longer an HTTP connection waiting (upgraded, or closed).
+    func webUncounted(_ connection: Connection) {
+        guard let key = connection.webKey else { return }
+        connection.webKey = nil
+        webPending[key, default: 1] -= 1
+        if webPending[key] == 0 { webPending[key] = nil }
+    }
+
     /// Bytes from a web connection, in whichever stage it is.
     func webRead(_ connection: Connection, _ bytes: [UInt8]) {
         switch connection.web {
@@ -85,6 +107,8 @@ extension ServerRuntime {
                 connection.output.append(response.serialized())
                 connection.web = .websocket(WebSocketReader(), subprotocol)
                 queueFlush(connection)
+                // Now an IRC client: the state counts it from here.
+                webUncounted(connection)
                 admitWebClient(connection)
             }
             return true
@@ -105,7 +129,7 @@ extension ServerRuntime {
         return !request.keepsAlive
     }
 
-    private func webAnswer(_ connection: Connection, _ response: HTTPResponse, head: Bool = false, close: Bool) {
+    func webAnswer(_ connection: Connection, _ response: HTTPResponse, head: Bool = false, close: Bool) {
         connection.output.append(response.serialized(head: head))
         queueFlush(connection)
         if close { markClosing(connection) }

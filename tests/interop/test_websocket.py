@@ -125,3 +125,39 @@ def test_the_web_port_is_never_an_irc_port():
     done = subprocess.run([BINARY, "--serve", "--headless", "--port", str(free_port()), "--web-port", "6667"],
                           capture_output=True, text=True, timeout=20)
     assert done.returncode != 0 and "browsers refuse the IRC ports" in done.stdout + done.stderr
+
+
+def test_web_connections_waiting_for_a_request_count_against_their_address():
+    port = free_port()
+    server = Server("--web-port", str(port), "--limit-loopback", "--limits", "2:100")
+    try:
+        wait_for_port(port)
+        # wait_for_port's own connection has closed; two more wait without a request.
+        import time
+        deadline = time.monotonic() + 10
+        held = []
+        while True:
+            held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+            third = socket.create_connection(("127.0.0.1", port), timeout=5)
+            answer = third.recv(4096)
+            third.close()
+            if answer.startswith(b"HTTP/1.1 429 "):
+                break
+            for s in held:
+                s.close()
+            assert time.monotonic() < deadline, f"the third was not refused: {answer!r}"
+        # One goes: another may come.
+        held[0].close()
+        deadline = time.monotonic() + 10
+        while True:
+            fourth = socket.create_connection(("127.0.0.1", port), timeout=5)
+            fourth.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            answer = fourth.recv(4096)
+            fourth.close()
+            if answer.startswith(b"HTTP/1.1 200 "):
+                break
+            assert time.monotonic() < deadline, f"never let in again: {answer!r}"
+        for s in held[1:]:
+            s.close()
+    finally:
+        server.stop()
