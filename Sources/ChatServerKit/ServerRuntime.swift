@@ -829,6 +829,9 @@ final class ServerRuntime {
             switch flushed {
             case .done:
                 setWritable(connection, false)
+                // A web connection whose last answer (or close frame) is out: our side is done
+                // (FIN), its side is read and dropped until it closes.
+                if case .closing? = connection.web, connection.tls == nil { Glibc.shutdown(connection.fd, Int32(SHUT_WR)) }
             case .wouldBlock:
                 if connection.output.count > sendQueueLimit {
                     dropSlowReader(connection)
@@ -856,6 +859,11 @@ final class ServerRuntime {
                     case .closing?, .http?: break
                     case nil: connection.output.append(bytes)
                     }
+                }
+                // A WebSocket ends with its close frame, after its last words.
+                if case .websocket? = connection.web {
+                    connection.output.append(WebSocket.closeFrame(.normal))
+                    connection.web = .closing(until: 0)
                 }
                 sendLastWords(connection)
                 if checking.contains(connection.id) {
@@ -893,6 +901,7 @@ final class ServerRuntime {
             let goodbye = IRCMessage(command: "ERROR", params: ["Closing Link: the host closed the room (server shutting down)"]).serialized()
             if case .websocket(_, let subprotocol)? = connection.web {
                 connection.output.append(WebSocket.messages(goodbye[...], as: subprotocol) + WebSocket.closeFrame(.goingAway, "server shutting down"))
+                connection.web = .closing(until: 0)
             } else if connection.web == nil {
                 connection.output.append(goodbye)
             }

@@ -16,6 +16,8 @@ extension ServerRuntime {
 
     /// Seconds an HTTP connection may take to send a request (a slow sender holds nothing longer).
     static let webRequestTimeout: Double = 10
+    /// Requests answered from one read (pipelining past it: answered and closed).
+    static let requestsPerRead = 8
 
     /// Counts a new web connection against its address (as the state counts IRC clients per
     /// address): past the limit it is answered 429 and closed at once.
@@ -43,8 +45,13 @@ extension ServerRuntime {
     func webRead(_ connection: Connection, _ bytes: [UInt8]) {
         switch connection.web {
         case .http(var reader)?:
+            // Taken out while fed, so its buffer is not shared and appending does not copy it.
+            connection.web = nil
             var result = reader.feed(bytes)
             connection.web = .http(reader)
+            // Browsers do not pipeline: a few requests per read, and a client that sends more at
+            // once is answered those and closed (each costs a move of what follows it).
+            var answered = 0
             while !connection.closing {
                 switch result {
                 case .needMore:
@@ -56,11 +63,18 @@ extension ServerRuntime {
                 case .request(let request):
                     if webRequest(connection, request) { return }
                 }
+                answered += 1
                 guard case .http(var more)? = connection.web else { return }
+                if answered >= Self.requestsPerRead {
+                    if more.buffered > 0 { webAnswer(connection, .text(429, "too many requests at once", keepAlive: false), close: true) }
+                    return
+                }
+                connection.web = nil
                 result = more.feed([])
                 connection.web = .http(more)
             }
         case .websocket(var reader, let subprotocol)?:
+            connection.web = nil
             let events = reader.feed(bytes)
             connection.web = .websocket(reader, subprotocol)
             for event in events {
@@ -73,8 +87,9 @@ extension ServerRuntime {
                     queueFlush(connection)
                 case .pong:
                     break
-                case .close(let code):
-                    connection.output.append(WebSocket.closeFrame(code == 1000 || code == nil ? .normal : .goingAway))
+                case .close:
+                    // What it sent before goes to the state, and what the state answers goes out,
+                    // then our close frame: `closeClosing` writes it after the last words.
                     drain(connection)
                     lost(connection, reason: "Connection closed")
                     return
@@ -100,7 +115,10 @@ extension ServerRuntime {
             return true
         }
         if path == "/irc" {
-            switch WebSocket.handshake(request, originAllowed: { origin in Self.sameOrigin(origin, host: request.header("host")) || self.state.config.webOrigins.contains(origin ?? "") }) {
+            let allowed = state.config.webOrigins, name = state.config.name
+            switch WebSocket.handshake(request, originAllowed: { origin in
+                Self.sameOrigin(origin, host: request.header("host"), serverName: name, allowed: allowed) || allowed.contains(origin ?? "")
+            }) {
             case .refused(let response):
                 webAnswer(connection, response, close: true)
             case .accepted(let response, let subprotocol):
@@ -132,15 +150,21 @@ extension ServerRuntime {
     func webAnswer(_ connection: Connection, _ response: HTTPResponse, head: Bool = false, close: Bool) {
         connection.output.append(response.serialized(head: head))
         queueFlush(connection)
-        if close { markClosing(connection) }
+        // Closed after what the client still sends is drained, so the answer is not lost to a reset.
+        if close { connection.web = .closing(until: Monotonic.now() + 2) }
     }
 
-    /// The page's own origin: `http(s)://` and the Host the request was sent to. No Origin at
-    /// all is a program, not a page in a browser, and is let in.
-    static func sameOrigin(_ origin: String?, host: String?) -> Bool {
+    /// The page's own origin: `http(s)://` and the Host the request was sent to, where that Host
+    /// is an address, `localhost`, the server's name or a `--web-origin`'s host — never any
+    /// other name, which a page elsewhere could point at this machine (DNS rebinding). No Origin
+    /// at all is a program, not a page in a browser, and is let in.
+    static func sameOrigin(_ origin: String?, host: String?, serverName: String, allowed: [String]) -> Bool {
         guard let origin else { return true }
-        guard let host else { return false }
-        return origin == "http://" + host || origin == "https://" + host
+        guard let host, origin == "http://" + host || origin == "https://" + host else { return false }
+        let name = host.hasPrefix("[") ? String(host.dropFirst().prefix { $0 != "]" }) : String(host.prefix { $0 != ":" })
+        let isAddress = name.contains(":") || (!name.isEmpty && name.allSatisfy { $0.isNumber || $0 == "." })
+        let known = allowed.contains { $0.hasSuffix("://" + name) || $0.contains("://" + name + ":") }
+        return isAddress || name == "localhost" || name.lowercased() == serverName.lowercased() || known
     }
 
     /// From the tick: web connections that have not finished a request in time are closed.

@@ -97,6 +97,10 @@ public struct HTTPRequestReader: Sendable {
 
     public var limits: Limits
     private var buffer: [UInt8] = []
+    /// How far the buffer has been searched for the end of the headers (a header sent a byte at
+    /// a time is scanned once, not once per byte), and where its first line ended.
+    private var scanned = 0
+    private var firstLineEnd: Int?
     /// The request whose headers are read, waiting for this many bytes of body.
     private var waiting: (request: HTTPRequest, length: Int)?
 
@@ -119,10 +123,13 @@ public struct HTTPRequestReader: Sendable {
             waiting = nil
             return .request(complete)
         }
-        // The end of the headers, looked for only as far as the limits allow.
+        // The end of the headers, looked for only as far as the limits allow, from where the
+        // last search stopped.
         let limit = limits.requestLine + limits.headerBytes
-        guard let end = Self.headerEnd(buffer, within: limit) else {
-            if let firstLine = buffer.firstIndex(of: 10) ?? (buffer.count > limits.requestLine ? buffer.count : nil), firstLine > limits.requestLine {
+        if firstLineEnd == nil, let lf = buffer[min(scanned, buffer.count)...].firstIndex(of: 10) { firstLineEnd = lf }
+        guard let end = Self.headerEnd(buffer, from: max(0, scanned - 3), within: limit) else {
+            scanned = buffer.count
+            if let firstLine = firstLineEnd ?? (buffer.count > limits.requestLine ? buffer.count : nil), firstLine > limits.requestLine {
                 return .refused(HTTPRefusal(status: 414, reason: "the request line is longer than \(limits.requestLine) bytes"))
             }
             if buffer.count > limit { return .refused(HTTPRefusal(status: 431, reason: "the headers are longer than \(limits.headerBytes) bytes")) }
@@ -130,6 +137,8 @@ public struct HTTPRequestReader: Sendable {
         }
         let head = Array(buffer[..<end.start])
         buffer.removeFirst(end.after)
+        scanned = 0
+        firstLineEnd = nil
         switch parseHead(head) {
         case .failure(let refusal):
             return .refused(refusal)
@@ -149,8 +158,8 @@ public struct HTTPRequestReader: Sendable {
     }
 
     /// Where the headers end (`CRLF CRLF`, or a bare `LF LF`) and where the body starts.
-    static func headerEnd(_ bytes: [UInt8], within limit: Int) -> (start: Int, after: Int)? {
-        var index = 0
+    static func headerEnd(_ bytes: [UInt8], from start: Int = 0, within limit: Int) -> (start: Int, after: Int)? {
+        var index = start
         let last = min(bytes.count, limit + 4)
         while index < last {
             if bytes[index] == 10 {

@@ -161,3 +161,27 @@ def test_web_connections_waiting_for_a_request_count_against_their_address():
             s.close()
     finally:
         server.stop()
+
+
+def test_a_page_under_another_name_is_refused_and_pipelining_is_bounded(web):
+    """DNS rebinding: a page at evil.example, pointed at this machine, sends its own name as Host and Origin."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    for host, allowed in ((f"evil.example:{web.web_port}", False), (f"127.0.0.1:{web.web_port}", True), (f"localhost:{web.web_port}", True)):
+        answer = http(web.web_port, (f"GET /irc HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                     f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nConnection: close\r\n\r\n").encode()) if not allowed else None
+        if not allowed:
+            assert answer.startswith("HTTP/1.1 403 "), answer
+        else:
+            with connect(f"ws://{host}/irc", subprotocols=["text.ircv3.net"], origin=f"http://{host}") as ws:
+                assert ws.subprotocol == "text.ircv3.net"
+    # Twelve requests in one write: eight answered, then 429 and closed.
+    with socket.create_connection(("127.0.0.1", web.web_port), timeout=5) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 12)
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    text = data.decode(errors="replace")
+    assert text.count("HTTP/1.1 200 ") == 8 and "HTTP/1.1 429 " in text, text[:500]
