@@ -192,8 +192,13 @@ public struct WebSocketReader: Sendable {
             case .pong:
                 events.append(.pong)
             case .close:
+                // A close's body: nothing, or a code RFC 6455 lets a peer send and a UTF-8 reason.
+                if payload.count == 1 { return events + [fail(.protocolError, "a close frame of one byte")] }
+                let code = payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil
+                if let code, !Self.isSendable(code) { return events + [fail(.protocolError, "close code \(code)")] }
+                if payload.count > 2, !UTF8Validation.isValid(Array(payload[2...])) { return events + [fail(.invalidData, "a close reason that is not UTF-8")] }
                 failed = true
-                events.append(.close(payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil))
+                events.append(.close(code))
                 return events
             case .text, .binary:
                 guard fragmentKind == nil else { return events + [fail(.protocolError, "a new message inside a fragmented one")] }
@@ -217,6 +222,12 @@ public struct WebSocketReader: Sendable {
             }
         }
         return events
+    }
+
+    /// Close codes a peer may send: 1000–1003, 1007–1011 and 3000–4999 (1004–1006 and 1015 are
+    /// reserved, never sent; the rest of 1000–2999 is for future standards).
+    static func isSendable(_ code: UInt16) -> Bool {
+        (1000...1003).contains(code) || (1007...1011).contains(code) || (3000...4999).contains(code)
     }
 
     private mutating func fail(_ code: WebSocket.CloseCode, _ words: String) -> Event {

@@ -188,6 +188,12 @@ struct WebSocketTests {
         #expect(first(clientFrame(2, [0x61, 0xFF])) == .message([0x61, 0xFF]), "binary carries any bytes")
         #expect(code(first(clientFrame(9, [], final: false))) == .protocolError)
         #expect(code(first(clientFrame(0, Array("x".utf8)))) == .protocolError)
+        // A close frame's body: one byte, a reserved code, a reason that is not UTF-8.
+        #expect(code(first(clientFrame(8, [0x03]))) == .protocolError)
+        #expect(code(first(clientFrame(8, [0x03, 0xED]))) == .protocolError, "1005 is never sent")
+        #expect(code(first(clientFrame(8, [0x03, 0xE8, 0xFF]))) == .invalidData)
+        #expect(first(clientFrame(8, [0x0F, 0xA0] + Array("bye".utf8))) == .close(4000), "an application's code")
+        #expect(first(clientFrame(8, [])) == .close(nil))
         // After a failure nothing more is read.
         var failed = WebSocketReader()
         _ = failed.feed([0x81, 0x02, 0x68, 0x69])
