@@ -180,7 +180,7 @@ def run(chat_tui, Server, run_scenario, scenarios):
     number = port.getsockname()[1]
     port.close()
     started = time.monotonic()
-    process = subprocess.Popen([chat_tui, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(number), "--tls-port", "0",
+    process = subprocess.Popen([chat_tui, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(number), "--tls-port", "0", "--web-port", "0",
                                 "--data-dir", directory, "--limits", "off"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
         while True:

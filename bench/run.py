@@ -73,7 +73,7 @@ class Server:
             # --limits off: no connection limits and no pacing, as ngircd's and InspIRCd's are relaxed.
             command = [CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port),
                        "--sendq", str(64 << 20), "--ping-interval", "600", "--limits", "off", "--data-dir", self.dir,
-                       "--tls-port", str(self.tls_port or 0), *extra]
+                       "--tls-port", str(self.tls_port or 0), "--web-port", "0", *extra]
         elif kind == "ngircd":
             command = ["/usr/sbin/ngircd", "-n", "-f", self.config("ngircd.conf.in", "ngircd.conf")]
             if tls:
@@ -223,7 +223,7 @@ def run_attacks():
     directory = tempfile.mkdtemp(prefix="bench-attacks-")
     log = open(os.path.join(directory, "out.log"), "w")
     process = subprocess.Popen(["taskset", "-c", SERVER_CORE, CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1",
-                                "--port", str(port), "--tls-port", "0", "--data-dir", directory],
+                                "--port", str(port), "--tls-port", "0", "--web-port", "0", "--data-dir", directory],
                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         if not wait_port(port):

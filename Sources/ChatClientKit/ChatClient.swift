@@ -16,6 +16,8 @@ public actor ChatClient {
     public nonisolated let transfers: FileTransfers
 
     var connection: LineConnection?
+    /// The last DCC offer that could not reach its peer (its file and the peer): `/upload` alone sends it through the host.
+    var unreachable: (path: String, nick: String)?
     private var runTask: Task<Void, Never>?
     private var backoffTask: Task<Void, Never>?
     /// False once the user quits or disconnects, or the server refuses us for good.

@@ -81,6 +81,19 @@ public struct ClientState: Sendable {
     /// A gap longer than a page: the next page's request, for the client to send.
     var gapContinuations: [IRCMessage] = []
     /// A page of history: 100 lines, or fewer where the server says it gives fewer (CHATHISTORY=N).
+    /// Files shared through the host, by their path, numbered for `/download N` (the newest 1,000).
+    public internal(set) var sharedFiles: [String: SharedFile] = [:]
+    var nextSharedFile = 1
+
+    mutating func sharedFile(in text: String) -> SharedFile? {
+        guard let parsed = SharedFile.parse(text, number: nextSharedFile) else { return nil }
+        if let known = sharedFiles[parsed.path] { return known }
+        sharedFiles[parsed.path] = parsed
+        nextSharedFile += 1
+        if sharedFiles.count > 1000, let oldest = sharedFiles.values.min(by: { $0.number < $1.number }) { sharedFiles[oldest.path] = nil }
+        return parsed
+    }
+
     var gapPage: Int { min(100, isupport["CHATHISTORY"].flatMap { Int($0) }.flatMap { $0 > 0 ? $0 : nil } ?? 100) }
 
     /// Between 001 and the end of the MOTD: the server's greeting, whose user counts are not shown.
@@ -166,6 +179,12 @@ public struct ClientState: Sendable {
     @discardableResult
     public mutating func line(_ line: ChatLine, to id: ConversationID, name: String? = nil) -> [ClientEvent] {
         var events: [ClientEvent] = []
+        var line = line
+        // A file shared through the host: "bob shared report.pdf (1.2 MiB) — /download 3".
+        if line.kind == .message, line.text.contains("/files/"), let file = sharedFile(in: line.text) {
+            line.kind = .action
+            line.text = "shared \(file.name)" + (file.size.map { " (\($0))" } ?? "") + " — /download \(file.number)"
+        }
         if book[id] == nil { events += opening(id, name: name ?? line.sender ?? id.key, time: line.time) }
         // The newest only: older lines (fetched by scrolling, around a search hit) do not move it back.
         if let msgid = line.msgid, line.time >= (latestMsgidTime[id] ?? 0) {

@@ -21,6 +21,11 @@ final class Session {
     var passwordAccepted = false
     /// Came in over TLS (WHOIS 671; `sts` is offered as a duration, not a port).
     var secure = false
+    /// Where this connection uploads files (`scheme://host:port` of the web port as this client
+    /// reached us: https when it came over TLS), set by the runtime; nil: no uploads for it.
+    var fileHostBase: String?
+    /// Its secret upload URL's token (`/upload/TOKEN`), made with its 005, valid while it is connected.
+    var uploadToken: String?
     /// Counted against its address's connection limit (what `removeSession` gives back).
     var limitKey: String?
     /// Counted among the unregistered connections.

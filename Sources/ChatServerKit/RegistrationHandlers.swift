@@ -342,7 +342,16 @@ extension ServerState {
 
     /// 005 in lines of 12 tokens; with extended-isupport and batch, in a `draft/isupport` batch.
     mutating func sendISupport(_ session: Session) {
-        let tokens = isupportTokens
+        var tokens = isupportTokens
+        if let base = session.fileHostBase {
+            // soju.im/FILEHOST: a URL of its own, so the upload needs no password (a guest's too).
+            let token = session.uploadToken ?? Crypto.hex(Crypto.randomBytes(16))
+            if session.uploadToken == nil {
+                session.uploadToken = token
+                uploadTokens[token] = session.connection
+            }
+            tokens.append("soju.im/FILEHOST=\(base)/upload/\(token)")
+        }
         let batched = session.caps.contains(.extendedISupport) && session.caps.contains(.batch)
         let reference = batched ? newBatchReference() : nil
         if let reference { send(session, IRCMessage(source: config.name, command: "BATCH", params: ["+" + reference, "draft/isupport"])) }

@@ -38,6 +38,22 @@ public struct OperatorBlock: Sendable, Equatable {
     }
 }
 
+/// Where uploads are kept and how much (`--upload-max-size`, `--upload-quota`, `--upload-days`).
+public struct UploadSettings: Sendable {
+    public var directory: String
+    public var maxSize: Int
+    public var quota: Int
+    /// 0: kept until the host deletes them.
+    public var days: Int
+
+    public init(directory: String, maxSize: Int = 100 << 20, quota: Int = 500 << 20, days: Int = 7) {
+        self.directory = directory
+        self.maxSize = maxSize
+        self.quota = quota
+        self.days = days
+    }
+}
+
 /// Everything `chat-tui --serve` can be told.
 public struct ServerConfig: Sendable {
     /// The server's name, the source of its numerics.
@@ -47,6 +63,12 @@ public struct ServerConfig: Sendable {
     public var networkIcon: String?
     /// Pages elsewhere allowed to open the WebSocket (`--web-origin`); the page's own origin always is.
     public var webOrigins: [String] = []
+    /// The server's certificate as the web page shows it (SHA-256, AB:CD:… form), and whether
+    /// it is self-signed (the page then asks the user to compare it with the host's screen).
+    public var certificateFingerprint: String?
+    public var certificateSelfSigned = false
+    /// Files through the host on the web port (nil: none).
+    public var uploads: UploadSettings?
     /// The room every registered user joins, or nil (`--room none`) for explicit JOINs only.
     public var room: String? = "#lobby"
     /// Lines of the message of the day; nil sends 422.

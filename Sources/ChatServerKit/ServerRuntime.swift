@@ -94,8 +94,13 @@ final class ServerRuntime {
         let peer: String
         /// On the web port: HTTP until an upgrade, then WebSocket (`WebRuntime.swift`); nil for IRC and links.
         var web: WebMode?
-        /// When it was accepted (a web connection that never finishes a request is closed after a while).
-        let openedAt = Monotonic.now()
+        /// When it was accepted, or last answered a request (a web connection that never finishes
+        /// a request is closed after a while), or an upload last made progress.
+        var webSince = Monotonic.now()
+        /// A file arriving on it (POST to the upload URL), its answer's keep-alive and the Host it was sent to.
+        var upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
+        /// A file going out on it, a chunk at a time as its output drains.
+        var download: (fd: Int32, remaining: Int, keepAlive: Bool)?
         /// Counted among its address's web connections not yet upgraded (`webPending`).
         var webKey: String?
         var framer = LineFramer()
@@ -103,8 +108,11 @@ final class ServerRuntime {
         var waitingForWritable = false
         var queuedForFlush = false
         var closing = false
-        /// Set on the TLS port; the handshake runs inside the loop, a step per readiness.
-        let tls: TLSSession?
+        /// Set on the TLS port, and on the web port once its first byte is a TLS handshake's;
+        /// the handshake runs inside the loop, a step per readiness.
+        var tls: TLSSession?
+        /// On the web port with a certificate: the context to speak TLS with, if the first byte asks for it.
+        var offeredTLS: TLSContext?
         /// On the plain port: the first bytes are checked for a TLS ClientHello.
         var firstRead = true
         /// Lines read and not yet handed to the state (pacing, or the state busy with this
@@ -153,10 +161,12 @@ final class ServerRuntime {
     /// The TLS port, named to a client that speaks TLS to the plain one.
     private let tlsPort: Int?
     private let epoll: Epoll
-    private let control: ServerHandle
+    let control: ServerHandle
     private let sendQueueLimit: Int
     let logger: @Sendable (String) -> Void
     var connections = ConnectionTable<Connection>()
+    /// Uploads through the host (nil: none, or no web port).
+    let fileHost: FileHost?
     /// Web connections not yet upgraded to WebSocket, per address key (loopback not counted):
     /// an HTTP client holds nothing an IRC client would not, and no more of them.
     var webPending: [String: Int] = [:]
@@ -198,7 +208,7 @@ final class ServerRuntime {
     private static func listenerToken(_ index: Int) -> UInt64 { UInt64.max - 1 - UInt64(index) }
 
     init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], listenerIsLink: [Bool], listenerIsWeb: [Bool], linkClientTLS: TLSContext?,
-         tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int,
+         tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int, fileHost: FileHost? = nil,
          history: HistoryWriter?, reader: HistoryStore?, committed: HistoryHealth, logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
         self.listenerIsLink = listenerIsLink
         self.listenerIsWeb = listenerIsWeb
@@ -216,6 +226,7 @@ final class ServerRuntime {
         self.tlsPort = tlsPort
         self.control = control
         self.sendQueueLimit = sendQueueLimit
+        self.fileHost = fileHost
         self.logger = logger
         passwords = Worker(name: "chat-tui passwords", wakeup: control.wakeup) { $0.run() }
         epoll = try Epoll()
@@ -248,6 +259,7 @@ final class ServerRuntime {
             if let paused = listenersPausedUntil, now >= paused { resumeListeners() }
             if now >= nextTick {
                 closeIdleWeb(now: now)
+                if ticks % 3600 == 0 { fileHost?.purge(now: WallClock.now()) }
                 state.tick(now: WallClock.now())
                 apply()
                 // A writer that cannot store wakes nobody: what is held is looked at here too.
@@ -328,8 +340,10 @@ final class ServerRuntime {
             Sockets.setNoDelay(fd)
             let id = connections.nextID()
             let peer = SocketAddress.describe(address)
+            // The web port speaks HTTP and HTTPS: which one is known from the first byte (`read`).
             let connection = Connection(id: ConnectionID(id), fd: fd, peer: peer,
-                                        tls: tls.map { TLSSession(context: $0, fd: fd, server: true) }, isLink: link)
+                                        tls: web ? nil : tls.map { TLSSession(context: $0, fd: fd, server: true) }, isLink: link)
+            if web { connection.offeredTLS = tls }
             do {
                 try epoll.add(fd, token: id)
             } catch {
@@ -341,7 +355,7 @@ final class ServerRuntime {
             let host = SocketAddress.host(of: address)
             if web {
                 // HTTP first; an IRC session only once it upgrades to WebSocket (`webRead`).
-                connection.web = .http(HTTPRequestReader())
+                connection.web = .http(webReader())
                 admitWebConnection(connection, host: host)
                 continue
             }
@@ -371,20 +385,52 @@ final class ServerRuntime {
             }
             state.connected(connection.id, host: host, peer: peer, secure: connection.tls != nil, now: WallClock.now())
             connection.session = state.sessions[connection.id]
+            connection.session?.fileHostBase = fileHostBase(secure: tls != nil, host: SocketAddress.localHost(of: fd))
             apply()
         }
     }
 
+    /// The web port's first byte: 0x16 starts a TLS handshake (HTTPS, WSS), anything else is
+    /// plain HTTP. False while there is no byte yet, or when the connection is gone.
+    private func startWebTLS(_ connection: Connection) -> Bool {
+        guard let context = connection.offeredTLS else { return true }
+        var first: UInt8 = 0
+        let got = recv(connection.fd, &first, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return false }
+        connection.offeredTLS = nil
+        guard got == 1 else {
+            lost(connection, reason: got == 0 ? "Connection closed" : "Read error: \(TransportError.errnoText(errno))")
+            return false
+        }
+        if first == 0x16 {
+            connection.tls = TLSSession(context: context, fd: connection.fd, server: true)
+            let host = SocketAddress.hostOfPeer(connection.peer)
+            if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
+                let key = ServerState.throttleKey(host)
+                guard handshakeSpent(key) < limits.handshakeCPUPerMinute else {
+                    if handshakeRefusalsLogged.insert(key).inserted {
+                        logger("[\(connection.peer)] web TLS refused: handshakes from \(key) cost \(Int(handshakeSpent(key) * 1000)) ms of CPU this minute")
+                    }
+                    lost(connection, reason: "TLS refused")
+                    return false
+                }
+                connection.handshakeKey = key
+            }
+        }
+        return true
+    }
+
     /// A web connection that upgraded to WebSocket becomes an IRC client like any other: the
     /// same pacing (unless loopback) and the same session.
-    func admitWebClient(_ connection: Connection) {
-        let host = connection.peer.hasPrefix("[") ? String(connection.peer.dropFirst().prefix { $0 != "]" })
-            : String(connection.peer.prefix { $0 != ":" })
+    func admitWebClient(_ connection: Connection, requestHost: String?) {
+        let host = SocketAddress.hostOfPeer(connection.peer)
         if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
             connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
         }
         state.connected(connection.id, host: host, peer: connection.peer, secure: connection.tls != nil, now: WallClock.now())
         connection.session = state.sessions[connection.id]
+        connection.session?.fileHostBase = fileHostBase(secure: connection.tls != nil, host: requestHost, withPort: true)
+            ?? fileHostBase(secure: connection.tls != nil, host: SocketAddress.localHost(of: connection.fd))
         apply()
     }
 
@@ -397,6 +443,12 @@ final class ServerRuntime {
         }
         return handshakeCPU[key] ?? 0
     }
+
+    /// Whether the web port speaks HTTPS too (it has the server's certificate).
+    var webHasTLS: Bool { zip(listenerTLS, listenerIsWeb).contains { $0.1 && $0.0 != nil } }
+
+    /// A download's next chunk goes when the socket can take it.
+    func setWritableForDownload(_ connection: Connection) { setWritable(connection, true) }
 
     private func setWritable(_ connection: Connection, _ writable: Bool) {
         guard connection.waitingForWritable != writable else { return }
@@ -426,6 +478,7 @@ final class ServerRuntime {
     // MARK: Reading
 
     private func read(_ connection: Connection, evenIfPaused: Bool = false) {
+        if connection.offeredTLS != nil, !startWebTLS(connection) { return }
         if let tls = connection.tls, !tls.handshakeDone {
             // A handshake step: whatever it waits for is what epoll watches next. A client that
             // stalls here costs one idle socket until the registration timeout closes it.
@@ -434,8 +487,10 @@ final class ServerRuntime {
             if let key = connection.handshakeKey { handshakeCPU[key, default: 0] += ThreadCPU.now() - started }
             switch progress {
             case .done:
-                state.secured(connection.id, clientCertificate: tls.peerFingerprint)
-                apply()
+                if connection.web == nil {
+                    state.secured(connection.id, clientCertificate: tls.peerFingerprint)
+                    apply()
+                }
                 setWritable(connection, !connection.output.isEmpty)
                 queueFlush(connection)
             case .wantRead:
@@ -831,7 +886,12 @@ final class ServerRuntime {
                 setWritable(connection, false)
                 // A web connection whose last answer (or close frame) is out: our side is done
                 // (FIN), its side is read and dropped until it closes.
-                if case .closing? = connection.web, connection.tls == nil { Glibc.shutdown(connection.fd, Int32(SHUT_WR)) }
+                if connection.download != nil {
+                    refillDownload(connection)
+                } else if case .closing? = connection.web {
+                    connection.tls?.shutdown()
+                    Glibc.shutdown(connection.fd, Int32(SHUT_WR))
+                }
             case .wouldBlock:
                 if connection.output.count > sendQueueLimit {
                     dropSlowReader(connection)
@@ -876,6 +936,7 @@ final class ServerRuntime {
                 connections.remove(connection.id.raw)
                 order.forget(connection.id)
                 webUncounted(connection)
+                webEnded(connection)
             }
         }
     }
@@ -971,7 +1032,7 @@ public final class ServerHandle: Sendable {
     /// `plaintext: false`: only the TLS port listens (`port` is then that one).
     public static func start(config: ServerConfig, bind: String?, port: Int, tls: (port: Int, context: TLSContext)? = nil,
                              plaintext: Bool = true, accounts: AccountStore? = nil, history: HistoryOptions? = nil,
-                             link: LinkListener? = nil, webPort: Int? = nil,
+                             link: LinkListener? = nil, webPort: Int? = nil, webTLS: TLSContext? = nil,
                              sendQueueLimit: Int = 1 << 20, blocking: Bool = false,
                              logger: @escaping @Sendable (String) -> Void) throws(TransportError) -> ServerHandle {
         Sockets.ignoreSIGPIPE()
@@ -1026,6 +1087,13 @@ public final class ServerHandle: Sendable {
                 throw .unavailable("cannot keep history in \(history.path): \(error)")
             }
         }
+        var fileHost: FileHost?
+        if !webFDs.isEmpty, let uploads = config.uploads {
+            do { fileHost = try FileHost(uploads, now: WallClock.now(), log: logger) } catch {
+                (plain + secure + linkFDs + webFDs).forEach { close($0) }
+                throw .unavailable("cannot keep uploads in \(uploads.directory): \(error)")
+            }
+        }
         var state = ServerState(config: config, accounts: accounts, history: reader)
         if writer != nil {
             state.historyHealth = health
@@ -1034,12 +1102,12 @@ public final class ServerHandle: Sendable {
         }
         let runtime = try ServerRuntime(state: state, listeners: plain + secure + linkFDs + webFDs,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context }
-                                            + linkFDs.map { _ in link?.server } + webFDs.map { _ in nil },
+                                            + linkFDs.map { _ in link?.server } + webFDs.map { _ in webTLS },
                                         listenerIsLink: (plain + secure).map { _ in false } + linkFDs.map { _ in true } + webFDs.map { _ in false },
                                         listenerIsWeb: (plain + secure + linkFDs).map { _ in false } + webFDs.map { _ in true },
                                         linkClientTLS: link?.client,
                                         tlsPort: handle.tlsPort, control: handle,
-                                        sendQueueLimit: sendQueueLimit, history: writer, reader: worker, committed: health, logger: logger)
+                                        sendQueueLimit: sendQueueLimit, fileHost: fileHost, history: writer, reader: worker, committed: health, logger: logger)
         let box = RuntimeBox(runtime)
         if blocking {
             box.runtime.run()

@@ -105,6 +105,8 @@ public struct ServerState {
     /// Worked out once from the configuration: they are read on every message or registration.
     let targetLimits: [String: Int]
     let isupportTokens: [String]
+    /// Upload tokens (`/upload/TOKEN`) to the connection they were given to.
+    var uploadTokens: [String: ConnectionID] = [:]
     /// Skeletons of the reserved nicknames, to the name as configured.
     let reservedSkeletons: [String: String]
 
@@ -163,6 +165,14 @@ public struct ServerState {
         sessions[id] = session
         log(session, "connected")
         admit(session, now: now)
+    }
+
+    /// Who an upload with this token is from: its connection's nickname, and the owner its
+    /// files count against (the account it is logged in to, else its address).
+    public func uploader(token: String) -> (nick: String, owner: String)? {
+        guard let id = uploadTokens[token], let session = sessions[id], session.registered else { return nil }
+        let user = session.user
+        return (user.nick ?? "*", user.account.map { "account:" + fold($0) } ?? "address:" + Self.throttleKey(user.address))
     }
 
     /// The TLS handshake finished; `certificate` is the SHA-256 of the client's certificate, if it showed one (SASL EXTERNAL).
@@ -724,6 +734,7 @@ public struct ServerState {
 
     mutating func removeSession(_ session: Session, quitMessage: String, now: Double) {
         guard sessions.removeValue(forKey: session.connection) != nil else { return }
+        if let token = session.uploadToken { uploadTokens[token] = nil }
         session.gone = true
         session.lastDirect = nil
         releaseLimits(session)

@@ -1,6 +1,9 @@
 import ChatTransport
 import ChatWeb
 import IRCWire
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The web port in the runtime: HTTP until a WebSocket upgrade at `/irc`, then the connection is
 /// an IRC client like any other (the same registration, limits, pacing and history), its lines
@@ -61,9 +64,15 @@ extension ServerRuntime {
                     webAnswer(connection, .text(refusal.status, refusal.reason, keepAlive: false), close: true)
                     return
                 case .request(let request):
+                    connection.webSince = Monotonic.now()
                     if webRequest(connection, request) { return }
+                    answered += 1
+                case .head(let request, let length):
+                    if webUploadStarts(connection, request, length: length) { return }
+                case .body(let bytes, let last):
+                    if webUploadBytes(connection, bytes, last: last) { return }
+                    if last { answered += 1 }
                 }
-                answered += 1
                 guard case .http(var more)? = connection.web else { return }
                 if answered >= Self.requestsPerRead {
                     if more.buffered > 0 { webAnswer(connection, .text(429, "too many requests at once", keepAlive: false), close: true) }
@@ -127,9 +136,20 @@ extension ServerRuntime {
                 queueFlush(connection)
                 // Now an IRC client: the state counts it from here.
                 webUncounted(connection)
-                admitWebClient(connection)
+                admitWebClient(connection, requestHost: request.header("host"))
             }
             return true
+        }
+        if path.hasPrefix("/upload"), request.method == "OPTIONS" {
+            // soju.im/FILEHOST: the upload URL answers OPTIONS with what it takes.
+            webAnswer(connection, HTTPResponse(status: 204, headers: [("Allow", "OPTIONS, POST"), ("Accept-Post", "*/*")]), close: !request.keepsAlive)
+            return !request.keepsAlive
+        }
+        if path.hasPrefix("/upload") {
+            // A POST with a body was streamed (`.head`); this one has none, or is not a POST.
+            webAnswer(connection, .text(request.method == "POST" ? 411 : 405, request.method == "POST" ? "an upload needs a Content-Length and a body"
+                                            : "uploads are POSTed here"), close: !request.keepsAlive)
+            return !request.keepsAlive
         }
         guard request.method == "GET" || request.method == "HEAD" else {
             webAnswer(connection, HTTPResponse(status: 405, headers: [("Allow", "GET, HEAD"), ("Content-Type", "text/plain; charset=utf-8")],
@@ -137,14 +157,27 @@ extension ServerRuntime {
             return !request.keepsAlive
         }
         let answer: HTTPResponse
-        if path == "/" {
-            answer = HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")],
-                                  body: Array("chat-tui \(state.config.name): IRC over WebSocket at /irc (subprotocols binary.ircv3.net and text.ircv3.net).\n".utf8))
+        if path == "/info.json" {
+            answer = HTTPResponse(status: 200, headers: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+                                  body: Array(webInfo(secure: connection.tls != nil).utf8))
+        } else if path.hasPrefix("/files/") {
+            return webDownload(connection, request, path: path)
+        } else if let asset = WebAssets.asset(at: path) {
+            answer = WebAssets.response(asset, ifNoneMatch: request.header("if-none-match"))
         } else {
             answer = .text(404, "nothing at \(path)")
         }
         webAnswer(connection, answer, head: request.method == "HEAD", close: !request.keepsAlive)
         return !request.keepsAlive
+    }
+
+    /// What the page needs before it connects: the server's name and room, and how far to
+    /// trust this connection (TLS or not, and the certificate's fingerprint to compare).
+    func webInfo(secure: Bool) -> String {
+        let config = state.config
+        func quoted(_ text: String?) -> String { text.map { JSONText.quoted($0) } ?? "null" }
+        return "{\"name\":\(quoted(config.name)),\"network\":\(quoted(config.network)),\"room\":\(quoted(config.room)),"
+            + "\"tls\":\(secure),\"fingerprint\":\(quoted(config.certificateFingerprint)),\"selfSigned\":\(config.certificateSelfSigned)}"
     }
 
     func webAnswer(_ connection: Connection, _ response: HTTPResponse, head: Bool = false, close: Bool) {
@@ -167,17 +200,176 @@ extension ServerRuntime {
         return isAddress || name == "localhost" || name.lowercased() == serverName.lowercased() || known
     }
 
-    /// From the tick: web connections that have not finished a request in time are closed.
+    /// From the tick: web connections that have not finished a request in time are closed (an
+    /// upload: that has sent nothing for as long; a download waits on the send queue's bound).
     func closeIdleWeb(now: Double) {
         for connection in connections.all where !connection.closing {
             switch connection.web {
-            case .http? where now - connection.openedAt > Self.webRequestTimeout:
+            case .http? where connection.download == nil && now - connection.webSince > Self.webRequestTimeout:
+                if let upload = connection.upload {
+                    fileHost?.abort(upload.file)
+                    connection.upload = nil
+                }
                 webAnswer(connection, .text(408, "no request in \(Int(Self.webRequestTimeout)) s", keepAlive: false), close: true)
-            case .closing(let until)? where now > until:
+            case .closing(let until)? where now > until || (connection.download != nil && now - connection.webSince > 60):
                 lost(connection, reason: "WebSocket closed")
             default:
                 break
             }
+        }
+    }
+}
+
+// MARK: Files through the host
+
+extension ServerRuntime {
+    /// A new web connection's request reader: POST bodies streamed when uploads are on.
+    func webReader() -> HTTPRequestReader {
+        var limits = HTTPRequestReader.Limits()
+        limits.streamsPOST = fileHost != nil
+        return HTTPRequestReader(limits: limits)
+    }
+
+    /// Where a connection uploads (soju.im/FILEHOST's URL without its path): the web port at the
+    /// address (or Host) it reached us by, https when it came over TLS. Nil when there are no
+    /// uploads, or when it came over TLS and the web port has no certificate (the spec forbids
+    /// sending a TLS client to plain HTTP).
+    func fileHostBase(secure: Bool, host: String?, withPort: Bool = false) -> String? {
+        guard fileHost != nil, let port = control.webPort, let host, !host.isEmpty else { return nil }
+        // A Host header is the browser's: only the characters of a name, an address and a port.
+        guard host.utf8.allSatisfy({ byte in
+            let c = Character(Unicode.Scalar(byte))
+            return byte < 0x80 && (c.isLetter || c.isNumber || ".-:[]".contains(c))
+        }) else { return nil }
+        if secure && !webHasTLS { return nil }
+        return (secure ? "https://" : "http://") + host + (withPort ? "" : ":\(port)")
+    }
+
+    /// A POST's headers are read: an upload starts (its bytes follow), or is refused and the
+    /// connection closed. True when the connection no longer reads requests.
+    func webUploadStarts(_ connection: Connection, _ request: HTTPRequest, length: Int) -> Bool {
+        func refuse(_ status: Int, _ words: String) -> Bool {
+            logger("[\(connection.peer)] upload refused (\(status)): \(PlainText.visible(words))")
+            webAnswer(connection, .text(status, words, keepAlive: false), close: true)
+            return true
+        }
+        guard let fileHost else { return refuse(405, "this server takes no uploads") }
+        let path = request.path ?? ""
+        guard path.hasPrefix("/upload/") else {
+            return refuse(path == "/upload" ? 401 : 404, path == "/upload" ? "upload to the URL your IRC connection was given (soju.im/FILEHOST)" : "nothing to POST to here")
+        }
+        let token = String(path.dropFirst("/upload/".count))
+        guard let uploader = state.uploader(token: token) else {
+            return refuse(403, "this upload link is not valid: it lasts as long as the IRC connection it was given to")
+        }
+        switch fileHost.begin(name: request.dispositionFileName, type: request.header("content-type"), length: length, owner: uploader.owner) {
+        case .failure(let refusal):
+            return refuse(refusal.status, refusal.reason)
+        case .success(let upload):
+            logger("[\(connection.peer)] upload by \(uploader.nick): \(PlainText.visible(upload.name)), \(FileHost.size(length))")
+            connection.upload = (upload, request.keepsAlive, request.header("host"), connection.tls != nil)
+            connection.webSince = Monotonic.now()
+            return false
+        }
+    }
+
+    /// An upload's bytes; with its last, the file is stored and the answer is 201 with its URL.
+    func webUploadBytes(_ connection: Connection, _ bytes: [UInt8], last: Bool) -> Bool {
+        guard let fileHost, let upload = connection.upload else { return false }
+        connection.webSince = Monotonic.now()
+        if let refusal = fileHost.append(upload.file, bytes) {
+            connection.upload = nil
+            webAnswer(connection, .text(refusal.status, refusal.reason, keepAlive: false), close: true)
+            return true
+        }
+        guard last else { return false }
+        connection.upload = nil
+        switch fileHost.finish(upload.file, now: WallClock.now()) {
+        case .failure(let refusal):
+            webAnswer(connection, .text(refusal.status, refusal.reason, keepAlive: false), close: true)
+            return true
+        case .success(let entry):
+            let path = FileHost.urlPath(entry)
+            let base = fileHostBase(secure: upload.secure, host: upload.host, withPort: true)
+            let location = (base ?? "") + path
+            logger("[\(connection.peer)] upload stored: \(entry.id) \(PlainText.visible(entry.name)), \(FileHost.size(entry.size)), SHA-256 \(entry.sha256)")
+            let body = "{\"url\":\(JSONText.quoted(location)),\"name\":\(JSONText.quoted(entry.name)),\"size\":\(entry.size),\"sha256\":\"\(entry.sha256)\"}\n"
+            webAnswer(connection, HTTPResponse(status: 201, headers: [("Location", location), ("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+                                                 + (upload.keepAlive ? [] : [("Connection", "close")]), body: Array(body.utf8)),
+                      close: !upload.keepAlive)
+            return !upload.keepAlive
+        }
+    }
+
+    /// GET or HEAD of a stored file: as an attachment, never rendered, sent a chunk at a time as
+    /// the connection drains (the file is never held in memory), the connection closed after it.
+    func webDownload(_ connection: Connection, _ request: HTTPRequest, path: String) -> Bool {
+        let id = String(path.dropFirst("/files/".count).prefix { $0 != "/" })
+        guard let fileHost, FileHost.isID(id), let entry = fileHost.entries[id] else {
+            webAnswer(connection, .text(404, "no such file (files are kept \(fileHost?.limits.days ?? 0) days)"), head: request.method == "HEAD", close: !request.keepsAlive)
+            return !request.keepsAlive
+        }
+        let ascii = String(entry.name.unicodeScalars.map { $0.isASCII && $0.value >= 0x20 && $0 != "\"" && $0 != "\\" ? Character($0) : "_" })
+        let headers: [(name: String, value: String)] = [
+            ("Content-Type", entry.type), ("Content-Length", String(entry.size)),
+            ("Content-Disposition", "attachment; filename=\"\(ascii)\"; filename*=UTF-8''\(URLText.percentEncoded(entry.name))"),
+            ("ETag", "\"\(entry.sha256.prefix(32))\""), ("Cache-Control", "private, max-age=86400"),
+            ("Content-Security-Policy", "default-src 'none'; sandbox"), ("Connection", "close"),
+        ]
+        if request.method == "HEAD" {
+            webAnswer(connection, HTTPResponse(status: 200, headers: headers), head: true, close: true)
+            return true
+        }
+        let fd = open(fileHost.path(of: id), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            webAnswer(connection, .text(500, "the file cannot be read", keepAlive: false), close: true)
+            return true
+        }
+        connection.output.append(HTTPResponse(status: 200, headers: headers).serialized(head: true))
+        connection.download = (fd, entry.size, false)
+        // Nothing more is read from it as a request; it closes when the file is out.
+        connection.web = .closing(until: .greatestFiniteMagnitude)
+        refillDownload(connection)
+        return true
+    }
+
+    /// The next chunk of a download, once the last one is out.
+    func refillDownload(_ connection: Connection) {
+        guard var download = connection.download else { return }
+        let chunk = min(download.remaining, 256 * 1024)
+        var bytes = [UInt8](repeating: 0, count: chunk)
+        let got = chunk == 0 ? 0 : bytes.withUnsafeMutableBytes { Glibc.read(download.fd, $0.baseAddress, chunk) }
+        if got <= 0 && chunk > 0 {
+            // The file shrank or failed under us: the client sees a short body and the close.
+            logger("[\(connection.peer)] download cut short: \(got < 0 ? TransportError.errnoText(errno) : "the file ended early")")
+            download.remaining = 0
+        } else {
+            if got < chunk { bytes.removeLast(chunk - got) }
+            connection.output.append(bytes)
+            download.remaining -= got
+        }
+        if download.remaining == 0 {
+            close(download.fd)
+            connection.download = nil
+            connection.web = .closing(until: Monotonic.now() + 2)
+            queueFlush(connection)
+        } else {
+            connection.download = download
+            connection.webSince = Monotonic.now()
+            // Writable next turn: one chunk per connection per turn, so a large file does not hold the loop.
+            setWritableForDownload(connection)
+        }
+    }
+
+    /// A web connection is closed: its upload's part is deleted, its download's file closed.
+    func webEnded(_ connection: Connection) {
+        if let upload = connection.upload {
+            fileHost?.abort(upload.file)
+            connection.upload = nil
+        }
+        if let download = connection.download {
+            close(download.fd)
+            connection.download = nil
         }
     }
 }

@@ -52,6 +52,24 @@ public enum SocketAddress {
         return host.contains(":") ? "[\(host)]:\(port(of: storage))" : "\(host):\(port(of: storage))"
     }
 
+    /// The host part of what `describe` wrote ("[::1]:5000" → "::1", "10.0.0.2:5000" → "10.0.0.2").
+    public static func hostOfPeer(_ described: String) -> String {
+        described.hasPrefix("[") ? String(described.dropFirst().prefix { $0 != "]" }) : String(described.prefix { $0 != ":" })
+    }
+
+    /// The address a connection arrived at (this machine's side), as a URL writes it: "[::1]" or "10.0.0.2".
+    public static func localHost(of fd: Int32) -> String? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let result = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard result == 0 else { return nil }
+        let host = host(of: storage)
+        if host.hasPrefix("::ffff:"), host.contains(".") { return String(host.dropFirst(7)) }
+        return host.contains(":") ? "[\(host)]" : host
+    }
+
     public static func peer(of fd: Int32) -> sockaddr_storage? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)

@@ -87,7 +87,7 @@ public enum Paths {
 public enum Files {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
-        init(_ what: String, _ path: String, _ code: Int32 = errno) {
+        public init(_ what: String, _ path: String, _ code: Int32 = errno) {
             description = "\(what) \(path): \(String(cString: strerror(code)))"
         }
     }

@@ -46,6 +46,9 @@ public enum UICommand: Equatable, Sendable {
     case bell
     case redraw
     case sendFile(path: String, to: String, passive: Bool)
+    /// Through the host's web port (soju.im/FILEHOST); an empty path: the last DCC offer nobody could take.
+    case uploadFile(path: String, to: String)
+    case downloadShared(Int)
     case acceptTransfer(Int?)
     case rejectTransfer(Int?)
     case cancelTransfer(Int)

@@ -152,6 +152,17 @@ public enum CommandInterpreter {
             let path = String(remainder).expandingTilde()
             if state.isMe(nick) { return [.note("That is you: pick someone else to send a file to", conversation: here, isError: true)] }
             return [.sendFile(path: path, to: nick, passive: passive)]
+        case "upload":
+            let path = String(rest.drop { $0 == " " }).expandingTilde()
+            if !path.isEmpty && target.isEmpty {
+                return [.note("Pick a room or a person to share the file with, then /upload", conversation: here, isError: true)]
+            }
+            return [.uploadFile(path: path, to: target)]
+        case "download":
+            guard let number = words.first.flatMap({ Int($0.trimmingPrefix("#")) }) else {
+                return [.note("Usage: \(command.usage)", conversation: here, isError: true)]
+            }
+            return [.downloadShared(number)]
         case "accept", "reject":
             let id = words.first.flatMap { Int($0.trimmingPrefix("#")) }
             if !words.isEmpty && id == nil { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }

@@ -41,6 +41,8 @@ public enum SlashCommands {
         SlashCommand(name: "clear", usage: "/clear", minArguments: 0, summary: "clear this conversation's lines"),
         SlashCommand(name: "close", usage: "/close", minArguments: 0, summary: "close this direct conversation"),
         SlashCommand(name: "send", usage: "/send [-p] NICK PATH", minArguments: 2, summary: "offer a file (DCC SEND; -p: passive, for a sender behind NAT)"),
+        SlashCommand(name: "upload", usage: "/upload [PATH]", minArguments: 0, summary: "send a file through the host and share its link here (alone: the last /send nobody could take)"),
+        SlashCommand(name: "download", usage: "/download N", minArguments: 1, summary: "fetch file N shared through the host into the downloads folder"),
         SlashCommand(name: "accept", usage: "/accept [ID]", minArguments: 0, summary: "take a file offered to you (the newest by default)"),
         SlashCommand(name: "reject", usage: "/reject [ID]", minArguments: 0, summary: "refuse a file offered to you"),
         SlashCommand(name: "transfers", usage: "/transfers", minArguments: 0, summary: "list file transfers"),

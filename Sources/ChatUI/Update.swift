@@ -31,7 +31,7 @@ extension ChatModel {
             return inNetwork(index) { $0.clientEventArrived(clientEvent) }
         case .filesListed(let word, let entries):
             // Applied only if the path is still the word being typed (keys may have come first).
-            guard editor.text.hasPrefix("/send "), editor.currentWord == word else { return [] }
+            guard editor.text.hasPrefix("/send ") || editor.text.hasPrefix("/upload "), editor.currentWord == word else { return [] }
             editor.complete(nicks: PathCompletion.candidates(for: word, entries: entries), commands: [], atLineStart: false)
             return []
         case .key(let key):
@@ -195,7 +195,8 @@ extension ChatModel {
         case .backspace: editor.backspace()
         case .delete: editor.deleteForward()
         case .tab:
-            if editor.text.hasPrefix("/send ") && editor.text.split(separator: " ", omittingEmptySubsequences: false).count >= 3 {
+            let words = editor.text.split(separator: " ", omittingEmptySubsequences: false).count
+            if (editor.text.hasPrefix("/send ") && words >= 3) || (editor.text.hasPrefix("/upload ") && words >= 2) {
                 // A second Tab cycles through the names already listed; a first asks the shell.
                 if editor.isCompleting {
                     editor.complete(nicks: [], commands: [], atLineStart: false)
@@ -563,6 +564,8 @@ extension ChatModel {
             return "-> \(to): \(text)"
         case .action(let text, let to) where elsewhere(to):
             return "-> \(to): * \(state.nick) \(text)"
+        case .uploadFile(let path, let to) where elsewhere(to):
+            return "Uploading \(Paths.lastComponent(of: path)) for \(to) (how it goes is in the conversation with \(to))"
         case .sendFile(let path, let to, let passive) where elsewhere(to):
             return "Offering \(Paths.lastComponent(of: path)) to \(to)" + (passive ? " (passive)" : "")
                 + " (how it goes is in the conversation with \(to))"

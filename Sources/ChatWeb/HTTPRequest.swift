@@ -1,3 +1,5 @@
+import IRCWire
+
 /// One HTTP/1.1 request as the web port reads it: its method, target, version, headers (names
 /// folded to lower case, in order) and body.
 public struct HTTPRequest: Sendable, Equatable {
@@ -44,7 +46,33 @@ public struct HTTPRequest: Sendable, Equatable {
         return decoded
     }
 
-    static func percentDecoded(_ text: String) -> String? {
+    /// The file name a `Content-Disposition` gives (`filename*=UTF-8''…` before `filename="…"`), as sent.
+    public var dispositionFileName: String? {
+        guard let value = header("content-disposition") else { return nil }
+        var plain: String?
+        for part in value.split(separator: ";").map({ $0.trimmingSpaces() }) {
+            guard let equals = part.firstIndex(of: "=") else { continue }
+            let key = part[..<equals].lowercased().trimmingSpaces(), raw = String(part[part.index(after: equals)...]).trimmingSpaces()
+            if key == "filename*" {
+                // RFC 8187: charset'language'percent-encoded; only UTF-8 is read.
+                let pieces = raw.split(separator: "'", maxSplits: 2, omittingEmptySubsequences: false)
+                if pieces.count == 3, pieces[0].lowercased() == "utf-8", let name = Self.percentDecoded(String(pieces[2]), allowSlashes: true) { return name }
+            } else if key == "filename" {
+                plain = raw.count >= 2 && raw.hasPrefix("\"") && raw.hasSuffix("\"") ? String(raw.dropFirst().dropLast()) : raw
+            }
+        }
+        return plain
+    }
+
+    /// HTTP Basic credentials (`Authorization: Basic base64(user:password)`), if sent and well formed.
+    public var basicCredentials: (user: String, password: String)? {
+        guard let value = header("authorization"), value.count > 6, value.prefix(6).lowercased() == "basic " else { return nil }
+        guard let bytes = Base64.decode(value.dropFirst(6).trimmingSpaces()), let text = String(validating: bytes, as: UTF8.self),
+              let colon = text.firstIndex(of: ":") else { return nil }
+        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+    }
+
+    static func percentDecoded(_ text: String, allowSlashes: Bool = false) -> String? {
         var bytes: [UInt8] = []
         var iterator = Array(text.utf8).makeIterator()
         while let byte = iterator.next() {
@@ -52,7 +80,7 @@ public struct HTTPRequest: Sendable, Equatable {
             guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
             let decoded = high << 4 | low
             // An encoded slash, backslash or NUL would let a name stand for a path.
-            guard decoded != 0, decoded != UInt8(ascii: "/"), decoded != UInt8(ascii: "\\") else { return nil }
+            guard decoded != 0, allowSlashes || (decoded != UInt8(ascii: "/") && decoded != UInt8(ascii: "\\")) else { return nil }
             bytes.append(decoded)
         }
         return String(validating: bytes, as: UTF8.self)
@@ -83,8 +111,12 @@ public struct HTTPRequestReader: Sendable {
         public var requestLine = 8 * 1024
         public var headerBytes = 16 * 1024
         public var headerCount = 64
-        /// The largest body taken (uploads set their own, larger).
+        /// The largest body taken whole, in `.request`.
         public var body = 64 * 1024
+        /// POST bodies are not held: `.head` hands the request over when its headers are read,
+        /// then `.body` its bytes as they arrive (an upload is written to disk, never kept in
+        /// memory). Their size is the caller's to check, from `.head`'s length.
+        public var streamsPOST = false
 
         public init() {}
     }
@@ -93,6 +125,10 @@ public struct HTTPRequestReader: Sendable {
         case needMore
         case request(HTTPRequest)
         case refused(HTTPRefusal)
+        /// A streamed request's headers: its body (`length` bytes) follows in `.body` results.
+        case head(HTTPRequest, length: Int)
+        /// Bytes of a streamed body; `last` with its final ones.
+        case body([UInt8], last: Bool)
     }
 
     public var limits: Limits
@@ -103,6 +139,8 @@ public struct HTTPRequestReader: Sendable {
     private var firstLineEnd: Int?
     /// The request whose headers are read, waiting for this many bytes of body.
     private var waiting: (request: HTTPRequest, length: Int)?
+    /// Bytes of a streamed body still to come.
+    public private(set) var streaming = 0
 
     public init(limits: Limits = Limits()) {
         self.limits = limits
@@ -115,6 +153,14 @@ public struct HTTPRequestReader: Sendable {
     /// again with no bytes after a request: pipelined ones may be waiting in the buffer.
     public mutating func feed(_ bytes: [UInt8]) -> Result {
         buffer += bytes
+        if streaming > 0 {
+            guard !buffer.isEmpty else { return .needMore }
+            let take = min(streaming, buffer.count)
+            let chunk: [UInt8]
+            if take == buffer.count { chunk = buffer; buffer = [] } else { chunk = Array(buffer[..<take]); buffer.removeFirst(take) }
+            streaming -= take
+            return .body(chunk, last: streaming == 0)
+        }
         if let (request, length) = waiting {
             guard buffer.count >= length else { return .needMore }
             var complete = request
@@ -149,6 +195,10 @@ public struct HTTPRequestReader: Sendable {
             let lengths = request.headers.filter { $0.name == "content-length" }.map(\.value)
             guard lengths.count <= 1, let length = lengths.first.map({ Int($0) }) ?? 0, length >= 0 else {
                 return .refused(HTTPRefusal(status: 400, reason: "the Content-Length is not one number"))
+            }
+            if limits.streamsPOST, request.method == "POST", length > 0 {
+                streaming = length
+                return .head(request, length: length)
             }
             if length > limits.body { return .refused(HTTPRefusal(status: 413, reason: "the body is longer than \(limits.body) bytes")) }
             if length == 0 { return .request(request) }

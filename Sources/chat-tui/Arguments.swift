@@ -20,7 +20,13 @@ struct Arguments {
     var operators: [(name: String, hash: String)] = []
     var serverName = "chat-tui.local"
     var networkIcon: String?
-    var webPort: Int?
+    /// The web port (0: none); 8097 unless given, and then skipped when another room has it.
+    var webPort = 8097
+    var webPortGiven = false
+    /// Uploads through the web port (`--upload-max-size 0`: none).
+    var uploadMaxSize = 100 << 20
+    var uploadQuota = 500 << 20
+    var uploadDays = 7
     var webOrigins: [String] = []
     var motdPath: String?
     var password: String?
@@ -213,12 +219,25 @@ struct Arguments {
             guard !v.isEmpty, !v.contains(" ") else { throw Problem(description: "--name needs a server name without spaces") }
             a.serverName = v
         },
-        Flag(name: "web-port", value: "N", scope: .hosting, help: "serve IRC over WebSocket (ws://HOST:N/irc) on this port (default: none)") { a, v throws(Problem) in
+        Flag(name: "web-port", value: "N", scope: .hosting, help: "the web page, IRC over WebSocket and file uploads, HTTP and HTTPS on this one port (default 8097; 0: no web)") { a, v throws(Problem) in
             guard let port = Int(v), (0...65535).contains(port) else { throw Problem(description: "--web-port wants a port number, not \"\(v)\"") }
             guard ![6665, 6666, 6667, 6668, 6669, 6697].contains(port) else {
                 throw Problem(description: "--web-port \(port): browsers refuse the IRC ports (6665–6669, 6697); pick another, such as 8097")
             }
             a.webPort = port
+            a.webPortGiven = true
+        },
+        Flag(name: "upload-max-size", value: "SIZE", scope: .hosting, help: "the largest file people may upload through the web port; K, M, G suffixes (default 100M; 0: no uploads)") { a, v throws(Problem) in
+            guard let size = Arguments.parseSize(v), size < 1 << 40 else { throw Problem(description: "--upload-max-size needs a size like 100M, not \"\(v)\"") }
+            a.uploadMaxSize = Int(size)
+        },
+        Flag(name: "upload-quota", value: "SIZE", scope: .hosting, help: "bytes of uploads one account (or, for guests, one address) may keep (default 500M)") { a, v throws(Problem) in
+            guard let size = Arguments.parseSize(v), size < 1 << 42 else { throw Problem(description: "--upload-quota needs a size like 1G, not \"\(v)\"") }
+            a.uploadQuota = Int(size)
+        },
+        Flag(name: "upload-days", value: "N", scope: .hosting, help: "days an upload is kept (default 7; 0: until deleted from the data directory)") { a, v throws(Problem) in
+            guard let days = Int(v), days >= 0, days <= 36_500 else { throw Problem(description: "--upload-days needs a number of days, not \"\(v)\"") }
+            a.uploadDays = days
         },
         Flag(name: "web-origin", value: "URL", scope: .hosting, help: "another page allowed to open the WebSocket (https://example.org); repeat for more") { a, v throws(Problem) in
             guard v.hasPrefix("https://") || v.hasPrefix("http://"), !v.contains(" ") else { throw Problem(description: "--web-origin needs an http(s) origin") }

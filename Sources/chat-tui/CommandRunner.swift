@@ -41,6 +41,16 @@ enum CommandRunner {
         case .sendFile(let path, let nick, let passive):
             await client.replyIn(here)
             await client.sendFile(path, to: nick, passive: passive)
+        case .uploadFile(let path, let to):
+            await client.replyIn(here)
+            if path.isEmpty {
+                if !(await client.uploadUnreachable()) { await client.note("Usage: /upload PATH (Tab completes it)", in: here) }
+            } else {
+                await client.uploadFile(path, to: to)
+            }
+        case .downloadShared(let number):
+            await client.replyIn(here)
+            await client.downloadShared(number)
         case .acceptTransfer(let id):
             await client.replyIn(here)
             await client.acceptTransfer(id)

@@ -104,6 +104,16 @@ func joinHint(bind: String?, port: Int) -> [String] {
     return lines
 }
 
+/// Where a browser joins: the web port's page at each address (https when the port has the
+/// certificate; a self-signed one asks the user to compare the fingerprint the host screen shows).
+func webHint(bind: String?, port: Int, secure: Bool) -> [String] {
+    let addresses = joinAddresses(bind: bind)
+    let scheme = secure ? "https" : "http"
+    return ["From a browser (a phone, Windows, no terminal):"] + (addresses.isEmpty ? ["127.0.0.1"] : addresses).map { address in
+        "  \(scheme)://\(address.contains(":") ? "[\(address)]" : address):\(port)/"
+    }
+}
+
 /// The server's data directory (certificate, accounts), made readable only by us.
 func dataDirectory(_ arguments: Arguments) -> String {
     let directory = arguments.dataDirectory ?? (homeDirectory + "/.local/share/chat-tui/server")
@@ -312,25 +322,39 @@ func runServer(_ arguments: Arguments) async -> Never {
         }
         link = LinkListener(port: arguments.linkPort, bind: arguments.bind, server: server, client: client)
     }
-    var handle: ServerHandle
-    do {
-        handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
-                                        tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
-                                        accounts: accounts, history: history, link: link, webPort: arguments.webPort,
-                                        sendQueueLimit: arguments.sendQueueBytes, logger: logger)
-    } catch {
-        // The default TLS port taken (another room on this machine): go on without TLS, saying so.
-        if case TransportError.unavailable(let reason) = error { fail(reason) }
-        guard tls != nil, arguments.plaintext, !arguments.tlsPortGiven, case TransportError.addressInUse = error,
-              let plainOnly = try? ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
-                                                      accounts: accounts, history: history, webPort: arguments.webPort,
-                                                      sendQueueLimit: arguments.sendQueueBytes, logger: logger) else {
-            fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
-        }
-        logger("TLS is off: port \(arguments.tlsPort) is in use (--tls-port N picks another)")
-        tls = nil
-        handle = plainOnly
+    if arguments.uploadMaxSize > 0 {
+        config.uploads = UploadSettings(directory: dataDirectory(arguments) + "/uploads", maxSize: arguments.uploadMaxSize,
+                                        quota: arguments.uploadQuota, days: arguments.uploadDays)
     }
+    if let tls {
+        config.certificateFingerprint = tls.fingerprint
+        config.certificateSelfSigned = tls.selfSigned
+    }
+    // The default ports another room on this machine may hold (6697, 8097): go on without
+    // them, saying so. A port given on the command line that is taken is an error.
+    var webPort = arguments.webPort == 0 ? nil : arguments.webPort
+    var handle: ServerHandle?
+    while handle == nil {
+        do {
+            handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
+                                            tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,
+                                            accounts: accounts, history: history, link: link, webPort: webPort, webTLS: tls?.context,
+                                            sendQueueLimit: arguments.sendQueueBytes, logger: logger)
+        } catch {
+            if case TransportError.unavailable(let reason) = error { fail(reason) }
+            guard case TransportError.addressInUse(_, let port) = error else { fail("cannot listen: \(error)") }
+            if let web = webPort, port == web, !arguments.webPortGiven {
+                logger("the web page is off: port \(web) is in use (--web-port N picks another)")
+                webPort = nil
+            } else if tls != nil, arguments.plaintext, !arguments.tlsPortGiven, port == arguments.tlsPort {
+                logger("TLS is off: port \(arguments.tlsPort) is in use (--tls-port N picks another)")
+                tls = nil
+            } else {
+                fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
+            }
+        }
+    }
+    guard let handle else { fail("cannot listen") }
     logger("listening on \(arguments.bind ?? "*") " + (arguments.plaintext ? "port \(handle.port)" : "TLS only")
            + ", room \(config.room ?? "none"), open-file limit \(limit)"
            + (history.map { ", history kept \($0.days) days in \($0.path)" } ?? ", no history"))
@@ -338,7 +362,8 @@ func runServer(_ arguments: Arguments) async -> Never {
         logger("TLS on port \(tlsPort), certificate \(tls.certificate)\(tls.made ? " (made now, self-signed)" : ""), SHA-256 \(tls.fingerprint)")
     }
     if let webPort = handle.webPort {
-        logger("web port \(webPort): IRC over WebSocket at ws://HOST:\(webPort)/irc")
+        logger("web port \(webPort): the page at http://HOST:\(webPort)/" + (tls != nil ? " and https://HOST:\(webPort)/" : "")
+               + ", IRC over WebSocket at /irc")
     }
     if link != nil {
         let peers = config.links.blocks.map { block -> String in
@@ -368,7 +393,8 @@ func runServer(_ arguments: Arguments) async -> Never {
         client.operLogin = ("host", hostSecret)
         let app = ChatApp(clients: [(name: client.host, client: ChatClient(config: client))], options: arguments,
                           hostHint: (arguments.plaintext ? joinHint(bind: arguments.bind, port: handle.port) : [])
-                            + (tls.flatMap { tls in handle.tlsPort.map { tlsHint(bind: arguments.bind, port: $0, fingerprint: tls.fingerprint, selfSigned: tls.selfSigned) } } ?? []))
+                            + (tls.flatMap { tls in handle.tlsPort.map { tlsHint(bind: arguments.bind, port: $0, fingerprint: tls.fingerprint, selfSigned: tls.selfSigned) } } ?? [])
+                            + (handle.webPort.map { webHint(bind: arguments.bind, port: $0, secure: tls != nil) } ?? []))
         let code = await app.run()
         handle.stop()
         exit(code)

@@ -111,7 +111,7 @@ final class ServerProcess {
     /// Our own server, built by `swift build`.
     static func chatTUI(port: Int, extra: [String] = []) throws -> ServerProcess {
         let binary = repositoryRoot.appendingPathComponent(".build/debug/chat-tui").path
-        return try ServerProcess(executable: binary, arguments: ["--serve", "--headless", "--bind", "127.0.0.1", "--port", String(port), "--tls-port", "0"] + extra, port: port)
+        return try ServerProcess(executable: binary, arguments: ["--serve", "--headless", "--bind", "127.0.0.1", "--port", String(port), "--tls-port", "0", "--web-port", "0"] + extra, port: port)
     }
 
     /// ngircd from Debian with a configuration written for this test.

@@ -42,6 +42,9 @@ class Server:
         # TLS only where a test asks for it (`--tls-port`): every server would want 6697 otherwise.
         if "--tls-port" not in extra:
             extra = ("--tls-port", "0", *extra)
+        # Likewise the web port (8097 by default).
+        if "--web-port" not in extra:
+            extra = ("--web-port", "0", *extra)
         # The account database (and any certificate) in a directory of its own, not in $HOME.
         if "--data-dir" not in extra:
             extra = ("--data-dir", tempfile.mkdtemp(prefix="chat-tui-data-"), *extra)

@@ -37,7 +37,7 @@ class Host:
         self.port = free_port()
         self.log_path = os.path.join(self.home, "server.log")
         self.log = open(self.log_path, "w")
-        command = [binary, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port), "--data-dir", self.data]
+        command = [binary, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port), "--web-port", "0", "--data-dir", self.data]
         if "--tls-port" not in extra:
             command += ["--tls-port", "0"]
         if taskset:

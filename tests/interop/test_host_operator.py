@@ -17,7 +17,7 @@ def test_host_user_is_operator_and_room_operator(tmp_path):
     port = free_port()
     log = tmp_path / "server.log"
     command = (f"LANG=C.UTF-8 TERM=xterm-256color {BINARY} --serve --bind 127.0.0.1 --port {port} "
-               f"--tls-port {free_port()} --data-dir {tmp_path / 'data'} --nick hostess --log {log}; sleep 30")
+               f"--tls-port {free_port()} --web-port 0 --data-dir {tmp_path / 'data'} --nick hostess --log {log}; sleep 30")
     subprocess.run(["tmux", "-L", SOCKET, "new-session", "-d", "-s", "host", "-x", "100", "-y", "30", command], check=True)
     guest = None
     try:

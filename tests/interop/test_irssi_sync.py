@@ -104,7 +104,7 @@ def test_the_host_screens_irssi_tls_line_connects(tmp_path, world):
     # The host with its chat screen, as a user starts it; its HOME is the session's (conftest).
     tmux("new-session", "-d", "-s", "host", "-x", "220", "-y", "50",
          f"LANG=C.UTF-8 TERM=xterm-256color {BINARY} --serve --bind 127.0.0.1 --port {port} "
-         f"--tls-port {tls_port} --data-dir {tmp_path / 'data'} --nick hostess --log {log}")
+         f"--tls-port {tls_port} --web-port 0 --data-dir {tmp_path / 'data'} --nick hostess --log {log}")
     wait_for_port(tls_port)
     found = wait_until(lambda: re.search(r"(/connect -tls [^│\n]*[^│\s])", screen("host"), re.M),
                        "the host's irssi line", lambda: screen("host"))

@@ -97,7 +97,7 @@ def test_lines_typed_while_the_server_is_down_are_sent_after_it_returns(tmp_path
     port = free_port()
 
     def start():
-        process = subprocess.Popen([BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(port), "--tls-port", "0"],
+        process = subprocess.Popen([BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(port), "--tls-port", "0", "--web-port", "0"],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         wait_for_port(port)
         return process

@@ -237,7 +237,7 @@ def test_no_plaintext_closes_the_plain_port(tmp_path):
     server.port = free_port()
     log = open(tmp_path / "log", "w")
     process = subprocess.Popen([BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(server.port),
-                                "--tls-port", str(tls_port), "--no-plaintext", "--data-dir", str(tmp_path / "data")],
+                                "--tls-port", str(tls_port), "--no-plaintext", "--web-port", "0", "--data-dir", str(tmp_path / "data")],
                                stdout=log, stderr=subprocess.STDOUT)
     try:
         from conftest import wait_for_port

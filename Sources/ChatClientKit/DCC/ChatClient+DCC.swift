@@ -76,6 +76,7 @@ extension ChatClient {
         guard let info = transfers[id], info.state == .offered || info.state == .pending || info.state == .resuming else { return }
         transfers.record(id, .ended(.expired, time: WallClock.now()))
         emitTransferLine(id, "Transfer \(id) (\(info.offeredName)) expired: nobody accepted it", in: info.peer)
+        if let ended = transfers[id] { offerUploadInstead(ended) }
     }
 
     // MARK: Receiving
@@ -290,7 +291,9 @@ extension ChatClient {
         switch info.state {
         case .done(let sha, let seconds):
             let rate = seconds > 0 ? " at \(Self.formatSize(UInt64(Double(info.size - info.startOffset) / seconds)))/s" : ""
-            text = info.direction == .sending
+            text = info.viaHost && info.direction == .receiving
+                ? "Downloaded \(name) (\(Self.formatSize(info.size))) from the host in \(seconds.fixed(1)) s\(rate), saved as \(info.localPath); SHA-256 \(sha)"
+                : info.direction == .sending
                 ? "Sent \(name) (\(Self.formatSize(info.size))) to \(info.peer) in \(seconds.fixed(1)) s\(rate); SHA-256 \(sha)"
                 : "Received \(name) (\(Self.formatSize(info.size))) from \(info.peer) in \(seconds.fixed(1)) s\(rate), saved as \(info.localPath); SHA-256 \(sha)"
         case .failed(let reason): text = "Transfer of \(info.offeredName) failed: \(reason)"
@@ -300,6 +303,9 @@ extension ChatClient {
         default: return
         }
         emitTransferLine(id, text, in: info.peer)
+        if info.state == .expired || (info.direction == .sending && { if case .failed = info.state { true } else { false } }()) {
+            offerUploadInstead(info)
+        }
     }
 
     /// `needsAnswer`: an offer waiting for /accept, which counts as unread and rings like a message.

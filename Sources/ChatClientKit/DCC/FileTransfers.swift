@@ -49,6 +49,8 @@ public struct TransferInfo: Sendable, Equatable {
     public var finishedAt: Double?
     /// Set by /cancel or /reject; workers stop at the next chance.
     public var cancelRequested = false
+    /// Through the host's web port (/upload, /download), not peer to peer.
+    public var viaHost = false
 
     public init(id: Int, direction: Direction, peer: String, offeredName: String, localPath: String, size: UInt64,
                 state: State, passive: Bool = false, token: String? = nil, address: String = "", port: Int = 0, offeredAt: Double) {
@@ -92,6 +94,8 @@ public enum TransferEvent: Sendable, Equatable {
     /// The data connection is up; bytes flow from `position`.
     case started(position: UInt64, time: Double)
     case progress(UInt64)
+    /// A download from the host learned the file's size from its answer.
+    case sized(UInt64)
     /// /cancel or /reject: workers stop at their next chance.
     case cancelRequested
     /// The end: done, failed, rejected, expired or cancelled.
@@ -134,6 +138,9 @@ extension TransferInfo {
         case .progress(let bytes):
             guard state == .active else { return false }
             transferred = bytes
+        case .sized(let bytes):
+            guard state == .connecting, viaHost else { return false }
+            size = bytes
         case .cancelRequested:
             guard !state.isFinished || state == .rejected else { return false }
             cancelRequested = true

@@ -1,0 +1,250 @@
+import ChatTransport
+import IRCWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Files people upload through the host (`soju.im/FILEHOST`), kept in the data directory's
+/// `uploads/`: each as `ID` with `ID.meta` beside it (size, time, owner, SHA-256, type, name on
+/// one line), written to `ID.part` while it arrives and renamed when whole, so a half upload is
+/// never served. Bounded by a size per file, a quota per owner (an account, or an address for
+/// guests) and a number of days; the loop writes the bytes as they arrive (page-cache writes of
+/// at most one read each), and a disk that fills fails that upload alone (507), nothing else.
+final class FileHost {
+    struct Limits: Sendable {
+        /// The largest file taken.
+        var maxSize = 100 << 20
+        /// Bytes one owner may keep at once.
+        var quota = 500 << 20
+        /// Days a file is kept (0: until the host deletes it).
+        var days = 7
+        /// Uploads under way at once, in all and per owner.
+        var concurrent = 16
+        var concurrentPerOwner = 2
+    }
+
+    struct Entry: Sendable, Equatable {
+        let id: String
+        let name: String
+        let type: String
+        let size: Int
+        let owner: String
+        /// Seconds since the epoch.
+        let time: Double
+        let sha256: String
+    }
+
+    /// One file arriving.
+    final class Upload {
+        let id: String
+        let name: String
+        let type: String
+        let length: Int
+        let owner: String
+        let fd: Int32
+        var written = 0
+        var hasher = SHA256Hasher()
+        /// Finished or aborted: its descriptor is closed.
+        var ended = false
+
+        init(id: String, name: String, type: String, length: Int, owner: String, fd: Int32) {
+            self.id = id
+            self.name = name
+            self.type = type
+            self.length = length
+            self.owner = owner
+            self.fd = fd
+        }
+    }
+
+    struct Refusal: Error, Equatable {
+        let status: Int
+        let reason: String
+    }
+
+    let directory: String
+    let limits: Limits
+    private(set) var entries: [String: Entry] = [:]
+    private var used: [String: Int] = [:]
+    private var arriving: [String: Int] = [:]
+    private var reserved: [String: Int] = [:]
+    private var arrivingCount = 0
+    private let log: (String) -> Void
+
+    /// Opens (making) the directory and reads what it holds: leftovers of uploads cut off by a
+    /// restart are deleted, files past their days too.
+    convenience init(_ settings: UploadSettings, now: Double, log: @escaping (String) -> Void) throws(Files.Failure) {
+        var limits = Limits()
+        limits.maxSize = settings.maxSize
+        limits.quota = settings.quota
+        limits.days = settings.days
+        try self.init(directory: settings.directory, limits: limits, now: now, log: log)
+    }
+
+    init(directory: String, limits: Limits, now: Double, log: @escaping (String) -> Void) throws(Files.Failure) {
+        self.directory = directory
+        self.limits = limits
+        self.log = log
+        try Files.createDirectories(directory, mode: 0o700)
+        for name in Files.list(directory) ?? [] {
+            if name.hasSuffix(".part") { unlink(directory + "/" + name); continue }
+            guard name.hasSuffix(".meta") else { continue }
+            let id = String(name.dropLast(5))
+            guard Self.isID(id), let text = Files.readText(directory + "/" + name), let entry = Self.entry(id: id, line: text),
+                  Files.regularFileSize(directory + "/" + id) == entry.size else {
+                log("uploads: \(PlainText.visible(name)) does not describe a whole file; removed")
+                unlink(directory + "/" + name)
+                if Self.isID(id) { unlink(directory + "/" + id) }
+                continue
+            }
+            entries[id] = entry
+            used[entry.owner, default: 0] += entry.size
+        }
+        purge(now: now)
+    }
+
+    static func isID(_ text: String) -> Bool {
+        text.utf8.count == 24 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    static func entry(id: String, line: String) -> Entry? {
+        let fields = line.split(separator: "\t", maxSplits: 5, omittingEmptySubsequences: false).map(String.init)
+        guard fields.count == 6, let size = Int(fields[0]), let time = Double(fields[1]) else { return nil }
+        let name = fields[5].hasSuffix("\n") ? String(fields[5].dropLast()) : fields[5]
+        return Entry(id: id, name: name, type: fields[4], size: size, owner: fields[2], time: time, sha256: fields[3])
+    }
+
+    func usage(of owner: String) -> Int { used[owner] ?? 0 }
+
+    /// Starts an upload of `length` bytes, or says why not: too large (413), past the owner's
+    /// quota (507), too many at once (429), or the disk refusing the file (507).
+    func begin(name offered: String?, type offeredType: String?, length: Int, owner: String) -> Result<Upload, Refusal> {
+        guard length <= limits.maxSize else {
+            return .failure(Refusal(status: 413, reason: "files up to \(Self.size(limits.maxSize)) are taken; this one is \(Self.size(length))"))
+        }
+        // Uploads under way count with their whole length, so two at once cannot pass the quota together.
+        let held = usage(of: owner) + (reserved[owner] ?? 0)
+        guard held + length <= limits.quota else {
+            return .failure(Refusal(status: 507, reason: "your files would pass your quota of \(Self.size(limits.quota)) (\(Self.size(held)) kept)"))
+        }
+        guard arrivingCount < limits.concurrent, (arriving[owner] ?? 0) < limits.concurrentPerOwner else {
+            return .failure(Refusal(status: 429, reason: "too many uploads at once; try again when one has finished"))
+        }
+        let id = Crypto.hex(Crypto.randomBytes(12))
+        let fd = open(directory + "/" + id + ".part", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            let reason = "cannot store the file: \(TransportError.errnoText(errno))"
+            log("uploads: \(reason)")
+            return .failure(Refusal(status: 507, reason: reason))
+        }
+        arrivingCount += 1
+        arriving[owner, default: 0] += 1
+        reserved[owner, default: 0] += length
+        let name = SafeFileName.make(offered ?? "upload")
+        return .success(Upload(id: id, name: name, type: Self.storedType(offeredType), length: length, owner: owner, fd: fd))
+    }
+
+    /// Writes bytes of an upload; a refusal (a full disk) ends it.
+    func append(_ upload: Upload, _ bytes: [UInt8]) -> Refusal? {
+        var offset = 0
+        while offset < bytes.count {
+            let wrote = bytes.withUnsafeBytes { write(upload.fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if wrote < 0 {
+                if errno == EINTR { continue }
+                let reason = "cannot store the file: \(TransportError.errnoText(errno))"
+                log("uploads: \(reason)")
+                abort(upload)
+                return Refusal(status: 507, reason: reason)
+            }
+            offset += wrote
+        }
+        upload.hasher.update(bytes)
+        upload.written += bytes.count
+        return nil
+    }
+
+    /// The upload is whole: made durable, renamed into place and described.
+    func finish(_ upload: Upload, now: Double) -> Result<Entry, Refusal> {
+        let part = directory + "/" + upload.id + ".part"
+        let failed = fsync(upload.fd) != 0
+        let code = errno
+        close(upload.fd)
+        release(upload)
+        let entry = Entry(id: upload.id, name: upload.name, type: upload.type, size: upload.written, owner: upload.owner,
+                          time: now, sha256: Crypto.hex(upload.hasher.finalize()))
+        let line = "\(entry.size)\t\(entry.time)\t\(entry.owner)\t\(entry.sha256)\t\(entry.type)\t\(entry.name)\n"
+        do {
+            guard !failed else { throw Files.Failure("cannot write", part, code) }
+            guard rename(part, directory + "/" + upload.id) == 0 else { throw Files.Failure("cannot rename", part) }
+            try Files.writeAtomically(directory + "/" + upload.id + ".meta", Array(line.utf8), mode: 0o600)
+        } catch {
+            unlink(part)
+            unlink(directory + "/" + upload.id)
+            log("uploads: \(error)")
+            return .failure(Refusal(status: 507, reason: "cannot store the file: \(error)"))
+        }
+        entries[upload.id] = entry
+        used[upload.owner, default: 0] += entry.size
+        return .success(entry)
+    }
+
+    /// An upload cut off (the connection closed, or refused mid-way): its part is deleted.
+    func abort(_ upload: Upload) {
+        guard !upload.ended else { return }
+        close(upload.fd)
+        unlink(directory + "/" + upload.id + ".part")
+        release(upload)
+    }
+
+    private func release(_ upload: Upload) {
+        upload.ended = true
+        reserved[upload.owner, default: upload.length] -= upload.length
+        if reserved[upload.owner] ?? 0 <= 0 { reserved[upload.owner] = nil }
+        arrivingCount -= 1
+        arriving[upload.owner, default: 1] -= 1
+        if arriving[upload.owner] == 0 { arriving[upload.owner] = nil }
+    }
+
+    /// Files past their days are deleted.
+    func purge(now: Double) {
+        guard limits.days > 0 else { return }
+        for entry in entries.values where now - entry.time > Double(limits.days) * 86_400 {
+            remove(entry.id)
+        }
+    }
+
+    func remove(_ id: String) {
+        guard let entry = entries.removeValue(forKey: id) else { return }
+        used[entry.owner, default: entry.size] -= entry.size
+        if used[entry.owner] ?? 0 <= 0 { used[entry.owner] = nil }
+        unlink(directory + "/" + id + ".meta")
+        unlink(directory + "/" + id)
+    }
+
+    func path(of id: String) -> String { directory + "/" + id }
+
+    /// The URL path of a stored file: its ID, then its name (for the reader; only the ID is looked up).
+    static func urlPath(_ entry: Entry) -> String { "/files/\(entry.id)/" + URLText.percentEncoded(entry.name) }
+
+    /// What a file is served as: images and plain text as themselves (still as attachments),
+    /// everything else as bytes, so nothing uploaded is ever run or rendered as a page.
+    static func storedType(_ offered: String?) -> String {
+        let type = (offered ?? "").split(separator: ";").first.map { $0.trimmedOfWhitespace().lowercased() } ?? ""
+        let safe = ["image/png", "image/jpeg", "image/gif", "image/webp", "text/plain", "application/pdf", "application/zip",
+                    "audio/mpeg", "audio/ogg", "video/mp4", "video/webm"]
+        return safe.contains(type) ? type : "application/octet-stream"
+    }
+
+
+    /// 1.2 MiB, 340 KiB, 12 B.
+    static func size(_ bytes: Int) -> String {
+        if bytes < 1024 { return "\(bytes) B" }
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes) / 1024
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 { value /= 1024; unit += 1 }
+        let rounded = (value * 10).rounded() / 10
+        let text = rounded == rounded.rounded() && rounded >= 10 ? String(Int(rounded)) : String(rounded)
+        return text + " " + units[unit]
+    }
+}

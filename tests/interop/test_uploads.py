@@ -1,0 +1,255 @@
+"""Files through the host and HTTPS on the web port: an IRC connection is given an upload URL
+(`soju.im/FILEHOST`), POSTs a file there and anyone downloads it by its link, as an attachment
+with its bytes unchanged; sizes, quotas, retention, hostile names and traversal in the URLs; the
+same port speaking HTTP and HTTPS, told apart by the first byte."""
+import hashlib
+import http.client
+import json
+import os
+import re
+import socket
+import ssl
+import time
+import urllib.parse
+
+import pytest
+
+from conftest import RawClient, Server, free_port, wait_for_port
+
+
+def web_server(*extra):
+    port = free_port()
+    server = Server("--web-port", str(port), *extra)
+    server.web_port = port
+    wait_for_port(port)
+    return server
+
+
+@pytest.fixture
+def web(tmp_path):
+    server = web_server("--data-dir", str(tmp_path / "data"), "--upload-max-size", "64K", "--upload-quota", "100K")
+    server.data = tmp_path / "data"
+    yield server
+    server.stop()
+
+
+def filehost(client):
+    """The soju.im/FILEHOST URL from the client's 005 lines."""
+    client.send("VERSION")
+    line = client.wait_for(lambda l: "soju.im/FILEHOST=" in l or " 351 " in l)
+    if "soju.im/FILEHOST=" not in line:
+        line = client.wait_for(lambda l: "soju.im/FILEHOST=" in l)
+    return re.search(r"soju\.im/FILEHOST=(\S+)", line).group(1)
+
+
+def request(url, method="GET", body=None, headers=None, context=None):
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https":
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=10, context=context)
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    connection.request(method, parts.path + (("?" + parts.query) if parts.query else ""), body=body, headers=headers or {})
+    response = connection.getresponse()
+    data = response.read()
+    connection.close()
+    return response, data
+
+
+def upload(url, data, name, content_type="application/octet-stream"):
+    quoted = urllib.parse.quote(name, safe="")
+    return request(url, "POST", data, {"Content-Type": content_type, "Content-Disposition": f"attachment; filename*=UTF-8''{quoted}"})
+
+
+def test_an_upload_is_served_back_whole_as_an_attachment(web):
+    alice = RawClient(web.port)
+    alice.register("alice")
+    url = filehost(alice)
+    assert url.startswith(f"http://127.0.0.1:{web.web_port}/upload/"), url
+    # OPTIONS says what the URL takes (the FILEHOST spec).
+    response, _ = request(url, "OPTIONS")
+    assert response.status == 204 and "POST" in response.getheader("Allow")
+    # A page that would run if it were rendered, under a name that tries to climb out.
+    page = b"<html><script>alert(1)</script></html>" * 100
+    response, body = upload(url, page, "../../etc/\u202egnp.html", "text/html")
+    assert response.status == 201, body
+    location = response.getheader("Location")
+    info = json.loads(body)
+    assert info["url"] == location and info["size"] == len(page)
+    assert info["sha256"] == hashlib.sha256(page).hexdigest()
+    assert info["name"] == "gnp.html", "only the last part of the name, without bidi controls"
+    assert re.fullmatch(rf"http://127\.0\.0\.1:{web.web_port}/files/[0-9a-f]{{24}}/gnp\.html", location), location
+    response, got = request(location)
+    assert response.status == 200 and got == page
+    assert response.getheader("Content-Type") == "application/octet-stream", "never served as HTML"
+    assert response.getheader("Content-Disposition").startswith("attachment;")
+    assert response.getheader("X-Content-Type-Options") == "nosniff"
+    assert "sandbox" in response.getheader("Content-Security-Policy")
+    # HEAD: the same headers, no body.
+    response, got = request(location, "HEAD")
+    assert response.status == 200 and got == b"" and response.getheader("Content-Length") == str(len(page))
+    # Stored in the data directory, readable by the server alone, with no part left over.
+    files = os.listdir(web.data / "uploads")
+    assert len([f for f in files if f.endswith(".meta")]) == 1 and not any(f.endswith(".part") for f in files)
+    alice.send("QUIT")
+
+
+def test_sizes_quotas_tokens_and_traversal_are_refused(web):
+    bob = RawClient(web.port)
+    bob.register("bob")
+    url = filehost(bob)
+    # Past --upload-max-size (64K): refused from the headers, before the body is sent.
+    with socket.create_connection(("127.0.0.1", web.web_port), timeout=10) as s:
+        path = urllib.parse.urlsplit(url).path
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {1 << 20}\r\n\r\n".encode())
+        answer = s.recv(4096).decode()
+        assert answer.startswith("HTTP/1.1 413 "), answer
+    # The quota (100K): one of 60K fits, a second does not (507), and nothing is left of it.
+    response, _ = upload(url, b"a" * 60_000, "one.bin")
+    assert response.status == 201
+    response, body = upload(url, b"b" * 60_000, "two.bin")
+    assert response.status == 507 and b"quota" in body
+    # A token nobody was given, and no token at all.
+    base = url.rsplit("/", 1)[0]
+    response, _ = upload(base + "/" + "0" * 32, b"x", "x.txt")
+    assert response.status == 403
+    response, _ = upload(base, b"x", "x.txt")
+    assert response.status == 401
+    # Traversal in the download URLs is refused or finds nothing; the database is never served.
+    for path in ["/files/../server.db", "/files/%2e%2e/server.db", "/files/..%2fserver.db", "/files/" + "f" * 24 + "/x",
+                 "/files/uploads/../../server.db"]:
+        with socket.create_connection(("127.0.0.1", web.web_port), timeout=10) as s:
+            s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+            status = answer.split(b"\r\n", 1)[0].decode()
+            assert status in ("HTTP/1.1 400 Bad Request", "HTTP/1.1 404 Not Found"), (path, status)
+            assert b"SQLite" not in answer
+    # The link lasts as long as its IRC connection.
+    bob.send("QUIT :bye")
+    bob.wait_for(lambda l: l.startswith("ERROR"))
+    deadline = time.monotonic() + 10
+    while True:
+        response, _ = upload(url, b"late", "late.txt")
+        if response.status == 403 or time.monotonic() > deadline:
+            break
+    assert response.status == 403
+
+
+def test_an_upload_cut_off_leaves_nothing_and_the_server_serves_on(web):
+    carol = RawClient(web.port)
+    carol.register("carol")
+    url = filehost(carol)
+    path = urllib.parse.urlsplit(url).path
+    s = socket.create_connection(("127.0.0.1", web.web_port), timeout=10)
+    s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50000\r\n\r\n".encode() + b"z" * 20_000)
+    # The part is on disk while it arrives...
+    deadline = time.monotonic() + 10
+    while not any(f.endswith(".part") for f in os.listdir(web.data / "uploads")):
+        assert time.monotonic() < deadline, "the upload's part never appeared"
+        time.sleep(0.02)
+    s.close()
+    # ...and gone when the sender vanishes mid-file; the next upload works.
+    deadline = time.monotonic() + 10
+    while any(f.endswith(".part") for f in os.listdir(web.data / "uploads")):
+        assert time.monotonic() < deadline, "a cut-off upload's part was left behind"
+        time.sleep(0.02)
+    response, _ = upload(url, b"fine", "fine.txt", "text/plain")
+    assert response.status == 201
+    carol.send("PING :still")
+    carol.wait_for(lambda l: "PONG" in l and "still" in l)
+
+
+def test_files_past_their_days_are_deleted_at_start(tmp_path):
+    uploads = tmp_path / "data" / "uploads"
+    uploads.mkdir(parents=True)
+    old, fresh = "a" * 24, "b" * 24
+    for name, when in [(old, time.time() - 10 * 86400), (fresh, time.time() - 3600)]:
+        (uploads / name).write_bytes(b"data")
+        (uploads / (name + ".meta")).write_text(f"4\t{when}\taddress:127.0.0.1\t{'0' * 64}\ttext/plain\tnote.txt\n")
+    (uploads / ("c" * 24 + ".part")).write_bytes(b"half")
+    server = web_server("--data-dir", str(tmp_path / "data"), "--upload-days", "7")
+    try:
+        response, _ = request(f"http://127.0.0.1:{server.web_port}/files/{old}/note.txt")
+        assert response.status == 404
+        response, got = request(f"http://127.0.0.1:{server.web_port}/files/{fresh}/note.txt")
+        assert response.status == 200 and got == b"data"
+        assert sorted(os.listdir(uploads)) == [fresh, fresh + ".meta"], "the old file, its meta and the part are gone"
+    finally:
+        server.stop()
+
+
+def test_the_web_port_speaks_http_and_https_by_the_first_byte(tmp_path):
+    tls_port = free_port()
+    server = web_server("--data-dir", str(tmp_path / "data"), "--tls-port", str(tls_port))
+    try:
+        wait_for_port(tls_port)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        response, body = request(f"http://127.0.0.1:{server.web_port}/info.json")
+        plain = json.loads(body)
+        assert response.status == 200 and plain["tls"] is False and plain["selfSigned"] is True
+        assert re.fullmatch(r"([0-9A-F]{2}:){31}[0-9A-F]{2}", plain["fingerprint"])
+        response, body = request(f"https://127.0.0.1:{server.web_port}/info.json", context=context)
+        secure = json.loads(body)
+        assert response.status == 200 and secure["tls"] is True and secure["fingerprint"] == plain["fingerprint"]
+        # The certificate on the web port is the server's own (the fingerprint the page shows).
+        with socket.create_connection(("127.0.0.1", server.web_port)) as raw, context.wrap_socket(raw) as tls:
+            digest = hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest().upper()
+            assert ":".join(digest[i:i + 2] for i in range(0, 64, 2)) == plain["fingerprint"]
+        # An IRC client over TLS is given an https upload URL, and the upload works over it.
+        raw = socket.create_connection(("127.0.0.1", tls_port), timeout=10)
+        client = RawClient.__new__(RawClient)
+        client.sock = context.wrap_socket(raw)
+        client.buffer = b""
+        client.register("tina")
+        url = filehost(client)
+        assert url.startswith(f"https://127.0.0.1:{server.web_port}/upload/"), url
+        response, body = request(url, "POST", b"secret", {"Content-Disposition": "attachment; filename=\"s.txt\""}, context=context)
+        assert response.status == 201, body
+        response, got = request(response.getheader("Location"), context=context)
+        assert got == b"secret"
+        # A WebSocket over TLS on the same port.
+        from websockets.sync.client import connect
+        with connect(f"wss://127.0.0.1:{server.web_port}/irc", subprotocols=["text.ircv3.net"], ssl=context) as ws:
+            ws.send("NICK wss")
+            ws.send("USER wss 0 * :over tls")
+            deadline = time.monotonic() + 10
+            while "001" not in (message := ws.recv(timeout=10)).split(" ")[1:2]:
+                assert time.monotonic() < deadline
+        client.send("QUIT")
+    finally:
+        server.stop()
+
+
+def test_chat_tui_uploads_a_file_another_downloads_it_with_the_same_sha256(web, tmp_path):
+    from test_lines_mode import LinesClient
+    source = tmp_path / "report 2026.pdf"
+    payload = os.urandom(50_000)
+    source.write_bytes(payload)
+    alice = LinesClient(web.port, "alice", "--download-dir", str(tmp_path / "alice-dl"), "--no-logs")
+    bob = LinesClient(web.port, "bob", "--download-dir", str(tmp_path / "bob-dl"), "--no-logs")
+    try:
+        alice.wait_for("[#lobby] -!- You joined #lobby")
+        bob.wait_for("[#lobby] -!- You joined #lobby")
+        alice.type(f"/upload {source}")
+        alice.wait_for("Uploaded report 2026.pdf (48.8 KiB); SHA-256 " + hashlib.sha256(payload).hexdigest())
+        shared = bob.wait_for("shared report 2026.pdf")
+        assert shared.endswith("* alice shared report 2026.pdf (48.8 KiB) — /download 1"), shared
+        bob.type("/download 1")
+        done = bob.wait_for("Downloaded report 2026.pdf")
+        assert hashlib.sha256(payload).hexdigest() in done
+        assert (tmp_path / "bob-dl" / "report 2026.pdf").read_bytes() == payload
+        # A second download of the same file never overwrites the first.
+        bob.type("/download 1")
+        bob.wait_for("saved as " + str(tmp_path / "bob-dl" / "report 2026 (1).pdf"))
+        bob.type("/download 7")
+        bob.wait_for("No shared file 7")
+    finally:
+        for client in (alice, bob):
+            client.type("/quit")
+            try:
+                client.process.wait(timeout=10)
+            except Exception:
+                client.process.kill()
