@@ -39,6 +39,12 @@ public enum PasswordOutcome: Sendable, Equatable {
     case cancelled
 }
 
+/// Why an HTTP login was not checked: its status and words.
+public struct HTTPLoginRefusal: Error, Sendable, Equatable {
+    public let status: Int
+    public let reason: String
+}
+
 /// One SASL exchange in progress on a connection (SASL 3.2 over AUTHENTICATE).
 enum SASLExchange {
     case plain
@@ -373,7 +379,11 @@ extension ServerState {
 
     /// A login attempt counts against the address and the account asked for (known or not).
     mutating func countAttempt(_ session: Session, account: String?, now: Double) {
-        for key in loginThrottleKeys(session, account: account) {
+        countAttempt(address: session.user.address, account: account, now: now)
+    }
+
+    mutating func countAttempt(address: String, account: String?, now: Double) {
+        for key in loginThrottleKeys(address: address, account: account) {
             var entry = loginFailures[key] ?? (0, now)
             if now - entry.since >= 60 { entry = (0, now) }
             entry.count += 1
@@ -383,15 +393,19 @@ extension ServerState {
 
     /// A successful login is not a failure: its attempt is taken back.
     mutating func forgiveAttempt(_ session: Session, account: String) {
-        for key in loginThrottleKeys(session, account: account) {
+        forgiveAttempt(address: session.user.address, account: account)
+    }
+
+    mutating func forgiveAttempt(address: String, account: String) {
+        for key in loginThrottleKeys(address: address, account: account) {
             guard var entry = loginFailures[key] else { continue }
             entry.count -= 1
             loginFailures[key] = entry.count > 0 ? entry : nil
         }
     }
 
-    func loginThrottleKeys(_ session: Session, account: String?) -> [String] {
-        var keys = ["address " + Self.throttleKey(session.user.address)]
+    func loginThrottleKeys(address: String, account: String?) -> [String] {
+        var keys = ["address " + Self.throttleKey(address)]
         if let account { keys.append("account " + fold(account)) }
         return keys
     }
@@ -402,8 +416,12 @@ extension ServerState {
     /// themselves: the guessers are slowed, never the owner, whose right password from an
     /// address that has not been failing is checked as always. Successes are never counted.
     func loginThrottled(_ session: Session, account: String, now: Double) -> String? {
-        let address = loginFailures["address " + Self.throttleKey(session.user.address)].flatMap { now - $0.since < 60 ? $0.count : nil } ?? 0
-        if address >= config.loginFailuresPerAddress && !Self.isLoopback(session.user.address) {
+        loginThrottled(address: session.user.address, account: account, now: now)
+    }
+
+    func loginThrottled(address host: String, account: String, now: Double) -> String? {
+        let address = loginFailures["address " + Self.throttleKey(host)].flatMap { now - $0.since < 60 ? $0.count : nil } ?? 0
+        if address >= config.loginFailuresPerAddress && !Self.isLoopback(host) {
             return "SASL authentication failed: too many failed logins from your address; try again in a minute"
         }
         if address > 0, let entry = loginFailures["account " + fold(account)], now - entry.since < 60, entry.count >= config.loginFailuresPerAccount {
@@ -418,6 +436,37 @@ extension ServerState {
         endSASL(session)
         reply(session, .saslFail, refusal)
         return true
+    }
+
+    // MARK: HTTP Basic on the upload URL
+
+    /// An upload authenticated by an account (HTTP Basic over TLS, as soju does): the same
+    /// throttle, the same worker and the same cost as SASL PLAIN. The check to run, or why not.
+    public mutating func webLogin(_ connection: ConnectionID, account: String, password: String, address: String, now: Double) -> Result<PasswordCheck, HTTPLoginRefusal> {
+        guard accounts != nil else { return .failure(HTTPLoginRefusal(status: 403, reason: "this server has no accounts")) }
+        if let refusal = loginThrottled(address: address, account: account, now: now) {
+            return .failure(HTTPLoginRefusal(status: 429, reason: String(refusal.dropFirst("SASL authentication failed: ".count))))
+        }
+        let key = Self.throttleKey(address)
+        guard pendingPasswordChecks < config.maxPendingPasswordChecks, Self.isLoopback(address) || (pendingChecksPerAddress[key] ?? 0) < 2 else {
+            return .failure(HTTPLoginRefusal(status: 503, reason: "the server is busy checking passwords; try again in a moment"))
+        }
+        countAttempt(address: address, account: account, now: now)
+        // An unknown account costs the same PBKDF2 as a wrong password, and gets the same answer.
+        let found = (try? accounts?.lookup(fold(account))) ?? nil
+        let credential = found?.credential ?? standInCredential(account)
+        pendingPasswordChecks += 1
+        pendingChecksPerAddress[key, default: 0] += 1
+        return .success(PasswordCheck(connection: connection, purpose: .login(account: found?.name ?? "", credential: credential),
+                                      password: password, address: key))
+    }
+
+    /// The answer to `webLogin`'s check (after `passwordChecked` has counted it done): the
+    /// owner its files count against, or nil for a wrong name or password.
+    public mutating func webLoginAnswered(_ check: PasswordCheck, _ outcome: PasswordOutcome, address: String) -> String? {
+        guard case .login(let account, _) = check.purpose, !account.isEmpty, outcome == .matched(true) else { return nil }
+        forgiveAttempt(address: address, account: account)
+        return "account:" + fold(account)
     }
 
     mutating func endSASL(_ session: Session) {

@@ -99,6 +99,8 @@ final class ServerRuntime {
         var webSince = Monotonic.now()
         /// A file arriving on it (POST to the upload URL), its answer's keep-alive and the Host it was sent to.
         var upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
+        /// An upload whose account password is being checked (HTTP Basic): its request and length.
+        var pendingLogin: (request: HTTPRequest, length: Int)?
         /// A file going out on it, a chunk at a time as its output drains.
         var download: (fd: Int32, remaining: Int, keepAlive: Bool)?
         /// Counted among its address's web connections not yet upgraded (`webPending`).
@@ -288,6 +290,11 @@ final class ServerRuntime {
                 checking.remove(check.connection)
                 state.passwordChecked(check, outcome, now: WallClock.now())
                 apply()
+                // An upload's HTTP Basic login (WebRuntime.swift).
+                if let connection = connections[check.connection.raw], connection.pendingLogin != nil {
+                    webLoginChecked(connection, check, outcome)
+                    continue
+                }
                 // Its next lines waited for this answer.
                 if let connection = connections[check.connection.raw] { drain(connection) }
             }
@@ -446,6 +453,15 @@ final class ServerRuntime {
 
     /// Whether the web port speaks HTTPS too (it has the server's certificate).
     var webHasTLS: Bool { zip(listenerTLS, listenerIsWeb).contains { $0.1 && $0.0 != nil } }
+
+    /// An upload's account password, to the password worker; the connection is not read meanwhile.
+    func submitWebLogin(_ connection: Connection, _ check: PasswordCheck) {
+        checking.insert(check.connection)
+        passwords.submit(check)
+        setReadPaused(connection, true)
+    }
+
+    func resumeReading(_ connection: Connection) { setReadPaused(connection, false) }
 
     /// A download's next chunk goes when the socket can take it.
     func setWritableForDownload(_ connection: Connection) { setWritable(connection, true) }

@@ -245,28 +245,66 @@ extension ServerRuntime {
         return (secure ? "https://" : "http://") + host + (withPort ? "" : ":\(port)")
     }
 
-    /// A POST's headers are read: an upload starts (its bytes follow), or is refused and the
-    /// connection closed. True when the connection no longer reads requests.
+    /// A POST's headers are read: an upload starts (its bytes follow), waits for its account's
+    /// password to be checked, or is refused and the connection closed. True when the
+    /// connection no longer reads requests (or, waiting for the check, is not read for now).
     func webUploadStarts(_ connection: Connection, _ request: HTTPRequest, length: Int) -> Bool {
-        func refuse(_ status: Int, _ words: String) -> Bool {
-            logger("[\(connection.peer)] upload refused (\(status)): \(PlainText.visible(words))")
-            webAnswer(connection, .text(status, words, keepAlive: false), close: true)
-            return true
-        }
-        guard let fileHost else { return refuse(405, "this server takes no uploads") }
+        guard fileHost != nil else { return webRefuseUpload(connection, 405, "this server takes no uploads") }
         let path = request.path ?? ""
-        guard path.hasPrefix("/upload/") else {
-            return refuse(path == "/upload" ? 401 : 404, path == "/upload" ? "upload to the URL your IRC connection was given (soju.im/FILEHOST)" : "nothing to POST to here")
+        if path == "/upload" {
+            // An account's own upload URL: HTTP Basic, only over TLS (the password would travel in clear otherwise).
+            guard let credentials = request.basicCredentials else {
+                return webRefuseUpload(connection, 401, "log in with your account (HTTP Basic over HTTPS), or upload to the URL your IRC connection was given (soju.im/FILEHOST)")
+            }
+            guard connection.tls != nil else {
+                return webRefuseUpload(connection, 403, "an account's password is taken only over HTTPS: use https:// on this port")
+            }
+            switch state.webLogin(connection.id, account: credentials.user, password: credentials.password,
+                                  address: SocketAddress.hostOfPeer(connection.peer), now: WallClock.now()) {
+            case .failure(let refusal):
+                return webRefuseUpload(connection, refusal.status, refusal.reason)
+            case .success(let check):
+                connection.pendingLogin = (request, length)
+                submitWebLogin(connection, check)
+                return true
+            }
         }
-        let token = String(path.dropFirst("/upload/".count))
-        guard let uploader = state.uploader(token: token) else {
-            return refuse(403, "this upload link is not valid: it lasts as long as the IRC connection it was given to")
+        guard path.hasPrefix("/upload/") else { return webRefuseUpload(connection, 404, "nothing to POST to here") }
+        guard let uploader = state.uploader(token: String(path.dropFirst("/upload/".count))) else {
+            return webRefuseUpload(connection, 403, "this upload link is not valid: it lasts as long as the IRC connection it was given to")
         }
-        switch fileHost.begin(name: request.dispositionFileName, type: request.header("content-type"), length: length, owner: uploader.owner) {
+        return webBeginUpload(connection, request, length: length, owner: uploader.owner, by: uploader.nick)
+    }
+
+    /// The password of an upload's account is checked: it goes on, or is refused (401).
+    func webLoginChecked(_ connection: Connection, _ check: PasswordCheck, _ outcome: PasswordOutcome) {
+        guard let (request, length) = connection.pendingLogin else { return }
+        connection.pendingLogin = nil
+        resumeReading(connection)
+        guard let owner = state.webLoginAnswered(check, outcome, address: SocketAddress.hostOfPeer(connection.peer)) else {
+            _ = webRefuseUpload(connection, 401, "wrong account name or password")
+            return
+        }
+        if webBeginUpload(connection, request, length: length, owner: owner, by: String(owner.dropFirst("account:".count))) { return }
+        // The body bytes that came while the password was checked.
+        webRead(connection, [])
+    }
+
+    func webRefuseUpload(_ connection: Connection, _ status: Int, _ words: String) -> Bool {
+        logger("[\(connection.peer)] upload refused (\(status)): \(PlainText.visible(words))")
+        var answer = HTTPResponse.text(status, words, keepAlive: false)
+        if status == 401 { answer.headers.append(("WWW-Authenticate", "Basic realm=\"chat-tui uploads\", charset=\"UTF-8\"")) }
+        webAnswer(connection, answer, close: true)
+        return true
+    }
+
+    func webBeginUpload(_ connection: Connection, _ request: HTTPRequest, length: Int, owner: String, by name: String) -> Bool {
+        guard let fileHost else { return true }
+        switch fileHost.begin(name: request.dispositionFileName, type: request.header("content-type"), length: length, owner: owner) {
         case .failure(let refusal):
-            return refuse(refusal.status, refusal.reason)
+            return webRefuseUpload(connection, refusal.status, refusal.reason)
         case .success(let upload):
-            logger("[\(connection.peer)] upload by \(uploader.nick): \(PlainText.visible(upload.name)), \(FileHost.size(length))")
+            logger("[\(connection.peer)] upload by \(PlainText.visible(name)): \(PlainText.visible(upload.name)), \(FileHost.size(length))")
             connection.upload = (upload, request.keepsAlive, request.header("host"), connection.tls != nil)
             connection.webSince = Monotonic.now()
             return false

@@ -2,6 +2,7 @@
 (`soju.im/FILEHOST`), POSTs a file there and anyone downloads it by its link, as an attachment
 with its bytes unchanged; sizes, quotas, retention, hostile names and traversal in the URLs; the
 same port speaking HTTP and HTTPS, told apart by the first byte."""
+import base64
 import hashlib
 import http.client
 import json
@@ -210,6 +211,21 @@ def test_the_web_port_speaks_http_and_https_by_the_first_byte(tmp_path):
         assert response.status == 201, body
         response, got = request(response.getheader("Location"), context=context)
         assert got == b"secret"
+        # An account uploads with HTTP Basic over HTTPS (soju's way), to /upload; a wrong password
+        # is 401 and the same password over plain HTTP is refused before it is looked at.
+        client.send("REGISTER tina * correct-horse-battery")
+        client.wait_for(lambda l: "REGISTER SUCCESS" in l)
+        good = base64.b64encode(b"tina:correct-horse-battery").decode()
+        bad = base64.b64encode(b"tina:wrong-password!").decode()
+        response, body = request(f"https://127.0.0.1:{server.web_port}/upload", "POST", b"by account",
+                                 {"Authorization": "Basic " + good, "Content-Disposition": "attachment; filename=\"a.txt\""}, context=context)
+        assert response.status == 201, body
+        response, got = request(response.getheader("Location"), context=context)
+        assert got == b"by account"
+        response, _ = request(f"https://127.0.0.1:{server.web_port}/upload", "POST", b"x", {"Authorization": "Basic " + bad}, context=context)
+        assert response.status == 401 and response.getheader("WWW-Authenticate").startswith("Basic ")
+        response, _ = request(f"http://127.0.0.1:{server.web_port}/upload", "POST", b"x", {"Authorization": "Basic " + good})
+        assert response.status == 403
         # A WebSocket over TLS on the same port.
         from websockets.sync.client import connect
         with connect(f"wss://127.0.0.1:{server.web_port}/irc", subprotocols=["text.ircv3.net"], ssl=context) as ws:
