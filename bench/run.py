@@ -301,6 +301,11 @@ def main():
         raw["links"] = link_bench.run(Server, bench, cpu_seconds, CHAT_BENCH, LOAD_CORE, REPEATS)
     except Exception as error:
         raw["links"] = {"error": str(error)}
+    import web_bench
+    try:
+        raw["web"] = web_bench.run(Server, cpu_seconds, LOAD_CORE, REPEATS)
+    except Exception as error:
+        raw["web"] = {"error": str(error)}
     raw["attacks"] = run_attacks()
     print(f"attacks: {raw['attacks'].get('error') or 'done'}", flush=True)
     sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
@@ -426,6 +431,12 @@ def render(raw):
                 "Two servers linked on loopback (plain links), both pinned to the server core: ours (history off) "
                 "against two InspIRCd 3.15; and a fresh link receiving a node's burst.", ""]
         out += [links["error"]] if "error" in links else [link_bench.report(links)]
+        out += [""]
+    web = raw.get("web", {})
+    if web:
+        import web_bench
+        out += ["## the web port: IRC over WebSocket against TCP, and uploads through the host", ""]
+        out += [web["error"]] if "error" in web else [web_bench.report(web)]
         out += [""]
     attacks = raw.get("attacks", {})
     if attacks:

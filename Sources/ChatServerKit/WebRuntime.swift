@@ -307,6 +307,11 @@ extension ServerRuntime {
             logger("[\(connection.peer)] upload by \(PlainText.visible(name)): \(PlainText.visible(upload.name)), \(FileHost.size(length))")
             connection.upload = (upload, request.keepsAlive, request.header("host"), connection.tls != nil)
             connection.webSince = Monotonic.now()
+            // curl asks before a body over 1 MiB, and waits a second for the answer otherwise.
+            if request.header("expect")?.lowercased() == "100-continue" {
+                connection.output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                queueFlush(connection)
+            }
             return false
         }
     }

@@ -269,3 +269,17 @@ def test_chat_tui_uploads_a_file_another_downloads_it_with_the_same_sha256(web, 
                 client.process.wait(timeout=10)
             except Exception:
                 client.process.kill()
+
+
+def test_an_upload_that_expects_100_continue_is_told_to_go_on(web):
+    dana = RawClient(web.port)
+    dana.register("dana")
+    path = urllib.parse.urlsplit(filehost(dana)).path
+    with socket.create_connection(("127.0.0.1", web.web_port), timeout=10) as s:
+        s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n".encode())
+        assert s.recv(4096).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), "curl waits a second for this before a large body"
+        s.sendall(b"hello")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += s.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 201 ")
