@@ -4,9 +4,9 @@
 SWIFT        ?= swift
 PORT         ?= 6667
 # Debian packages the build, the tests and the benchmarks need.
-DEB_PACKAGES := pkg-config libncurses-dev libsqlite3-dev ngircd inspircd irssi weechat-headless weechat-curses catgirl openssl libssl-dev tmux procps coreutils util-linux
+DEB_PACKAGES := pkg-config libncurses-dev libsqlite3-dev ngircd inspircd irssi weechat-headless weechat-curses catgirl openssl libssl-dev tmux procps coreutils util-linux chromium chromium-driver
 # Python modules the interop tests use, with the PyPI package that provides each.
-PY_MODULES   := irc:irc pytest:pytest websockets:websockets
+PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 
 .PHONY: all deps build release run test test-swift test-interop bench clean
 

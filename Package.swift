@@ -40,7 +40,10 @@ let package = Package(
         // The server-to-server protocol (InspIRCd's spanning tree, 1205) as pure values.
         .target(name: "ChatLink", dependencies: ["IRCWire"]),
         // HTTP/1.1 and WebSocket (RFC 6455) as pure codecs, for the web port (issue 27).
-        .target(name: "ChatWeb", dependencies: ["IRCWire", "ChatTransport"]),
+        // The page (`Page/`) is compiled in as bytes (`PackageResources`): nothing to install beside the binary.
+        .target(name: "ChatWeb", dependencies: ["IRCWire", "ChatTransport"],
+                exclude: ["Page/README.md"],
+                resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/style.css")]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink", "ChatWeb"], swiftSettings: hotPath),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "ChatTransport", "IRCWire"]),
@@ -50,7 +53,7 @@ let package = Package(
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatLinkTests", dependencies: ["ChatLink", "IRCWire"]),
-        .testTarget(name: "ChatWebTests", dependencies: ["ChatWeb", "IRCWire"]),
+        .testTarget(name: "ChatWebTests", dependencies: ["ChatWeb", "IRCWire", "ChatTransport"]),
         .testTarget(name: "ChatTransportTests", dependencies: ["ChatTransport", "IRCWire"]),
         .testTarget(name: "ChatStoreTests", dependencies: ["ChatStore", "ChatTransport", "IRCWire"]),
         // Helpers shared by the test targets: a line-level IRC client and a server on a free port.

@@ -1,18 +1,27 @@
-/// A file of the page the server serves (`WebAssets.files`, generated from `web/` by
-/// `scripts/embed_web.py`): its type, its ETag and its bytes.
+import ChatTransport
+
+/// A file of the page the server serves (`WebAssets.files`, from `Page/`): its type, its ETag and its bytes.
 public struct WebAsset: Sendable {
     public let type: String
     public let etag: String
     public let bytes: [UInt8]
 
-    init(type: String, etag: String, finalNewline: Bool, text: String) {
+    init(type: String, bytes: [UInt8]) {
         self.type = type
-        self.etag = etag
-        bytes = Array(text.utf8) + (finalNewline ? [10] : [])
+        self.bytes = bytes
+        // A strong validator from the content: a new binary's page is a new ETag.
+        etag = "\"" + String(Crypto.hex(Crypto.sha256(bytes)).prefix(16)) + "\""
     }
 }
 
 public enum WebAssets {
+    /// `Page/` as SwiftPM compiled it in (`.embedInCode` in Package.swift).
+    static let files: [String: WebAsset] = [
+        "/": WebAsset(type: "text/html; charset=utf-8", bytes: PackageResources.index_html),
+        "/app.js": WebAsset(type: "text/javascript; charset=utf-8", bytes: PackageResources.app_js),
+        "/style.css": WebAsset(type: "text/css; charset=utf-8", bytes: PackageResources.style_css),
+    ]
+
     /// The file served at `path` ("/" is the page), if there is one.
     public static func asset(at path: String) -> WebAsset? { files[path] }
 
