@@ -86,7 +86,8 @@ public struct ClientState: Sendable {
     var nextSharedFile = 1
 
     mutating func sharedFile(in text: String) -> SharedFile? {
-        guard let parsed = SharedFile.parse(text, number: nextSharedFile) else { return nil }
+        let filehost = isupport["soju.im/FILEHOST"].flatMap(HTTPURL.init)
+        guard let parsed = SharedFile.parse(text, number: nextSharedFile, filehost: filehost) else { return nil }
         if let known = sharedFiles[parsed.path] { return known }
         sharedFiles[parsed.path] = parsed
         nextSharedFile += 1

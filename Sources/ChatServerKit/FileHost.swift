@@ -18,6 +18,9 @@ final class FileHost {
         var quota = 500 << 20
         /// Days a file is kept (0: until the host deletes it).
         var days = 7
+        /// Bytes all uploads together may keep, and room always left on the disk (history lives there too).
+        var total = 5 << 30
+        var keepFree = 1 << 30
         /// Uploads under way at once, in all and per owner.
         var concurrent = 16
         var concurrentPerOwner = 2
@@ -43,6 +46,9 @@ final class FileHost {
         let owner: String
         let fd: Int32
         var written = 0
+        /// Written back to disk up to here (the kernel asked to start as the bytes arrive, so the
+        /// last fsync has little left to wait for).
+        var flushed = 0
         var hasher = SHA256Hasher()
         /// Finished or aborted: its descriptor is closed.
         var ended = false
@@ -77,6 +83,7 @@ final class FileHost {
         var limits = Limits()
         limits.maxSize = settings.maxSize
         limits.quota = settings.quota
+        limits.total = settings.total
         limits.days = settings.days
         try self.init(directory: settings.directory, limits: limits, now: now, log: log)
     }
@@ -88,6 +95,8 @@ final class FileHost {
         try Files.createDirectories(directory, mode: 0o700)
         for name in Files.list(directory) ?? [] {
             if name.hasSuffix(".part") { unlink(directory + "/" + name); continue }
+            // A file without its description (a crash between the two) is not served: removed.
+            if Self.isID(name), !Files.exists(directory + "/" + name + ".meta") { unlink(directory + "/" + name); continue }
             guard name.hasSuffix(".meta") else { continue }
             let id = String(name.dropLast(5))
             guard Self.isID(id), let text = Files.readText(directory + "/" + name), let entry = Self.entry(id: id, line: text),
@@ -127,6 +136,11 @@ final class FileHost {
         guard held + length <= limits.quota else {
             return .failure(Refusal(status: 507, reason: "your files would pass your quota of \(Self.size(limits.quota)) (\(Self.size(held)) kept)"))
         }
+        let stored = used.values.reduce(0, +) + reserved.values.reduce(0, +)
+        guard stored + length <= limits.total, freeSpace() - length >= limits.keepFree else {
+            log("uploads: refused \(Self.size(length)): \(Self.size(stored)) kept of \(Self.size(limits.total)), \(Self.size(freeSpace())) free on the disk")
+            return .failure(Refusal(status: 507, reason: "the host has no room for more files right now"))
+        }
         guard arrivingCount < limits.concurrent, (arriving[owner] ?? 0) < limits.concurrentPerOwner else {
             return .failure(Refusal(status: 429, reason: "too many uploads at once; try again when one has finished"))
         }
@@ -160,7 +174,21 @@ final class FileHost {
         }
         upload.hasher.update(bytes)
         upload.written += bytes.count
+        // Every 8 MiB, writeback starts for what came (POSIX_FADV_DONTNEED on Linux: without
+        // waiting, and the upload does not crowd the page cache): the fsync at the end, on the
+        // loop, then waits for at most the last few MiB, not the whole file.
+        if upload.written - upload.flushed >= 8 << 20 {
+            _ = posix_fadvise(upload.fd, off_t(upload.flushed), off_t(upload.written - upload.flushed), POSIX_FADV_DONTNEED)
+            upload.flushed = upload.written
+        }
         return nil
+    }
+
+    /// Bytes free on the disk that holds the uploads (and the history).
+    func freeSpace() -> Int {
+        var info = statvfs()
+        guard statvfs(directory, &info) == 0 else { return 0 }
+        return Int(info.f_bavail) * Int(info.f_frsize)
     }
 
     /// The upload is whole: made durable, renamed into place and described.

@@ -43,13 +43,16 @@ public struct UploadSettings: Sendable {
     public var directory: String
     public var maxSize: Int
     public var quota: Int
+    /// Bytes all uploads together may keep.
+    public var total: Int
     /// 0: kept until the host deletes them.
     public var days: Int
 
-    public init(directory: String, maxSize: Int = 100 << 20, quota: Int = 500 << 20, days: Int = 7) {
+    public init(directory: String, maxSize: Int = 100 << 20, quota: Int = 500 << 20, total: Int = 5 << 30, days: Int = 7) {
         self.directory = directory
         self.maxSize = maxSize
         self.quota = quota
+        self.total = total
         self.days = days
     }
 }
@@ -69,6 +72,9 @@ public struct ServerConfig: Sendable {
     public var certificateSelfSigned = false
     /// Files through the host on the web port (nil: none).
     public var uploads: UploadSettings?
+    /// The web port as people outside reach it (`--web-url https://chat.example.org:8443`), for
+    /// upload and file links; nil: the address each client reached this machine at.
+    public var webURL: String?
     /// The room every registered user joins, or nil (`--room none`) for explicit JOINs only.
     public var room: String? = "#lobby"
     /// Lines of the message of the day; nil sends 422.

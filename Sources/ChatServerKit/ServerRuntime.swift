@@ -99,6 +99,8 @@ final class ServerRuntime {
         var webSince = Monotonic.now()
         /// A file arriving on it (POST to the upload URL), its answer's keep-alive and the Host it was sent to.
         var upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
+        /// An upload's progress in the current 10 s window (a trickle is closed: `closeIdleWeb`).
+        var uploadWindow: (since: Double, bytes: Int) = (0, 0)
         /// An upload whose account password is being checked (HTTP Basic): its request and length.
         var pendingLogin: (request: HTTPRequest, length: Int)?
         /// A file going out on it, a chunk at a time as its output drains.
@@ -164,7 +166,7 @@ final class ServerRuntime {
     private let tlsPort: Int?
     private let epoll: Epoll
     let control: ServerHandle
-    private let sendQueueLimit: Int
+    let sendQueueLimit: Int
     let logger: @Sendable (String) -> Void
     var connections = ConnectionTable<Connection>()
     /// Uploads through the host (nil: none, or no web port).

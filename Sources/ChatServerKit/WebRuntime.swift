@@ -68,6 +68,7 @@ extension ServerRuntime {
                     if webRequest(connection, request) { return }
                     answered += 1
                 case .head(let request, let length):
+                    connection.webSince = Monotonic.now()
                     if webUploadStarts(connection, request, length: length) { return }
                 case .body(let bytes, let last):
                     if webUploadBytes(connection, bytes, last: last) { return }
@@ -205,6 +206,19 @@ extension ServerRuntime {
     func closeIdleWeb(now: Double) {
         for connection in connections.all where !connection.closing {
             switch connection.web {
+            case .http? where connection.pendingLogin != nil:
+                // Its password is on the worker (which answers every check): not a slow sender.
+                break
+            case .http? where connection.upload != nil && now - connection.webSince <= Self.webRequestTimeout:
+                // An upload must keep moving: at least 4 KiB in every 10 s, or a trickle holds a slot forever.
+                if now - connection.uploadWindow.since >= Self.webRequestTimeout {
+                    if connection.uploadWindow.bytes < 4096, let upload = connection.upload {
+                        fileHost?.abort(upload.file)
+                        connection.upload = nil
+                        webAnswer(connection, .text(408, "the upload stalled (under 4 KiB in \(Int(Self.webRequestTimeout)) s)", keepAlive: false), close: true)
+                    }
+                    connection.uploadWindow = (now, 0)
+                }
             case .http? where connection.download == nil && now - connection.webSince > Self.webRequestTimeout:
                 if let upload = connection.upload {
                     fileHost?.abort(upload.file)
@@ -235,7 +249,10 @@ extension ServerRuntime {
     /// uploads, or when it came over TLS and the web port has no certificate (the spec forbids
     /// sending a TLS client to plain HTTP).
     func fileHostBase(secure: Bool, host: String?, withPort: Bool = false) -> String? {
-        guard fileHost != nil, let port = control.webPort, let host, !host.isEmpty else { return nil }
+        guard fileHost != nil, let port = control.webPort else { return nil }
+        // Behind NAT or a proxy the address a client reached is not what others reach: the host says.
+        if let url = state.config.webURL { return secure && url.hasPrefix("http://") ? nil : url }
+        guard let host, !host.isEmpty else { return nil }
         // A Host header is the browser's: only the characters of a name, an address and a port.
         guard host.utf8.allSatisfy({ byte in
             let c = Character(Unicode.Scalar(byte))
@@ -281,6 +298,8 @@ extension ServerRuntime {
         guard let (request, length) = connection.pendingLogin else { return }
         connection.pendingLogin = nil
         resumeReading(connection)
+        guard !connection.closing, case .http? = connection.web else { return }
+        connection.webSince = Monotonic.now()
         guard let owner = state.webLoginAnswered(check, outcome, address: SocketAddress.hostOfPeer(connection.peer)) else {
             _ = webRefuseUpload(connection, 401, "wrong account name or password")
             return
@@ -307,6 +326,7 @@ extension ServerRuntime {
             logger("[\(connection.peer)] upload by \(PlainText.visible(name)): \(PlainText.visible(upload.name)), \(FileHost.size(length))")
             connection.upload = (upload, request.keepsAlive, request.header("host"), connection.tls != nil)
             connection.webSince = Monotonic.now()
+            connection.uploadWindow = (Monotonic.now(), 0)
             // curl asks before a body over 1 MiB, and waits a second for the answer otherwise.
             if request.header("expect")?.lowercased() == "100-continue" {
                 connection.output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
@@ -320,6 +340,7 @@ extension ServerRuntime {
     func webUploadBytes(_ connection: Connection, _ bytes: [UInt8], last: Bool) -> Bool {
         guard let fileHost, let upload = connection.upload else { return false }
         connection.webSince = Monotonic.now()
+        connection.uploadWindow.bytes += bytes.count
         if let refusal = fileHost.append(upload.file, bytes) {
             connection.upload = nil
             webAnswer(connection, .text(refusal.status, refusal.reason, keepAlive: false), close: true)
@@ -379,7 +400,8 @@ extension ServerRuntime {
     /// The next chunk of a download, once the last one is out.
     func refillDownload(_ connection: Connection) {
         guard var download = connection.download else { return }
-        let chunk = min(download.remaining, 256 * 1024)
+        // Under the send queue's bound, so a chunk that waits for the socket is not taken for a slow reader.
+        let chunk = min(download.remaining, 256 * 1024, max(4096, sendQueueLimit / 2))
         var bytes = [UInt8](repeating: 0, count: chunk)
         let got = chunk == 0 ? 0 : bytes.withUnsafeMutableBytes { Glibc.read(download.fd, $0.baseAddress, chunk) }
         if got <= 0 && chunk > 0 {

@@ -27,6 +27,8 @@ struct Arguments {
     var uploadMaxSize = 100 << 20
     var uploadQuota = 500 << 20
     var uploadDays = 7
+    var uploadTotal = 5 << 30
+    var webURL: String?
     var webOrigins: [String] = []
     var motdPath: String?
     var password: String?
@@ -234,6 +236,16 @@ struct Arguments {
         Flag(name: "upload-quota", value: "SIZE", scope: .hosting, help: "bytes of uploads one account (or, for guests, one address) may keep (default 500M)") { a, v throws(Problem) in
             guard let size = Arguments.parseSize(v), size < 1 << 42 else { throw Problem(description: "--upload-quota needs a size like 1G, not \"\(v)\"") }
             a.uploadQuota = Int(size)
+        },
+        Flag(name: "upload-total", value: "SIZE", scope: .hosting, help: "bytes all uploads together may keep; a disk with under 1 GiB free takes none (default 5G)") { a, v throws(Problem) in
+            guard let size = Arguments.parseSize(v), size < 1 << 50 else { throw Problem(description: "--upload-total needs a size like 20G, not \"\(v)\"") }
+            a.uploadTotal = Int(size)
+        },
+        Flag(name: "web-url", value: "URL", scope: .hosting, help: "the web port as others reach it, for upload and file links (https://chat.example.org:8443; default: the address each client reached)") { a, v throws(Problem) in
+            guard v.hasPrefix("https://") || v.hasPrefix("http://"), !v.contains(" "), !v.dropFirst(8).contains("/") || v.hasSuffix("/") else {
+                throw Problem(description: "--web-url needs scheme://host[:port], such as https://chat.example.org:8443")
+            }
+            a.webURL = v.hasSuffix("/") ? String(v.dropLast()) : v
         },
         Flag(name: "upload-days", value: "N", scope: .hosting, help: "days an upload is kept (default 7; 0: until deleted from the data directory)") { a, v throws(Problem) in
             guard let days = Int(v), days >= 0, days <= 36_500 else { throw Problem(description: "--upload-days needs a number of days, not \"\(v)\"") }

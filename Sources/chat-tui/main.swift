@@ -324,17 +324,17 @@ func runServer(_ arguments: Arguments) async -> Never {
     }
     if arguments.uploadMaxSize > 0 {
         config.uploads = UploadSettings(directory: dataDirectory(arguments) + "/uploads", maxSize: arguments.uploadMaxSize,
-                                        quota: arguments.uploadQuota, days: arguments.uploadDays)
+                                        quota: arguments.uploadQuota, total: arguments.uploadTotal, days: arguments.uploadDays)
     }
-    if let tls {
-        config.certificateFingerprint = tls.fingerprint
-        config.certificateSelfSigned = tls.selfSigned
-    }
+    config.webURL = arguments.webURL
     // The default ports another room on this machine may hold (6697, 8097): go on without
     // them, saying so. A port given on the command line that is taken is an error.
     var webPort = arguments.webPort == 0 ? nil : arguments.webPort
     var handle: ServerHandle?
     while handle == nil {
+        // What the page shows of the certificate: the one the web port will present, if any.
+        config.certificateFingerprint = tls?.fingerprint
+        config.certificateSelfSigned = tls?.selfSigned ?? false
         do {
             handle = try ServerHandle.start(config: config, bind: arguments.bind, port: arguments.port,
                                             tls: tls.map { (port: arguments.tlsPort, context: $0.context) }, plaintext: arguments.plaintext,

@@ -169,13 +169,14 @@ def test_files_past_their_days_are_deleted_at_start(tmp_path):
         (uploads / name).write_bytes(b"data")
         (uploads / (name + ".meta")).write_text(f"4\t{when}\taddress:127.0.0.1\t{'0' * 64}\ttext/plain\tnote.txt\n")
     (uploads / ("c" * 24 + ".part")).write_bytes(b"half")
+    (uploads / ("d" * 24)).write_bytes(b"no description: a crash between the rename and the meta")
     server = web_server("--data-dir", str(tmp_path / "data"), "--upload-days", "7")
     try:
         response, _ = request(f"http://127.0.0.1:{server.web_port}/files/{old}/note.txt")
         assert response.status == 404
         response, got = request(f"http://127.0.0.1:{server.web_port}/files/{fresh}/note.txt")
         assert response.status == 200 and got == b"data"
-        assert sorted(os.listdir(uploads)) == [fresh, fresh + ".meta"], "the old file, its meta and the part are gone"
+        assert sorted(os.listdir(uploads)) == [fresh, fresh + ".meta"], "the old file, its meta, the part and the orphan are gone"
     finally:
         server.stop()
 
@@ -262,6 +263,15 @@ def test_chat_tui_uploads_a_file_another_downloads_it_with_the_same_sha256(web, 
         bob.wait_for("saved as " + str(tmp_path / "bob-dl" / "report 2026 (1).pdf"))
         bob.type("/download 7")
         bob.wait_for("No shared file 7")
+        # A message that only looks like a share (other words, another host) stays what it was.
+        peer = RawClient(web.port)
+        peer.register("mallory")
+        fake = "https://evil.example/files/0123456789abcdef01234567/x.exe"
+        peer.send(f"PRIVMSG #lobby :do not open {fake}")
+        peer.send(f"PRIVMSG #lobby :x.exe (1 KiB) {fake}")
+        bob.wait_for(f"<mallory> do not open {fake}")
+        bob.wait_for(f"<mallory> x.exe (1 KiB) {fake}")
+        assert not any("mallory shared" in line for line in bob.output)
     finally:
         for client in (alice, bob):
             client.type("/quit")
@@ -283,3 +293,29 @@ def test_an_upload_that_expects_100_continue_is_told_to_go_on(web):
         while b"\r\n\r\n" not in answer:
             answer += s.recv(4096)
         assert answer.startswith(b"HTTP/1.1 201 ")
+
+
+def test_a_stalled_upload_is_closed_and_the_disk_and_total_are_bounded(tmp_path):
+    server = web_server("--data-dir", str(tmp_path / "data"), "--upload-quota", "1M", "--upload-total", "100K",
+                        "--web-url", "http://chat.example.org:8443")
+    try:
+        erin = RawClient(server.port)
+        erin.register("erin")
+        url = filehost(erin)
+        # --web-url: the address others reach, whatever this client connected to.
+        assert url.startswith("http://chat.example.org:8443/upload/"), url
+        local = f"http://127.0.0.1:{server.web_port}" + urllib.parse.urlsplit(url).path
+        response, _ = upload(local, b"a" * 60_000, "one.bin")
+        assert response.status == 201 and response.getheader("Location").startswith("http://chat.example.org:8443/files/")
+        # Under the owner's quota, past everyone's total: 507.
+        response, body = upload(local, b"b" * 60_000, "two.bin")
+        assert response.status == 507 and b"no room" in body
+        # A sender that stops sending (under 4 KiB in 10 s) is answered 408 and its part removed.
+        with socket.create_connection(("127.0.0.1", server.web_port), timeout=40) as s:
+            path = urllib.parse.urlsplit(local).path
+            s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 30000\r\n\r\n".encode() + b"z" * 100)
+            answer = s.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 408 "), answer
+        assert not any(f.endswith(".part") for f in os.listdir(tmp_path / "data" / "uploads"))
+    finally:
+        server.stop()

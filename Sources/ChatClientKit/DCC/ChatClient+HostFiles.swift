@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ChatTransport
 import IRCWire
 
@@ -72,7 +75,17 @@ extension ChatClient {
             return
         }
         let directory = config.downloadDirectory
-        let unique = SafeFileName.unique(file.name) { Files.exists(directory + "/" + $0) }
+        // The name is taken at once (NAME.part made with O_EXCL), so two downloads never share it.
+        var unique = SafeFileName.unique(file.name) { Files.exists(directory + "/" + $0) }
+        while true {
+            let fd = open(directory + "/" + unique + ".part", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 { close(fd); break }
+            guard errno == EEXIST else {
+                note("Cannot write in \(directory): \(TransportError.errnoText(errno))", in: replyPlace)
+                return
+            }
+            unique = SafeFileName.unique(file.name) { Files.exists(directory + "/" + $0) || $0 == unique }
+        }
         let place = replyPlace
         let peer = place == .server ? "*" : state[place]?.name ?? "*"
         let info = transfers.add { id in

@@ -15,22 +15,26 @@ public struct SharedFile: Sendable, Equatable {
     /// whatever host name the sharer's link used.
     public let path: String
 
-    /// The shared file in a message's text, when the text is one (a link to the host's files).
-    static func parse(_ text: String, number: Int) -> SharedFile? {
-        let words = text.split(separator: " ", omittingEmptySubsequences: true)
-        guard let link = words.last, let url = HTTPURL(String(link)), url.path.hasPrefix("/files/") else { return nil }
+    /// The shared file in a message's text, when the text is exactly what an upload says
+    /// ("NAME (SIZE) URL", URL `/files/ID/NAME` on the web port `filehost` names): the name
+    /// shown is the URL's (the host made it safe), never the sender's other words. Anything
+    /// else, a link to another host's files among them, stays the message it was.
+    static func parse(_ text: String, number: Int, filehost: HTTPURL?) -> SharedFile? {
+        guard let filehost else { return nil }
+        let words = text.split(separator: " ", omittingEmptySubsequences: false)
+        guard words.count >= 4, let link = words.last, let url = HTTPURL(String(link)), url.port == filehost.port,
+              url.secure == filehost.secure else { return nil }
         let segments = url.path.split(separator: "/", omittingEmptySubsequences: false)
-        guard segments.count == 4, segments[2].utf8.count == 24, segments[2].utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
-        var size: String?
-        var nameWords = words.dropLast()
-        if let last = nameWords.last, last.hasSuffix(")"), nameWords.count >= 3, nameWords[nameWords.count - 2].hasPrefix("(") {
-            size = String(nameWords[nameWords.count - 2].dropFirst()) + " " + String(last.dropLast())
-            nameWords = nameWords.dropLast(2)
-        }
-        let named = nameWords.joined(separator: " ")
-        let fromURL = String(segments[3]).removingPercentEncoding ?? String(segments[3])
-        let name = SafeFileName.make(named.isEmpty ? fromURL : named)
-        return SharedFile(number: number, name: name, size: size, path: url.path)
+        guard segments.count == 4, segments[1] == "files", segments[2].utf8.count == 24,
+              segments[2].utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        let unit = words[words.count - 2], amount = words[words.count - 3]
+        guard amount.hasPrefix("("), unit.hasSuffix(")"), ["B)", "KiB)", "MiB)", "GiB)", "TiB)"].contains(unit),
+              Double(amount.dropFirst()) != nil else { return nil }
+        guard let decoded = String(segments[3]).removingPercentEncoding else { return nil }
+        let name = SafeFileName.make(decoded)
+        // The words before the size must be the name the link carries (what an upload says).
+        guard SafeFileName.make(words.dropLast(3).joined(separator: " ")) == name else { return nil }
+        return SharedFile(number: number, name: name, size: amount.dropFirst() + " " + unit.dropLast(), path: url.path)
     }
 }
 
@@ -228,7 +232,7 @@ enum HostTransfer {
         var sent: UInt64 = 0
         while sent < info.size {
             if table[id]?.cancelRequested ?? true { return (.cancelled, nil) }
-            let count = read(file, &buffer, buffer.count)
+            let count = read(file, &buffer, Int(min(UInt64(buffer.count), info.size - sent)))
             if count < 0 { return (.failed("read error: \(TransportError.errnoText(errno))"), nil) }
             if count == 0 { break }
             // A refusal comes before the body is read (413, 507): the send then fails; its answer says why.
@@ -258,8 +262,9 @@ enum HostTransfer {
             return .failed("the host answered \(response.status)\(words.isEmpty ? "" : ": " + words)")
         }
         table.record(id, .sized(length))
+        // NAME.part was made (empty, O_EXCL) when the name was picked: ours alone.
         let part = info.localPath + ".part"
-        let file = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let file = open(part, O_WRONLY | O_CLOEXEC)
         guard file >= 0 else { return .failed("cannot write \(part): \(TransportError.errnoText(errno))") }
         table.record(id, .started(position: 0, time: WallClock.now()))
         let started = Monotonic.now()
@@ -287,7 +292,16 @@ enum HostTransfer {
         close(file)
         guard ok, synced else { return .failed("cannot write \(part): \(TransportError.errnoText(errno))") }
         guard received == length else { return .failed("the connection ended after \(received) of \(length) bytes; the partial file stays as \(part)") }
-        guard rename(part, info.localPath) == 0 else { return .failed("cannot rename \(part): \(TransportError.errnoText(errno))") }
+        // Never over a file that appeared meanwhile: link fails if the name is taken, and the
+        // next free name is used.
+        var final = info.localPath
+        while link(part, final) != 0 {
+            guard errno == EEXIST else { return .failed("cannot save \(final): \(TransportError.errnoText(errno))") }
+            let directory = Paths.directory(of: info.localPath)
+            final = directory + "/" + SafeFileName.unique(Paths.lastComponent(of: info.localPath)) { Files.exists(directory + "/" + $0) }
+        }
+        unlink(part)
+        if final != info.localPath { table.record(id, .savingTo(final)) }
         return .done(sha256: "", seconds: Monotonic.now() - started)
     }
 }

@@ -693,8 +693,12 @@ function trimURL(u) {
     else return u;
   }
 }
+// A file held by this host: /files/ID/NAME on the upload address's port (whatever name the sharer used for the host).
 function isFileURL(u) {
-  try { return !!S.filehost && new URL(u).href.startsWith(new URL('.', S.filehost).href); } catch (e) { return false; }
+  try {
+    const url = new URL(u), host = S.filehost && new URL(S.filehost);
+    return !!host && url.port === host.port && /^\/files\/[0-9a-f]{24}\/[^/]+$/.test(url.pathname);
+  } catch (e) { return false; }
 }
 function linkEl(u, text, download) {
   const a = h('a', download ? 'file-link' : null, text);
@@ -708,7 +712,7 @@ function linkEl(u, text, download) {
 function renderText(parent, raw) {
   const text = clean(raw);
   const file = /^(.+) \((\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB))\) (https?:\/\/\S+)$/.exec(text);
-  if (file && httpURL(file[3])) { // an upload: "name (size) URL"
+  if (file && httpURL(file[3]) && isFileURL(file[3])) { // an upload to this host: "name (size) URL"
     parent.append('📎 ', linkEl(file[3], file[1], file[1]), ' (' + file[2] + ')');
     return;
   }
@@ -1509,7 +1513,8 @@ function upload(file) {
   xhr.open('POST', S.filehost);
   xhr.setRequestHeader('Content-Type', file.type || 'application/octet-stream');
   xhr.setRequestHeader('Content-Disposition', "attachment; filename*=UTF-8''" + encodeURIComponent(file.name).replace(/['()*]/g, (ch) => '%' + ch.charCodeAt(0).toString(16).toUpperCase()));
-  if (S.creds && S.loggedIn && /^https:/i.test(S.filehost)) xhr.setRequestHeader('Authorization', 'Basic ' + b64(S.creds.account + ':' + S.creds.password));
+  // The connection's own upload URL needs no password; only an account's /upload would.
+  if (S.creds && S.loggedIn && /^https:/i.test(S.filehost) && /\/upload$/.test(new URL(S.filehost).pathname)) xhr.setRequestHeader('Authorization', 'Basic ' + b64(S.creds.account + ':' + S.creds.password));
   xhr.upload.onprogress = (e) => { if (e.lengthComputable) prog.value = e.loaded / e.total; };
   cancel.addEventListener('click', () => { xhr.abort(); item.remove(); });
   xhr.onload = () => {
@@ -1521,7 +1526,10 @@ function upload(file) {
     item.remove();
     const loc = xhr.getResponseHeader('Location');
     if (!loc) return fail('the server gave no address back');
-    const url = new URL(loc, S.filehost).href, line = file.name.replace(/[\x00-\x1f\x7f]/g, ' ') + ' (' + humanSize(file.size) + ') ' + url;
+    // The name the host stored it under (made safe there), as the link says it.
+    let stored = file.name;
+    try { stored = JSON.parse(xhr.responseText).name || stored; } catch (e) { /* not chat-tui's answer */ }
+    const url = new URL(loc, S.filehost).href, line = stored.replace(/[\x00-\x1f\x7f]/g, ' ') + ' (' + humanSize(file.size) + ') ' + url;
     if (S.registered) privmsg(c.name, line); else localLine('Uploaded, but not connected to send it: ' + url, 'error', c);
   };
   xhr.onerror = () => fail('could not reach ' + S.filehost);
