@@ -8,7 +8,7 @@ DEB_PACKAGES := pkg-config libncurses-dev libsqlite3-dev ngircd inspircd irssi w
 # Python modules the interop tests use, with the PyPI package that provides each.
 PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 
-.PHONY: all deps build release run test test-swift test-interop bench clean
+.PHONY: all deps build release run test test-swift test-interop bench fuzz clean
 
 all: build
 
@@ -32,7 +32,12 @@ test: deps
 	# the client actors they wait for (10 s timeouts with no events). Sequential: ~50 s.
 	$(SWIFT) test --skip-build --no-parallel
 	$(SWIFT) build --product chat-tui
+	# The fuzz targets' corpora replayed, then mutated for 2 s each (make fuzz: libFuzzer).
+	for t in irc framer ctcp sasl client http websocket; do ./.build/debug/chat-fuzz $$t Fuzz/corpus/$$t 2 || exit 1; done
 	python3 -m pytest -q tests/interop
+
+fuzz: deps
+	sh scripts/fuzz.sh
 
 bench: deps release
 	python3 bench/run.py

@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .executable(name: "chat-tui", targets: ["chat-tui"]),
         .executable(name: "chat-bench", targets: ["chat-bench"]),
+        .executable(name: "chat-fuzz", targets: ["chat-fuzz"]),
     ],
     targets: [
         // The C declarations Swift's Glibc module leaves out (epoll, eventfd, accept4).
@@ -51,6 +52,9 @@ let package = Package(
         .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
         // The load generator for `make bench`: plain IRC on IRCWire and ChatTransport.
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
+        // The fuzz targets: a corpus replayer and mutator as built here (make test), libFuzzer
+        // with AddressSanitizer when make fuzz builds it with -sanitize=fuzzer,address -DFUZZING.
+        .executableTarget(name: "chat-fuzz", dependencies: ["IRCWire", "ChatTransport", "ChatWeb", "ChatClientKit"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatLinkTests", dependencies: ["ChatLink", "IRCWire"]),
         .testTarget(name: "ChatWebTests", dependencies: ["ChatWeb", "IRCWire", "ChatTransport"]),

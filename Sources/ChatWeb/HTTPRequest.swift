@@ -39,7 +39,8 @@ public struct HTTPRequest: Sendable, Equatable {
     /// never mapped to a file.
     public var path: String? {
         let raw = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-        guard raw.hasPrefix("/"), let decoded = HTTPRequest.percentDecoded(raw) else { return nil }
+        // Raw control bytes (a NUL among them) are no part of a URL (found by the http fuzz target).
+        guard raw.hasPrefix("/"), !raw.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }), let decoded = HTTPRequest.percentDecoded(raw) else { return nil }
         for segment in decoded.split(separator: "/", omittingEmptySubsequences: false) where segment == ".." || segment == "." {
             return nil
         }

@@ -1,7 +1,7 @@
 extension IRCMessage {
     /// The line as bytes, ending in CR LF. The part after the tags is cut to 512 bytes
-    /// at a UTF-8 character boundary; CR, LF and NUL inside parameters become spaces,
-    /// so no parameter can smuggle in a second line.
+    /// at a UTF-8 character boundary; CR, LF and NUL inside the source, the command or a
+    /// parameter become spaces, so nothing can smuggle in a second line.
     public func serialized() -> [UInt8] { serialized(maxBodyBytes: IRCLimits.lineBytes - 2) }
 
     /// The same with another cut: lines between servers may be longer than a client's.
@@ -12,10 +12,10 @@ extension IRCMessage {
         let bodyStart = out.count
         if let source {
             out.append(UInt8(ascii: ":"))
-            out.append(contentsOf: source.utf8)
+            IRCMessage.appendOneLine(source, to: &out)
             out.append(UInt8(ascii: " "))
         }
-        out.append(contentsOf: command.utf8)
+        IRCMessage.appendOneLine(command, to: &out)
         for (i, param) in params.enumerated() {
             out.append(UInt8(ascii: " "))
             let isLast = i == params.count - 1
@@ -46,6 +46,16 @@ extension IRCMessage {
         }
         IRCMessage.endLine(&out, bodyStart: bodyStart, maxBodyBytes: maxBodyBytes)
         return out
+    }
+
+    /// A source or a command, with CR, LF and NUL made spaces like a parameter's: whatever a
+    /// message holds, it is written as one line (the irc fuzz target found a source with LF).
+    static func appendOneLine(_ text: String, to out: inout [UInt8]) {
+        if text.utf8.contains(where: { $0 == 13 || $0 == 10 || $0 == 0 }) {
+            for byte in text.utf8 { out.append(byte == 13 || byte == 10 || byte == 0 ? UInt8(ascii: " ") : byte) }
+        } else {
+            out.append(contentsOf: text.utf8)
+        }
     }
 
     /// Cuts the body (from `bodyStart`) to 512 bytes with its line ending, at a UTF-8 character

@@ -75,6 +75,14 @@ struct WebAssetTests {
         #expect(request.basicCredentials == nil)
     }
 
+    @Test("fuzz finding (http): a raw NUL or control byte in the target is no path")
+    func rawControlsInTheTarget() {
+        for target in ["/irc\u{0}", "/a\u{1}b", "/files/\u{7F}", "/\tx"] {
+            #expect(HTTPRequest(method: "GET", target: target, version: 11, headers: []).path == nil, "\(Array(target.utf8))")
+        }
+        #expect(HTTPRequest(method: "GET", target: "/irc?x=\u{1}", version: 11, headers: []).path == "/irc", "the query is not the path")
+    }
+
     @Test("JSON strings: quotes, backslashes, controls and line separators escaped")
     func json() {
         #expect(JSONText.quoted("a\"b\\c\n\u{1}\u{2028}é") == "\"a\\\"b\\\\c\\n\\u0001\\u2028é\"")

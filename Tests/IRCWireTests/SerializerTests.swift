@@ -68,3 +68,11 @@ func sourceParsing() {
     #expect(IRCSource(parsing: "a@b").host == "b")
     #expect(full.description == "nick!user@host.example")
 }
+
+@Test("fuzz finding (irc): a source or a command holding CR, LF or NUL is still written as one line")
+func sourceAndCommandStayOneLine() {
+    let message = IRCMessage(source: "alic\ne!al@10.0.0.1", command: "BA\rTCH\0", params: ["-s"])
+    let line = message.serialized()
+    #expect(line.filter { $0 == 10 }.count == 1 && !line.dropLast(2).contains(13) && !line.contains(0))
+    #expect(String(decoding: line, as: UTF8.self) == ":alic e!al@10.0.0.1 BA TCH  -s\r\n")
+}
