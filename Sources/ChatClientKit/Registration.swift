@@ -214,19 +214,13 @@ public struct Registration: Sendable {
         let list = (rest.last ?? "").split(separator: " ").map(String.init)
         switch subcommand {
         case "LS":
-            for entry in list {
-                let parts = entry.split(separator: "=", maxSplits: 1)
-                offered[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
-            }
+            record(offered: list)
             // A `*` before the list means more LS lines follow.
             if rest.count >= 2 && rest[0] == "*" { return [] }
             guard phase == .listing else { return [] }
             return request(from: Set(offered.keys))
         case "NEW":
-            for entry in list {
-                let parts = entry.split(separator: "=", maxSplits: 1)
-                offered[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
-            }
+            record(offered: list)
             let fresh = settings.wantedCapabilities.filter { name in list.contains { $0.hasPrefix(name) } && !acknowledged.contains(name) }
             return fresh.isEmpty ? [] : [.send(IRCMessage("CAP", "REQ", fresh.joined(separator: " ")))]
         case "DEL":
@@ -254,6 +248,16 @@ public struct Registration: Sendable {
             return endNegotiation()
         default:
             return []
+        }
+    }
+
+    /// `name` or `name=value` entries of CAP LS and NEW; an entry with no name (`=`, `=x`) is
+    /// nobody's (the client fuzz target found `CAP * LS :=` trapping here).
+    mutating func record(offered list: [String]) {
+        for entry in list {
+            let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = parts.first, !name.isEmpty else { continue }
+            offered[String(name)] = parts.count > 1 ? String(parts[1]) : ""
         }
     }
 

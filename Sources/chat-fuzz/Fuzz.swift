@@ -1,3 +1,4 @@
+import CSystem
 import ChatClientKit
 import ChatTransport
 import ChatWeb
@@ -133,7 +134,7 @@ nonisolated(unsafe) var chosen: @Sendable ([UInt8]) -> Void = fuzzIRC
 public func fuzzerInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> Int32 {
     let name = getenv("FUZZ_TARGET").map { String(cString: $0) } ?? "irc"
     guard let target = targets[name] else {
-        fputs("FUZZ_TARGET must be one of \(targets.keys.sorted().joined(separator: ", "))\n", stderr)
+        print("FUZZ_TARGET must be one of \(targets.keys.sorted().joined(separator: ", "))")
         exit(2)
     }
     chosen = target
@@ -144,6 +145,15 @@ public func fuzzerInitialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: Unsafe
 public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     chosen(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
     return 0
+}
+
+/// The entry point SwiftPM links as `main` for this executable: libFuzzer's driver, which
+/// calls LLVMFuzzerInitialize and then the target with each input it makes.
+@_cdecl("chat_fuzz_main")
+public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var vector = argv
+    return LLVMFuzzerRunDriver(&count, &vector) { data, size in fuzzerTestOneInput(data, size) }
 }
 #else
 /// `chat-fuzz TARGET CORPUS-DIR [SECONDS]`: every file of the corpus through the target, then

@@ -30,6 +30,10 @@ let registrationCases: [RegistrationCase] = [
     RegistrationCase(name: "NAK ends negotiation without capabilities", received: [
         ":srv CAP * LS :server-time", ":srv CAP * NAK :server-time",
     ], expected: [send("CAP REQ server-time"), send("CAP END")], phase: .welcoming),
+    RegistrationCase(name: "fuzz finding (client): entries with no name (=, =x) in LS and NEW are skipped, not a trap", received: [
+        ":srv CAP * LS := =x server-time",
+        ":srv CAP * NEW :=",
+    ], expected: [send("CAP REQ server-time")], phase: .requesting),
     RegistrationCase(name: "nothing wanted is offered: CAP END at once", received: [
         ":srv CAP * LS :account-tag",
     ], expected: [send("CAP END")]),

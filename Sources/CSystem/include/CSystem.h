@@ -38,4 +38,8 @@ static inline int csystem_EPOLL_CTL_ADD(void) { return EPOLL_CTL_ADD; }
 static inline int csystem_EPOLL_CTL_MOD(void) { return EPOLL_CTL_MOD; }
 static inline int csystem_EPOLL_CTL_DEL(void) { return EPOLL_CTL_DEL; }
 
+/* libFuzzer's driver, for chat-fuzz built with -sanitize=fuzzer (make fuzz): SwiftPM names the
+   executable's entry point itself, so chat-fuzz's entry calls the driver (only then is it linked). */
+int LLVMFuzzerRunDriver(int *argc, char ***argv, int (*callback)(const uint8_t *data, size_t size));
+
 #endif
