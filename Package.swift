@@ -54,7 +54,7 @@ let package = Package(
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
         // The fuzz targets: a corpus replayer and mutator as built here (make test), libFuzzer
         // with AddressSanitizer when make fuzz builds it with -sanitize=fuzzer,address -DFUZZING.
-        .executableTarget(name: "chat-fuzz", dependencies: ["CSystem", "IRCWire", "ChatTransport", "ChatWeb", "ChatClientKit"]),
+        .executableTarget(name: "chat-fuzz", dependencies: ["CSystem", "IRCWire", "ChatTransport", "ChatWeb", "ChatClientKit", "ChatLink"]),
         .testTarget(name: "IRCWireTests", dependencies: ["IRCWire"]),
         .testTarget(name: "ChatLinkTests", dependencies: ["ChatLink", "IRCWire"]),
         .testTarget(name: "ChatWebTests", dependencies: ["ChatWeb", "IRCWire", "ChatTransport"]),

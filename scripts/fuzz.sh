@@ -6,7 +6,7 @@
 # Then the server state's stateful fuzzer, with more steps and seeds than make test runs.
 set -eu
 SECONDS_EACH="${FUZZ_SECONDS:-60}"
-TARGETS="${FUZZ_TARGETS:-irc framer ctcp sasl client http websocket}"
+TARGETS="${FUZZ_TARGETS:-irc framer ctcp sasl client http websocket link}"
 swift build --product chat-fuzz --build-path .build/fuzz \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING
 BIN=.build/fuzz/debug/chat-fuzz

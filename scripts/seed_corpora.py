@@ -66,6 +66,14 @@ def main():
         write("websocket", bytes([3 + i]) + frame(1, payload))
         write("websocket", bytes([5]) + frame(1, payload[:3], final=False) + frame(9, b"ping") + frame(0, payload[3:]))
     write("websocket", bytes([2]) + frame(8, b"\x03\xe8bye"))
+    # Server-to-server lines, from the link tests and the InspIRCd transcripts.
+    link_sources = glob.glob(os.path.join(ROOT, "Tests", "ChatLinkTests", "*.swift")) + \
+        glob.glob(os.path.join(ROOT, "Tests", "ChatServerKitTests", "Link*.swift")) + [os.path.join(ROOT, "docs", "inspircd-link-notes.md")]
+    verbs = "SERVER|UID|FJOIN|CAPAB|BURST|ENDBURST|FMODE|IJOIN|PRIVMSG|SQUIT|NICK|QUIT|PART|KICK|FTOPIC|METADATA"
+    for path in link_sources:
+        text = open(path, encoding="utf-8").read()
+        for m in re.finditer(r"(:?[0-9A-Z]{3,9} (?:" + verbs + r")[^\"\n]*)", text):
+            write("link", m.group(1).encode())
     for target in sorted(os.listdir(OUT)):
         print(f"{target}: {len(os.listdir(os.path.join(OUT, target)))} inputs")
 

@@ -1,5 +1,6 @@
 import CSystem
 import ChatClientKit
+import ChatLink
 import ChatTransport
 import ChatWeb
 import IRCWire
@@ -24,6 +25,7 @@ let targets: [String: @Sendable ([UInt8]) -> Void] = [
     "client": fuzzClient,
     "http": fuzzHTTP,
     "websocket": fuzzWebSocket,
+    "link": fuzzLink,
 ]
 
 /// A line parses or is refused; one that parses serialises to a line that parses to the same
@@ -124,6 +126,28 @@ func fuzzWebSocket(_ bytes: [UInt8]) {
     let split = min(bytes.count, Int(first) + 1)
     for event in reader.feed(Array(bytes[1..<split])) + reader.feed(Array(bytes[split...])) {
         if case .message(let payload) = event { precondition(payload.count <= reader.maxMessage) }
+    }
+}
+
+/// Server-to-server lines (InspIRCd's 1205): SERVER, UID and FJOIN parsed from any line come
+/// back equal from the lines we would write for them (FJOIN's members over as many lines as it takes).
+func fuzzLink(_ bytes: [UInt8]) {
+    guard let message = try? IRCMessage(bytes: bytes) else { return }
+    if let server = ServerLine(message) {
+        precondition(ServerLine(server.message(source: message.source)) == server, "SERVER round trip")
+    }
+    if let uid = UIDLine(message) {
+        precondition(UIDLine(uid.message(source: "0AA")) == uid, "UID round trip: \(uid)")
+    }
+    if let fjoin = FJOINLine(message) {
+        let lines = fjoin.messages(source: "0AA")
+        var members: [FJOINLine.Member] = []
+        for line in lines {
+            guard let part = FJOINLine(line) else { preconditionFailure("an FJOIN we wrote does not parse: \(line)") }
+            precondition(part.room == fjoin.room && part.timestamp == fjoin.timestamp && part.modes == fjoin.modes)
+            members += part.members
+        }
+        precondition(members == fjoin.members, "FJOIN's members changed on the way")
     }
 }
 

@@ -294,3 +294,38 @@ def test_lines_pipelined_over_tls_all_arrive(tls_server):
     watcher.wait_for(lambda l: seen.append(l) or l.endswith(":line 2999"), timeout=20)
     numbers = [int(l.rsplit(" ", 1)[1]) for l in seen if " PRIVMSG #lobby :line " in l]
     assert numbers == list(range(3000))
+
+
+def test_sslscan_finds_only_modern_forward_secret_tls(tls_server, tmp_path):
+    """The TLS port and the web port (which speaks the same TLS) as Debian's sslscan sees them:
+    TLS 1.2 and 1.3 only, every suite forward secret (ECDHE) and AEAD, elliptic-curve groups
+    only, no compression, no renegotiation, no Heartbleed (issue 28's security figures)."""
+    if not shutil.which("sslscan"):
+        pytest.fail("sslscan is missing: make deps installs it")
+    import xml.etree.ElementTree as ET
+    web_port = free_port()
+    web = Server("--web-port", str(web_port), "--tls-port", str(free_port()), "--data-dir", str(tmp_path / "web"))
+    try:
+        for port in (tls_server.tls_port, web_port):
+            out = subprocess.run(["sslscan", "--no-colour", f"--xml={tmp_path}/scan-{port}.xml", f"127.0.0.1:{port}"],
+                                 capture_output=True, text=True, timeout=180)
+            report = ET.parse(tmp_path / f"scan-{port}.xml").getroot().find("ssltest")
+            enabled = {p.get("type") + p.get("version"): p.get("enabled") for p in report.findall("protocol")}
+            assert enabled == {"ssl2": "0", "ssl3": "0", "tls1.0": "0", "tls1.1": "0", "tls1.2": "1", "tls1.3": "1"}, enabled
+            ciphers = [c.get("cipher") for c in report.findall("cipher")]
+            assert ciphers, out.stdout
+            for cipher in ciphers:
+                aead = "GCM" in cipher or "CHACHA20" in cipher
+                forward_secret = cipher.startswith(("ECDHE-", "TLS_"))
+                assert aead and forward_secret, f"port {port} accepts {cipher}:\n{out.stdout}"
+            groups = [g.get("name") for g in report.findall("group")]
+            assert groups and not any("ffdhe" in g for g in groups), groups
+            for heartbleed in report.findall("heartbleed"):
+                assert heartbleed.get("vulnerable") == "0"
+            renegotiation = report.find("renegotiation")
+            assert renegotiation is None or renegotiation.get("supported") == "0"
+            if os.environ.get("CHAT_TUI_SCREENS"):
+                with open(os.path.join(os.environ["CHAT_TUI_SCREENS"], f"sslscan-{port}.txt"), "w") as f:
+                    f.write(out.stdout)
+    finally:
+        web.stop()
