@@ -30,8 +30,8 @@ public struct HistoryOptions: Sendable {
 /// is taken on the next wake-up. The passwords' (PBKDF2) and the history reads' each have one:
 /// on two cores the other is the loop's.
 final class Worker<Job: Sendable, Outcome: Sendable>: Sendable {
-    private let jobs = Mutex<(queue: [Job], stopped: Bool)>(([], false))
-    private let results = Mutex<[(Job, Outcome)]>([])
+    private let jobs = Locked<(queue: [Job], stopped: Bool)>(([], false))
+    private let results = Locked<[(Job, Outcome)]>([])
     private let ready = Semaphore()
     private let wakeup: Wakeup
 
@@ -1025,7 +1025,7 @@ public final class ServerHandle: Sendable {
 
     var stopRequested: Bool { stopping.load(ordering: .acquiring) }
 
-    private let replacementTLS = Mutex<TLSContext?>(nil)
+    private let replacementTLS = Locked<TLSContext?>(nil)
 
     /// Uses this TLS context for connections accepted from now on; connected clients stay.
     public func replaceTLS(_ context: TLSContext) {
@@ -1142,7 +1142,7 @@ public final class ServerHandle: Sendable {
 
 /// Sockets of outgoing links, from their dialling threads to the loop.
 private final class DialResults: Sendable {
-    let list = Mutex<[(LinkBlock, Result<Int32, TransportError>)]>([])
+    let list = Locked<[(LinkBlock, Result<Int32, TransportError>)]>([])
 }
 
 /// Where other servers link to this one, and the TLS it speaks on links.

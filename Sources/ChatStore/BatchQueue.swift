@@ -12,7 +12,7 @@ final class BatchQueue<Item: Sendable>: Sendable {
         /// Producers waiting for the writer to take what is queued.
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let ready = Semaphore()
     private let finished = Semaphore()
     let bound: Int

@@ -116,7 +116,8 @@ public final class ClientLog: Sendable {
         while true {
             pending.waitForItems(0.2)
             // Taken and written under `writing`: `sync` never finds a batch taken and not yet stored.
-            let stopped = writing.withLock { _ -> Bool in
+            let stopped = writing.withLock { written -> Bool in
+                written += 1
                 let (lines, stopped) = pending.takeNow()
                 if !lines.isEmpty, !store(lines, into: database), stopped, failedAtStop < 25 {
                     // Closing with a batch that will not go in: a few more tries (5 s), then it is lost, said.
@@ -146,7 +147,7 @@ public final class ClientLog: Sendable {
         }
     }
 
-    private let problem = Mutex<String?>(nil)
+    private let problem = Locked<String?>(nil)
 
     /// Why lines are waiting to be written, while they are (nil once a batch went in).
     public var writeProblem: String? { problem.withLock { $0 } }
@@ -178,14 +179,15 @@ public final class ClientLog: Sendable {
     /// after the batch the writer may be writing: a process that exits right after must not
     /// cut that batch off (with batches of thousands of lines, a quit lost up to 31 of 30,001).
     public func sync() {
-        writing.withLock { _ in
+        writing.withLock { written in
+            written += 1
             let lines = pending.takeNow().items
             if !lines.isEmpty { _ = store(lines, into: reader.database) }
         }
     }
 
-    /// Held while a batch is written, by the writer and by `sync`.
-    private let writing = Mutex(())
+    /// Held while a batch is written, by the writer and by `sync` (the value counts the batches).
+    private let writing = Locked(0)
 
     /// Writes lines now, on the calling thread (the shell's import, tests).
     public func insertNow(_ lines: [LoggedLine]) throws(Database.Failure) {

@@ -1,4 +1,5 @@
 import CSQLite
+import ChatTransport
 import Synchronization
 
 /// One SQLite database file, used from one thread at a time. WAL mode, so readers never wait
@@ -8,7 +9,7 @@ public final class Database {
     /// `query`'s statements, prepared once per SQL text (preparing was most of the cost of the
     /// look-ups a registration makes: SQLite's parser showed in the arrivals profile). A statement
     /// is taken out while it runs, so two threads never share one.
-    private let prepared = Mutex<[String: StatementBox]>([:])
+    private let prepared = Locked<[String: StatementBox]>([:])
 
     private final class StatementBox: @unchecked Sendable {
         let statement: OpaquePointer

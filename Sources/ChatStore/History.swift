@@ -298,13 +298,13 @@ public final class HistoryHealth: Sendable {
 /// (its sender's echo waits for it); `health` says meanwhile that storing fails.
 public final class HistoryWriter: Sendable {
     private let pending = BatchQueue<HistoryRow>()
-    private let stats = Mutex<(rows: Int, commits: Int, failures: Int)>((0, 0, 0))
+    private let stats = Locked<(rows: Int, commits: Int, failures: Int)>((0, 0, 0))
     public let health: HistoryHealth
     /// Changes to the saved rooms, written before the rows that came after them: an echo that
     /// waited for its commit means the room's rules set before it are stored too.
-    private let roomChanges = Mutex<[(key: String, change: RoomStore.Change)]>([])
+    private let roomChanges = Locked<[(key: String, change: RoomStore.Change)]>([])
     /// Rows to delete (REDACT), after every row handed over before them.
-    private let forgotten = Mutex<[Edit]>([])
+    private let forgotten = Locked<[Edit]>([])
 
     /// A change to rows already handed over: applied after them.
     enum Edit {

@@ -70,7 +70,7 @@ public final class LineConnection: Sendable {
     public let peer: String
     /// The address of our end, for DCC offers later.
     public let localHost: String
-    private let shared: Mutex<Shared>
+    private let shared: Locked<Shared>
     private let fd: Int32
     /// The I/O thread sleeps in poll on the socket and on this (the server loop's eventfd kind).
     private let wakeup: Wakeup
@@ -90,7 +90,7 @@ public final class LineConnection: Sendable {
         certificate = tls.map { PeerCertificate(fingerprint: $0.peerFingerprint.map(TLSCertificates.format) ?? "", problem: $0.verificationProblem) }
         peer = SocketAddress.peer(of: fd).map(SocketAddress.describe) ?? "?"
         localHost = SocketAddress.local(of: fd).map(SocketAddress.host(of:)) ?? "?"
-        shared = Mutex(Shared())
+        shared = Locked(Shared())
         let (stream, continuation) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .unbounded)
         input = stream
         let loop = IOLoop(connection: self, continuation: continuation)
@@ -201,7 +201,7 @@ public final class LineConnection: Sendable {
             var cancelled = false
             var finished = false
         }
-        private let state = Mutex(State())
+        private let state = Locked(State())
         /// Signalled when the caller gives up; the connect polls it.
         let cancel: Wakeup
 

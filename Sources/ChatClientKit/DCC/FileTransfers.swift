@@ -1,3 +1,4 @@
+import ChatTransport
 import Synchronization
 
 /// One file transfer, as the front end shows it.
@@ -162,7 +163,7 @@ extension TransferInfo {
 /// the worker threads. Each change is an event applied by `TransferInfo.apply`; what changed
 /// is published (progress at most once per percent) so a screen draws it from its own view.
 public final class FileTransfers: Sendable {
-    private let table = Mutex<(next: Int, items: [Int: TransferInfo])>((1, [:]))
+    private let table = Locked<(next: Int, items: [Int: TransferInfo])>((1, [:]))
     private let publish: @Sendable (TransferInfo) -> Void
 
     public init(publish: @escaping @Sendable (TransferInfo) -> Void = { _ in }) {
