@@ -394,7 +394,8 @@ final class ServerRuntime {
             }
             state.connected(connection.id, host: host, peer: peer, secure: connection.tls != nil, now: WallClock.now())
             connection.session = state.sessions[connection.id]
-            connection.session?.fileHostBase = fileHostBase(secure: tls != nil, host: SocketAddress.localHost(of: fd))
+            // (The local address only when there are uploads: getsockname is a system call per arrival.)
+            if fileHost != nil { connection.session?.fileHostBase = fileHostBase(secure: tls != nil, host: SocketAddress.localHost(of: fd)) }
             apply()
         }
     }
