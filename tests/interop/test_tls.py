@@ -299,7 +299,7 @@ def test_lines_pipelined_over_tls_all_arrive(tls_server):
 def test_sslscan_finds_only_modern_forward_secret_tls(tls_server, tmp_path):
     """The TLS port and the web port (which speaks the same TLS) as Debian's sslscan sees them:
     TLS 1.2 and 1.3 only, every suite forward secret (ECDHE) and AEAD, elliptic-curve groups
-    only, no compression, no renegotiation, no Heartbleed (issue 28's security figures)."""
+    only, no renegotiation, no Heartbleed (issue 28's security figures)."""
     if not shutil.which("sslscan"):
         pytest.fail("sslscan is missing: make deps installs it")
     import xml.etree.ElementTree as ET
