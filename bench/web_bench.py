@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from link_bench import free_port, repeated  # the same helpers as the link figures'
+
 CLIENTS = 100
 SENDERS = 5
 MESSAGES = 1000          # each sender's
@@ -39,12 +41,6 @@ TEXT_BYTES = 60
 UPLOAD_MIB = 256
 PATTERN = " PRIVMSG #lobby :"
 SUBPROTOCOL = "text.ircv3.net"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_port(port, timeout=10):
@@ -380,16 +376,6 @@ def upload_once(Server, path, mib):
         server.stop()
         if os.path.exists(copy):
             os.unlink(copy)
-
-
-def repeated(repeats, measure):
-    runs = []
-    for _ in range(repeats):
-        try:
-            runs.append(measure())
-        except Exception as error:
-            runs.append({"error": str(error)})
-    return runs
 
 
 def run(Server, cpu_seconds, load_core, repeats, messages=MESSAGES, rate=RATE, upload_mib=UPLOAD_MIB, parts=("fanout", "upload")):

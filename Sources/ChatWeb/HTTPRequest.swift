@@ -73,27 +73,10 @@ public struct HTTPRequest: Sendable, Equatable {
         return (String(text[..<colon]), String(text[text.index(after: colon)...]))
     }
 
+    /// An encoded slash, backslash or NUL would let a name stand for a path (a NUL is refused in
+    /// a file name too).
     static func percentDecoded(_ text: String, allowSlashes: Bool = false) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-            let decoded = high << 4 | low
-            // An encoded slash, backslash or NUL would let a name stand for a path.
-            guard decoded != 0, allowSlashes || (decoded != UInt8(ascii: "/") && decoded != UInt8(ascii: "\\")) else { return nil }
-            bytes.append(decoded)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        URLText.percentDecoded(text) { $0 == 0 || (!allowSlashes && ($0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "\\"))) }
     }
 }
 

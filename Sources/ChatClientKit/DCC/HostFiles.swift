@@ -30,7 +30,7 @@ public struct SharedFile: Sendable, Equatable {
         let unit = words[words.count - 2], amount = words[words.count - 3]
         guard amount.hasPrefix("("), unit.hasSuffix(")"), ["B)", "KiB)", "MiB)", "GiB)", "TiB)"].contains(unit),
               Double(amount.dropFirst()) != nil else { return nil }
-        guard let decoded = String(segments[3]).removingPercentEncoding else { return nil }
+        guard let decoded = URLText.percentDecoded(String(segments[3])) else { return nil }
         let name = SafeFileName.make(decoded)
         // The words before the size must be the name the link carries (what an upload says).
         guard SafeFileName.make(words.dropLast(3).joined(separator: " ")) == name else { return nil }
@@ -71,21 +71,6 @@ public struct HTTPURL: Sendable, Equatable {
     /// `scheme://host:port`, as a Host header and a base for paths.
     public var origin: String { (secure ? "https://" : "http://") + (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
     var hostHeader: String { (host.contains(":") ? "[\(host)]" : host) + ":\(port)" }
-}
-
-extension String {
-    /// `%XX` decoded; nil when an escape is broken or the bytes are not UTF-8.
-    var removingPercentEncoding: String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next(), let low = iterator.next(),
-                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(value)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
 }
 
 /// The blocking half of files through the host: one upload or download on its own thread,
