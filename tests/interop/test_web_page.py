@@ -120,6 +120,17 @@ def test_a_browser_chats_with_a_terminal_user_and_shares_a_file(web, tmp_path):
     tmux.type("/msg webby hello back from the terminal")
     wait_until(lambda: "hello back from the terminal" in texts(driver), "bob's answer in the page", shows=lambda: str(texts(driver)))
     shoot(web, "direct")
+    # /msg from the room: the message goes, and the room's input is empty when one comes back
+    # (the command was once kept there as the room's draft, ready to be sent again).
+    lobby = '#conversations li[data-target="#lobby"]'
+    driver.find_element(By.CSS_SELECTOR, lobby).click()
+    box = driver.find_element(By.ID, "input")
+    box.send_keys("/msg bob via msg")
+    box.send_keys(Keys.ENTER)
+    tmux.wait(lambda s: "<webby> via msg" in s, "the /msg on bob's screen")
+    driver.find_element(By.CSS_SELECTOR, lobby).click()
+    assert driver.find_element(By.ID, "input").get_attribute("value") == ""
+    driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="bob"]').click()
 
     # A file: the page's file input (what its button and drag-and-drop feed) uploads it to the host.
     payload = os.urandom(30_000) + "ünïcode".encode()

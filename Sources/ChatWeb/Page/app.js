@@ -1464,8 +1464,15 @@ input.addEventListener('keydown', (e) => {
   if (e.key !== 'Tab') S.complete = null;
   if (e.key === 'Enter' && !e.shiftKey) {
     e.preventDefault();
-    const text = input.value;
-    if (!submit(text)) return;
+    // Taken out of the input first: a command that opens another conversation (/msg, /query)
+    // must not leave itself behind as this one's draft.
+    const text = input.value, here = S.current;
+    input.value = '';
+    if (!submit(text)) {
+      if (S.current === here) input.value = text;
+      autosize();
+      return;
+    }
     S.sent.push(text);
     if (S.sent.length > 100) S.sent.shift();
     S.sentIdx = -1;
