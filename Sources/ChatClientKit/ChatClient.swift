@@ -421,6 +421,7 @@ public actor ChatClient {
 
     /// Registers and handles one connection until it closes; returns why it closed.
     private func session(_ connection: LineConnection) async -> SessionEnd {
+        unreadableCount = 0
         self.connection = connection
         pingSentAt = nil
         let now = WallClock.now()
@@ -443,7 +444,11 @@ public actor ChatClient {
             case .line(let bytes):
                 lastReceived = WallClock.now()
                 pingSentAt = nil
-                guard let message = try? IRCMessage(bytes: bytes) else { continue }
+                let message: IRCMessage
+                do { message = try IRCMessage(bytes: bytes) } catch {
+                    unreadableLine(bytes, error)
+                    continue
+                }
                 perform(state.receive(message, now: lastReceived))
                 // A flood faster than the log can write waits here, not in memory: the
                 // connection's bounded input fills and TCP slows the server.
@@ -456,6 +461,21 @@ public actor ChatClient {
         }
         return end("connection closed")
     }
+
+    /// A line from the server that is not IRC: shown (made visible, cut short), not skipped in
+    /// silence; past `unreadableShown` in one connection only counted, so a hostile server cannot
+    /// fill the screen with them. A blank line is a keep-alive some servers send: nothing to say.
+    private func unreadableLine(_ bytes: [UInt8], _ error: IRCParseError) {
+        if error == .empty { return }
+        unreadableCount += 1
+        if unreadableCount <= Self.unreadableShown {
+            let text = PlainText.visible(String(decoding: bytes.prefix(80), as: UTF8.self))
+            emit(.error("the server sent a line that is not IRC (\(error)), skipped: \(text)"
+                        + (unreadableCount == Self.unreadableShown ? " (further such lines are skipped without a word)" : "")))
+        }
+    }
+    private var unreadableCount = 0
+    static let unreadableShown = 5
 
     /// How a session ended, said once: the server's ERROR explains a close that follows it.
     /// Read before `connectionLost` forgets whether this connection was registered.

@@ -64,8 +64,8 @@ extension ServerState {
     /// Whether this server offers a capability: accounts need the database; registration needs it open.
     func offers(_ cap: Capability) -> Bool {
         switch cap {
-        case .sasl: return accounts != nil
-        case .accountRegistration: return accounts != nil && config.accountRegistration
+        case .sasl: return hasAccounts
+        case .accountRegistration: return hasAccounts && config.accountRegistration
         case .chathistory, .eventPlayback, .readMarker: return history != nil
         default: return true
         }
@@ -75,7 +75,7 @@ extension ServerState {
     mutating func handleAuthenticate(_ request: Request) {
         let session = request.session
         let argument = request.params[0]
-        guard accounts != nil, session.caps.contains(.sasl) else {
+        guard hasAccounts, session.caps.contains(.sasl) else {
             reply(session, .saslFail, "SASL authentication failed: request the sasl capability first")
             return
         }
@@ -161,6 +161,7 @@ extension ServerState {
             return
         }
         if refusedByThrottle(session, account: authcid, now: now) { return }
+        if refusedUnreadable(session) { return }
         guard checkSlotFree(session) else {
             endSASL(session)
             reply(session, .saslFail, "SASL authentication failed: the server is busy, try again in a moment")
@@ -181,12 +182,8 @@ extension ServerState {
             saslFailed(session, account: nil, reason: "no client certificate was presented", now: now, count: false)
             return
         }
-        let account: String?
-        do { account = try accounts?.account(forCertificate: fingerprint) } catch {
-            outbox.items.append(.log("accounts: \(error)"))
-            account = nil
-        }
-        guard let account else {
+        if refusedUnreadable(session) { return }
+        guard let account = directory?.account(forCertificate: fingerprint) else {
             saslFailed(session, account: nil, reason: "the certificate \(fingerprint.prefix(16))… belongs to no account", now: now, count: false)
             return
         }
@@ -222,6 +219,7 @@ extension ServerState {
             return
         }
         if refusedByThrottle(session, account: name, now: now) { return }
+        if refusedUnreadable(session) { return }
         countAttempt(session, account: name, now: now)
         let found = lookupAccount(name, session: session)
         let credential = found?.credential ?? standInCredential(name)
@@ -282,8 +280,16 @@ extension ServerState {
         } while !rest.isEmpty
     }
 
-    func lookupAccount(_ name: String, session: Session) -> (name: String, credential: SCRAMCredential)? {
-        do { return try accounts?.lookup(fold(name)) } catch { return nil }
+    func lookupAccount(_ name: String, session: Session) -> AccountDirectory.Entry? {
+        directory?.lookup(fold(name))
+    }
+
+    /// Ends a login with 904 when the accounts cannot be read: no name is checked against nothing.
+    mutating func refusedUnreadable(_ session: Session) -> Bool {
+        guard accountsUnreadable else { return false }
+        endSASL(session)
+        reply(session, .saslFail, "SASL authentication failed: " + Self.accountsUnavailable)
+        return true
     }
 
     /// A credential for a name with no account, the same for every attempt at that name (so a
@@ -343,8 +349,7 @@ extension ServerState {
             }
             completeRegistrationIfReady(session, now: now)
         case (.register(let account, _), .derived(let credential)):
-            finishRegistration(session, account: account, credential: credential, now: now)
-            completeRegistrationIfReady(session, now: now)
+            storeNewAccount(session, account: account, credential: credential, now: now)
         case (.oper, .operator(let name)):
             operChecked(session, block: name, now: now)
         default:
@@ -443,7 +448,8 @@ extension ServerState {
     /// An upload authenticated by an account (HTTP Basic over TLS, as soju does): the same
     /// throttle, the same worker and the same cost as SASL PLAIN. The check to run, or why not.
     public mutating func webLogin(_ connection: ConnectionID, account: String, password: String, address: String, now: Double) -> Result<PasswordCheck, HTTPLoginRefusal> {
-        guard accounts != nil else { return .failure(HTTPLoginRefusal(status: 403, reason: "this server has no accounts")) }
+        guard hasAccounts else { return .failure(HTTPLoginRefusal(status: 403, reason: "this server has no accounts")) }
+        if accountsUnreadable { return .failure(HTTPLoginRefusal(status: 503, reason: Self.accountsUnavailable)) }
         if let refusal = loginThrottled(address: address, account: account, now: now) {
             return .failure(HTTPLoginRefusal(status: 429, reason: String(refusal.dropFirst("SASL authentication failed: ".count))))
         }
@@ -453,7 +459,7 @@ extension ServerState {
         }
         countAttempt(address: address, account: account, now: now)
         // An unknown account costs the same PBKDF2 as a wrong password, and gets the same answer.
-        let found = (try? accounts?.lookup(fold(account))) ?? nil
+        let found = directory?.lookup(fold(account))
         let credential = found?.credential ?? standInCredential(account)
         pendingPasswordChecks += 1
         pendingChecksPerAddress[key, default: 0] += 1
@@ -483,7 +489,7 @@ extension ServerState {
         func fail(_ code: String, _ account: String, _ text: String) {
             standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
         }
-        guard let accounts, config.accountRegistration else {
+        guard hasAccounts, config.accountRegistration else {
             fail("TEMPORARILY_UNAVAILABLE", asked, "Accounts are made by the host on this server (chat-tui account add)")
             return
         }
@@ -515,18 +521,16 @@ extension ServerState {
             fail("BAD_ACCOUNT_NAME", name, "\(name) looks like \(reserved), which is reserved")
             return
         }
-        do {
-            if try accounts.lookup(fold(name)) != nil {
-                fail("ACCOUNT_EXISTS", name, "\(name) is an account already; log in with SASL, or pick another nickname")
-                return
-            }
-            if let existing = try accounts.owner(ofKeys: keys) {
-                fail("ACCOUNT_EXISTS", name, "\(name) looks too much like the account \(existing)")
-                return
-            }
-        } catch {
-            log(session, "accounts: \(error)")
-            fail("TEMPORARILY_UNAVAILABLE", name, "The account database is not available")
+        guard let directory else {
+            fail("TEMPORARILY_UNAVAILABLE", name, "The " + Self.accountsUnavailable)
+            return
+        }
+        if directory.lookup(fold(name)) != nil {
+            fail("ACCOUNT_EXISTS", name, "\(name) is an account already; log in with SASL, or pick another nickname")
+            return
+        }
+        if let existing = directory.owner(ofKeys: keys) {
+            fail("ACCOUNT_EXISTS", name, "\(name) looks too much like the account \(existing)")
             return
         }
         // New accounts per address per hour: a name grab from one host stops here.
@@ -545,20 +549,33 @@ extension ServerState {
         requestCheck(session, .register(account: name, iterations: config.accountIterations), password: password)
     }
 
-    mutating func finishRegistration(_ session: Session, account: String, credential: SCRAMCredential, now: Double) {
-        guard let accounts else { return }
-        do {
-            try accounts.add(name: account, credential: credential, now: Int64(now))
-        } catch {
-            let code: String
-            switch error {
-            case .exists, .looksLike: code = "ACCOUNT_EXISTS"
-            default: code = "TEMPORARILY_UNAVAILABLE"
+    /// The credential is derived: the account goes to the store worker, and the REGISTER's
+    /// answer (and the connection's next lines) wait for it to be written.
+    mutating func storeNewAccount(_ session: Session, account: String, credential: SCRAMCredential, now: Double) {
+        session.verifying = true
+        if response?.session === session {
+            response?.deferred = true
+            session.deferredLabel = response?.label
+        }
+        outbox.items.append(.store(.addAccount(connection: session.connection, name: account, credential: credential, now: now)))
+    }
+
+    /// The store worker's answer: written (logged in), or why not.
+    mutating func finishRegistration(_ session: Session, account: String, credential: SCRAMCredential, problem: AccountStore.Problem?, now: Double) {
+        if let problem {
+            let code: String, text: String
+            switch problem {
+            case .exists, .looksLike:
+                code = "ACCOUNT_EXISTS"
+                text = problem.description
+            default:
+                code = "TEMPORARILY_UNAVAILABLE"
+                text = "The account could not be written (" + Self.accountsUnavailable + ")"
             }
-            log(session, "accounts: \(error)")
-            standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, error.description)
+            log(session, "accounts: cannot add \(account): \(problem)")
+            standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
             let address = Self.throttleKey(session.user.address)
-            if let index = accountsCreated[address]?.lastIndex(of: now) ?? accountsCreated[address]?.indices.last { accountsCreated[address]?.remove(at: index) }
+            if let index = accountsCreated[address]?.indices.last { accountsCreated[address]?.remove(at: index) }
             return
         }
         log(session, "account \(account) registered by \(session.user.replyName)")
@@ -582,20 +599,15 @@ extension ServerState {
 
     /// The account whose name this nickname is, when the user is not logged in to it.
     func protectingAccount(of nick: String, for user: User) -> String? {
-        guard config.nickProtection != .off, let accounts else { return nil }
+        guard config.nickProtection != .off, let directory else { return nil }
         if let account = user.account, fold(account) == fold(nick) { return nil }
-        do { return try accounts.lookup(fold(nick))?.name } catch { return nil }
+        return directory.lookup(fold(nick))?.name
     }
 
     /// The account names a nickname looks like (not its own exact one), so `aIice` cannot pass for the account alice.
     func accountLookalike(_ wanted: String, keys: Set<String>) -> String? {
-        guard let accounts else { return nil }
-        do {
-            guard let owner = try accounts.owner(ofKeys: keys), fold(owner) != fold(wanted) else { return nil }
-            return owner
-        } catch {
-            return nil
-        }
+        guard let owner = directory?.owner(ofKeys: keys), fold(owner) != fold(wanted) else { return nil }
+        return owner
     }
 
     /// Someone took an account's name without logging in to it: told, and renamed after the grace period.

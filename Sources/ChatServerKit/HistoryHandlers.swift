@@ -140,7 +140,7 @@ extension ServerState {
         let other: String
         if let online = self.user(named: name) {
             other = Self.party(online, casemapping: casemapping)
-        } else if (try? accounts?.lookup(AccountStore.key(name))) != nil {
+        } else if directory?.lookup(AccountStore.key(name)) != nil {
             other = "a:" + AccountStore.key(name)
         } else {
             other = "n:" + casemapping.fold(name)
@@ -362,8 +362,7 @@ extension ServerState {
     /// connection without one) had read to: after the JOIN, before the names end (the spec's order).
     mutating func markerOnJoin(_ session: Session, key: String, name: String) {
         guard session.caps.contains(.readMarker) else { return }
-        let marker = try? readMarker(session, target: key)
-        send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(marker ?? nil)]))
+        send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(readMarker(session, target: key))]))
     }
 
     /// Per-connection markers a client without an account may keep (one per conversation).
@@ -373,15 +372,15 @@ extension ServerState {
         marker.map { "timestamp=" + ServerTime.format(Double($0) / 1000) } ?? "*"
     }
 
-    /// Where a read marker lives: the account's, in the history database; otherwise this
-    /// connection's, for as long as it lives.
+    /// Where a read marker lives: the account's (in memory, kept in the history database);
+    /// otherwise this connection's, for as long as it lives.
     func markerAccount(_ session: Session) -> String? {
         guard history != nil, let account = session.user.account else { return nil }
         return AccountStore.key(account)
     }
 
-    func readMarker(_ session: Session, target: String) throws -> Int64? {
-        if let account = markerAccount(session) { return try history!.readMarker(account: account, target: target) }
+    func readMarker(_ session: Session, target: String) -> Int64? {
+        if let account = markerAccount(session) { return accountMarkers[account]?[target] }
         return session.readMarkers[target]
     }
 
@@ -416,27 +415,34 @@ extension ServerState {
             send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(session.readMarkers[target])]))
             return
         }
-        do {
-            guard let time else {
-                let marker = try history!.readMarker(account: account, target: target)
-                send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(marker)]))
-                return
-            }
-            let before = try history!.readMarker(account: account, target: target)
-            let now = try history!.setReadMarker(account: account, target: target, time: time)
-            let line = IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(now)])
-            // Every connection of the account hears of a change; the asker always gets the answer.
-            if before != now {
-                for other in users.values where other.account.map(AccountStore.key) == account {
-                    for connection in other.sessions where connection.caps.contains(.readMarker) && connection !== session {
-                        sendNow(connection, line)
-                    }
+        guard !markersUnavailable else {
+            standardReply(session, "FAIL", command: "MARKREAD", code: "TEMPORARILY_UNAVAILABLE", context: [name], always: true,
+                          "Read markers could not be read at the server's start; they are unavailable until it restarts")
+            return
+        }
+        let before = accountMarkers[account]?[target]
+        guard let time else {
+            send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(before)]))
+            return
+        }
+        // As many conversations per account as per connection: an account cannot grow the server's memory without end.
+        guard before != nil || (accountMarkers[account]?.count ?? 0) < Self.connectionMarkerLimit else {
+            standardReply(session, "FAIL", command: "MARKREAD", code: "INTERNAL_ERROR", context: [name], always: true,
+                          "Read markers are kept for at most \(Self.connectionMarkerLimit) conversations per account")
+            return
+        }
+        let now = max(before ?? time, time)
+        let line = IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(now)])
+        // Every connection of the account hears of a change; the asker always gets the answer.
+        if before != now {
+            accountMarkers[account, default: [:]][target] = now
+            outbox.items.append(.setMarker(account: account, target: target, time: now))
+            for other in users.values where other.account.map(AccountStore.key) == account {
+                for connection in other.sessions where connection.caps.contains(.readMarker) && connection !== session {
+                    sendNow(connection, line)
                 }
             }
-            send(session, line)
-        } catch {
-            log(session, "history: \(error)")
-            standardReply(session, "FAIL", command: "MARKREAD", code: "INTERNAL_ERROR", context: [name], always: true, "The marker could not be kept")
         }
+        send(session, line)
     }
 }

@@ -87,7 +87,8 @@ public struct Outbox: Sendable {
         /// message while history cannot store (the sender must hear of it now, not after the disk recovers).
         case sendAhead(ConnectionID, [UInt8])
         /// Changes to the saved rooms for the history writer, which stores them before the rows
-        /// handed over after them (`ServerState.writeRoomRecords`).
+        /// handed over after them (`ServerState.writeRoomRecords`; with history off they go to
+        /// the store worker as `.store(.saveRooms)`).
         case saveRooms(RoomChanges)
         /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
         case checkPassword(PasswordCheck)
@@ -104,6 +105,10 @@ public struct Outbox: Sendable {
         case forgetRow(target: String, msgid: Int64)
         /// A renamed room (RENAME): its rows and read markers move to the new name.
         case renameHistory(from: String, to: String)
+        /// An account's read marker moved (held in memory already): for the history writer.
+        case setMarker(account: String, target: String, time: Int64)
+        /// Work for the store worker; the answer goes to `ServerState.storeAnswered`.
+        case store(StoreJob)
     }
 
     public var items: [Item] = []

@@ -228,6 +228,10 @@ extension ServerState {
                 return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks like \(reserved), which is reserved")
             }
         }
+        // Fail closed: while the accounts cannot be read, no nickname is known not to be one.
+        if accountsUnreadable {
+            return NickRefusal(numeric: .nicknameInUse, reason: "Nickname cannot be checked: " + Self.accountsUnavailable)
+        }
         if let account = accountLookalike(wanted, keys: keys) {
             return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like the account \(account)")
         }

@@ -90,7 +90,15 @@ extension ServerState {
             }
             if let rows = recentHistory.removeValue(forKey: old) { recentHistory[new] = retarget(rows) }
             if let rows = roomTails.removeValue(forKey: old) { roomTails[new] = retarget(rows) }
-            if historyEnabled { outbox.items.append(.renameHistory(from: old, to: new)) }
+            if historyEnabled {
+                outbox.items.append(.renameHistory(from: old, to: new))
+                // The markers held in memory move as the writer moves the stored ones (the later time kept).
+                for account in accountMarkers.keys {
+                    guard let time = accountMarkers[account]![old] else { continue }
+                    accountMarkers[account]![old] = nil
+                    accountMarkers[account]![new] = max(accountMarkers[account]![new] ?? time, time)
+                }
+            }
             if let saved = roomRecords.saved.removeValue(forKey: old) {
                 roomRecords.saved[new] = saved
                 roomRecords.pending[old] = .remove

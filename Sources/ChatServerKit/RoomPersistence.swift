@@ -10,14 +10,20 @@ import IRCWire
 /// its creation time, rules and topic, and checks the JOIN against those rules as for a live
 /// room. A room that goes back to a new room's state and was never closed loses its record.
 ///
-/// With history on, changes go to the history writer's thread as they happen (`viaWriter`),
-/// which stores them before the rows handed over after them: an echo that waited for its
-/// commit means the rules set before it are stored too, and the loop never writes them.
-/// Without history, changes are gathered (`pending`) and written once a second from `tick`,
-/// in one transaction (and when the server stops), on the loop: a room whose modes change as
-/// fast as its operator is paced costs one commit a second, not one a change.
+/// Every record is held in memory (read at start): a JOIN never waits for the database. With
+/// history on, changes go to the history writer's thread as they happen (`viaWriter`), which
+/// stores them before the rows handed over after them: an echo that waited for its commit
+/// means the rules set before it are stored too. Without history, changes are gathered
+/// (`pending`) and handed to the store worker once a second from `tick`, one transaction: a
+/// room whose modes change as fast as its operator is paced costs one commit a second, not one
+/// a change. The loop never reads or writes the database for rooms after the start.
 struct RoomRecords {
-    var store: RoomStore?
+    /// Whether rooms are saved at all (the saved rooms could be read at start).
+    var enabled = false
+    /// The records as handed over to be written, by folded name.
+    var records: [String: RoomRecord] = [:]
+    /// Changes handed to the store worker and not answered yet (history off).
+    var atWorker = false
     /// What changed since the last write, by folded name (read before the database: `record`).
     var pending: [String: RoomStore.Change] = [:]
     /// Closed rooms whose record went, to remember in the same write.
@@ -57,12 +63,13 @@ struct RoomRecords {
 extension ServerState {
     /// At start: the saved rooms become dormant records, and the closed rooms without a record
     /// are remembered (what `closedRooms` is for: their history stays from the next makers).
-    mutating func loadSavedRooms() {
-        guard let database = accounts?.database else { return }
+    mutating func loadSavedRooms(_ database: Database?) {
+        guard let database else { return }
         do {
             let store = try RoomStore(database: database)
-            for summary in try store.summaries() {
-                roomRecords.saved[summary.key] = .init(everClosed: summary.everClosed, lastActive: summary.lastActive)
+            for record in try store.all() {
+                roomRecords.saved[record.key] = .init(everClosed: record.everClosed, lastActive: record.lastActive)
+                roomRecords.records[record.key] = record
             }
             var marks = try store.closedMarks()
             // A mark is needed while history holds lines of the room from before its present
@@ -70,7 +77,7 @@ extension ServerState {
             if let history {
                 var kept: [(key: String, since: Double)] = []
                 for mark in marks {
-                    let record = roomRecords.saved[mark.key] == nil ? nil : try store.record(mark.key)
+                    let record = roomRecords.records[mark.key]
                     let floor = record.map { Int64(($0.createdAt * 1000).rounded(.down)) << 16 } ?? Int64.max
                     // A check that fails keeps the mark.
                     if (try? RoomStore.hasHistory(mark.key, before: floor, in: history.database)) ?? true {
@@ -88,7 +95,7 @@ extension ServerState {
                 roomLog("rooms: \(dropped.count) of the oldest closed rooms without a record forgotten (at most \(roomRecords.closedMarkLimit) kept)")
             }
             closedRooms.formUnion(marks.map(\.key))
-            roomRecords.store = store
+            roomRecords.enabled = true
         } catch {
             roomRecords.unavailable = true
             roomLog("rooms: the saved rooms cannot be read (\(error)); rooms made in this run read only their own history")
@@ -108,25 +115,14 @@ extension ServerState {
             standardReply(session, "FAIL", command: "JOIN", code: "TEMPORARILY_UNAVAILABLE", context: [name],
                           "The room's rules cannot be read now; try again later")
         }
-        guard let store = roomRecords.store else {
+        guard roomRecords.enabled else {
             unreadable("the saved rooms could not be read at start")
             return nil
         }
-        let found: RoomRecord?
-        if let cached = roomRecords.refusedRecently[key] {
-            found = cached
-        } else {
-            do {
-                found = try pendingRecord(key, store: store)
-            } catch {
-                unreadable("\(error)")
-                return nil
-            }
-        }
-        guard let record = found else {
-            // Gone from the database behind our back: a new room, which reads none of a closed one's history.
+        guard let record = roomRecords.refusedRecently[key] ?? pendingRecord(key) else {
+            // No record behind the summary: a new room, which reads none of a closed one's history.
             roomRecords.saved[key] = nil
-            if entry.everClosed { forgetClosedRecord(key, store: store, now: now) }
+            if entry.everClosed { forgetClosedRecord(key, now: now) }
             return (Channel(name: name, createdAt: now), true)
         }
         let channel = Self.channel(from: record, casemapping: casemapping)
@@ -169,7 +165,7 @@ extension ServerState {
     /// (back to a new room's state, never closed) removed. A write that fails is logged and the
     /// room goes on in memory.
     mutating func roomChanged(_ key: String, now: Double) {
-        guard let store = roomRecords.store, let channel = channels[key] else { return }
+        guard roomRecords.enabled, let channel = channels[key] else { return }
         let entry = roomRecords.saved[key]
         let closed = Self.isClosed(channel)
         roomRecords.refusedRecently[key] = nil
@@ -190,12 +186,12 @@ extension ServerState {
         roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
         if roomRecords.viaWriter { writeRoomRecords() }
 
-        if entry == nil { keepRecordsWithinLimit(store: store, now: now) }
+        if entry == nil { keepRecordsWithinLimit(now: now) }
     }
 
     /// Past the limit, the least recently active records of rooms that are not live go, open
     /// rooms' first. A closed room's name is remembered, so its history stays from the next makers.
-    mutating func keepRecordsWithinLimit(store: RoomStore, now: Double) {
+    mutating func keepRecordsWithinLimit(now: Double) {
         while roomRecords.saved.count > roomRecords.limit {
             // A walk over the records, only when a new one is made past the limit.
             let live = channels
@@ -207,12 +203,12 @@ extension ServerState {
             roomRecords.saved[key] = nil
             roomRecords.refusedRecently[key] = nil
             roomRecords.pending[key] = .remove
-            if entry.everClosed { forgetClosedRecord(key, store: store, now: now) }
+            if entry.everClosed { forgetClosedRecord(key, now: now) }
         }
     }
 
     /// A closed room's record is gone: its name stays closed, here and in the database.
-    mutating func forgetClosedRecord(_ key: String, store: RoomStore, now: Double) {
+    mutating func forgetClosedRecord(_ key: String, now: Double) {
         closedRooms.insert(key)
         roomRecords.pendingMarks.append((key, now))
         if roomRecords.viaWriter { writeRoomRecords() }
@@ -221,13 +217,13 @@ extension ServerState {
     /// On a JOIN of a live room with a record: the record marked active, at most once an hour
     /// (which records go first when there are too many is by this time).
     mutating func roomUsed(_ key: String, now: Double) {
-        guard roomRecords.store != nil, let entry = roomRecords.saved[key], now - entry.lastActive >= 3600 else { return }
+        guard roomRecords.enabled, let entry = roomRecords.saved[key], now - entry.lastActive >= 3600 else { return }
         roomRecords.saved[key]!.lastActive = now
         touchRecord(key, now)
     }
 
-    /// A record as it is now: the change not written yet, else the database's.
-    func pendingRecord(_ key: String, store: RoomStore) throws(Database.Failure) -> RoomRecord? {
+    /// A record as it is now: the change not handed over yet, else the one handed over.
+    func pendingRecord(_ key: String) -> RoomRecord? {
         var touched: Double?
         for change in [roomRecords.pending[key], roomRecords.inFlight[key]?.change] {
             switch change {
@@ -242,7 +238,7 @@ extension ServerState {
                 continue
             }
         }
-        var record = try store.record(key)
+        var record = roomRecords.records[key]
         if let touched { record?.lastActive = touched }
         return record
     }
@@ -261,15 +257,24 @@ extension ServerState {
         if roomRecords.viaWriter { writeRoomRecords() }
     }
 
-    /// Writes what changed (from `tick`, and when the server stops), in one transaction. A write
+    /// Hands what changed to be written (from `tick`, and when the server stops), in one
+    /// transaction: to the history writer, or with history off to the store worker. A write
     /// that fails is logged and the rooms go on in memory; their records are tried again.
     public mutating func writeRoomRecords() {
         if roomRecords.viaWriter, let committed = historyHealth?.roomChangesCommitted.load(ordering: .acquiring) {
             roomRecords.inFlight = roomRecords.inFlight.filter { $0.value.upTo > committed }
         }
-        guard let store = roomRecords.store, !roomRecords.pending.isEmpty || !roomRecords.pendingMarks.isEmpty else { return }
+        guard roomRecords.enabled, !roomRecords.atWorker, !roomRecords.pending.isEmpty || !roomRecords.pendingMarks.isEmpty else { return }
         let changes = roomRecords.pending.sorted { $0.key < $1.key }.map { (key: $0.key, change: $0.value) }
             + roomRecords.pendingMarks.map { (key: $0.key, change: RoomStore.Change.markClosed(since: $0.since)) }
+        for (key, change) in changes {
+            switch change {
+            case .save(let record): roomRecords.records[key] = record
+            case .remove: roomRecords.records[key] = nil
+            case .touch(let lastActive): roomRecords.records[key]?.lastActive = lastActive
+            case .markClosed: continue
+            }
+        }
         if roomRecords.viaWriter {
             roomRecords.handed += changes.count
             for (key, change) in changes {
@@ -285,21 +290,37 @@ extension ServerState {
                 }
             }
             outbox.items.append(.saveRooms(RoomChanges(list: changes)))
-            roomRecords.pending.removeAll()
-            roomRecords.pendingMarks.removeAll()
-            return
+        } else {
+            roomRecords.atWorker = true
+            outbox.items.append(.store(.saveRooms(RoomChanges(list: changes))))
         }
-        do {
-            try store.apply(changes)
-            roomRecords.pending.removeAll()
-            roomRecords.pendingMarks.removeAll()
+        roomRecords.pending.removeAll()
+        roomRecords.pendingMarks.removeAll()
+    }
+
+    /// The store worker's answer to a write of the saved rooms (history off). A failure puts the
+    /// changes back, under any made since, to be tried again with the next.
+    mutating func roomsSaved(_ changes: RoomChanges, failure: String?) {
+        roomRecords.atWorker = false
+        guard let failure else {
             if roomRecords.writeFailing { roomLog("rooms: the saved rooms are written again") }
             roomRecords.writeFailing = false
-        } catch {
-            if !roomRecords.writeFailing {
-                roomLog("rooms: cannot save \(changes.count) changes to the saved rooms: \(error); the rooms go on in memory, tried again each second")
+            return
+        }
+        if !roomRecords.writeFailing {
+            roomLog("rooms: cannot save \(changes.list.count) changes to the saved rooms: \(failure); the rooms go on in memory, tried again each second")
+        }
+        roomRecords.writeFailing = true
+        for (key, change) in changes.list {
+            if case .markClosed(let since) = change {
+                roomRecords.pendingMarks.insert((key, since), at: 0)
+            } else if case .touch(let lastActive)? = roomRecords.pending[key], case .save(var record) = change {
+                // The whole record is still to be written, with its newer time.
+                record.lastActive = lastActive
+                roomRecords.pending[key] = .save(record)
+            } else if roomRecords.pending[key] == nil {
+                roomRecords.pending[key] = change
             }
-            roomRecords.writeFailing = true
         }
     }
 

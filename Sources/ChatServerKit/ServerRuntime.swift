@@ -30,9 +30,10 @@ public struct HistoryOptions: Sendable {
 /// is taken on the next wake-up. The passwords' (PBKDF2) and the history reads' each have one:
 /// on two cores the other is the loop's.
 final class Worker<Job: Sendable, Outcome: Sendable>: Sendable {
-    private let jobs = Locked<(queue: [Job], stopped: Bool)>(([], false))
+    private let jobs = Locked<(queue: [Job], stopped: Bool, draining: Bool)>(([], false, false))
     private let results = Locked<[(Job, Outcome)]>([])
     private let ready = Semaphore()
+    private let done = Semaphore()
     private let wakeup: Wakeup
 
     init(name: String, wakeup: Wakeup, perform: @escaping @Sendable (Job) -> Outcome) {
@@ -54,6 +55,13 @@ final class Worker<Job: Sendable, Outcome: Sendable>: Sendable {
         ready.signal()
     }
 
+    /// Runs every job queued, then stops; returns when the thread has (the results stay to be taken).
+    func finish() {
+        jobs.withLock { $0.draining = true }
+        ready.signal()
+        done.wait()
+    }
+
     /// Jobs still waiting that match are answered `outcome` without being run (their connection closed).
     func cancel(where matches: (Job) -> Bool, answer outcome: Outcome) {
         let removed: [Job] = jobs.withLock { state in
@@ -73,7 +81,10 @@ final class Worker<Job: Sendable, Outcome: Sendable>: Sendable {
                 state.stopped || state.queue.isEmpty ? nil : state.queue.removeFirst()
             }
             guard let job = next else {
-                if jobs.withLock({ $0.stopped }) { return }
+                if jobs.withLock({ $0.stopped || $0.draining }) {
+                    done.signal()
+                    return
+                }
                 continue
             }
             let outcome = perform(job)
@@ -194,6 +205,10 @@ final class ServerRuntime {
     private var lastTrim = 0
     private var eventsThisTick = 0
     private let passwords: Worker<PasswordCheck, PasswordOutcome>
+    /// The store worker: the account database's reads and writes while the server runs (`StoreJob`).
+    private let store: Worker<StoreJob, StoreOutcome>?
+    private let accounts: AccountStore?
+    private var storeFinished = false
     /// History reads (CHATHISTORY, a room's last lines for a joiner) on a connection of their own.
     private let historyReader: HistoryReader?
     /// Connections with a check at the worker (cancelled if they close first).
@@ -213,7 +228,8 @@ final class ServerRuntime {
 
     init(state: ServerState, listeners: [Int32], listenerTLS: [TLSContext?], listenerIsLink: [Bool], listenerIsWeb: [Bool], linkClientTLS: TLSContext?,
          tlsPort: Int?, control: ServerHandle, sendQueueLimit: Int, fileHost: FileHost? = nil,
-         history: HistoryWriter?, reader: HistoryStore?, committed: HistoryHealth, logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
+         history: HistoryWriter?, reader: HistoryStore?, committed: HistoryHealth, accounts: AccountStore? = nil,
+         logger: @escaping @Sendable (String) -> Void) throws(TransportError) {
         self.listenerIsLink = listenerIsLink
         self.listenerIsWeb = listenerIsWeb
         self.linkClientTLS = linkClientTLS
@@ -233,6 +249,11 @@ final class ServerRuntime {
         self.fileHost = fileHost
         self.logger = logger
         passwords = Worker(name: "chat-tui passwords", wakeup: control.wakeup) { $0.run() }
+        self.accounts = accounts
+        store = accounts.map { accounts in
+            let box = AccountsBox(accounts)
+            return Worker(name: "chat-tui store", wakeup: control.wakeup) { $0.run(on: box.accounts) }
+        }
         epoll = try Epoll()
         for (index, fd) in listeners.enumerated() { try epoll.add(fd, token: Self.listenerToken(index)) }
         try epoll.add(control.wakeup.fd, token: Self.wakeupToken)
@@ -288,6 +309,16 @@ final class ServerRuntime {
         if event.token == Self.wakeupToken {
             control.wakeup.drain()
             releaseCommitted()
+            if let store {
+                for (job, outcome) in store.takeResults() {
+                    state.storeAnswered(job, outcome, now: WallClock.now())
+                    apply()
+                    if case .addAccount(let id, _, _, _) = job, let connection = connections[id.raw] {
+                        // Its next lines waited for this answer.
+                        drain(connection)
+                    }
+                }
+            }
             for (check, outcome) in passwords.takeResults() {
                 checking.remove(check.connection)
                 state.passwordChecked(check, outcome, now: WallClock.now())
@@ -787,6 +818,15 @@ final class ServerRuntime {
                     dial(block)
                 case .storeRows(let rows):
                     historyWriter?.append(rows)
+                case .setMarker(let account, let target, let time):
+                    historyWriter?.setReadMarker(account: account, target: target, time: time)
+                case .store(let job):
+                    if storeFinished, let accounts {
+                        // Stopping: the worker is done; what is left is written here.
+                        state.storeAnswered(job, job.run(on: accounts), now: WallClock.now())
+                    } else {
+                        store?.submit(job)
+                    }
                 case .forgetRow(let target, let msgid):
                     historyWriter?.forget(target: target, msgid: msgid)
                 case .renameHistory(let old, let new):
@@ -975,6 +1015,14 @@ final class ServerRuntime {
     private func shutdown() {
         state.writeRoomRecords()
         apply()
+        // The store worker's writes (the saved rooms with history off) end before the server does.
+        if let store {
+            store.finish()
+            storeFinished = true
+            for (job, outcome) in store.takeResults() { state.storeAnswered(job, outcome, now: WallClock.now()) }
+            state.writeRoomRecords()
+            apply()
+        }
         var sink = Sink(runtime: self)
         order.flushAll(&sink)
         for connection in connections.all {
@@ -1126,7 +1174,8 @@ public final class ServerHandle: Sendable {
                                         listenerIsWeb: (plain + secure + linkFDs).map { _ in false } + webFDs.map { _ in true },
                                         linkClientTLS: link?.client,
                                         tlsPort: handle.tlsPort, control: handle,
-                                        sendQueueLimit: sendQueueLimit, fileHost: fileHost, history: writer, reader: worker, committed: health, logger: logger)
+                                        sendQueueLimit: sendQueueLimit, fileHost: fileHost, history: writer, reader: worker, committed: health,
+                                        accounts: accounts, logger: logger)
         let box = RuntimeBox(runtime)
         if blocking {
             box.runtime.run()
@@ -1139,6 +1188,12 @@ public final class ServerHandle: Sendable {
         }
         return handle
     }
+}
+
+/// Hands the account store to the store worker's thread, the one that uses it from then on.
+private final class AccountsBox: @unchecked Sendable {
+    let accounts: AccountStore
+    init(_ accounts: AccountStore) { self.accounts = accounts }
 }
 
 /// Sockets of outgoing links, from their dialling threads to the loop.

@@ -48,13 +48,23 @@ public struct ServerState {
     var ticksSincePrune = 0
     /// Addresses refused in the current window, so the log says so once.
     var refusedAddresses: Set<String> = []
-    /// The account database (nil: no accounts, no SASL). Read on the loop (an indexed row);
-    /// the PBKDF2 of a password never runs here (`PasswordCheck`).
-    let accounts: AccountStore?
-    /// The history database on the loop's own connection: read markers only (MARKREAD, the marker
-    /// after a JOIN). History itself is read by the store worker (`HistoryQuery`) and written by
-    /// the writer thread.
+    /// Whether the server has accounts (SASL, REGISTER, nickname protection).
+    let hasAccounts: Bool
+    /// The accounts, held in memory (read at start, and again by the store worker whenever they
+    /// change on disk): no NICK, login or REGISTER waits for the database. Nil while they could
+    /// not be read: then every check fails closed (`accountsUnavailable`).
+    var directory: AccountDirectory?
+    var accountReloadPending = false
+    var accountsFailing = false
+    /// The history database, read at start only (the read markers, the closed rooms' checks):
+    /// history is read by the history worker (`HistoryQuery`) and written by the writer thread.
+    /// Nil: history is off.
     let history: HistoryStore?
+    /// Each account's read markers (folded account, then conversation), read at start and kept
+    /// as they move; written by the history writer. At most `connectionMarkerLimit` per account.
+    var accountMarkers: [String: [String: Int64]] = [:]
+    /// The read markers could not be read at start: MARKREAD of an account fails until a restart.
+    var markersUnavailable = false
     /// What was handed to the history writer in the last seconds: the writer commits within
     /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.
     var recentHistory: [String: [HistoryRow]] = [:]
@@ -112,7 +122,7 @@ public struct ServerState {
 
     public init(config: ServerConfig, accounts: AccountStore? = nil, history: HistoryStore? = nil) {
         self.config = config
-        self.accounts = accounts
+        hasAccounts = accounts != nil
         self.history = history
         sid = config.sid
         messageIDs.node = UInt64(LinkIDs.nodeByte(config.sid))
@@ -125,7 +135,20 @@ public struct ServerState {
             for key in NameKeys.of(name, .rfc1459) { reserved[key] = name }
         }
         reservedSkeletons = reserved
-        loadSavedRooms()
+        if let accounts {
+            do {
+                directory = try accounts.directory()
+            } catch {
+                accountsFailed(error.description)
+            }
+        }
+        if let history {
+            do { accountMarkers = try history.allReadMarkers() } catch {
+                markersUnavailable = true
+                outbox.items.append(.log("history: the read markers cannot be read (\(error)); MARKREAD of accounts fails until a restart"))
+            }
+        }
+        loadSavedRooms(accounts?.database)
     }
 
     /// The rooms kept across restarts (RoomPersistence.swift).
@@ -320,6 +343,7 @@ public struct ServerState {
                 return kept.isEmpty ? nil : kept
             }
         }
+        reloadAccountsIfChanged()
         enforceNickProtection(now: now)
         pruneRecent(now: now)
         // (Links that came to the link port count too: one that never finishes its handshake is closed.)

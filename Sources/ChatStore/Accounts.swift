@@ -97,8 +97,22 @@ public final class AccountStore {
         return nil
     }
 
+    /// The tables and triggers `init` makes when one is missing (otherwise it writes nothing, so
+    /// that a server starts while another process holds the database's write lock).
+    static let schemaObjects: Set<String> = ["accounts", "account_certificates", "account_skeletons", "account_version", "account_added",
+                                             "account_changed", "account_deleted", "certificate_added", "certificate_deleted"]
+
     public init(database: Database) throws(Problem) {
         self.database = database
+        let existing: Set<String>
+        do {
+            existing = Set(try database.query("SELECT name FROM sqlite_master").compactMap { row -> String? in
+                if case .text(let name)? = row.first { return name } else { return nil }
+            })
+        } catch {
+            throw .database(error.description)
+        }
+        if Self.schemaObjects.isSubset(of: existing) { return }
         do {
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS accounts (
@@ -108,6 +122,13 @@ public final class AccountStore {
                     fingerprint TEXT PRIMARY KEY, key TEXT NOT NULL REFERENCES accounts(key) ON DELETE CASCADE);
                 CREATE TABLE IF NOT EXISTS account_skeletons (
                     skeleton TEXT PRIMARY KEY, key TEXT NOT NULL REFERENCES accounts(key) ON DELETE CASCADE);
+                CREATE TABLE IF NOT EXISTS account_version (one INTEGER PRIMARY KEY CHECK (one = 1), version INTEGER NOT NULL);
+                INSERT OR IGNORE INTO account_version VALUES (1, 0);
+                CREATE TRIGGER IF NOT EXISTS account_added AFTER INSERT ON accounts BEGIN UPDATE account_version SET version = version + 1; END;
+                CREATE TRIGGER IF NOT EXISTS account_changed AFTER UPDATE ON accounts BEGIN UPDATE account_version SET version = version + 1; END;
+                CREATE TRIGGER IF NOT EXISTS account_deleted AFTER DELETE ON accounts BEGIN UPDATE account_version SET version = version + 1; END;
+                CREATE TRIGGER IF NOT EXISTS certificate_added AFTER INSERT ON account_certificates BEGIN UPDATE account_version SET version = version + 1; END;
+                CREATE TRIGGER IF NOT EXISTS certificate_deleted AFTER DELETE ON account_certificates BEGIN UPDATE account_version SET version = version + 1; END;
                 """)
         } catch {
             throw .database(error.description)
@@ -156,22 +177,66 @@ public final class AccountStore {
         if database.changes == 0 { throw .missing(key) }
     }
 
+    /// Deletes an account and what was kept under it, in one transaction: all of it goes, or
+    /// (on an error, which is thrown) none of it.
     public func delete(key: String) throws(Problem) {
-        try run("DELETE FROM accounts WHERE key = ?", [.text(key)])
-        if database.changes == 0 { throw .missing(key) }
-        // Its direct conversations and read markers go with it: whoever takes the name next
-        // must not read them. (The history tables exist once the server has run with history.)
-        // (Matched in Swift, not with LIKE: `_` is a wildcard there and a letter of nicknames.)
-        let party = "a:" + key
-        let conversations = (try? database.query("SELECT DISTINCT target FROM history_parties")) ?? []
-        for row in conversations {
-            guard case .text(let target) = row[0], target.split(separator: " ").dropFirst().contains(Substring(party)) else { continue }
-            _ = try? database.query("DELETE FROM history WHERE target = ?", [.text(target)])
-            _ = try? database.query("DELETE FROM history_parties WHERE target = ?", [.text(target)])
+        try run("BEGIN IMMEDIATE")
+        do throws(Problem) {
+            try run("DELETE FROM accounts WHERE key = ?", [.text(key)])
+            if database.changes == 0 { throw Problem.missing(key) }
+            // Its direct conversations and read markers go with it: whoever takes the name next
+            // must not read them. (The history tables exist once the server has run with history,
+            // the rooms' once it has run at all.)
+            // (Matched in Swift, not with LIKE: `_` is a wildcard there and a letter of nicknames.)
+            let tables = Set(try run("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { row -> String? in
+                if case .text(let name)? = row.first { return name } else { return nil }
+            })
+            let party = "a:" + key
+            if tables.contains("history_parties") && tables.contains("history") {
+                for row in try run("SELECT DISTINCT target FROM history_parties") {
+                    guard case .text(let target) = row[0], target.split(separator: " ").dropFirst().contains(Substring(party)) else { continue }
+                    try run("DELETE FROM history WHERE target = ?", [.text(target)])
+                    try run("DELETE FROM history_parties WHERE target = ?", [.text(target)])
+                }
+            }
+            if tables.contains("read_markers") { try run("DELETE FROM read_markers WHERE account = ?", [.text(key)]) }
+            // Nor does it run the rooms the account ran.
+            if tables.contains("room_operators") { try run("DELETE FROM room_operators WHERE account = ?", [.text(key)]) }
+            try run("COMMIT")
+        } catch {
+            _ = try? database.execute("ROLLBACK")
+            throw error
         }
-        _ = try? database.query("DELETE FROM read_markers WHERE account = ?", [.text(key)])
-        // Nor does it run the rooms the account ran (RoomStore's table, once the server has run).
-        _ = try? database.query("DELETE FROM room_operators WHERE account = ?", [.text(key)])
+    }
+
+    /// A number that changes whenever an account or a certificate is added, changed or
+    /// deleted, by any process (a trigger counts): the server reloads its directory when it moves.
+    public func version() throws(Problem) -> Int64 {
+        if case .integer(let version)? = try run("SELECT version FROM account_version").first?.first { return version }
+        return 0
+    }
+
+    /// Every account, its look-alike keys and certificates, read in one transaction: what the
+    /// server holds in memory, so that no nickname or login waits for the disk.
+    public func directory() throws(Problem) -> AccountDirectory {
+        try run("BEGIN")
+        defer { _ = try? database.execute("COMMIT") }
+        var directory = AccountDirectory()
+        directory.version = try version()
+        for row in try run("SELECT key, name, salt, iterations, stored_key, server_key FROM accounts") {
+            guard case .text(let key) = row[0], case .text(let name) = row[1], case .blob(let salt) = row[2], case .integer(let iterations) = row[3],
+                  case .blob(let stored) = row[4], case .blob(let server) = row[5] else { continue }
+            directory.accounts[key] = .init(name: name, credential: SCRAMCredential(salt: salt, iterations: Int(iterations), storedKey: stored, serverKey: server))
+        }
+        for row in try run("SELECT skeleton, key FROM account_skeletons") {
+            guard case .text(let skeleton) = row[0], case .text(let key) = row[1] else { continue }
+            directory.skeletons[skeleton] = key
+        }
+        for row in try run("SELECT fingerprint, key FROM account_certificates") {
+            guard case .text(let fingerprint) = row[0], case .text(let key) = row[1] else { continue }
+            directory.certificates[fingerprint] = key
+        }
+        return directory
     }
 
     /// The account's name as written and its credential.
@@ -209,5 +274,46 @@ public final class AccountStore {
     @discardableResult
     private func run(_ sql: String, _ parameters: [Database.Value] = []) throws(Problem) -> [[Database.Value]] {
         do { return try database.query(sql, parameters) } catch { throw .database(error.description) }
+    }
+}
+
+/// The accounts as the server holds them in memory (read by `AccountStore.directory`): every
+/// look-up a NICK, a login or a REGISTER makes is answered here, never by the disk.
+public struct AccountDirectory: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public let name: String
+        public let credential: SCRAMCredential
+    }
+
+    /// By folded name.
+    public var accounts: [String: Entry] = [:]
+    /// Look-alike key (`NameKeys`) to the folded name of the account it belongs to.
+    public var skeletons: [String: String] = [:]
+    /// Certificate fingerprint to folded name.
+    public var certificates: [String: String] = [:]
+    /// `AccountStore.version()` when read.
+    public var version: Int64 = -1
+
+    public init() {}
+
+    public func lookup(_ key: String) -> Entry? { accounts[key] }
+
+    /// The name of the account one of these look-alike keys belongs to.
+    public func owner(ofKeys keys: Set<String>) -> String? {
+        for skeleton in keys.sorted() {
+            if let key = skeletons[skeleton], let entry = accounts[key] { return entry.name }
+        }
+        return nil
+    }
+
+    public func account(forCertificate fingerprint: String) -> String? {
+        certificates[fingerprint].flatMap { accounts[$0]?.name }
+    }
+
+    /// An account the server itself added (REGISTER), before the next reload would show it.
+    public mutating func add(name: String, credential: SCRAMCredential) {
+        let key = AccountStore.key(name)
+        accounts[key] = Entry(name: name, credential: credential)
+        for skeleton in NameKeys.of(name, .rfc1459) { skeletons[skeleton] = key }
     }
 }

@@ -259,6 +259,16 @@ public final class HistoryStore {
         return nil
     }
 
+    /// Every read marker, by account then conversation (the server holds them in memory).
+    public func allReadMarkers() throws(Database.Failure) -> [String: [String: Int64]] {
+        var markers: [String: [String: Int64]] = [:]
+        for row in try database.query("SELECT account, target, time FROM read_markers") {
+            guard case .text(let account) = row[0], case .text(let target) = row[1], case .integer(let time) = row[2] else { continue }
+            markers[account, default: [:]][target] = time
+        }
+        return markers
+    }
+
     /// Sets the marker if it moves forward; returns the marker now in place.
     public func setReadMarker(account: String, target: String, time: Int64) throws(Database.Failure) -> Int64 {
         try database.query("INSERT INTO read_markers VALUES (?, ?, ?) ON CONFLICT (account, target) DO UPDATE SET time = MAX(time, excluded.time)",
@@ -310,6 +320,7 @@ public final class HistoryWriter: Sendable {
     enum Edit {
         case forget(target: String, msgid: Int64)
         case rename(from: String, to: String)
+        case marker(account: String, target: String, time: Int64)
     }
 
     /// `path`: the database file; `synchronous`: SQLite's `synchronous` (NORMAL survives a
@@ -364,6 +375,12 @@ public final class HistoryWriter: Sendable {
         pending.wake()
     }
 
+    /// A read marker moved (the loop holds it already; this keeps it across restarts).
+    public func setReadMarker(account: String, target: String, time: Int64) {
+        forgotten.withLock { $0.append(.marker(account: account, target: target, time: time)) }
+        pending.wake()
+    }
+
     public func append(_ rows: [HistoryRow]) {
         health.waiting.add(rows.count, ordering: .relaxed)
         pending.append(rows)
@@ -384,6 +401,7 @@ public final class HistoryWriter: Sendable {
         var pruned = 0
         let rooms = try? RoomStore(database: store.database)
         var roomsFailing = false
+        var editsFailing = false
         while true {
             // Deletions asked for before the rows are taken: every row they name is among those
             // rows or committed already.
@@ -447,12 +465,19 @@ public final class HistoryWriter: Sendable {
                         switch edit {
                         case .forget(let target, let msgid): try store.forget(target: target, msgid: msgid)
                         case .rename(let old, let new): try store.rename(from: old, to: new)
+                        case .marker(let account, let target, let time): _ = try store.setReadMarker(account: account, target: target, time: time)
                         }
                     }
                     try store.database.execute("COMMIT")
+                    if editsFailing { failed("history: deletions, renames and read markers are written again") }
+                    editsFailing = false
                 } catch {
                     _ = try? store.database.execute("ROLLBACK")
-                    failed("history: \(forget.count) deletions or renames not applied yet (\(error)); trying again")
+                    // Said once a burst; tried again with the next turn.
+                    if !editsFailing || stopped {
+                        failed("history: \(forget.count) deletions, renames or read markers not applied \(stopped ? "at shutdown" : "yet") (\(error))\(stopped ? "" : "; trying again")")
+                    }
+                    editsFailing = true
                     if !stopped { forgotten.withLock { $0.insert(contentsOf: forget, at: 0) } }
                 }
             }

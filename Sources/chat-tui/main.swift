@@ -133,7 +133,17 @@ func openAccounts(_ arguments: Arguments) -> AccountStore {
     do {
         return try AccountStore(database: Database(path: path))
     } catch {
-        fail("cannot open the account database \(path): \(error)")
+        // A damaged file is not rebuilt in its place: its accounts would be gone and their
+        // nicknames anyone's. The host decides (a backup, or starting afresh), told how.
+        let text = "\(error)"
+        if text.contains("not a database") || text.contains("malformed") || text.contains("corrupt") {
+            fail("the server database \(path) is damaged (\(text)). It holds the accounts, the saved rooms and the history; "
+                 + "restore it from a backup, or move it aside (mv \(path) \(path).damaged) to start with none")
+        }
+        if text.contains("locked") || text.contains("busy") {
+            fail("the server database \(path) is locked by another process (\(text)); stop that process, or try again")
+        }
+        fail("cannot open the server database \(path): \(text)")
     }
 }
 
@@ -275,7 +285,8 @@ func runServer(_ arguments: Arguments) async -> Never {
     // Accounts, rooms and history all live there: a directory that cannot be written (a full
     // disk) would lose them silently, so the server does not start.
     if let problem = HistoryWriter.writeProblem(in: dataDirectory(arguments)) {
-        fail("the data directory \(dataDirectory(arguments)) cannot be written (\(problem)): free space there first")
+        let remedy = problem.contains("ermission") || problem.contains("ead-only") ? "make it writable for this user" : "free space there"
+        fail("the data directory \(dataDirectory(arguments)) cannot be written (\(problem)): \(remedy) first")
     }
     let accounts = openAccounts(arguments)
     if let path = arguments.motdPath {

@@ -84,6 +84,30 @@ struct FaultTests {
         await client.disconnect()
     }
 
+    @Test("a line from the server that is not IRC is shown as skipped, with why (not dropped in silence); a blank line is nothing; past five, only counted")
+    func unreadableLines() async throws {
+        var junk = Array("\r\n".utf8)
+        junk += Array(":fake NOTICE alice :a NUL".utf8) + [0] + Array(" here\r\n".utf8)
+        junk += Array(":fake 12x3 alice :bad\r\n".utf8)
+        for n in 0..<6 { junk += Array("@only-tags=\(n)\r\n".utf8) }
+        junk += Array(":fake NOTICE alice :after the junk\r\n".utf8)
+        let fake = try FakeServer(after: junk)
+        let client = ChatClient(config: config(port: fake.port, nick: "alice"))
+        let log = EventLog.watching(client)
+        await client.start()
+        _ = try await log.registered()
+        try await log.line(in: "*", containing: "after the junk")
+        let errors = await log.events.compactMap { event -> String? in if case .error(let text) = event { return text } else { return nil } }
+        #expect(errors == [
+            "the server sent a line that is not IRC (line contains a NUL byte), skipped: :fake NOTICE alice :a NUL^@ here",
+            "the server sent a line that is not IRC (invalid command \"12x3\"), skipped: :fake 12x3 alice :bad",
+            "the server sent a line that is not IRC (no command), skipped: @only-tags=0",
+            "the server sent a line that is not IRC (no command), skipped: @only-tags=1",
+            "the server sent a line that is not IRC (no command), skipped: @only-tags=2 (further such lines are skipped without a word)",
+        ])
+        await client.disconnect()
+    }
+
     @Test("connection refused is reported and retried with backoff")
     func refused() async throws {
         let port = try freePort()
@@ -109,7 +133,8 @@ final class FakeServer: @unchecked Sendable {
     private let seen = LogBox()
     var sawPing: Bool { seen.lines.contains { $0.hasPrefix("PING") } }
 
-    init() throws {
+    /// `after`: bytes sent right after the welcome.
+    init(after: [UInt8] = []) throws {
         let fds = try Sockets.listen(bind: "127.0.0.1", port: 0)
         listener = fds[0]
         port = Sockets.boundPort(listener)
@@ -134,8 +159,8 @@ final class FakeServer: @unchecked Sendable {
                     seen.append(text)
                     if text.hasPrefix("USER") && !welcomed {
                         welcomed = true
-                        let welcome = ":fake 001 alice :Welcome alice!a@127.0.0.1\r\n"
-                        _ = welcome.withCString { send(client, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+                        let welcome = Array(":fake 001 alice :Welcome alice!a@127.0.0.1\r\n".utf8) + after
+                        _ = welcome.withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                     }
                 }
             }

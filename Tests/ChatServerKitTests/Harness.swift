@@ -16,7 +16,11 @@ struct Harness {
         configure(&config)
         state = ServerState(config: config, accounts: accounts, history: history)
         self.history = history
+        self.accounts = accounts
     }
+
+    /// The account database the store worker would use (its jobs run here at once).
+    let accounts: AccountStore?
 
     /// History written as the runtime's writer would, but at once (a commit per outbox).
     let history: HistoryStore?
@@ -67,6 +71,11 @@ struct Harness {
                     result.items += state.takeOutbox().items
                 }
             }
+            if case .store(let job) = result.items[index], let accounts {
+                // The store worker's job, run here at once.
+                state.storeAnswered(job, job.run(on: accounts), now: now)
+                result.items += state.takeOutbox().items
+            }
             if case .checkPassword(let check) = result.items[index] {
                 if holdingChecks {
                     heldChecks.append(check)
@@ -82,12 +91,20 @@ struct Harness {
             for item in result.items {
                 if case .forgetRow(let target, let msgid) = item { try? history.forget(target: target, msgid: msgid) }
                 if case .renameHistory(let old, let new) = item { try? history.rename(from: old, to: new) }
+                if case .setMarker(let account, let target, let time) = item { _ = try? history.setReadMarker(account: account, target: target, time: time) }
             }
         }
         // The saved rooms' changes written at once (after the lines that waited for an answer),
         // as the runtime's tick writes them each second.
         state.writeRoomRecords()
-        result.items += state.takeOutbox().items
+        let written = state.takeOutbox().items
+        result.items += written
+        // With history off they go to the store worker: written here at once.
+        for case .store(let job) in written {
+            guard let accounts else { continue }
+            state.storeAnswered(job, job.run(on: accounts), now: now)
+            result.items += state.takeOutbox().items
+        }
         return result
     }
 

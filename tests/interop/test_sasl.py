@@ -5,6 +5,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -109,7 +110,13 @@ def test_catgirl_logs_in_with_plain_and_with_a_client_certificate(sasl_server, t
                    check=True, capture_output=True, timeout=30)
     fingerprint = subprocess.run(["openssl", "x509", "-in", str(certificate), "-noout", "-fingerprint", "-sha256"],
                                  check=True, capture_output=True, text=True).stdout.strip().split("=", 1)[1]
+    reloads = sasl_server.log_text().count("(reloaded: changed on disk)")
     account(sasl_server.data, "cert", "add", "kitty", fingerprint)
+    # The running server sees the change at its next reload (once a second): waited for in its log.
+    deadline = time.monotonic() + 30
+    while sasl_server.log_text().count("(reloaded: changed on disk)") == reloads:
+        assert time.monotonic() < deadline, "the server never reloaded its accounts"
+        time.sleep(0.05)
     tmux("new-session", "-d", "-s", "external", "-x", "100", "-y", "30",
          f"HOME={home} LANG=C.UTF-8 TERM=xterm-256color catgirl -h 127.0.0.1 -p {sasl_server.tls_port} "
          f"-t {trusted} -n kitty -c {certificate} -k {key} -e")
