@@ -8,7 +8,7 @@ DEB_PACKAGES := pkg-config libncurses-dev libsqlite3-dev ngircd inspircd irssi w
 # Python modules the interop tests use, with the PyPI package that provides each.
 PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 
-.PHONY: all deps build release run test test-swift test-interop test-sanitized bench fuzz clean
+.PHONY: all deps build release run test test-swift test-interop test-sanitized bench fuzz soak clean
 
 all: build
 
@@ -34,7 +34,9 @@ test: deps
 	$(SWIFT) build --product chat-tui
 	# The fuzz targets' corpora replayed, then mutated for 2 s each (make fuzz: libFuzzer).
 	for t in irc framer ctcp sasl client http websocket link; do ./.build/debug/chat-fuzz $$t Fuzz/corpus/$$t 2 || exit 1; done
-	python3 -m pytest -q tests/interop
+	# A short chaos soak (make soak: the long one): 0 lost, 0 duplicated, or it fails.
+	./.build/debug/chat-soak --binary ./.build/debug/chat-tui --seconds 20 --clients 10 --raw 2 --pairs 1 --restart 6-9 --seed 1
+	python3 -m pytest -q --durations=12 tests/interop
 
 fuzz: deps
 	sh scripts/fuzz.sh
@@ -45,6 +47,16 @@ fuzz: deps
 test-sanitized: deps
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --sanitize=address --build-path .build/asan --no-parallel
 	$(SWIFT) test --sanitize=thread --build-path .build/tsan --no-parallel
+
+# The chaos soak: 50 clients of ours and 10 raw ones through a fault-injecting proxy while the
+# server is killed and started again (SOAK_SECONDS, 180 by default), then the canary: a
+# recorded session replayed against the previous release (CANARY_BASE) and this one, diffed.
+SOAK_SECONDS ?= 180
+CANARY_BASE  ?= 790c79d
+soak: deps
+	$(SWIFT) build
+	./.build/debug/chat-soak --binary ./.build/debug/chat-tui --seconds $(SOAK_SECONDS)
+	python3 scripts/canary.py --base $(CANARY_BASE) --new ./.build/debug/chat-tui
 
 bench: deps release
 	python3 bench/run.py

@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "chat-tui", targets: ["chat-tui"]),
         .executable(name: "chat-bench", targets: ["chat-bench"]),
         .executable(name: "chat-fuzz", targets: ["chat-fuzz"]),
+        .executable(name: "chat-soak", targets: ["chat-soak"]),
     ],
     targets: [
         // The C declarations Swift's Glibc module leaves out (epoll, eventfd, accept4).
@@ -52,6 +53,7 @@ let package = Package(
         .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
         // The load generator for `make bench`: plain IRC on IRCWire and ChatTransport.
         .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
+        .executableTarget(name: "chat-soak", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatClientKit"]),
         // The fuzz targets: a corpus replayer and mutator as built here (make test), libFuzzer
         // with AddressSanitizer when make fuzz builds it with -sanitize=fuzzer,address -DFUZZING.
         .executableTarget(name: "chat-fuzz", dependencies: ["CSystem", "IRCWire", "ChatTransport", "ChatWeb", "ChatClientKit", "ChatLink"]),

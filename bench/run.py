@@ -228,7 +228,7 @@ def run_attacks():
     try:
         if not wait_port(port):
             return {"error": "the server did not start"}
-        return load_attacks.run(port, process.pid)
+        return load_attacks.run(port, process.pid, phases=("flood", "storm", "slowloris", "list"))
     except Exception as error:
         return {"error": str(error)}
     finally:
@@ -442,10 +442,10 @@ def render(raw):
     if attacks:
         sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
         import load_attacks
-        out += ["## a bystander through a flood, a connection storm and slowloris", "",
+        out += ["## a bystander through a flood, a connection storm, slowloris and a LIST flood", "",
                 "Our server with its default limits (a burst of 20 lines then 4 a second; 16 connections and 32 new per "
                 "10 minutes per address); two bystanders on 127.0.0.1 exchange 40 messages, one every 100 ms, in each phase; "
-                "the attackers come from other 127/8 addresses. One run.", ""]
+                "the attackers come from other 127/8 addresses (127.0.0.2 and up), every limit applied to them; in the LIST phase ten hosts make 100 rooms each while one more lists them again and again. One run.", ""]
         out += [attacks["error"]] if "error" in attacks else [load_attacks.report(attacks)]
         out += [""]
     holes = raw.get("holes", {})

@@ -13,18 +13,7 @@ import ChatTransport
 /// CHAT_STATE_FUZZ_SEEDS).
 @Suite("the server's state under random commands")
 struct StateFuzzTests {
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
-        mutating func chance(_ percent: UInt64) -> Bool { next() % 100 < percent }
-    }
+    typealias Random = SplitMix
 
     static let nicks = ["alice", "Alice", "bob", "b0b", "carol", "dave[", "dave{", "x", "émile", "nick_with_a_very_long_name_indeed"]
     static let rooms = ["#lobby", "#a", "#A", "#b", "#c[", "#c{", "&local", "#x"]
@@ -110,7 +99,7 @@ struct StateFuzzTests {
     }
 
     static func run(seed: UInt64, steps: Int) -> String? {
-        var random = Random(state: seed)
+        var random = Random(seed: seed)
         var harness = Harness()
         var clients: [(id: ConnectionID, nick: String)] = []
         for step in 0..<steps {

@@ -4,8 +4,8 @@ tests/interop/test_limits_load.py (which asserts what does not depend on timing)
 `make bench` (which reports the figures).
 
 The bystanders connect from 127.0.0.1 (the host's own address, exempt from pacing, as the
-host's screen is); the attackers from other 127/8 addresses, which the server treats as
-anyone's, so one machine can play many hosts."""
+host's screen is); the attackers from other 127/8 addresses (127.0.0.2 and up), which the
+server treats as anyone's, with every limit applied, so one machine can play many hosts."""
 import multiprocessing
 import os
 import socket
@@ -217,14 +217,52 @@ def slowloris(port, count=1500):
     return body
 
 
-def run(port, pid, phase_messages=40):
+def list_flood(port, rooms=1000):
+    """Many rooms made by ten hosts (100 each), then one more host asking LIST again and again:
+    each answer is a long reply, made in steps as its reader takes them."""
+    def body(stop, stats):
+        makers = []
+        for n in range(rooms // 100):
+            sock = connect(port, f"127.0.6.{1 + n}", timeout=5)
+            sock.sendall(b"NICK maker%d\r\nUSER m 0 * :m\r\n" % n)
+            for r in range(100):
+                sock.sendall(b"JOIN #room-%d-%d\r\n" % (n, r))
+            makers.append(sock)
+        sock = connect(port, "127.0.0.2")
+        sock.sendall(b"NICK lister\r\nUSER l 0 * :l\r\n")
+        sock.settimeout(0.2)
+        asked = answered = 0
+        buffer = b""
+        while not stop.is_set():
+            try:
+                sock.sendall(b"LIST\r\n")
+                asked += 1
+                chunk = sock.recv(1 << 20)
+                if not chunk:
+                    break
+                buffer = (buffer + chunk)[-4096:]
+                answered += chunk.count(b" 323 ")
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+        stats["lists_asked"] = asked
+        stats["lists_answered"] = answered
+        for maker in makers + [sock]:
+            maker.close()
+    return body
+
+
+def run(port, pid, phase_messages=40, phases=("flood", "storm", "slowloris")):
     """Every phase's bystander latency and the server's RSS; returns a dict of figures."""
     alice = Line(port, "bystanderA")
     bob = Line(port, "bystanderB")
     figures = {"rss_start_kib": rss_kib(pid)}
     base, missing = paced_latencies(alice, bob, "base", phase_messages)
     figures["baseline"] = dict(summary(base), missing=missing)
-    for name, body in (("flood", flood(port)), ("storm", storm(port)), ("slowloris", slowloris(port))):
+    bodies = {"flood": flood, "storm": storm, "slowloris": slowloris, "list": list_flood}
+    for name in phases:
+        body = bodies[name](port)
         before = rss_kib(pid)
         attack = Attack(body)
         time.sleep(1)
@@ -246,11 +284,14 @@ def report(figures):
         return "—" if v is None else f"{v:.2f}"
     base = figures["baseline"]
     rows.append(f"| none | {ms(base['p50_ms'])} | {ms(base['p99_ms'])} | {base['missing']} | {figures['rss_start_kib'] / 1024:.1f} | |")
-    for name in ("flood", "storm", "slowloris"):
+    for name in ("flood", "storm", "slowloris", "list"):
+        if name not in figures:
+            continue
         f = figures[name]
         extra = {"flood": lambda: f"{f.get('bytes_offered', 0) / 1e6:.1f} MB offered, {f.get('flood_lines_relayed', 0)} lines relayed",
                  "storm": lambda: f"{f.get('connections', 0)} connections, {f.get('failed', 0)} failed",
-                 "slowloris": lambda: f"{f.get('held', 0)} held, {f.get('refused', 0)} refused"}[name]()
+                 "slowloris": lambda: f"{f.get('held', 0)} held, {f.get('refused', 0)} refused",
+                 "list": lambda: f"{f.get('lists_asked', 0)} LISTs asked while ten hosts make 100 rooms each (paced), {f.get('lists_answered', 0)} answered"}[name]()
         rows.append(f"| {name} | {ms(f['p50_ms'])} | {ms(f['p99_ms'])} | {f['missing']} | "
                     f"{f['rss_before_kib'] / 1024:.1f} → {f['rss_during_kib'] / 1024:.1f} | {extra} |")
     rows.append(f"| after | | | | {figures['rss_end_kib'] / 1024:.1f} | |")
