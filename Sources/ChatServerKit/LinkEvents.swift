@@ -138,7 +138,11 @@ extension ServerState {
         for letter in uid.modeLetters where UserModes.mode(letter) != nil { setUserMode(user, letter, true) }
         var nick = uid.nick
         if let existing = nicks[casemapping.fold(nick)], existing !== user {
-            nick = collide(existing, with: user, theirTS: uid.nickTS, theirIdentity: "\(uid.ident)@\(uid.ip)", via: link, now: now) ? user.uuid : nick
+            if existing.remote != nil {
+                saveRemote(existing, now: now)
+            } else {
+                nick = collide(existing, with: user, theirTS: uid.nickTS, theirIdentity: "\(uid.ident)@\(uid.ip)", via: link, now: now) ? user.uuid : nick
+            }
         }
         claimNick(nick, keys: NameKeys.of(nick, casemapping), for: user)
         notifyMonitors(online: user, now: now)
@@ -182,10 +186,23 @@ extension ServerState {
         }
     }
 
+    /// Two of the network's users on one nickname, which the network should never say (found by
+    /// the link fuzzer): the one who held it gives it up for its UUID, here and (by a SAVE) on
+    /// the network, so that no nickname is ever held twice here.
+    mutating func saveRemote(_ user: User, now: Double) {
+        log("nick collision between two of the network's users on \(user.replyName): the earlier one takes its UUID")
+        if let route = user.remote?.route, let link = links[route] {
+            sendLink(link, IRCMessage(source: sid, command: "SAVE", params: [user.uuid, String(user.nickTS)]))
+        }
+        forceNick(user, to: user.uuid, now: now)
+    }
+
     /// `:<uuid> NICK <new> <ts>`.
     mutating func remoteNick(_ message: IRCMessage, now: Double) {
         guard let user = remoteSource(message), let nick = message.params.first, user.nick != nick else { return }
-        if let existing = nicks[casemapping.fold(nick)], existing !== user, existing.remote == nil, let link = user.remote.flatMap({ links[$0.route] }) {
+        if let existing = nicks[casemapping.fold(nick)], existing !== user, existing.remote != nil {
+            saveRemote(existing, now: now)
+        } else if let existing = nicks[casemapping.fold(nick)], existing !== user, existing.remote == nil, let link = user.remote.flatMap({ links[$0.route] }) {
             let ts = Int(message.params.count > 1 ? message.params[1] : "") ?? Int(now)
             if collide(existing, with: user, theirTS: ts, theirIdentity: "\(user.username ?? "")@\(user.address)", via: link, now: now) {
                 return
@@ -213,6 +230,10 @@ extension ServerState {
     mutating func remoteFJOIN(_ message: IRCMessage, from link: LinkSession, now: Double) {
         guard let line = FJOINLine(message) else { return }
         let key = casemapping.fold(line.room)
+        let joining = line.members.compactMap { member in user(uuid: member.uuid).flatMap { $0.remote != nil ? ($0, member.status) : nil } }
+        // No room is made for nobody: an FJOIN naming no user the network introduced would leave
+        // an empty room behind for good (found by the link fuzzer: LinkFuzzTests).
+        guard channels[key] != nil || !joining.isEmpty else { return }
         var decision = RoomMerge.takeTheirs
         let setter = clientSource(message.source)
         if let channel = channels[key] {
@@ -227,9 +248,8 @@ extension ServerState {
         if decision != .keepOurs {
             applyRemoteModes(key, line.modes, setter: setter, merging: decision == .merge, now: now)
         }
-        for member in line.members {
-            guard let user = user(uuid: member.uuid), user.remote != nil else { continue }
-            let status = decision == .keepOurs ? "" : member.status
+        for (user, given) in joining {
+            let status = decision == .keepOurs ? "" : given
             remoteJoin(user, key: key, op: status.contains("o"), voice: status.contains("v"), setter: setter, now: now)
         }
     }

@@ -372,6 +372,11 @@ actor SoakClient {
     private(set) var registrations = 0
     private var sequence = 0
     private let ledger: Ledger
+    /// Every soak line shown so far (for the wait after the calm; the verdict reads the book).
+    private var seen: Set<String> = []
+
+    /// How many of `expected` it has not shown yet.
+    func missing(_ expected: [String]) -> Int { expected.count { !seen.contains($0) } }
 
     init(nick: String, rooms: [String], partner: String?, account: String?, port: Int, ledger: Ledger) {
         self.nick = nick
@@ -415,8 +420,9 @@ actor SoakClient {
         case .status(.disconnected), .connectionLost:
             if registered { lostAt = Monotonic.now() }
             registered = false
-        case .line(_, let line) where line.isOwn && !line.isPending && line.text.hasPrefix("soak "):
-            ledger.confirm(line.text)
+        case .line(_, let line) where line.text.hasPrefix("soak ") && !line.isPending:
+            if line.isOwn { ledger.confirm(line.text) }
+            seen.insert(line.text)
         default:
             break
         }
@@ -553,7 +559,7 @@ let server = ServerControl(binary: options.binary, port: serverPort, extra: opti
 let ledger = Ledger()
 let roomNames = ["#lobby", "#soak-a", "#soak-b"]
 
-say("chat-soak: seed \(options.seed), \(Int(options.seconds)) s, \(options.clients) clients of ours (\(options.pairs) pairs with accounts), \(options.raw) raw, the server killed every \(Int(options.restart.lowerBound))–\(Int(options.restart.upperBound)) s; data in \(server.data)")
+say("chat-soak: seed \(options.seed), \(Int(options.seconds)) s, \(options.clients) clients of ours (\(options.pairs) pair\(options.pairs == 1 ? "" : "s") with accounts), \(options.raw) raw, the server killed every \(Int(options.restart.lowerBound))–\(Int(options.restart.upperBound)) s; data in \(server.data)")
 for pair in 0..<options.pairs * 2 { server.addAccount(String(format: "c%02d", pair), password: "soak password " + String(format: "c%02d", pair)) }
 server.start()
 guard server.waitListening() else { fatal("the server did not start; its log: \(server.logPath)") }
@@ -636,13 +642,22 @@ proxy.calm()
 for raw in rawClients { raw.stop() }
 say("chat-soak: calm; waiting for every client to be back and to have filled its gaps")
 
+/// The confirmed messages by where they were said (a room, or the pair of a direct message).
+func confirmedByPlace(_ sent: [String: Ledger.Sent], _ confirmed: Set<String>) -> [String: [String]] {
+    var places: [String: [String]] = [:]
+    for text in confirmed {
+        guard let entry = sent[text] else { continue }
+        let place = entry.target.hasPrefix("#") ? entry.target : [entry.sender, entry.target].sorted().joined(separator: " ")
+        places[place, default: []].append(text)
+    }
+    return places
+}
+
 /// The confirmed messages a client should show: those to its rooms, and those between it and its partner.
-func expected(for client: SoakClient, _ sent: [String: Ledger.Sent], _ confirmed: Set<String>) -> [String] {
-    confirmed.filter { text in
-        guard let entry = sent[text] else { return false }
-        if entry.target.hasPrefix("#") { return client.rooms.contains(entry.target) }
-        return (entry.sender == client.nick && entry.target == client.partner) || (entry.target == client.nick)
-    }.sorted()
+func expected(for client: SoakClient, _ places: [String: [String]]) -> [String] {
+    var texts = client.rooms.flatMap { places[$0] ?? [] }
+    if let partner = client.partner { texts += places[[client.nick, partner].sorted().joined(separator: " ")] ?? [] }
+    return texts
 }
 
 func shown(in book: ConversationBook) -> [String: [String]] {
@@ -658,27 +673,31 @@ var settled = false
 while Monotonic.now() - calmStarted < 120 && !settled {
     try? await Task.sleep(for: .milliseconds(500))
     let (sent, confirmed) = ledger.snapshot
+    let places = confirmedByPlace(sent, confirmed)
     settled = true
     for client in soakClients {
-        guard await client.registered else { settled = false; break }
-        let all = Set(shown(in: await client.book).values.joined())
-        if !expected(for: client, sent, confirmed).allSatisfy(all.contains) { settled = false; break }
+        guard await client.registered, await client.missing(expected(for: client, places)) == 0 else { settled = false; break }
     }
 }
 let settleTime = Monotonic.now() - calmStarted
 
 // The verdict, client by client: each confirmed message exactly once where it belongs, in order.
 let (sent, confirmed) = ledger.snapshot
+let places = confirmedByPlace(sent, confirmed)
 var lost: [String] = []
 var duplicated: [String] = []
 var outOfOrder: [String] = []
 for client in soakClients {
     let book = await client.book
     let texts = shown(in: book)
-    for text in expected(for: client, sent, confirmed) {
+    var counts: [String: [String: Int]] = [:]
+    for (place, lines) in texts {
+        for text in lines { counts[place, default: [:]][text, default: 0] += 1 }
+    }
+    for text in expected(for: client, places) {
         let entry = sent[text]!
         let place = entry.target.hasPrefix("#") ? entry.target : (entry.sender == client.nick ? entry.target : entry.sender)
-        let count = (texts[place.lowercased()] ?? []).filter { $0 == text }.count
+        let count = counts[place.lowercased()]?[text] ?? 0
         if count == 0 { lost.append("\(client.nick) lacks \"\(text)\" in \(place)") }
         if count > 1 { duplicated.append("\(client.nick) shows \"\(text)\" \(count) times in \(place)") }
     }

@@ -158,3 +158,42 @@ struct LinkStateTests {
         #expect(h.state.user(named: "sam")?.uuid == "1HBAAAAAB")
     }
 }
+
+/// What the link fuzzer (LinkFuzzTests) found, each kept as a test.
+@Suite("linking: fuzz findings")
+struct LinkFuzzFindingTests {
+    static func linked() -> Harness {
+        var h = LinkStateTests.harness()
+        h.state.linkConnected(LinkStateTests.link, peer: "127.0.0.1:7000", dialled: nil, secure: false, now: h.now)
+        _ = LinkStateTests.receive(&h, ["CAPAB START 1205", "CAPAB CAPABILITIES :CASEMAPPING=rfc1459", "CAPAB END",
+                                        "SERVER hub.test pw 0 1HB :The hub", ":1HB BURST 1", ":1HB ENDBURST"])
+        return h
+    }
+
+    @Test("fuzz finding (link): an FJOIN naming no user the network introduced makes no room (it stayed, empty, for good)")
+    func fjoinOfNobody() {
+        var h = Self.linked()
+        _ = LinkStateTests.receive(&h, [":1HB FJOIN #ghost 1000 +nt :o,1HBAAAAA9:0 ,0AAAAAAAZ:0"])
+        #expect(h.state.channels["#ghost"] == nil)
+        _ = LinkStateTests.receive(&h, [":1HB UID 1HBAAAAA1 1000 remote h h u 10.0.0.9 1000 + :real", ":1HB FJOIN #real 1000 +nt :,1HBAAAAA1:0"])
+        #expect(h.state.members(of: "#real") == ["remote"])
+    }
+
+    @Test("fuzz finding (link): two of the network's users on one nickname (x[ then x{, the same under rfc1459): the earlier takes its UUID, here and by a SAVE")
+    func twoRemoteUsersOnOneNick() {
+        var h = Self.linked()
+        let bob = h.register("bob")
+        h.send(bob, "JOIN #a")
+        _ = LinkStateTests.receive(&h, [":1HB UID 1HBAAAAA1 1000 x[ h h u 10.0.0.9 1000 + :one", ":1HB FJOIN #a 1000 +nt :,1HBAAAAA1:0",
+                                        ":1HB UID 1HBAAAAA2 1000 other h h u 10.0.0.9 1000 + :two"])
+        let out = LinkStateTests.receive(&h, [":1HBAAAAA2 NICK x{ 1001"])
+        #expect(LinkStateTests.linkLines(out) == [":0AA SAVE 1HBAAAAA1 1000"])
+        #expect(h.lines(to: bob) == [":x[!u@h NICK 1HBAAAAA1"])
+        #expect(h.state.user(named: "x[")?.uuid == "1HBAAAAA2")
+        #expect(h.state.user(named: "1HBAAAAA1")?.uuid == "1HBAAAAA1")
+        // The same through a UID that brings a name another of the network's users holds.
+        let again = LinkStateTests.receive(&h, [":1HB UID 1HBAAAAA3 1002 X{ h h u 10.0.0.9 1002 + :three"])
+        #expect(LinkStateTests.linkLines(again) == [":0AA SAVE 1HBAAAAA2 1001"])
+        #expect(h.state.user(named: "x{")?.uuid == "1HBAAAAA3")
+    }
+}
