@@ -498,7 +498,7 @@ public actor ChatClient {
         }
         if let sent = pingSentAt {
             if now - sent > config.pingTimeout {
-                connection.close(reason: "ping timeout: no answer from the server for \(Int(now - lastReceived)) s")
+                connection.close(reason: "ping timeout: no answer from the server for \(Int(now - lastReceived)) s", abortive: true)
             }
         } else if now - lastReceived >= config.pingInterval {
             pingSentAt = now

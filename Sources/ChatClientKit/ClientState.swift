@@ -68,7 +68,7 @@ public struct ClientState: Sendable {
         case older
     }
     public var historyRequests: [ConversationID: HistoryRequest] = [:]
-    private var openBatches: [String: (type: String, target: ConversationID?, lines: Int, all: Int)] = [:]
+    private var openBatches: [String: (type: String, target: ConversationID?, lines: Int, all: Int, last: String?)] = [:]
     /// draft/multiline batches being received: the opening line (its tags and target) and the text so far.
     /// Our multiline batches, numbered for their references.
     var nextBatch = 0
@@ -328,9 +328,13 @@ public struct ClientState: Sendable {
     /// `onlyAfterDrop`: nothing when there is no gap to fill (a direct conversation has no LATEST on joining).
     public mutating func historyRequest(for id: ConversationID, room: String, limit: Int = 50, onlyAfterDrop: Bool = false) -> IRCMessage? {
         guard capabilities.contains("draft/chathistory"), capabilities.contains("batch") else { return nil }
-        if let since = droppedAt[id], let msgid = latestMsgid[id] {
+        if let since = droppedAt[id], let latest = latestMsgid[id] {
             droppedAt[id] = nil
             historyRequests[id] = .gap(since: since)
+            // From before our oldest unconfirmed line, if any (`SentLines.Line.seenBefore`): lines
+            // shown already come again and are not shown twice (one per msgid), nor counted.
+            let book = self.book
+            let msgid = sent.heldSince { book.id(for: $0.target) == id } ?? latest
             return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, String(gapPage))
         }
         if onlyAfterDrop { return nil }
@@ -362,7 +366,7 @@ public struct ClientState: Sendable {
                 return
             }
             let target = type == "chathistory" && c.p.count > 2 ? id(for: c.p[2]) : nil
-            openBatches[name] = (type, target, 0, 0)
+            openBatches[name] = (type, target, 0, 0, nil)
             return
         }
         if let multiline = multilineBatches.removeValue(forKey: name) {
@@ -374,7 +378,9 @@ public struct ClientState: Sendable {
         // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
         let request = historyRequests.removeValue(forKey: id)
         // A full page of a gap: more may follow; ask for the next page before saying how many.
-        if case .gap(let since, let before)? = request, batch.all >= gapPage, let name = book[id]?.name, let msgid = latestMsgid[id] {
+        // The next page goes on from this page's last line (a gap read from before our unconfirmed
+        // lines starts behind the newest line shown, so the newest is not where to go on from).
+        if case .gap(let since, let before)? = request, batch.all >= gapPage, let name = book[id]?.name, let msgid = batch.last ?? latestMsgid[id] {
             historyRequests[id] = .gap(since: since, before: before + batch.lines)
             finishedHistory.removeAll { $0 == id }
             gapContinuations.append(IRCMessage("CHATHISTORY", "AFTER", name, "msgid=" + msgid, String(gapPage)))
@@ -708,9 +714,11 @@ public struct ClientState: Sendable {
         }
         // A line of history: counted for its batch; the last lines shown on joining are old news.
         if let reference = c.message.tag("batch"), let batch = openBatches[reference], batch.type == "chathistory" {
-            // Counted for the "N you missed" marker: what others said, not our own lines.
-            if !own { openBatches[reference]!.lines += 1 }
+            // Counted for the "N you missed" marker: what others said, not our own lines, nor
+            // lines shown already (a gap read from before our unconfirmed lines repeats some).
+            if !own, !(batch.target.flatMap { book[$0] }?.contains(msgid: c.msgid, at: c.time) ?? false) { openBatches[reference]!.lines += 1 }
             openBatches[reference]!.all += 1
+            if let msgid = c.msgid { openBatches[reference]!.last = msgid }
             line.isHistory = true
             if let id = batch.target, !isGap(historyRequests[id]) {
                 line.isHighlight = false

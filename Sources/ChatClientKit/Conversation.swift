@@ -156,6 +156,21 @@ public struct Conversation: Sendable, Equatable {
         if let index = lines.lastIndex(where: { $0.isPending && $0.serial == serial }) { lines.remove(at: index) }
     }
 
+    /// Whether a line with this msgid, said at `time`, is shown (lines are in time order).
+    public func contains(msgid: String?, at time: Double) -> Bool {
+        guard let msgid else { return false }
+        var low = 0, high = lines.count
+        while low < high {
+            let middle = (low + high) / 2
+            if lines[middle].time < time { low = middle + 1 } else { high = middle }
+        }
+        while low < lines.count && lines[low].time == time {
+            if lines[low].msgid == msgid { return true }
+            low += 1
+        }
+        return false
+    }
+
     /// Adds a line at its place by time (almost always the end), once per msgid. Returns false
     /// when it was already there.
     @discardableResult
@@ -169,7 +184,10 @@ public struct Conversation: Sendable, Equatable {
                 guard let mine = line.msgid, let theirs = other.msgid else { return true }
                 return theirs <= mine
             }
-            if line.isHistory, let last = lines.last, !before(last) || last.time > line.time {
+            // A line of history, or one said before the last shown (our own echo, which the
+            // server sends once it is stored, after others' later lines): at its place by time,
+            // so lines stay in time order and the same msgid is found again (chaos soak).
+            if let last = lines.last, !before(last) || last.time > line.time, line.isHistory || (line.isOwn && line.msgid != nil) {
                 // Binary search for the first line later than this one.
                 var low = 0, high = lines.count
                 while low < high {

@@ -11,6 +11,12 @@ public struct SentLines: Sendable {
         public var serial: UInt64 = 0
         /// The msgid of the message it answers (`+draft/reply`).
         public var replyTo: String?
+        /// The newest msgid of its conversation shown when it was sent. After a drop, history is
+        /// asked from there, not from the newest shown then: others' lines reach us before our
+        /// own echo (which waits for the server's commit), so a line said after ours may be shown
+        /// while ours was stored and its echo lost; asked from the newest, history would leave
+        /// ours out and it would be sent twice (found by the chaos soak).
+        public var seenBefore: String?
 
         public init(target: String, text: String, isAction: Bool, serial: UInt64 = 0, replyTo: String? = nil) {
             self.target = target
@@ -36,6 +42,12 @@ public struct SentLines: Sendable {
     }
 
     mutating func nickSeen(_ nickKey: String) { ownNicks.insert(nickKey) }
+
+    /// Where history must be read from for the held lines of the conversation `belongs` picks:
+    /// the oldest one's `seenBefore` (nil: none held, or nothing was shown before it).
+    func heldSince(where belongs: (Line) -> Bool) -> String? {
+        lines.first { $0.serial != 0 && belongs($0) }?.seenBefore
+    }
 
     func isOwn(_ nickKey: String) -> Bool { ownNicks.contains(nickKey) }
 

@@ -24,6 +24,8 @@ extension ClientState {
     /// A line written on the connection with echo-message on: unconfirmed until its echo.
     public mutating func sending(_ line: SentLines.Line) {
         let me = key(for: nick)
+        var line = line
+        line.seenBefore = latestMsgid[id(for: line.target)]
         sent.sent(line, as: me)
     }
 

@@ -26,6 +26,8 @@ public final class LineConnection: Sendable {
         var sentOffset = 0
         /// Set by `close(reason:)` (or the I/O thread) so `input` ends with why we hung up.
         var closeReason: String?
+        /// Given up as dead (`close(reason:abortive: true)`): reset, not closed in order.
+        var abortive = false
         /// Lines handed out and not yet taken (`taken()`).
         var pending = 0
         /// The most lines that were ever waiting at once (for tests: it stays at the limit).
@@ -265,9 +267,14 @@ public final class LineConnection: Sendable {
     }
 
     /// Hangs up without waiting: what is queued is dropped. `input` then ends with `.closed(reason)`.
-    public func close(reason: String) {
+    /// `abortive`: the connection is given up as dead (no answer to a ping): it is reset, so
+    /// the kernel drops what it still holds unacknowledged too. A graceful close would keep
+    /// sending that after we left, and a line we send again on the next connection would
+    /// then reach the server twice, late (found by the chaos soak).
+    public func close(reason: String, abortive: Bool = false) {
         shared.withLock { state in
             if state.closeReason == nil { state.closeReason = reason }
+            if abortive { state.abortive = true }
         }
         wake()
     }
@@ -402,8 +409,15 @@ public final class LineConnection: Sendable {
                 state.output = []
                 state.sentOffset = 0
             }
-            connection.tls?.session.shutdown()
-            Glibc.shutdown(fd, Int32(SHUT_RDWR))
+            if connection.shared.withLock({ $0.abortive }) {
+                // SO_LINGER 0: the kernel discards what is unsent or unacknowledged and resets.
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                Glibc.shutdown(fd, Int32(SHUT_RD))
+            } else {
+                connection.tls?.session.shutdown()
+                Glibc.shutdown(fd, Int32(SHUT_RDWR))
+            }
             continuation.yield(.closed(reason: reason))
             continuation.finish()
         }

@@ -122,3 +122,64 @@ struct ReducerTests {
         #expect(texts(":bob!b@h QUIT :Quit: ") == ["bob quit"], "no empty parentheses")
     }
 }
+
+/// What the chaos soak (chat-soak) found in the client, kept as tests.
+@Suite("the client: soak findings")
+struct SoakFindingTests {
+    static func connect(_ state: inout ClientState, at now: Double) {
+        _ = state.connectionStarted()
+        _ = state.receive(try! IRCMessage(parsing: ":srv CAP * LS :echo-message batch draft/chathistory server-time message-tags"), now: now)
+        _ = state.receive(try! IRCMessage(parsing: ":srv CAP alice ACK :echo-message batch draft/chathistory server-time message-tags"), now: now)
+        _ = state.receive(try! IRCMessage(parsing: ":srv 001 alice :Welcome alice!al@h"), now: now)
+    }
+
+    static func line(_ text: String) -> IRCMessage { try! IRCMessage(parsing: text) }
+
+    @Test("soak finding: our line stored but its echo lost while someone's later line was shown: history is read from before ours, ours is found, not sent twice, nothing counted as missed")
+    func echoOvertaken() {
+        // The clock as the server's times (2026-01-01T00:00:00Z and on).
+        let t = 1_767_225_600.0
+        var state = ClientState(nick: "alice", keepsLines: true, registration: ReducerTests.settings())
+        state.wantedRooms = ["#lobby"]
+        Self.connect(&state, at: t + 1)
+        _ = state.receive(Self.line(":alice!al@h JOIN #lobby"), now: t + 2)
+        _ = state.receive(Self.line(":srv BATCH +h1 chathistory #lobby"), now: t + 2)
+        _ = state.receive(Self.line("@batch=h1;msgid=m1;time=2026-01-01T00:00:01.000Z :bob!b@h PRIVMSG #lobby :before"), now: t + 2)
+        _ = state.receive(Self.line(":srv BATCH -h1"), now: t + 2)
+        let typed = state.send("mine", to: "#lobby", isAction: false, queueing: true, now: t + 3)
+        #expect(typed.actions == [.sendLine(IRCMessage("PRIVMSG", "#lobby", "mine"), SentLines.Line(target: "#lobby", text: "mine", isAction: false))])
+        // Bob's next line reaches us; our echo (held by the server until its commit) never does.
+        _ = state.receive(Self.line("@msgid=m3;time=2026-01-01T00:00:03.000Z :bob!b@h PRIVMSG #lobby :after yours"), now: t + 3)
+        _ = state.connectionLost(reason: "reset", now: t + 4)
+        _ = state.holdUnconfirmed(now: t + 4)
+        Self.connect(&state, at: t + 5)
+        let joined = state.receive(Self.line(":alice!al@h JOIN #lobby"), now: t + 5)
+        #expect(joined.actions == [.send(IRCMessage("CHATHISTORY", "AFTER", "#lobby", "msgid=m1", "100"))], "from before our line, not from m3")
+        _ = state.receive(Self.line(":srv BATCH +h2 chathistory #lobby"), now: t + 5)
+        _ = state.receive(Self.line("@batch=h2;msgid=m2;time=2026-01-01T00:00:02.000Z :alice!al@h PRIVMSG #lobby :mine"), now: t + 5)
+        _ = state.receive(Self.line("@batch=h2;msgid=m3;time=2026-01-01T00:00:03.000Z :bob!b@h PRIVMSG #lobby :after yours"), now: t + 5)
+        let ended = state.receive(Self.line(":srv BATCH -h2"), now: t + 5)
+        #expect(!ended.actions.contains { if case .sendLine = $0 { return true } else { return false } }, "found in history: not sent again")
+        let texts = state.book.conversation("#lobby")!.lines.filter { $0.kind == .message }.map(\.text)
+        #expect(texts == ["before", "mine", "after yours"], "each once, in order")
+        #expect(state.book.conversation("#lobby")!.lines.contains { $0.text == "── nothing was said here while you were away ──" },
+                "bob's line was shown already: not counted as missed")
+    }
+}
+
+extension SoakFindingTests {
+    @Test("soak finding: our echo, which the server sends once stored, after someone's later line: shown at its place by time, once")
+    func lateEchoInPlace() {
+        let t = 1_767_225_600.0
+        var state = ClientState(nick: "alice", keepsLines: true, registration: ReducerTests.settings())
+        state.wantedRooms = ["#lobby"]
+        Self.connect(&state, at: t + 1)
+        _ = state.receive(Self.line(":alice!al@h JOIN #lobby"), now: t + 2)
+        _ = state.send("mine", to: "#lobby", isAction: false, queueing: true, now: t + 2)
+        _ = state.receive(Self.line("@msgid=m3;time=2026-01-01T00:00:03.000Z :bob!b@h PRIVMSG #lobby :after yours"), now: t + 3)
+        _ = state.receive(Self.line("@msgid=m2;time=2026-01-01T00:00:02.000Z :alice!al@h PRIVMSG #lobby :mine"), now: t + 3)
+        _ = state.receive(Self.line("@msgid=m2;time=2026-01-01T00:00:02.000Z :alice!al@h PRIVMSG #lobby :mine"), now: t + 4)
+        let texts = state.book.conversation("#lobby")!.lines.filter { $0.kind == .message && !$0.isPending }.map(\.text)
+        #expect(texts == ["mine", "after yours"])
+    }
+}
