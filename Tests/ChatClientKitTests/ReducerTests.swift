@@ -135,14 +135,22 @@ struct SoakFindingTests {
 
     static func line(_ text: String) -> IRCMessage { try! IRCMessage(parsing: text) }
 
-    @Test("soak finding: our line stored but its echo lost while someone's later line was shown: history is read from before ours, ours is found, not sent twice, nothing counted as missed")
-    func echoOvertaken() {
-        // The clock as the server's times (2026-01-01T00:00:00Z and on).
-        let t = 1_767_225_600.0
+    /// The clock as the server's times (2026-01-01T00:00:00Z and on).
+    static let t = 1_767_225_600.0
+
+    /// alice, connected with history and echo-message, in #lobby.
+    static func inLobby() -> ClientState {
         var state = ClientState(nick: "alice", keepsLines: true, registration: ReducerTests.settings())
         state.wantedRooms = ["#lobby"]
-        Self.connect(&state, at: t + 1)
-        _ = state.receive(Self.line(":alice!al@h JOIN #lobby"), now: t + 2)
+        connect(&state, at: t + 1)
+        _ = state.receive(line(":alice!al@h JOIN #lobby"), now: t + 2)
+        return state
+    }
+
+    @Test("soak finding: our line stored but its echo lost while someone's later line was shown: history is read from before ours, ours is found, not sent twice, nothing counted as missed")
+    func echoOvertaken() {
+        let t = Self.t
+        var state = Self.inLobby()
         _ = state.receive(Self.line(":srv BATCH +h1 chathistory #lobby"), now: t + 2)
         _ = state.receive(Self.line("@batch=h1;msgid=m1;time=2026-01-01T00:00:01.000Z :bob!b@h PRIVMSG #lobby :before"), now: t + 2)
         _ = state.receive(Self.line(":srv BATCH -h1"), now: t + 2)
@@ -170,11 +178,8 @@ struct SoakFindingTests {
 extension SoakFindingTests {
     @Test("soak finding: our echo, which the server sends once stored, after someone's later line: shown at its place by time, once")
     func lateEchoInPlace() {
-        let t = 1_767_225_600.0
-        var state = ClientState(nick: "alice", keepsLines: true, registration: ReducerTests.settings())
-        state.wantedRooms = ["#lobby"]
-        Self.connect(&state, at: t + 1)
-        _ = state.receive(Self.line(":alice!al@h JOIN #lobby"), now: t + 2)
+        let t = Self.t
+        var state = Self.inLobby()
         _ = state.send("mine", to: "#lobby", isAction: false, queueing: true, now: t + 2)
         _ = state.receive(Self.line("@msgid=m3;time=2026-01-01T00:00:03.000Z :bob!b@h PRIVMSG #lobby :after yours"), now: t + 3)
         _ = state.receive(Self.line("@msgid=m2;time=2026-01-01T00:00:02.000Z :alice!al@h PRIVMSG #lobby :mine"), now: t + 3)
