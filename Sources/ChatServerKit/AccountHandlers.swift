@@ -306,11 +306,15 @@ extension ServerState {
         pendingPasswordChecks += 1
         let address = Self.throttleKey(session.user.address)
         pendingChecksPerAddress[address, default: 0] += 1
-        if response?.session === session {
-            response?.deferred = true
-            session.deferredLabel = response?.label
-        }
+        deferResponse(session)
         outbox.items.append(.checkPassword(PasswordCheck(connection: session.connection, purpose: purpose, password: password, address: address)))
+    }
+
+    /// The command's answer (and its label) waits for a worker's answer.
+    mutating func deferResponse(_ session: Session) {
+        guard response?.session === session else { return }
+        response?.deferred = true
+        session.deferredLabel = response?.label
     }
 
     /// Room for one more check: under the total, and under two per address (loopback aside),
@@ -553,10 +557,7 @@ extension ServerState {
     /// answer (and the connection's next lines) wait for it to be written.
     mutating func storeNewAccount(_ session: Session, account: String, credential: SCRAMCredential, now: Double) {
         session.verifying = true
-        if response?.session === session {
-            response?.deferred = true
-            session.deferredLabel = response?.label
-        }
+        deferResponse(session)
         outbox.items.append(.store(.addAccount(connection: session.connection, name: account, credential: credential, now: now)))
     }
 
