@@ -189,11 +189,11 @@ extension ClientState {
             actions.append(.send(IRCMessage("METADATA", "*", "SUB", "display-name", "avatar", "pronouns", "status")))
         }
         if !wantedRooms.isEmpty { actions.append(.send(IRCMessage("JOIN", wantedRooms.joined(separator: ",")))) }
+        flushedDirect = [:]
         flushQueue(now: now)
         var asked: Set<ConversationID> = []
         for id in book.order where id.kind == .direct {
-            guard let name = book[id]?.name, latestMsgid[id] != nil,
-                  let request = historyRequest(for: id, room: name, onlyAfterDrop: true) else { continue }
+            guard let name = book[id]?.name, let request = historyRequest(for: id, room: name, onlyAfterDrop: true) else { continue }
             actions.append(.send(request))
             asked.insert(id)
         }
@@ -206,6 +206,8 @@ extension ClientState {
         let (again, events) = takeHeld(where: belongs)
         produced += events
         for line in again { deliver(SentLines.Line(target: line.target, text: line.text, isAction: line.isAction), now: now) }
+        // What was typed meanwhile goes after them.
+        if !queue.isEmpty { flushQueue(now: now) }
     }
 
     // MARK: Sending
@@ -216,7 +218,15 @@ extension ClientState {
         produced = []
         actions = []
         let line = SentLines.Line(target: target, text: text, isAction: isAction, replyTo: replyTo)
-        if isRegistered { deliver(line, now: now) } else { enqueue(line, queueing: queueing, now: now) }
+        // Behind our held lines of that conversation (sent again once history has been read, or
+        // when the person is back), so a sender's lines keep their order (chaos soak).
+        if isRegistered && hasMonitor && !isChannel(target) && held.waiting[key(for: target)] != nil {
+            _ = holdForPerson(target, text: text, isAction: isAction, now: now)
+        } else if isRegistered && !holdsLines(id(for: target)) {
+            deliver(line, now: now)
+        } else {
+            enqueue(line, queueing: queueing || isRegistered, now: now)
+        }
         return reduction()
     }
 
@@ -349,11 +359,21 @@ extension ClientState {
         say(heldLine(line.text, isAction: line.isAction, serial: held.serial, now: now), to: id(for: line.target), name: line.target)
     }
 
-    /// Registered again: what was typed while offline goes, in order.
+    /// Whether our lines of a dropped connection in this conversation still wait for history's answer.
+    func holdsLines(_ id: ConversationID) -> Bool {
+        let book = self.book
+        return sent.oldestHeld { book.id(for: $0.target) == id } != nil
+    }
+
+    /// Registered again, or history read: what was typed while offline goes, in order, but not
+    /// ahead of held lines of its conversation that history has not answered for yet.
     private mutating func flushQueue(now: Double) {
-        let pending = queue
-        queue = []
-        flushedDirect = [:]
+        var pending: [SentLines.Line] = []
+        var waiting: [SentLines.Line] = []
+        for line in queue {
+            if holdsLines(id(for: line.target)) { waiting.append(line) } else { pending.append(line) }
+        }
+        queue = waiting
         for line in pending {
             emit(.pendingDone(id(for: line.target), serial: line.serial))
             if !isChannel(line.target) { flushedDirect[key(for: line.target), default: []].append((line.text, line.isAction)) }

@@ -326,18 +326,23 @@ public struct ClientState: Sendable {
     /// What to ask history for on joining a room: what came after our newest line when we
     /// were there before the drop, else the last lines.
     /// `onlyAfterDrop`: nothing when there is no gap to fill (a direct conversation has no LATEST on joining).
+    /// A conversation with a held line of ours always reads history first: the server may have
+    /// stored it before the drop.
     public mutating func historyRequest(for id: ConversationID, room: String, limit: Int = 50, onlyAfterDrop: Bool = false) -> IRCMessage? {
         guard capabilities.contains("draft/chathistory"), capabilities.contains("batch") else { return nil }
-        if let since = droppedAt[id], let latest = latestMsgid[id] {
+        let book = self.book
+        let held = sent.oldestHeld { book.id(for: $0.target) == id }
+        // From before our oldest unconfirmed line, if any (`SentLines.Line.seenBefore`): lines
+        // shown already come again and are not shown twice (one per msgid), nor counted.
+        if let since = droppedAt[id], let latest = latestMsgid[id], held == nil || held?.seenBefore != nil {
             droppedAt[id] = nil
             historyRequests[id] = .gap(since: since)
-            // From before our oldest unconfirmed line, if any (`SentLines.Line.seenBefore`): lines
-            // shown already come again and are not shown twice (one per msgid), nor counted.
-            let book = self.book
-            let msgid = sent.heldSince { book.id(for: $0.target) == id } ?? latest
-            return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + msgid, String(gapPage))
+            return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + (held?.seenBefore ?? latest), String(gapPage))
         }
-        if onlyAfterDrop { return nil }
+        // Nothing was shown before the held line (its conversation's first): the latest lines
+        // hold it if the server stored it (chaos soak: a direct message stored twice).
+        if onlyAfterDrop && held == nil { return nil }
+        droppedAt[id] = nil
         historyRequests[id] = .latest
         return IRCMessage("CHATHISTORY", "LATEST", room, "*", String(limit))
     }

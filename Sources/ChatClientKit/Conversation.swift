@@ -130,6 +130,9 @@ public struct Conversation: Sendable, Equatable {
     /// list (as it was) is shown greyed meanwhile.
     public var awaitingRejoin = false
     public private(set) var lines: [ChatLine] = []
+    /// The msgids of the kept lines: a message is kept once, wherever its copies would fall (a
+    /// live copy behind history's, or after lines of our own clock: chaos soak).
+    private var msgids: Set<String> = []
     public var unread = 0
     public var mentioned = false
     /// The time the account had read up to, from the server (draft/read-marker); lines after it
@@ -156,19 +159,10 @@ public struct Conversation: Sendable, Equatable {
         if let index = lines.lastIndex(where: { $0.isPending && $0.serial == serial }) { lines.remove(at: index) }
     }
 
-    /// Whether a line with this msgid, said at `time`, is shown (lines are in time order).
+    /// Whether a line with this msgid is shown (`time`: when it was said; kept for callers).
     public func contains(msgid: String?, at time: Double) -> Bool {
         guard let msgid else { return false }
-        var low = 0, high = lines.count
-        while low < high {
-            let middle = (low + high) / 2
-            if lines[middle].time < time { low = middle + 1 } else { high = middle }
-        }
-        while low < lines.count && lines[low].time == time {
-            if lines[low].msgid == msgid { return true }
-            low += 1
-        }
-        return false
+        return msgids.contains(msgid)
     }
 
     /// Adds a line at its place by time (almost always the end), once per msgid. Returns false
@@ -197,17 +191,7 @@ public struct Conversation: Sendable, Equatable {
                 index = low
             }
             if let msgid = line.msgid {
-                // The same message has the same time: look among the neighbours that share it.
-                var probe = index - 1
-                while probe >= 0 && lines[probe].time == line.time {
-                    if lines[probe].msgid == msgid { return false }
-                    probe -= 1
-                }
-                probe = index
-                while probe < lines.count && lines[probe].time == line.time {
-                    if lines[probe].msgid == msgid { return false }
-                    probe += 1
-                }
+                guard msgids.insert(msgid).inserted else { return false }
             } else if line.isHistory {
                 // A line from the log with no msgid (a join, a line from a server without
                 // msgids): the same line at the same time is the same line.
@@ -221,6 +205,9 @@ public struct Conversation: Sendable, Equatable {
         }
         // Drop in chunks so appending stays amortised O(1).
         if lines.count > scrollbackLimit + max(1, scrollbackLimit / 8) {
+            for gone in lines[..<(lines.count - scrollbackLimit)] {
+                if let msgid = gone.msgid { msgids.remove(msgid) }
+            }
             lines.removeFirst(lines.count - scrollbackLimit)
         }
         let isOffer: Bool
@@ -232,7 +219,10 @@ public struct Conversation: Sendable, Equatable {
         return true
     }
 
-    public mutating func clearLines() { lines.removeAll() }
+    public mutating func clearLines() {
+        lines.removeAll()
+        msgids.removeAll()
+    }
 
     /// Different emoji kept on one message: past it, new ones are not shown (one person cannot
     /// grow a message without bound).

@@ -43,10 +43,10 @@ public struct SentLines: Sendable {
 
     mutating func nickSeen(_ nickKey: String) { ownNicks.insert(nickKey) }
 
-    /// Where history must be read from for the held lines of the conversation `belongs` picks:
-    /// the oldest one's `seenBefore` (nil: none held, or nothing was shown before it).
-    func heldSince(where belongs: (Line) -> Bool) -> String? {
-        lines.first { $0.serial != 0 && belongs($0) }?.seenBefore
+    /// The oldest held line of the conversation `belongs` picks: history must be read from its
+    /// `seenBefore` (or, when nothing was shown before it, the conversation's latest lines).
+    func oldestHeld(where belongs: (Line) -> Bool) -> Line? {
+        lines.first { $0.serial != 0 && belongs($0) }
     }
 
     func isOwn(_ nickKey: String) -> Bool { ownNicks.contains(nickKey) }

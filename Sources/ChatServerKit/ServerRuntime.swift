@@ -17,6 +17,8 @@ public struct HistoryOptions: Sendable {
     public var perTarget: Int
     /// SQLite `synchronous`: NORMAL (a process crash loses nothing committed) or FULL (a power loss neither).
     public var synchronous: String
+    /// Called on the writer's thread before each commit (tests hold a commit back with it).
+    var beforeCommit: (@Sendable () -> Void)?
 
     public init(path: String, days: Int = 30, perTarget: Int = 1_000_000, synchronous: String = "NORMAL") {
         self.path = path
@@ -122,6 +124,11 @@ final class ServerRuntime {
         var output = OutputBuffer()
         var waitingForWritable = false
         var queuedForFlush = false
+        /// Its output holds bytes written while history had this msgid handed over and not
+        /// committed: none of it goes before that commit (`ServerRuntime.handedOver`).
+        var waitsFor: Int64 = 0
+        /// In `gated`, waiting for that commit.
+        var inGated = false
         var closing = false
         /// Set on the TLS port, and on the web port once its first byte is a TLS handshake's;
         /// the handshake runs inside the loop, a step per readiness.
@@ -220,6 +227,15 @@ final class ServerRuntime {
     /// History: the writer thread, and the connections with output waiting for its commits.
     private let historyWriter: HistoryWriter?
     private let committed: HistoryHealth
+    /// The highest msgid handed to history's writer. Nothing written after it goes out before
+    /// it is committed: a message reaches no one (its sender's echo, the room, a link) that a
+    /// crash could still take from history, so what was seen is what is kept, and a sender
+    /// sending again after a crash is not shown twice (chaos soak). The wait is the writer's
+    /// commit (it commits as soon as rows come); while it cannot store, or for output past the
+    /// send queue's limit, nothing waits (no reader is dropped for it).
+    private var handedOver: Int64 = 0
+    /// Connections whose output waits for a commit.
+    private var gated: [Connection] = []
     /// Below this much unsent output, a long reply's next step is made.
     private static let continueBelow = 64 * 1024
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
@@ -801,7 +817,10 @@ final class ServerRuntime {
                 case .sendAfterCommit(let id, let bytes, let msgid):
                     order.sendAfterCommit(bytes, to: id, msgid: msgid, &sink)
                 case .deliver(let delivery):
-                    if let historyWriter, !delivery.rows.isEmpty { historyWriter.append(delivery.rows) }
+                    if let historyWriter, !delivery.rows.isEmpty {
+                        historyWriter.append(delivery.rows)
+                        handOver(delivery.rows)
+                    }
                     order.deliver(delivery, &sink)
                 case .close(let id):
                     if let connection = connections[id.raw] { markClosing(connection) }
@@ -817,7 +836,10 @@ final class ServerRuntime {
                 case .dialLink(let block):
                     dial(block)
                 case .storeRows(let rows):
-                    historyWriter?.append(rows)
+                    if let historyWriter, !rows.isEmpty {
+                        historyWriter.append(rows)
+                        handOver(rows)
+                    }
                 case .setMarker(let account, let target, let time):
                     historyWriter?.setReadMarker(account: account, target: target, time: time)
                 case .store(let job):
@@ -877,6 +899,7 @@ final class ServerRuntime {
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
         // Within one turn the output may grow to four times the limit (a busy room's burst)
         // but no further: replies one client's pipelined queries multiply stop there.
+        if handedOver > 0, handedOver > committed.committed.load(ordering: .relaxed) { connection.waitsFor = handedOver }
         let limit = connection.waitingForWritable ? sendQueueLimit : sendQueueLimit * 4
         if connection.output.count > limit {
             dropSlowReader(connection)
@@ -889,6 +912,39 @@ final class ServerRuntime {
     private func releaseCommitted() {
         var sink = Sink(runtime: self)
         order.released(&sink)
+        releaseGated()
+    }
+
+    private func handOver(_ rows: [HistoryRow]) {
+        for row in rows where row.msgid > handedOver { handedOver = row.msgid }
+    }
+
+    /// Whether a connection's output must wait for a commit still (false: it may go now).
+    private func mustWait(_ connection: Connection) -> Bool {
+        guard connection.waitsFor > 0 else { return false }
+        if connection.waitsFor <= committed.committed.load(ordering: .acquiring) || committed.failing.load(ordering: .acquiring)
+            || connection.output.count > sendQueueLimit {
+            connection.waitsFor = 0
+            return false
+        }
+        return true
+    }
+
+    /// The gated connections whose commit has come go out this turn.
+    private func releaseGated() {
+        guard !gated.isEmpty else { return }
+        let waiting = gated
+        gated.removeAll(keepingCapacity: true)
+        for connection in waiting {
+            connection.inGated = false
+            guard !connection.closing, connections[connection.id.raw] != nil else { continue }
+            if mustWait(connection) {
+                connection.inGated = true
+                gated.append(connection)
+            } else {
+                queueFlush(connection)
+            }
+        }
     }
 
     /// A reader this far behind is stalled; drop it rather than hold memory for it.
@@ -931,6 +987,7 @@ final class ServerRuntime {
         } while !flushQueue.isEmpty
         assert(order.gathering == nil, "a turn ends with every gathered room delivery handed out")
         closeClosing()
+        control.countTurn()
     }
 
     private func flushQueued() {
@@ -939,6 +996,15 @@ final class ServerRuntime {
         for connection in queue {
             connection.queuedForFlush = false
             guard !connection.closing, connections[connection.id.raw] != nil, !connection.handshaking else { continue }
+            if mustWait(connection) {
+                // Not before its commit; not woken by writability meanwhile either.
+                setWritable(connection, false)
+                if !connection.inGated {
+                    connection.inGated = true
+                    gated.append(connection)
+                }
+                continue
+            }
             let flushed = connection.tls.map { connection.output.flush(to: $0) } ?? connection.output.flush(to: connection.fd)
             switch flushed {
             case .done:
@@ -1059,10 +1125,15 @@ public final class ServerHandle: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let finished = Semaphore()
     private let heldRuns = Atomic<Int>(0)
+    private let turns = Atomic<Int>(0)
 
     /// How many runs of join announcements were held back for a crowd (`HeldJoins`).
     public var heldAnnouncementRuns: Int { heldRuns.load(ordering: .relaxed) }
     func countHeldRun() { heldRuns.add(1, ordering: .relaxed) }
+    /// Loop turns finished (written out and closed what it had to): tests wait on it for "the
+    /// turn that handled this line is over".
+    public var turnsDone: Int { turns.load(ordering: .acquiring) }
+    func countTurn() { turns.add(1, ordering: .releasing) }
 
     init(port: Int, tlsPort: Int?, linkPort: Int? = nil, webPort: Int? = nil, wakeup: Wakeup) {
         self.port = port
@@ -1147,7 +1218,7 @@ public final class ServerHandle: Sendable {
                 let wakeup = handle.wakeup
                 writer = try HistoryWriter(path: history.path, synchronous: history.synchronous, committed: { _ in
                     wakeup.signal()
-                }, failed: logger, retention: (history.days, history.perTarget), health: health)
+                }, failed: logger, retention: (history.days, history.perTarget), health: health, beforeCommit: history.beforeCommit)
             } catch {
                 plain.forEach { close($0) }
                 secure.forEach { close($0) }

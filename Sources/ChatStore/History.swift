@@ -329,14 +329,15 @@ public final class HistoryWriter: Sendable {
     /// commits, so new messages are not held up.
     public init(path: String, synchronous: String = "NORMAL", interval: Double = 0.1,
                 committed: @escaping @Sendable (Int64) -> Void, failed: @escaping @Sendable (String) -> Void,
-                retention: (days: Int, perTarget: Int)? = nil, health: HistoryHealth = HistoryHealth()) throws(Database.Failure) {
+                retention: (days: Int, perTarget: Int)? = nil, health: HistoryHealth = HistoryHealth(),
+                beforeCommit: (@Sendable () -> Void)? = nil) throws(Database.Failure) {
         self.health = health
         let database = try Database(path: path, serialized: false)
         try database.execute("PRAGMA synchronous = \(synchronous)")
         let store = try HistoryStore(database: database)
         let box = StoreBox(store)
         Threads.start(name: "chat-tui history") { [self] in
-            run(box.store, interval: interval, committed: committed, failed: failed, retention: retention)
+            run(box.store, interval: interval, committed: committed, failed: failed, retention: retention, beforeCommit: beforeCommit)
         }
     }
 
@@ -392,7 +393,7 @@ public final class HistoryWriter: Sendable {
     public var counts: (rows: Int, commits: Int, failures: Int) { stats.withLock { $0 } }
 
     private func run(_ store: HistoryStore, interval: Double, committed: @Sendable (Int64) -> Void,
-                     failed: @Sendable (String) -> Void, retention: (days: Int, perTarget: Int)?) {
+                     failed: @Sendable (String) -> Void, retention: (days: Int, perTarget: Int)?, beforeCommit: (@Sendable () -> Void)?) {
         var lastPrune = Monotonic.now()
         var failures = 0
         var firstFailure = 0.0
@@ -423,6 +424,7 @@ public final class HistoryWriter: Sendable {
                 }
             }
             if !rows.isEmpty {
+                beforeCommit?()
                 do {
                     try store.insert(rows)
                     stats.withLock { $0.rows += rows.count; $0.commits += 1 }

@@ -688,6 +688,24 @@ let places = confirmedByPlace(sent, confirmed)
 var lost: [String] = []
 var duplicated: [String] = []
 var outOfOrder: [String] = []
+var details: [String] = []
+/// Each copy of a line shown more than once, with its neighbours (what a fix needs to know).
+func describe(_ text: String, in book: ConversationBook) -> String {
+    var out: [String] = []
+    for conversation in book.orderedConversations {
+        let lines = conversation.lines
+        for (index, line) in lines.enumerated() where line.text == text {
+            out.append("    \(conversation.name)[\(index)/\(lines.count)] " + summary(line))
+            for near in max(0, index - 2)...min(lines.count - 1, index + 2) where near != index {
+                out.append("      \(near - index > 0 ? "+" : "")\(near - index): " + summary(lines[near]) + " \(lines[near].text.prefix(24))")
+            }
+        }
+    }
+    return out.joined(separator: "\n")
+}
+func summary(_ line: ChatLine) -> String {
+    "msgid \(line.msgid ?? "-") time \(String(format: "%.3f", line.time)) history \(line.isHistory) old \(line.isOldNews) own \(line.isOwn)"
+}
 for client in soakClients {
     let book = await client.book
     let texts = shown(in: book)
@@ -707,7 +725,10 @@ for client in soakClients {
         let place = entry.target.hasPrefix("#") ? entry.target : (entry.sender == client.nick ? entry.target : entry.sender)
         let count = entry.target.hasPrefix("#") ? counts[place.lowercased()]?[text] ?? 0 : direct[text] ?? 0
         if count == 0 { lost.append("\(client.nick) lacks \"\(text)\" in \(place)") }
-        if count > 1 { duplicated.append("\(client.nick) shows \"\(text)\" \(count) times in \(place)") }
+        if count > 1 {
+            duplicated.append("\(client.nick) shows \"\(text)\" \(count) times in \(place)")
+            if duplicated.count <= 8 { details.append(describe(text, in: book)) }
+        }
     }
     // A sender's lines in one place come in the order it sent them.
     for (place, lines) in texts {
@@ -716,6 +737,7 @@ for client in soakClients {
             guard let entry = sent[text] else { continue }
             if let previous = last[entry.sender], previous > entry.sequence {
                 outOfOrder.append("\(client.nick) shows \"\(text)\" after \(entry.sender)'s \(previous) in \(place)")
+                if outOfOrder.count <= 4 { details.append(describe(text, in: book)) }
             }
             last[entry.sender] = entry.sequence
         }
@@ -764,6 +786,7 @@ chat-soak: \(Int(Monotonic.now() - started)) s, seed \(options.seed)
   the server's last stop: exit status \(exitStatus)
 """)
 for problem in (lost + duplicated + outOfOrder).prefix(20) { say("  " + problem) }
+for detail in details { say(detail) }
 for text in historyLost.prefix(10) { say("  not in history: " + text) }
 for text in historyDuplicated.prefix(10) { say("  twice in history: " + text) }
 // Memory: the server is started again often, so its peak is what is bounded (a leak per

@@ -117,3 +117,20 @@ struct UserStopTests {
         #expect(!(await log.all()).contains { if case .line(_, let line) = $0 { return line.text.hasPrefix("── connection lost") } else { return false } })
     }
 }
+
+extension HeldDirectTests {
+    @Test("soak finding: a line typed to someone while an earlier one waits for them to come back waits behind it; both go in order when MONITOR says they are online")
+    func laterLineWaitsBehindHeld() {
+        var state = ClientState(nick: "alice")
+        _ = state.send("first", to: "bob", isAction: false, queueing: true, now: 1)
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        _ = state.receive(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
+        _ = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "bob", "No such nick"]), now: 2)
+        let typed = state.send("second", to: "bob", isAction: false, queueing: true, now: 3)
+        #expect(!typed.actions.contains { if case .sendLine = $0 { return true } else { return false } }, "not ahead of \"first\"")
+        #expect(typed.events.contains { if case .line(_, let line) = $0 { return line.isPending && line.text == "second" } else { return false } })
+        let online = state.receive(IRCMessage(source: "test.server", command: "730", params: ["alice", "bob!b@h"]), now: 4)
+        let sent = online.actions.compactMap { if case .sendLine(let message, _) = $0 { return message.params.last } else { return nil } }
+        #expect(sent == ["first", "second"])
+    }
+}

@@ -188,3 +188,71 @@ extension SoakFindingTests {
         #expect(texts == ["mine", "after yours"])
     }
 }
+
+extension SoakFindingTests {
+    static func sentTexts(_ actions: [ClientAction]) -> [String] {
+        actions.compactMap { if case .sendLine(let message, _) = $0 { return message.params.last } else { return nil } }
+    }
+
+    @Test("soak finding: the first line to a person, held after a drop with nothing shown before it: their latest lines are read first, and found there it is not sent again")
+    func heldFirstDirectLine() {
+        let t = Self.t
+        var state = Self.inLobby()
+        _ = state.send("first to bob", to: "bob", isAction: false, queueing: true, now: t + 2)
+        _ = state.connectionLost(reason: "reset", now: t + 3)
+        _ = state.holdUnconfirmed(now: t + 3)
+        let back = { () -> Reduction in
+            _ = state.connectionStarted()
+            _ = state.receive(Self.line(":srv CAP * LS :echo-message batch draft/chathistory server-time message-tags"), now: t + 4)
+            _ = state.receive(Self.line(":srv CAP alice ACK :echo-message batch draft/chathistory server-time message-tags"), now: t + 4)
+            return state.receive(Self.line(":srv 001 alice :Welcome alice!al@h"), now: t + 4)
+        }()
+        #expect(back.actions.contains(.send(IRCMessage("CHATHISTORY", "LATEST", "bob", "*", "50"))))
+        #expect(Self.sentTexts(back.actions).isEmpty, "not sent again before history answers")
+        _ = state.receive(Self.line(":srv BATCH +d1 chathistory bob"), now: t + 4)
+        _ = state.receive(Self.line("@batch=d1;msgid=m2;time=2026-01-01T00:00:02.000Z :alice!al@h PRIVMSG bob :first to bob"), now: t + 4)
+        let ended = state.receive(Self.line(":srv BATCH -d1"), now: t + 4)
+        #expect(Self.sentTexts(ended.actions).isEmpty, "the server had it")
+        let lines = state.book.conversation("bob")!.lines.filter { $0.kind == .message }
+        #expect(lines.map(\.text) == ["first to bob"] && lines.allSatisfy { !$0.isPending })
+    }
+
+    @Test("soak finding: a line typed after the reconnect waits behind our held line of that room, which goes first once history has not got it")
+    func typedAfterHeld() {
+        let t = Self.t
+        var state = Self.inLobby()
+        _ = state.receive(Self.line("@msgid=m1;time=2026-01-01T00:00:01.000Z :bob!b@h PRIVMSG #lobby :hello"), now: t + 2)
+        _ = state.send("one", to: "#lobby", isAction: false, queueing: true, now: t + 2)
+        _ = state.connectionLost(reason: "reset", now: t + 3)
+        _ = state.holdUnconfirmed(now: t + 3)
+        Self.connect(&state, at: t + 4)
+        let joined = state.receive(Self.line(":alice!al@h JOIN #lobby"), now: t + 4)
+        #expect(joined.actions == [.send(IRCMessage("CHATHISTORY", "AFTER", "#lobby", "msgid=m1", "100"))])
+        let typed = state.send("two", to: "#lobby", isAction: false, queueing: true, now: t + 5)
+        #expect(Self.sentTexts(typed.actions).isEmpty, "waits behind \"one\"")
+        _ = state.receive(Self.line(":srv BATCH +h1 chathistory #lobby"), now: t + 5)
+        let ended = state.receive(Self.line(":srv BATCH -h1"), now: t + 5)
+        #expect(Self.sentTexts(ended.actions) == ["one", "two"], "in the order typed")
+        let pending = state.book.conversation("#lobby")!.lines.filter(\.isPending)
+        #expect(pending.isEmpty, "both shown as sent, waiting for their echoes")
+    }
+}
+
+extension SoakFindingTests {
+    @Test("soak finding: a message read from history, then its live copy after our own \"connected again\" line (the client's clock): shown once")
+    func liveCopyAfterHistory() {
+        var conversation = Conversation(id: .room("#lobby"), name: "#lobby")
+        var history = ChatLine(time: 100.5, kind: .message, sender: "bob", text: "hi")
+        history.msgid = "m1"
+        history.isHistory = true
+        let first = conversation.insert(history)
+        let info = conversation.insert(ChatLine(time: 101.0, kind: .info, text: "── connected again ──"))
+        var live = history
+        live.isHistory = false
+        let again = conversation.insert(live)
+        #expect(first && info)
+        #expect(!again, "the same msgid is the same message, wherever it would fall")
+        #expect(conversation.lines.map(\.text) == ["hi", "── connected again ──"])
+        #expect(conversation.contains(msgid: "m1", at: 100.5))
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+import IRCTestSupport
+@testable import ChatServerKit
+import ChatStore
+import ChatTransport
+import IRCWire
+
+/// With history on, nothing goes out before history has committed every row handed over
+/// before it: a member never sees a message a crash could still take from history (after a
+/// SIGKILL its sender, seeing no echo, sends it again, and everyone would see it twice: the
+/// chaos soak found this).
+@Suite("history on: what anyone receives is stored already", .serialized)
+struct CommitGateTests {
+    /// A commit the test lets happen: the writer stops before each commit while `holding`.
+    final class CommitHold: Sendable {
+        let holding = Locked(false)
+        let reached = Semaphore()
+        let go = Semaphore()
+        func beforeCommit() {
+            guard holding.withLock({ $0 }) else { return }
+            reached.signal()
+            go.wait(seconds: 30)
+        }
+    }
+
+    /// Bytes waiting on a socket now (nothing is waited for).
+    func waitingBytes(_ fd: Int32) -> Int {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        return max(0, recv(fd, &buffer, buffer.count, Int32(MSG_PEEK | MSG_DONTWAIT)))
+    }
+
+    @Test("a room message is held from its members (and its sender's echo) until its row is committed; then it comes, stored")
+    func heldUntilCommitted() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-gate-\(UUID().uuidString).db"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let hold = CommitHold()
+        var options = HistoryOptions(path: path)
+        options.beforeCommit = { hold.beforeCommit() }
+        let server = try TestServer(history: options)
+        let listener = try server.client()
+        try listener.register("listener", caps: ["message-tags"])
+        let speaker = try server.client()
+        try speaker.register("speaker", caps: ["echo-message"])
+        _ = try listener.expect("JOIN")
+        let bystander = try server.client()
+        try bystander.register("bystander")
+        _ = try listener.expect("JOIN")
+        _ = try speaker.expect("JOIN")
+        hold.holding.withLock { $0 = true }
+        speaker.send("PRIVMSG #lobby :not yet stored")
+        #expect(hold.reached.wait(seconds: 10), "the writer has the row")
+        // The turn that fanned the message out is over once a later turn is: the bystander's
+        // PING makes one.
+        let turns = server.handle.turnsDone
+        bystander.send("PING :later")
+        while server.handle.turnsDone <= turns + 1 { usleep(1000) }
+        #expect(waitingBytes(listener.fd) == 0, "nothing reached the member before the commit")
+        #expect(waitingBytes(speaker.fd) == 0, "nor the sender")
+        hold.holding.withLock { $0 = false }
+        hold.go.signal()
+        let message = try listener.expect("PRIVMSG")
+        #expect(message.params.last == "not yet stored")
+        let text = try #require(message.tags.first(where: { $0.key == "msgid" })?.value)
+        let msgid = Int64(bitPattern: try #require(MessageIDs.value(text)))
+        let rows = try Database(path: path).query("SELECT count(*) FROM history WHERE target = '#lobby' AND msgid = ?", [.integer(msgid)])
+        #expect(rows.first?.first == .integer(1), "stored when it came")
+        #expect(try speaker.expect("PRIVMSG").params.last == "not yet stored")
+        #expect(try bystander.expect("PONG").params.last == "later", "the bystander's answer came after the commit too (one order for everyone)")
+    }
+}
