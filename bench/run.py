@@ -141,7 +141,8 @@ def bench(args, port, timeout=120):
 BATCH = {"chat-tui": 500, "ngircd": 64, "inspircd": 1000}
 
 SCENARIOS = [
-    ("register 5,000", lambda k: ["register", "--count", "5000", "--batch", str(BATCH[k])]),
+    # Each joins #lobby, as our server's users do on arrival: every server tells everyone of every arrival.
+    ("register 5,000 into one room", lambda k: ["register", "--count", "5000", "--batch", str(BATCH[k]), "--join"]),
     ("fanout flood: 50 in a room, 5 send 2,000 each", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "2000"]),
     ("fanout flood: 100 in a room, 10 send 10,000 each", lambda k: ["fanout", "--clients", "100", "--senders", "10", "--messages", "10000"]),
     ("fanout flood: 500 in a room, 5 send 5,000 each", lambda k: ["fanout", "--clients", "500", "--senders", "5", "--messages", "5000"]),

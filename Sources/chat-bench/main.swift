@@ -31,12 +31,16 @@ struct Options {
     var rooms = 1
     /// Speak TLS to the server (the certificate is not checked: this is load, not trust).
     var tls = false
+    /// `register`: each client joins `room` too (our server puts everyone in #lobby on
+    /// arrival; with this the peers tell everyone of every arrival as well: like with like).
+    var join = false
 
     init(_ argv: [String]) {
         var rest = argv[...]
         scenario = rest.popFirst() ?? ""
         while let flag = rest.popFirst() {
             if flag == "--tls" { tls = true; continue }
+            if flag == "--join" { join = true; continue }
             let value = rest.popFirst() ?? ""
             switch flag {
             case "--port": port = Int(value) ?? port
@@ -427,7 +431,7 @@ do {
 
 switch options.scenario {
 case "register", "idle":
-    let seconds = bench.registerAll(count: options.count, join: options.rooms > 1)
+    let seconds = bench.registerAll(count: options.count, join: options.rooms > 1 || options.join)
     if options.scenario == "idle" {
         // Tell the harness we hold the connections, then keep answering PINGs for `hold` seconds.
         emitJSON([("ready", "true"), ("registered", String(bench.registered))])

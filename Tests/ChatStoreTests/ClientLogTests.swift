@@ -43,6 +43,23 @@ struct ClientLogTests {
         #expect(try log.count() == 4)
     }
 
+    @Test("recent: the most recent conversations of that network only, at most as many as asked, each named as its newest line says")
+    func recentConversations() throws {
+        let log = try log()
+        var lines = (0..<30).map { n in line("line \(n)", in: "#room\(n % 6)", at: Double(n)) }
+        var renamed = line("newest", in: "alice", at: 40)
+        renamed.name = "Alice"
+        lines += [line("older", in: "alice", at: 7), renamed]
+        lines.append(LoggedLine(network: "other:6667", conversation: "#elsewhere", name: "#elsewhere", time: 99, kind: "message",
+                                sender: "x", text: "another network", msgid: nil, own: false))
+        try log.insertNow(lines)
+        let recent = try log.recent(network: "irc.example:6667", conversations: 4, lines: 3)
+        #expect(recent.map(\.conversation) == ["alice", "#room5", "#room4", "#room3"])
+        #expect(recent.map(\.name) == ["Alice", "#room5", "#room4", "#room3"])
+        #expect(recent[1].lines.map(\.text) == ["line 17", "line 23", "line 29"])
+        #expect(try log.recent(network: "nowhere:6667").isEmpty)
+    }
+
     @Test("a deleted message (REDACT) leaves the log and its search index; the same msgid elsewhere stays")
     func deletion() throws {
         let log = try log()
