@@ -116,7 +116,7 @@ extension ServerState {
     /// would send it (`Rendering.direct`). False, having changed nothing, for any other line.
     mutating func relayPlainDirect(_ line: [UInt8], from session: Session, now: Double) -> Bool {
         guard session.registered, session.openBatch == nil, !session.caps.contains(.echoMessage),
-              let plain = PlainTextLine(line), UTF8Validation.isValid(line) else { return false }
+              let plain = PlainTextLine(line) else { return false } // (PlainTextLine is valid UTF-8 only)
         let sender = session.user
         guard line[plain.target.lowerBound] != UInt8(ascii: "#"),
               let (target, header) = directTarget(line[plain.target], notice: plain.isNotice, of: session), target !== sender,
