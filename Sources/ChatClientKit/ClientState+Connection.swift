@@ -90,6 +90,9 @@ extension ClientState {
             // A held message to someone who is not back yet: it stays held until they are (MONITOR).
             let nick = message.params[1]
             let line = flushedDirect[key(for: nick)]!.removeFirst()
+            // It waits for the person now, not for an echo: not held again (and sent twice) at a drop.
+            let mapping = casemapping
+            _ = sent.refuse(targetKey: mapping.fold(nick), key: { mapping.fold($0) })
             _ = holdForPerson(nick, text: line.text, isAction: line.isAction, now: now)
             return reduction()
         case "ERROR":

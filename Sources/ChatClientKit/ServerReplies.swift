@@ -39,6 +39,12 @@ extension ClientState {
         if isAction { text = String(text.dropFirst(8).prefix { $0 != "\u{1}" }) }
         let mapping = casemapping
         guard let found = sent.confirm(targetKey: mapping.fold(c.p[0]), text: text, isAction: isAction, key: { mapping.fold($0) }) else { return }
+        // A flushed direct line echoed was delivered: a later 401 to that person is not its answer
+        // (taken for it, a line already stored was held and sent again: chaos soak).
+        let flushedKey = mapping.fold(found.target)
+        if let index = flushedDirect[flushedKey]?.firstIndex(where: { $0.text == found.text && $0.isAction == found.isAction }) {
+            flushedDirect[flushedKey]!.remove(at: index)
+        }
         if found.serial != 0 { emit(.pendingDone(id(for: found.target), serial: found.serial)) }
     }
 

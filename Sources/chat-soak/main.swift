@@ -344,14 +344,23 @@ final class Ledger: @unchecked Sendable {
         let sender: String
         let target: String
         let sequence: Int
+        /// Its place among everything recorded (a client's first join of a room is placed too).
+        let order: Int
     }
     private let lock = NSLock()
     private var sent: [String: Sent] = [:]
     private(set) var confirmed: Set<String> = []
+    private var count = 0
 
     func record(_ text: String, sender: String, target: String, sequence: Int) {
-        lock.withLock { sent[text] = Sent(sender: sender, target: target, sequence: sequence) }
+        lock.withLock {
+            count += 1
+            sent[text] = Sent(sender: sender, target: target, sequence: sequence, order: count)
+        }
     }
+
+    /// The place now: a message recorded later is sent later.
+    var mark: Int { lock.withLock { count } }
 
     func confirm(_ text: String) { _ = lock.withLock { confirmed.insert(text) } }
 
@@ -375,6 +384,9 @@ actor SoakClient {
     private let ledger: Ledger
     /// Every soak line shown so far (for the wait after the calm; the verdict reads the book).
     private var seen: Set<String> = []
+    /// Where the ledger was when it first joined each room (folded): what was said before is
+    /// not its to show (a join shows the room's last 50 lines, not all of them).
+    private(set) var firstJoined: [String: Int] = [:]
 
     /// How many of `expected` it has not shown yet.
     func missing(_ expected: [String]) -> Int { expected.count { !seen.contains($0) } }
@@ -421,6 +433,8 @@ actor SoakClient {
         case .status(.disconnected), .connectionLost:
             if registered { lostAt = Monotonic.now() }
             registered = false
+        case .joined(_, let name, _) where firstJoined[name.lowercased()] == nil:
+            firstJoined[name.lowercased()] = ledger.mark
         case .line(_, let line) where line.text.hasPrefix("soak ") && !line.isPending:
             if line.isOwn { ledger.confirm(line.text) }
             seen.insert(line.text)
@@ -654,9 +668,13 @@ func confirmedByPlace(_ sent: [String: Ledger.Sent], _ confirmed: Set<String>) -
     return places
 }
 
-/// The confirmed messages a client should show: those to its rooms, and those between it and its partner.
-func expected(for client: SoakClient, _ places: [String: [String]]) -> [String] {
-    var texts = client.rooms.flatMap { places[$0] ?? [] }
+/// The confirmed messages a client should show: those to its rooms since it first joined them,
+/// and those between it and its partner.
+func expected(for client: SoakClient, _ places: [String: [String]], _ sent: [String: Ledger.Sent]) async -> [String] {
+    let joined = await client.firstJoined
+    var texts = client.rooms.flatMap { room in
+        (places[room] ?? []).filter { text in joined[room.lowercased()].map { sent[text]!.order > $0 } ?? true }
+    }
     if let partner = client.partner { texts += places[[client.nick, partner].sorted().joined(separator: " ")] ?? [] }
     return texts
 }
@@ -677,7 +695,7 @@ while Monotonic.now() - calmStarted < 120 && !settled {
     let places = confirmedByPlace(sent, confirmed)
     settled = true
     for client in soakClients {
-        guard await client.registered, await client.missing(expected(for: client, places)) == 0 else { settled = false; break }
+        guard await client.registered, await client.missing(await expected(for: client, places, sent)) == 0 else { settled = false; break }
     }
 }
 let settleTime = Monotonic.now() - calmStarted
@@ -720,7 +738,7 @@ for client in soakClients {
     for (place, lines) in texts where !place.hasPrefix("#") {
         for text in lines { direct[text, default: 0] += 1 }
     }
-    for text in expected(for: client, places) {
+    for text in await expected(for: client, places, sent) {
         let entry = sent[text]!
         let place = entry.target.hasPrefix("#") ? entry.target : (entry.sender == client.nick ? entry.target : entry.sender)
         let count = entry.target.hasPrefix("#") ? counts[place.lowercased()]?[text] ?? 0 : direct[text] ?? 0
