@@ -136,14 +136,20 @@ extension HeldDirectTests {
 }
 
 extension HeldDirectTests {
-    @Test("soak finding: a line flushed at the welcome and echoed is delivered; a later 401 from that person is another line's, and the delivered one is not held and sent again")
-    func echoedFlushedLineIsDone() {
+    /// alice with echo-message and MONITOR, "one" typed to bob offline and flushed at the welcome.
+    static func welcomedWithOneForBob() -> ClientState {
         var state = ClientState(nick: "alice")
         _ = state.receive(IRCMessage("CAP", "*", "LS", "echo-message"), now: 0)
         _ = state.send("one", to: "bob", isAction: false, queueing: true, now: 1)
         _ = state.receive(IRCMessage("CAP", "alice", "ACK", "echo-message"), now: 1)
         _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
         _ = state.receive(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
+        return state
+    }
+
+    @Test("soak finding: a line flushed at the welcome and echoed is delivered; a later 401 from that person is another line's, and the delivered one is not held and sent again")
+    func echoedFlushedLineIsDone() {
+        var state = Self.welcomedWithOneForBob()
         _ = state.receive(IRCMessage(source: "alice!a@h", command: "PRIVMSG", params: ["bob", "one"]), now: 2)
         _ = state.send("two", to: "bob", isAction: false, queueing: true, now: 3)
         let absent = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "bob", "No such nick"]), now: 4)
@@ -156,12 +162,7 @@ extension HeldDirectTests {
 
     @Test("soak finding: a flushed line answered by 401 waits for the person only, not for an echo too (a drop then would send it twice)")
     func refusedFlushedLineLeavesSent() {
-        var state = ClientState(nick: "alice")
-        _ = state.receive(IRCMessage("CAP", "*", "LS", "echo-message"), now: 0)
-        _ = state.send("one", to: "bob", isAction: false, queueing: true, now: 1)
-        _ = state.receive(IRCMessage("CAP", "alice", "ACK", "echo-message"), now: 1)
-        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
-        _ = state.receive(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
+        var state = Self.welcomedWithOneForBob()
         _ = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "bob", "No such nick"]), now: 2)
         #expect(state.sent.lines.isEmpty, "held for bob, not waiting for an echo")
         let online = state.receive(IRCMessage(source: "test.server", command: "730", params: ["alice", "bob!b@h"]), now: 3)
