@@ -312,6 +312,9 @@ final class ServerRuntime {
                 // Not under traffic: trimming takes milliseconds, which would show as latency.
                 if eventsThisTick < 50 && ticks - lastTrim >= 5 {
                     Memory.returnFreedMemory()
+                    // Once: the code that only ran at start-up stops counting (an empty server's
+                    // RSS was two thirds code pages faulted in 64 KiB windows).
+                    if lastTrim == 0 { Memory.trimCodePages() }
                     lastTrim = ticks
                 }
                 eventsThisTick = 0

@@ -5,4 +5,9 @@ public enum Memory {
     public static func returnFreedMemory() {
         _ = csystem_malloc_trim()
     }
+
+    /// Code pages faulted in at start-up (the runtime's and libraries' initialisers, in 64 KiB
+    /// windows) are dropped: what stays resident is the code that runs from now on.
+    @discardableResult
+    public static func trimCodePages() -> Int { csystem_trim_code_pages() }
 }

@@ -18,6 +18,10 @@ int csystem_eventfd(void);
 int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len);
 /// Returns freed heap memory to the system (glibc malloc_trim).
 int csystem_malloc_trim(void);
+/// Drops the resident pages of the executable file mappings (code) and turns off fault-around
+/// for them: afterwards only the pages of code that runs are resident. Returns the bytes
+/// advised, or -1.
+long csystem_trim_code_pages(void);
 /// Random bytes from the kernel (getrandom(2)); the count filled, or -1 with errno.
 long csystem_getrandom(void *buffer, unsigned long length);
 /// Names the calling thread (at most 15 bytes are kept, cut at a UTF-8 character boundary).
