@@ -124,10 +124,13 @@ final class ServerRuntime {
         var output = OutputBuffer()
         var waitingForWritable = false
         var queuedForFlush = false
-        /// Its output holds bytes written while history had this msgid handed over and not
-        /// committed: none of it goes before that commit (`ServerRuntime.handedOver`).
-        var waitsFor: Int64 = 0
-        /// In `gated`, waiting for that commit.
+        /// Bytes ever appended to `output` (so a place in it outlives what was sent).
+        var appended = 0
+        /// Where bytes written while history had a msgid handed over and not committed begin,
+        /// with that msgid: nothing from there on goes before that commit
+        /// (`ServerRuntime.handedOver`); the bytes before it may.
+        var commitMarks: [(start: Int, msgid: Int64)] = []
+        /// In `gated`, waiting for a commit.
         var inGated = false
         var closing = false
         /// Set on the TLS port, and on the web port once its first byte is a TLS handshake's;
@@ -892,17 +895,22 @@ final class ServerRuntime {
 
     /// `bytes[from...]` onto the connection's output, now (`OutputOrder` decided it is its turn).
     func write(_ bytes: [UInt8], from: Int, _ connection: Connection) {
+        let before = connection.output.count
         switch connection.web {
         case .websocket(_, let subprotocol)?: connection.output.append(WebSocket.messages(bytes[from...], as: subprotocol))
         // After its close frame (or before its upgrade) nothing of IRC goes to a web connection.
         case .closing?, .http?: return
         case nil: connection.output.append(bytes, from: from)
         }
+        let start = connection.appended
+        connection.appended = start + connection.output.count - before
+        if handedOver > 0, connection.commitMarks.last?.msgid != handedOver, handedOver > committed.committed.load(ordering: .relaxed) {
+            connection.commitMarks.append((start, handedOver))
+        }
         // The limit is on what the peer has not taken: it applies at once to a socket the
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
         // Within one turn the output may grow to four times the limit (a busy room's burst)
         // but no further: replies one client's pipelined queries multiply stop there.
-        if handedOver > 0, handedOver > committed.committed.load(ordering: .relaxed) { connection.waitsFor = handedOver }
         let limit = connection.waitingForWritable ? sendQueueLimit : sendQueueLimit * 4
         if connection.output.count > limit {
             dropSlowReader(connection)
@@ -922,15 +930,20 @@ final class ServerRuntime {
         for row in rows where row.msgid > handedOver { handedOver = row.msgid }
     }
 
-    /// Whether a connection's output must wait for a commit still (false: it may go now).
-    private func mustWait(_ connection: Connection) -> Bool {
-        guard connection.waitsFor > 0 else { return false }
-        if connection.waitsFor <= committed.committed.load(ordering: .acquiring) || committed.failing.load(ordering: .acquiring)
-            || connection.output.count > sendQueueLimit {
-            connection.waitsFor = 0
-            return false
+    /// How many of a connection's unsent bytes may go now: up to the first place that waits for
+    /// a commit not made yet (`.max`: all of them).
+    private func sendable(_ connection: Connection) -> Int {
+        guard !connection.commitMarks.isEmpty else { return .max }
+        if committed.failing.load(ordering: .acquiring) || connection.output.count > sendQueueLimit {
+            connection.commitMarks.removeAll()
+            return .max
         }
-        return true
+        let done = committed.committed.load(ordering: .acquiring)
+        let passed = connection.commitMarks.firstIndex { $0.msgid > done } ?? connection.commitMarks.count
+        if passed > 0 { connection.commitMarks.removeFirst(passed) }
+        guard let first = connection.commitMarks.first else { return .max }
+        // Bytes sent so far are those appended and no longer in the output.
+        return first.start - (connection.appended - connection.output.count)
     }
 
     /// The gated connections whose commit has come go out this turn.
@@ -941,11 +954,11 @@ final class ServerRuntime {
         for connection in waiting {
             connection.inGated = false
             guard !connection.closing, connections[connection.id.raw] != nil else { continue }
-            if mustWait(connection) {
+            if sendable(connection) > 0 {
+                queueFlush(connection)
+            } else {
                 connection.inGated = true
                 gated.append(connection)
-            } else {
-                queueFlush(connection)
             }
         }
     }
@@ -999,8 +1012,23 @@ final class ServerRuntime {
         for connection in queue {
             connection.queuedForFlush = false
             guard !connection.closing, connections[connection.id.raw] != nil, !connection.handshaking else { continue }
-            if mustWait(connection) {
-                // Not before its commit; not woken by writability meanwhile either.
+            let limit = sendable(connection)
+            if limit < connection.output.count {
+                // What follows the limit waits for its commit: not woken by writability meanwhile.
+                if limit > 0 {
+                    let flushed = connection.tls.map { connection.output.flush(to: $0, limit: limit) }
+                        ?? connection.output.flush(to: connection.fd, limit: limit)
+                    if case .failed(let code) = flushed {
+                        markClosing(connection, discardOutput: true)
+                        departures.append((connection.id, code == EPIPE || code == ECONNRESET
+                            ? "Connection reset by peer" : "Write error: \(TransportError.errnoText(code))"))
+                        continue
+                    }
+                    if flushed == .wouldBlock {
+                        setWritable(connection, true)
+                        continue
+                    }
+                }
                 setWritable(connection, false)
                 if !connection.inGated {
                     connection.inGated = true

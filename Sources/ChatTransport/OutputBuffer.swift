@@ -101,11 +101,17 @@ public struct OutputBuffer: Sendable {
     }
 
     /// Writes as much as the socket takes now.
-    public mutating func flush(to fd: Int32) -> FlushResult {
-        while total > 0 {
-            let written = restHead == rest.count ? sendFirst(fd) : sendGathered(fd)
+    public mutating func flush(to fd: Int32) -> FlushResult { flush(to: fd, limit: .max) }
+
+    /// Writes as much as the socket takes now of the first `limit` bytes: `.done` when those
+    /// are written (the rest waits: what follows them may not go yet).
+    public mutating func flush(to fd: Int32, limit: Int) -> FlushResult {
+        var allowed = limit
+        while total > 0 && allowed > 0 {
+            let written = restHead == rest.count ? sendFirst(fd, at: allowed) : sendGathered(fd, at: allowed)
             if written > 0 {
                 consume(written)
+                allowed -= written
                 continue
             }
             let code = errno
@@ -116,21 +122,27 @@ public struct OutputBuffer: Sendable {
             }
             return .failed(errno: written == 0 ? EPIPE : code)
         }
+        if total > 0 {
+            compact()
+            return .done
+        }
         // An idle connection holds no buffer at all: the next line is adopted, not copied (`append`).
         reset()
         return .done
     }
 
-    private func sendFirst(_ fd: Int32) -> Int {
-        first.withUnsafeBytes { raw in send(fd, raw.baseAddress! + start, raw.count - start, Int32(MSG_NOSIGNAL)) }
+    private func sendFirst(_ fd: Int32, at most: Int) -> Int {
+        first.withUnsafeBytes { raw in send(fd, raw.baseAddress! + start, min(raw.count - start, most), Int32(MSG_NOSIGNAL)) }
     }
 
-    /// One `sendmsg` over the first chunks (each pinned by `withUnsafeBytes` while it runs).
-    private func sendGathered(_ fd: Int32) -> Int {
+    /// One `sendmsg` over the first chunks (each pinned by `withUnsafeBytes` while it runs), at
+    /// most `most` bytes.
+    private func sendGathered(_ fd: Int32, at most: Int) -> Int {
         var vectors: [iovec] = []
         vectors.reserveCapacity(min(chunkCount, Self.gatherAtMost))
+        var room = most
         func gather(_ index: Int) -> Int {
-            if index == rest.count || vectors.count == Self.gatherAtMost {
+            if index == rest.count || vectors.count == Self.gatherAtMost || room == 0 {
                 return vectors.withUnsafeMutableBufferPointer { iov in
                     var message = msghdr()
                     message.msg_iov = iov.baseAddress
@@ -139,12 +151,16 @@ public struct OutputBuffer: Sendable {
                 }
             }
             return rest[index].withUnsafeBytes { raw in
-                vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress!), iov_len: raw.count))
+                let length = min(raw.count, room)
+                room -= length
+                vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress!), iov_len: length))
                 return gather(index + 1)
             }
         }
         return first.withUnsafeBytes { raw in
-            vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + start), iov_len: raw.count - start))
+            let length = min(raw.count - start, room)
+            room -= length
+            vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: raw.baseAddress! + start), iov_len: length))
             return gather(restHead)
         }
     }
@@ -165,10 +181,15 @@ public struct OutputBuffer: Sendable {
 
     /// Writes as much as a TLS session takes now: a record per chunk (the session is always handed
     /// the unwritten rest of the first chunk, what SSL_write needs when it retries).
-    public mutating func flush(to session: TLSSession) -> FlushResult {
-        while total > 0 {
+    public mutating func flush(to session: TLSSession) -> FlushResult { flush(to: session, limit: .max) }
+
+    /// The first `limit` bytes, as `flush(to:limit:)` on a socket. (A limit only grows between
+    /// calls, so a write SSL_write must retry is never handed fewer bytes.)
+    public mutating func flush(to session: TLSSession, limit: Int) -> FlushResult {
+        var allowed = limit
+        while total > 0 && allowed > 0 {
             let written = first.withUnsafeBytes { raw in
-                session.write(UnsafeRawBufferPointer(rebasing: raw[start...]))
+                session.write(UnsafeRawBufferPointer(rebasing: raw[start..<(start + min(raw.count - start, allowed))]))
             }
             guard let written else { return .failed(errno: EPIPE) }
             if written == 0 {
@@ -176,6 +197,11 @@ public struct OutputBuffer: Sendable {
                 return .wouldBlock
             }
             consume(written)
+            allowed -= written
+        }
+        if total > 0 {
+            compact()
+            return .done
         }
         reset()
         return .done

@@ -24,6 +24,14 @@ struct CommitGateTests {
         }
     }
 
+    /// A server with history in `path` whose writer stops before each commit while `hold.holding`.
+    static func serverWithHeldCommits(_ path: String) throws -> (TestServer, CommitHold) {
+        let hold = CommitHold()
+        var options = HistoryOptions(path: path)
+        options.beforeCommit = { hold.beforeCommit() }
+        return (try TestServer(history: options), hold)
+    }
+
     /// Bytes waiting on a socket now (nothing is waited for).
     func waitingBytes(_ fd: Int32) -> Int {
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -34,10 +42,7 @@ struct CommitGateTests {
     func heldUntilCommitted() throws {
         let path = NSTemporaryDirectory() + "chat-tui-gate-\(UUID().uuidString).db"
         defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
-        let hold = CommitHold()
-        var options = HistoryOptions(path: path)
-        options.beforeCommit = { hold.beforeCommit() }
-        let server = try TestServer(history: options)
+        let (server, hold) = try Self.serverWithHeldCommits(path)
         let listener = try server.client()
         try listener.register("listener", caps: ["message-tags"])
         let speaker = try server.client()
@@ -67,5 +72,35 @@ struct CommitGateTests {
         #expect(rows.first?.first == .integer(1), "stored when it came")
         #expect(try speaker.expect("PRIVMSG").params.last == "not yet stored")
         #expect(try bystander.expect("PONG").params.last == "later", "the bystander's answer came after the commit too (one order for everyone)")
+    }
+
+    @Test("what was written before a message still waiting for its commit goes without it: one committed line out, the next held")
+    func committedPartGoes() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-gate-\(UUID().uuidString).db"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let (server, hold) = try Self.serverWithHeldCommits(path)
+        let listener = try server.client()
+        try listener.register("listener")
+        let speaker = try server.client()
+        try speaker.register("speaker")
+        let bystander = try server.client()
+        try bystander.register("bystander")
+        _ = try listener.readUntil { $0.command == "JOIN" && $0.source?.hasPrefix("bystander") == true }
+        hold.holding.withLock { $0 = true }
+        speaker.send("PRIVMSG #lobby :one")
+        #expect(hold.reached.wait(seconds: 10), "the writer holds the first row")
+        speaker.send("PRIVMSG #lobby :two")
+        // The turn that handled "two" is over once two later ones are (the bystander's PINGs make them).
+        let turns = server.handle.turnsDone
+        bystander.send("PING :a")
+        bystander.send("PING :b")
+        while server.handle.turnsDone <= turns + 1 { usleep(1000) }
+        hold.go.signal() // "one" is committed; the writer then holds "two"
+        #expect(try listener.expect("PRIVMSG").params.last == "one", "the committed line went on its own")
+        #expect(hold.reached.wait(seconds: 10), "the writer holds the second row")
+        #expect(waitingBytes(listener.fd) == 0, "\"two\" waits for its commit")
+        hold.holding.withLock { $0 = false }
+        hold.go.signal()
+        #expect(try listener.expect("PRIVMSG").params.last == "two")
     }
 }

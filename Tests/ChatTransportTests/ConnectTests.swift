@@ -98,6 +98,44 @@ struct ConnectTests {
         #expect(buffer.isEmpty)
     }
 
+    @Test("a flush with a limit writes exactly that many bytes (small lines and big shared chunks alike), and the rest after")
+    func outputBufferLimited() throws {
+        let pair = socketPair()
+        defer { close(pair[0]); close(pair[1]) }
+        var buffer = OutputBuffer()
+        var expected: [UInt8] = []
+        for i in 0..<60 {
+            // Small lines copied into chunks of our own, and every fifth a big shared array.
+            let line = i % 5 == 4 ? (0..<3_000).map { UInt8(truncatingIfNeeded: $0 &+ i) } : Array("line \(i)\r\n".utf8)
+            buffer.append(line)
+            expected += line
+        }
+        var received: [UInt8] = []
+        var scratch = [UInt8](repeating: 0, count: 65536)
+        func drain() {
+            while true {
+                let n = scratch.withUnsafeMutableBytes { recv(pair[1], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if n <= 0 { return }
+                received += scratch[0..<n]
+            }
+        }
+        // Limits that fall inside small lines, on chunk edges and inside big chunks.
+        for limit in [1, 7, 100, 1_000, 2_999, 3_001, 5_000] {
+            let before = received.count
+            #expect(buffer.flush(to: pair[0], limit: limit) == .done)
+            drain()
+            #expect(received.count == before + limit, "limit \(limit)")
+            #expect(received == Array(expected[0..<received.count]))
+        }
+        #expect(buffer.flush(to: pair[0], limit: 0) == .done)
+        while !buffer.isEmpty {
+            _ = buffer.flush(to: pair[0])
+            drain()
+        }
+        drain()
+        #expect(received == expected)
+    }
+
     @Test("a shared array adopted from an offset by an empty buffer: its tail is written, the array itself unchanged, and later lines follow it")
     func outputBufferFromOffset() throws {
         let pair = socketPair()
