@@ -146,6 +146,10 @@ extension ClientState {
         let finished = finishedHistory
         finishedHistory = []
         for id in finished { resendHeld(where: { $0 == id }, now: now) }
+        // A line queued behind held lines that are gone by any other way (confirmed by an echo,
+        // refused) goes now: it waits only while its conversation holds lines (chaos soak: a
+        // direct line waited for the next reconnect while later ones went).
+        if isRegistered && !queue.isEmpty && queue.contains(where: { !holdsLines(id(for: $0.target)) }) { flushQueue(now: now) }
         return reduction()
     }
 

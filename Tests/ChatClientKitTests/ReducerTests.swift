@@ -190,6 +190,18 @@ extension SoakFindingTests {
 }
 
 extension SoakFindingTests {
+    /// alice in #lobby, shown `line` (msgid m1), said "one" to `target`, lost the connection
+    /// before its echo and is welcomed again: "one" is held.
+    static func heldOne(to target: String, after line: String) -> ClientState {
+        var state = inLobby()
+        _ = state.receive(Self.line("@msgid=m1;time=2026-01-01T00:00:01.000Z " + line), now: t + 2)
+        _ = state.send("one", to: target, isAction: false, queueing: true, now: t + 2)
+        _ = state.connectionLost(reason: "reset", now: t + 3)
+        _ = state.holdUnconfirmed(now: t + 3)
+        connect(&state, at: t + 4)
+        return state
+    }
+
     static func sentTexts(_ actions: [ClientAction]) -> [String] {
         actions.compactMap { if case .sendLine(let message, _) = $0 { return message.params.last } else { return nil } }
     }
@@ -220,12 +232,7 @@ extension SoakFindingTests {
     @Test("soak finding: a line typed after the reconnect waits behind our held line of that room, which goes first once history has not got it")
     func typedAfterHeld() {
         let t = Self.t
-        var state = Self.inLobby()
-        _ = state.receive(Self.line("@msgid=m1;time=2026-01-01T00:00:01.000Z :bob!b@h PRIVMSG #lobby :hello"), now: t + 2)
-        _ = state.send("one", to: "#lobby", isAction: false, queueing: true, now: t + 2)
-        _ = state.connectionLost(reason: "reset", now: t + 3)
-        _ = state.holdUnconfirmed(now: t + 3)
-        Self.connect(&state, at: t + 4)
+        var state = Self.heldOne(to: "#lobby", after: ":bob!b@h PRIVMSG #lobby :hello")
         let joined = state.receive(Self.line(":alice!al@h JOIN #lobby"), now: t + 4)
         #expect(joined.actions == [.send(IRCMessage("CHATHISTORY", "AFTER", "#lobby", "msgid=m1", "100"))])
         let typed = state.send("two", to: "#lobby", isAction: false, queueing: true, now: t + 5)
@@ -254,5 +261,18 @@ extension SoakFindingTests {
         #expect(!again, "the same msgid is the same message, wherever it would fall")
         #expect(conversation.lines.map(\.text) == ["hi", "── connected again ──"])
         #expect(conversation.contains(msgid: "m1", at: 100.5))
+    }
+}
+
+extension SoakFindingTests {
+    @Test("soak finding: a line queued behind a held one goes as soon as the held one is gone, whatever took it (here its echo), not at the next reconnect")
+    func queuedGoesWhenHeldIsGone() {
+        let t = Self.t
+        var state = Self.heldOne(to: "bob", after: ":bob!b@h PRIVMSG alice :hello")
+        let typed = state.send("two", to: "bob", isAction: false, queueing: true, now: t + 5)
+        #expect(Self.sentTexts(typed.actions).isEmpty, "behind the held \"one\"")
+        // "one"'s echo, late, from the old connection's server: it is done, and "two" may go.
+        let echoed = state.receive(Self.line("@msgid=m2;time=2026-01-01T00:00:02.000Z :alice!al@h PRIVMSG bob :one"), now: t + 5)
+        #expect(Self.sentTexts(echoed.actions) == ["two"])
     }
 }
