@@ -124,8 +124,6 @@ final class ServerRuntime {
         var output = OutputBuffer()
         var waitingForWritable = false
         var queuedForFlush = false
-        /// Bytes ever appended to `output` (so a place in it outlives what was sent).
-        var appended = 0
         /// Where bytes written while history had a msgid handed over and not committed begin,
         /// with that msgid: nothing from there on goes before that commit
         /// (`ServerRuntime.handedOver`); the bytes before it may.
@@ -895,15 +893,14 @@ final class ServerRuntime {
 
     /// `bytes[from...]` onto the connection's output, now (`OutputOrder` decided it is its turn).
     func write(_ bytes: [UInt8], from: Int, _ connection: Connection) {
-        let before = connection.output.count
+        // Where these bytes begin in the connection's stream (whatever else is appended to it).
+        let start = connection.output.sent + connection.output.count
         switch connection.web {
         case .websocket(_, let subprotocol)?: connection.output.append(WebSocket.messages(bytes[from...], as: subprotocol))
         // After its close frame (or before its upgrade) nothing of IRC goes to a web connection.
         case .closing?, .http?: return
         case nil: connection.output.append(bytes, from: from)
         }
-        let start = connection.appended
-        connection.appended = start + connection.output.count - before
         if handedOver > 0, connection.commitMarks.last?.msgid != handedOver, handedOver > committed.committed.load(ordering: .relaxed) {
             connection.commitMarks.append((start, handedOver))
         }
@@ -942,8 +939,7 @@ final class ServerRuntime {
         let passed = connection.commitMarks.firstIndex { $0.msgid > done } ?? connection.commitMarks.count
         if passed > 0 { connection.commitMarks.removeFirst(passed) }
         guard let first = connection.commitMarks.first else { return .max }
-        // Bytes sent so far are those appended and no longer in the output.
-        return first.start - (connection.appended - connection.output.count)
+        return first.start - connection.output.sent
     }
 
     /// The gated connections whose commit has come go out this turn.

@@ -29,6 +29,9 @@ public struct OutputBuffer: Sendable {
     public init() {}
 
     public var count: Int { total }
+    /// Bytes written from this buffer so far, ever: with `count`, a place in the stream that
+    /// outlives what is sent (a stretch that must wait is found by where it began).
+    public private(set) var sent = 0
     public var isEmpty: Bool { total == 0 }
     /// Chunks waiting (for tests: big shared arrays are referenced, not copied).
     public var chunkCount: Int { total == 0 ? 0 : 1 + rest.count - restHead }
@@ -168,6 +171,7 @@ public struct OutputBuffer: Sendable {
     /// `written` bytes have left: chunks written whole are let go, a partial one is remembered.
     private mutating func consume(_ written: Int) {
         total -= written
+        sent += written
         var left = written
         while left >= first.count - start && restHead < rest.count {
             left -= first.count - start

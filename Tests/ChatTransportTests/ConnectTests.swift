@@ -125,6 +125,7 @@ struct ConnectTests {
             #expect(buffer.flush(to: pair[0], limit: limit) == .done)
             drain()
             #expect(received.count == before + limit, "limit \(limit)")
+            #expect(buffer.sent == received.count, "the stream's place: bytes written so far")
             #expect(received == Array(expected[0..<received.count]))
         }
         #expect(buffer.flush(to: pair[0], limit: 0) == .done)
