@@ -54,6 +54,7 @@ class Client(Line):
         self.name = name
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.lines, self.arrivals, self.closed = [], [], False
+        self.quitting = False
         threading.Thread(target=self.read, daemon=True).start()
 
     def barrier(self, token, timeout=20):
@@ -113,6 +114,8 @@ def replay(binary, session):
             if name not in clients:
                 clients[name] = Client(port, name)
             clients[name].send(line.encode().decode("unicode_escape"))
+            if line.upper().startswith("QUIT"):
+                clients[name].quitting = True
             token = f"canary-{number}"
             if not clients[name].barrier(token) and not line.upper().startswith("QUIT"):
                 problems.append(f"{name} got no answer after: {line}")
@@ -121,7 +124,19 @@ def replay(binary, session):
                     problems.append(f"{other.name} got no answer after {name}: {line}")
         if server.poll() is not None:
             problems.append(f"the server exited with status {server.returncode}")
+        # Everything answered before the snapshot: a last barrier for those still connected,
+        # the end of the stream for those that quit.
+        for client in clients.values():
+            if not client.closed:
+                client.barrier("canary-end")
+            deadline = time.monotonic() + 10
+            while client.quitting and not client.closed and time.monotonic() < deadline:
+                time.sleep(0.005)
     finally:
+        # What each client received, taken before the server stops: a reader blocked in recv
+        # goes on reading after its socket is closed, and would get the shutdown's ERROR on
+        # some runs and not others.
+        received = {name: list(client.lines) for name, client in clients.items()}
         for client in clients.values():
             client.sock.close()
         if server.poll() is None:
@@ -129,8 +144,8 @@ def replay(binary, session):
             server.wait(timeout=20)
         log.close()
     transcript = []
-    for name, client in clients.items():
-        transcript += [f"{name}< {mask(line)}" for line in client.lines if "canary-" not in line]
+    for name, lines in received.items():
+        transcript += [f"{name}< {mask(line)}" for line in lines if "canary-" not in line]
     return transcript, problems
 
 
