@@ -721,7 +721,7 @@ public struct ClientState: Sendable {
         if let reference = c.message.tag("batch"), let batch = openBatches[reference], batch.type == "chathistory" {
             // Counted for the "N you missed" marker: what others said, not our own lines, nor
             // lines shown already (a gap read from before our unconfirmed lines repeats some).
-            if !own, !(batch.target.flatMap { book[$0] }?.contains(msgid: c.msgid, at: c.time) ?? false) { openBatches[reference]!.lines += 1 }
+            if !own, !(batch.target.flatMap { book[$0] }?.contains(msgid: c.msgid) ?? false) { openBatches[reference]!.lines += 1 }
             openBatches[reference]!.all += 1
             if let msgid = c.msgid { openBatches[reference]!.last = msgid }
             line.isHistory = true

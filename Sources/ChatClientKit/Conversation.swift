@@ -159,8 +159,8 @@ public struct Conversation: Sendable, Equatable {
         if let index = lines.lastIndex(where: { $0.isPending && $0.serial == serial }) { lines.remove(at: index) }
     }
 
-    /// Whether a line with this msgid is shown (`time`: when it was said; kept for callers).
-    public func contains(msgid: String?, at time: Double) -> Bool {
+    /// Whether a line with this msgid is shown.
+    public func contains(msgid: String?) -> Bool {
         guard let msgid else { return false }
         return msgids.contains(msgid)
     }
