@@ -108,6 +108,11 @@ public actor ChatClient {
             // Restored lines are not unread.
             continuation.yield(state.record(.markedRead(id)))
         }
+        // Who wrote to us while the client was not running: asked at the first welcome
+        // (logged in, where the server keeps history), from the newest line logged.
+        if let newest = conversations.flatMap({ $0.2.map(\.time) }).max() {
+            state.targetsSince = min(state.targetsSince ?? .infinity, newest - 10)
+        }
     }
 
     /// Scrolling past the oldest line of a room: the lines before it, from the server's history.

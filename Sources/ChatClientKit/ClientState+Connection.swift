@@ -123,6 +123,7 @@ extension ClientState {
             break
         }
         let context = MessageContext(message: message, now: now)
+        if message.tag("time") != nil { newestServerTime = max(newestServerTime ?? context.time, context.time) }
         if command == "PRIVMSG" { confirmEcho(context) }
         if let handler = Self.handlers[command] {
             handler(&self, context)
@@ -204,6 +205,8 @@ extension ClientState {
             actions.append(.send(request))
             asked.insert(id)
         }
+        askedDirect = asked
+        if let request = targetsRequest(now: now) { actions.append(.send(request)) }
         resendHeld(where: { $0.kind == .direct && !asked.contains($0) }, now: now)
     }
 

@@ -57,6 +57,16 @@ public struct ClientState: Sendable {
     private var latestMsgidTime: [ConversationID: Double] = [:]
     /// The time of the newest line of each conversation (what MARKREAD marks as read).
     public private(set) var latestTime: [ConversationID: Double] = [:]
+    /// The newest server time seen (`time` tags): where a drop's `CHATHISTORY TARGETS` starts.
+    var newestServerTime: Double?
+    /// From when to ask which direct conversations had lines (`CHATHISTORY TARGETS`) at the next
+    /// welcome, logged in: a person who wrote to us while we were away, in a conversation we do
+    /// not have open (its first line lost in the cut, or the client was not running), is found.
+    /// Kept until the answer has come (a drop before it asks again from the same time).
+    public var targetsSince: Double?
+    /// Direct conversations whose history this connection has asked for (not asked twice when
+    /// TARGETS names them too).
+    var askedDirect: Set<ConversationID> = []
     /// What history was asked for per room (`CHATHISTORY`), and the batches open now.
     public enum HistoryRequest: Sendable, Equatable {
         /// The last lines, on joining: old news, so nothing in them rings or counts as a mention.
@@ -290,6 +300,7 @@ public struct ClientState: Sendable {
         emit(.connectionLost)
         // Requests and batches of the old connection are gone with it.
         historyRequests = [:]
+        askedDirect = []
         openBatches = [:]
         multilineBatches = [:]
         syncRequests = []
@@ -300,6 +311,9 @@ public struct ClientState: Sendable {
             // Just before the millisecond of the drop: server times have milliseconds, and what
             // was said in that millisecond was said after we lost it.
             let at = (now * 1000).rounded(.down) / 1000 - 0.0002
+            // The server's clock where we have it (ours may differ from it), a little earlier:
+            // TARGETS only finds conversations, each read from its own newest line on.
+            targetsSince = min(targetsSince ?? .infinity, (newestServerTime ?? at) - 10)
             for id in marked {
                 say(ChatLine(time: at, kind: .info, text: text), to: id)
                 droppedSince.insert(id)
@@ -347,6 +361,39 @@ public struct ClientState: Sendable {
         return IRCMessage("CHATHISTORY", "LATEST", room, "*", String(limit))
     }
 
+    /// The question asked at a welcome after a drop (or a start with a log), logged in and
+    /// where the server keeps history: which direct conversations had lines since then.
+    mutating func targetsRequest(now: Double) -> IRCMessage? {
+        guard let since = targetsSince, registrationSettings.sasl != nil,
+              capabilities.contains("draft/chathistory"), capabilities.contains("batch") else { return nil }
+        return IRCMessage("CHATHISTORY", "TARGETS", "timestamp=" + ServerTime.format(since),
+                          "timestamp=" + ServerTime.format(max(now, newestServerTime ?? now) + 86_400), "100")
+    }
+
+    // CHATHISTORY TARGETS <name> <time> (in a draft/chathistory-targets batch): a person with
+    // lines since the drop whose conversation this connection has not read yet is read now —
+    // from its newest line shown, or its latest lines when it is new to us.
+    mutating func historyTarget(_ c: MessageContext) {
+        guard c.p.count >= 3, c.p[0] == "TARGETS" else { return }
+        let name = c.p[1]
+        guard !isChannel(name), !isMe(name) else { return }
+        let id = id(for: name)
+        guard !askedDirect.contains(id), historyRequests[id] == nil else { return }
+        let request: IRCMessage
+        if book[id] != nil, latestMsgid[id] != nil {
+            if droppedAt[id] == nil { droppedAt[id] = latestMsgidTime[id] }
+            guard let read = historyRequest(for: id, room: name) else { return }
+            request = read
+        } else {
+            // New to us: what they said since the drop is what we missed (counted, news).
+            let since = targetsSince ?? c.time
+            historyRequests[id] = .gap(since: since)
+            request = IRCMessage("CHATHISTORY", "AFTER", name, "timestamp=" + ServerTime.format(since), String(gapPage))
+        }
+        askedDirect.insert(id)
+        actions.append(.send(request))
+    }
+
     func isGap(_ request: HistoryRequest?) -> Bool {
         if case .gap? = request { return true }
         return false
@@ -378,7 +425,10 @@ public struct ClientState: Sendable {
             finishMultiline(multiline.opening, command: multiline.command ?? "PRIVMSG", text: multiline.text, now: c.time)
             return
         }
-        guard let batch = openBatches.removeValue(forKey: name), batch.type == "chathistory", let id = batch.target else { return }
+        guard let batch = openBatches.removeValue(forKey: name) else { return }
+        // TARGETS answered: asked again only after another drop.
+        if batch.type == "draft/chathistory-targets" { targetsSince = nil }
+        guard batch.type == "chathistory", let id = batch.target else { return }
         finishedHistory.append(id)
         // The end of a gap's history: a line right after the "connection lost" one says how much was missed.
         let request = historyRequests.removeValue(forKey: id)
@@ -468,6 +518,7 @@ public struct ClientState: Sendable {
         // WHO reply: <me> <channel> <user> <host> <server> <nick> <H|G>[*][@+] :<hops> <real name>
         "352": { state, c in if c.p.count >= 7 { state.setAway(c.p[5], away: c.p[6].hasPrefix("G")) } },
         "BATCH": { $0.batch($1) },
+        "CHATHISTORY": { $0.historyTarget($1) },
         // MARKREAD <target> timestamp=…: read up to there, in this or another window of the account.
         "MARKREAD": { state, c in
             guard c.p.count >= 2, c.p[1].hasPrefix("timestamp="), let time = ServerTime.parse(String(c.p[1].dropFirst(10))) else { return }

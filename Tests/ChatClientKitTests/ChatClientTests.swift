@@ -611,22 +611,8 @@ struct ClientReadMarkerTests {
 struct ClientDirectGapTests {
     @Test("with accounts, what a person said to us while our side was gone (the server still thought we were there) comes back, once, after the marker")
     func directGap() async throws {
-        let server = try TestServer(accounts: try accountStore(["alice", "bob"]),
-                                    history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-dm-gap-\(UUID().uuidString).db"))
-        let proxy = try CuttableProxy(to: server.port)
-        let bob = try server.client()
-        bob.send("CAP REQ :sasl")
-        bob.send("AUTHENTICATE PLAIN")
-        bob.send("AUTHENTICATE " + Base64.encode(Array("bob\u{0}bob\u{0}correct horse".utf8)))
-        bob.send("CAP END")
-        try bob.register("bob")
-        var settings = config(port: proxy.port, nick: "alice")
-        settings.saslAccount = "alice"
-        settings.saslPassword = "correct horse"
-        let client = ChatClient(config: settings)
-        let log = EventLog.watching(client)
-        await client.start()
-        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        let (server, proxy, bob, client, log) = try await Self.aliceThroughProxy()
+        _ = server
         bob.send("PRIVMSG alice :before the drop")
         try await log.line(in: "bob", containing: "before the drop")
         proxy.cutAll(keepServerSide: true)
@@ -641,5 +627,87 @@ struct ClientDirectGapTests {
         #expect(texts.filter { $0.hasPrefix("missed dm") } == ["missed dm 1", "missed dm 2"], "\(texts)")
         #expect(texts.filter { $0 == "before the drop" }.count == 1)
         await client.quit()
+    }
+}
+
+extension ClientDirectGapTests {
+    /// A raw client logged in to the account `name` (password "correct horse") on `server`.
+    static func loggedIn(_ server: TestServer, _ name: String) throws -> LineClient {
+        let client = try server.client()
+        client.send("CAP REQ :sasl")
+        client.send("AUTHENTICATE PLAIN")
+        client.send("AUTHENTICATE " + Base64.encode(Array("\(name)\u{0}\(name)\u{0}correct horse".utf8)))
+        client.send("CAP END")
+        try client.register(name)
+        return client
+    }
+
+    /// Our client logged in as alice through a proxy that can cut her connection, in #lobby;
+    /// bob logged in on a raw connection; the server keeps history.
+    static func aliceThroughProxy() async throws -> (TestServer, CuttableProxy, LineClient, ChatClient, EventLog) {
+        let server = try TestServer(accounts: try accountStore(["alice", "bob"]),
+                                    history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-dm-gap-\(UUID().uuidString).db"))
+        let proxy = try CuttableProxy(to: server.port)
+        let bob = try Self.loggedIn(server, "bob")
+        let client = ChatClient(config: Self.alice(port: proxy.port))
+        let log = EventLog.watching(client)
+        await client.start()
+        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        return (server, proxy, bob, client, log)
+    }
+
+    /// Our client as alice, logging in to her account.
+    static func alice(port: Int) -> ClientConfig {
+        var settings = config(port: port, nick: "alice")
+        settings.saslAccount = "alice"
+        settings.saslPassword = "correct horse"
+        return settings
+    }
+
+    @Test("chaos soak (CI): a person's first line to us, sent while our side was gone, is found after the reconnect (CHATHISTORY TARGETS) though we had no conversation with them")
+    func firstLineWhileAway() async throws {
+        let (server, proxy, bob, client, log) = try await Self.aliceThroughProxy()
+        _ = server
+        proxy.cutAll(keepServerSide: true)
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        bob.send("PRIVMSG alice :hello, first words")
+        bob.send("PRIVMSG alice :and a second")
+        bob.send("PING :said")
+        _ = try bob.readUntil { $0.command == "PONG" }
+        #expect(await log.view().conversation("bob") == nil, "nothing of bob's reached us")
+        proxy.restore()
+        try await log.line(in: "bob", timeout: 30, containing: "and a second")
+        try await log.line(in: "bob", timeout: 30, containing: "2 messages you missed while away follow")
+        let texts = (await log.view().conversation("bob")?.lines ?? []).filter { $0.kind == .message || $0.kind == .info }.map(\.text)
+        #expect(texts == ["── 2 messages you missed while away follow ──", "hello, first words", "and a second"], "\(texts)")
+        #expect(await log.view().conversation("bob")?.unread == 2, "news, not old lines")
+        await client.quit()
+    }
+
+    @Test("what a person said to our account while this client was not running (another of our clients was) is read at the start, from the newest line in the local log")
+    func writtenWhileNotRunning() async throws {
+        let server = try TestServer(accounts: try accountStore(["alice", "bob"]),
+                                    history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-dm-start-\(UUID().uuidString).db"))
+        let bob = try Self.loggedIn(server, "bob")
+        var settings = Self.alice(port: server.port)
+        settings.logPath = NSTemporaryDirectory() + "chat-tui-dm-start-log-\(UUID().uuidString).db"
+        let first = ChatClient(config: settings)
+        let firstLog = EventLog.watching(first)
+        await first.start()
+        try await firstLog.line(in: "#lobby", containing: "You joined #lobby")
+        bob.send("PRIVMSG #lobby :logged before")
+        try await firstLog.line(in: "#lobby", containing: "logged before")
+        await first.quit()
+        // alice's phone: the account is online, so bob's lines are taken and kept.
+        let phone = try Self.loggedIn(server, "alice")
+        bob.send("PRIVMSG alice :while your laptop was off")
+        _ = try phone.readUntil { $0.command == "PRIVMSG" && $0.params.last == "while your laptop was off" }
+        phone.send("QUIT")
+        _ = try phone.readUntil { $0.command == "ERROR" }
+        let second = ChatClient(config: settings)
+        let secondLog = EventLog.watching(second)
+        await second.start()
+        try await secondLog.line(in: "bob", timeout: 30, containing: "while your laptop was off")
+        await second.quit()
     }
 }
