@@ -203,17 +203,73 @@ let pollRDHUP: Int16 = 0x2000
 /// Forwards each connection to the server, one thread a connection, and does to it what the
 /// chaos asks: cut it, stall it (nothing forwarded either way, the sockets left open), delay
 /// it, or pass its bytes on in pieces of one to seven.
+/// What each client of ours did about direct lines, on the wire (as the proxy passed it on)
+/// and in its events: printed for a line shown out of order, so its story can be read.
+final class Transcript: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [String: [String]] = [:]
+    private let started = Monotonic.now()
+
+    func add(_ who: String, _ text: String) {
+        let stamp = String(format: "%8.3f", Monotonic.now() - started)
+        lock.withLock {
+            entries[who, default: []].append(stamp + " " + text)
+            if entries[who]!.count > 40_000 { entries[who]!.removeFirst(10_000) }
+        }
+    }
+
+    /// A client's entries from a little before the first that contains `from` to a little after
+    /// the first after it that contains `to`.
+    func story(of who: String, from: String, to: String, margin: Int = 12, limit: Int = 160) -> [String] {
+        let all = lock.withLock { entries[who] ?? [] }
+        guard let first = all.firstIndex(where: { $0.contains(from) }) else { return ["    (no entry for \(from))"] }
+        let last = all[first...].firstIndex(where: { $0.contains(to) }) ?? first
+        let range = max(0, first - margin)...min(all.count - 1, max(first, last) + margin)
+        return all[range].prefix(limit).map { "    " + $0 }
+    }
+
+    /// Whether a line on the wire belongs in the story: direct lines and what decides their fate.
+    static func matters(_ line: String) -> Bool {
+        guard let message = try? IRCMessage(parsing: line) else { return false }
+        switch message.command {
+        case "PRIVMSG": return !(message.params.first ?? "#").hasPrefix("#")
+        case "CHATHISTORY", "MONITOR", "NICK", "001", "401", "730", "731", "FAIL", "ERROR": return true
+        case "BATCH": return message.params.count > 2 || message.params.first?.hasPrefix("-") == true
+        default: return false
+        }
+    }
+}
+let transcript = Transcript()
+
 final class FaultProxy: @unchecked Sendable {
     final class Link: @unchecked Sendable {
         let client: Int32
         let server: Int32
+        let number: Int
+        /// The nickname it registers (its NICK), for the transcript; and each way's partial line.
+        let name = Locked("?")
+        var nick: String { name.withLock { $0 } }
+        var partial: [[UInt8]] = [[], []]
         var stalledUntil = 0.0
         var delayedUntil = 0.0
         var split = false
         var cut = false
-        init(client: Int32, server: Int32) {
+        init(client: Int32, server: Int32, number: Int) {
             self.client = client
             self.server = server
+            self.number = number
+        }
+
+        /// Bytes passed on one way (0: from the client): complete lines that matter go to the transcript.
+        func passed(_ bytes: UnsafeRawBufferPointer, way: Int) {
+            partial[way].append(contentsOf: bytes)
+            while let end = partial[way].firstIndex(of: 10) {
+                let line = String(decoding: partial[way][..<end], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                partial[way].removeSubrange(...end)
+                if way == 0, line.hasPrefix("NICK "), nick == "?" { name.withLock { $0 = String(line.dropFirst(5)) } }
+                if Transcript.matters(line) { transcript.add(nick, "link \(number) \(way == 0 ? "->" : "<-") \(line.prefix(200))") }
+            }
+            if partial[way].count > 65536 { partial[way] = [] }
         }
     }
 
@@ -225,6 +281,7 @@ final class FaultProxy: @unchecked Sendable {
     private var stopped = false
     private let chance: Chance
     private(set) var faults: [String: Int] = [:]
+    private var linkCount = 0
 
     init(target: Int, chance: Chance) throws {
         let fds = try Sockets.listen(bind: "127.0.0.1", port: 0)
@@ -247,7 +304,8 @@ final class FaultProxy: @unchecked Sendable {
                 close(client)
                 continue
             }
-            let link = Link(client: client, server: server)
+            let number = lock.withLock { linkCount += 1; return linkCount }
+            let link = Link(client: client, server: server, number: number)
             // A quarter of the connections pass their bytes on in pieces from the start.
             link.split = chance.chance(25)
             lock.withLock { links[ObjectIdentifier(link)] = link }
@@ -258,6 +316,7 @@ final class FaultProxy: @unchecked Sendable {
     private func pump(_ link: Link) {
         var buffer = [UInt8](repeating: 0, count: 16384)
         defer {
+            transcript.add(link.nick, "link \(link.number) ends")
             close(link.client)
             close(link.server)
             lock.withLock { _ = links.removeValue(forKey: ObjectIdentifier(link)) }
@@ -286,6 +345,7 @@ final class FaultProxy: @unchecked Sendable {
                     let piece = split ? min(count - offset, chance.int(1...7)) : count - offset
                     let sent = buffer.withUnsafeBytes { send(to, $0.baseAddress! + offset, piece, Int32(MSG_NOSIGNAL)) }
                     if sent <= 0 { return }
+                    buffer.withUnsafeBytes { link.passed(UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + sent)]), way: index) }
                     offset += sent
                 }
             }
@@ -301,10 +361,12 @@ final class FaultProxy: @unchecked Sendable {
             let now = Monotonic.now()
             switch kind {
             case 0...3:
+                transcript.add(link.nick, "link \(link.number) cut by the proxy")
                 link.cut = true
                 faults["cut", default: 0] += 1
             case 4...5:
                 link.stalledUntil = now + chance.double(5...20)
+                transcript.add(link.nick, "link \(link.number) stalled until +\(Int(link.stalledUntil - now)) s")
                 faults["stalled", default: 0] += 1
             case 6...7:
                 link.delayedUntil = now + chance.double(2...10)
@@ -425,6 +487,20 @@ actor SoakClient {
     private func note(_ event: ClientEvent) {
         book.apply(event)
         switch event {
+        case .line(let id, let line) where id.kind == .direct && line.text.hasPrefix("soak ") && line.isOwn:
+            transcript.add(nick, "event: \(line.isPending ? "held" : "shown") \(line.text) serial \(line.serial) msgid \(line.msgid ?? "-")")
+        case .pendingDone(let id, let serial) where id.kind == .direct:
+            transcript.add(nick, "event: pending done serial \(serial)")
+        case .notSent(let target, let text, let reason):
+            transcript.add(nick, "event: not sent \(text) to \(target): \(reason)")
+        case .status(.registered):
+            transcript.add(nick, "event: registered")
+        case .connectionLost:
+            transcript.add(nick, "event: connection lost")
+        default:
+            break
+        }
+        switch event {
         case .status(.registered):
             registered = true
             registrations += 1
@@ -449,6 +525,7 @@ actor SoakClient {
         let target = partner.flatMap { chance.chance(33) ? $0 : nil } ?? rooms[chance.int(0...(rooms.count - 1))]
         let text = "soak \(nick) \(sequence)"
         ledger.record(text, sender: nick, target: target, sequence: sequence)
+        if !target.hasPrefix("#") { transcript.add(nick, "typed \(text) to \(target)") }
         await client.send(text, to: target)
     }
 
@@ -755,7 +832,13 @@ for client in soakClients {
             guard let entry = sent[text] else { continue }
             if let previous = last[entry.sender], previous > entry.sequence {
                 outOfOrder.append("\(client.nick) shows \"\(text)\" after \(entry.sender)'s \(previous) in \(place)")
-                if outOfOrder.count <= 4 { details.append(describe(text, in: book)) }
+                if outOfOrder.count <= 4 {
+                    details.append(describe(text, in: book))
+                    // The sender's story of it: from typing it to its echo.
+                    if !place.hasPrefix("#") && client.nick != entry.sender {
+                        details.append("  \(entry.sender)'s story of \"\(text)\":\n" + transcript.story(of: entry.sender, from: "typed \(text) ", to: "shown \(text) ").joined(separator: "\n"))
+                    }
+                }
             }
             last[entry.sender] = entry.sequence
         }
