@@ -95,6 +95,20 @@ extension ClientState {
             _ = sent.refuse(targetKey: mapping.fold(nick), key: { mapping.fold($0) })
             _ = holdForPerson(nick, text: line.text, isAction: line.isAction, now: now)
             return reduction()
+        case "401" where message.params.count > 1 && !isChannel(message.params[1]) && !isMe(message.params[1]):
+            // A line typed to someone who is not here (they are reconnecting): its answer, so it
+            // is not left waiting for an echo (chaos soak: sent again at the next drop, after
+            // lines typed later). Held until they are back where the server says when (MONITOR);
+            // else not sent, in words.
+            let nick = message.params[1]
+            let mapping = casemapping
+            guard let line = sent.refuse(targetKey: mapping.fold(nick), key: { mapping.fold($0) }) else { break }
+            if hasMonitor {
+                _ = holdForPerson(nick, text: line.text, isAction: line.isAction, now: now)
+            } else {
+                emit(.notSent(target: line.target, text: line.text, reason: "\(nick) is not on the server now"))
+            }
+            return reduction()
         case "ERROR":
             // "Closing Link: host (reason)" says less than the reason alone.
             var text = message.params.first ?? ""

@@ -171,3 +171,60 @@ extension HeldDirectTests {
         #expect(state.sent.lines.map(\.text) == ["one"], "now waiting for its echo, once")
     }
 }
+
+extension HeldDirectTests {
+    /// alice registered with echo-message and MONITOR (or not).
+    static func registered(monitor: Bool) -> ClientState {
+        var state = ClientState(nick: "alice")
+        _ = state.receive(IRCMessage("CAP", "*", "LS", "echo-message"), now: 0)
+        _ = state.receive(IRCMessage("CAP", "alice", "ACK", "echo-message"), now: 0)
+        _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
+        if monitor { _ = state.receive(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1) }
+        return state
+    }
+
+    static func sentTexts(_ reduction: Reduction) -> [String] {
+        reduction.actions.compactMap { if case .sendLine(let message, _) = $0 { return message.params.last } else { return nil } }
+    }
+
+    @Test("soak finding: a line typed to someone who is not on the server now (401) is theirs when they are back, not left waiting for an echo to go again at the next drop after later lines")
+    func liveLineRefusedWaitsForPerson() {
+        var state = Self.registered(monitor: true)
+        #expect(Self.sentTexts(state.send("one", to: "bob", isAction: false, queueing: true, now: 2)) == ["one"])
+        let absent = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "bob", "No such nick/channel"]), now: 2)
+        #expect(state.sent.lines.isEmpty, "answered: not waiting for an echo")
+        #expect(absent.events.contains { if case .line(_, let line) = $0 { return line.isPending && line.text == "one" } else { return false } })
+        #expect(absent.actions == [.send(IRCMessage("MONITOR", "+", "bob"))])
+        #expect(Self.sentTexts(state.send("two", to: "bob", isAction: false, queueing: true, now: 3)).isEmpty, "behind \"one\"")
+        let online = state.receive(IRCMessage(source: "test.server", command: "730", params: ["alice", "bob!b@h"]), now: 4)
+        #expect(Self.sentTexts(online) == ["one", "two"])
+    }
+
+    @Test("without MONITOR a line typed to someone not on the server is not sent, in words, and nothing waits for its echo")
+    func liveLineRefusedWithoutMonitor() {
+        var state = Self.registered(monitor: false)
+        _ = state.send("one", to: "bob", isAction: false, queueing: true, now: 2)
+        let absent = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "bob", "No such nick/channel"]), now: 2)
+        #expect(absent.events.contains(.notSent(target: "bob", text: "one", reason: "bob is not on the server now")))
+        #expect(state.sent.lines.isEmpty)
+    }
+
+    @Test("against our server: a line to someone reconnecting is held, and goes before what was typed after it once they are back")
+    func liveLineHeldAgainstServer() async throws {
+        let server = try TestServer()
+        let alice = ChatClient(config: config(port: server.port, nick: "alice"))
+        let log = EventLog.watching(alice)
+        await alice.start()
+        _ = try await log.registered()
+        await alice.send("while you were away", to: "bob")
+        try await log.line(in: "bob", containing: "held until they are back")
+        await alice.send("typed after it", to: "bob")
+        let bob = try server.client()
+        var seen = try bob.register("bob")
+        if !seen.contains(where: { $0.command == "PRIVMSG" && $0.params.last == "typed after it" }) {
+            seen += try bob.readUntil { $0.command == "PRIVMSG" && $0.params.last == "typed after it" }
+        }
+        #expect(seen.filter { $0.command == "PRIVMSG" }.map { $0.params.last ?? "" } == ["while you were away", "typed after it"])
+        await alice.quit()
+    }
+}
