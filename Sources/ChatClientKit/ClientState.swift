@@ -55,6 +55,9 @@ public struct ClientState: Sendable {
     /// The newest msgid seen in each conversation: after a drop, history is asked for what came after it.
     public private(set) var latestMsgid: [ConversationID: String] = [:]
     private var latestMsgidTime: [ConversationID: Double] = [:]
+    /// When we joined each room (not a rejoin after a drop): a room whose lines we had not
+    /// seen any of when the connection dropped reads from there, not its last lines only.
+    private var joinedAt: [ConversationID: Double] = [:]
     /// The time of the newest line of each conversation (what MARKREAD marks as read).
     public private(set) var latestTime: [ConversationID: Double] = [:]
     /// The newest server time seen (`time` tags): where a drop's `CHATHISTORY TARGETS` starts.
@@ -254,6 +257,7 @@ public struct ClientState: Sendable {
         latestMsgid[id] = nil
         latestMsgidTime[id] = nil
         latestTime[id] = nil
+        joinedAt[id] = nil
         droppedAt[id] = nil
         droppedSince.remove(id)
         historyRequests[id] = nil
@@ -262,8 +266,9 @@ public struct ClientState: Sendable {
         return record(.closed(id))
     }
 
-    /// A direct conversation moved to a new nickname: what is kept about it moves too.
+    /// A direct conversation moved to a new nickname, or a room renamed: what is kept about it moves too.
     private mutating func moveFacts(from old: ConversationID, to new: ConversationID) {
+        if let value = joinedAt.removeValue(forKey: old) { joinedAt[new] = value }
         if let value = latestMsgid.removeValue(forKey: old) { latestMsgid[new] = value }
         if let value = latestMsgidTime.removeValue(forKey: old) { latestMsgidTime[new] = value }
         if let value = latestTime.removeValue(forKey: old) { latestTime[new] = value }
@@ -352,6 +357,13 @@ public struct ClientState: Sendable {
             droppedAt[id] = nil
             historyRequests[id] = .gap(since: since)
             return IRCMessage("CHATHISTORY", "AFTER", room, "msgid=" + (held?.seenBefore ?? latest), String(gapPage))
+        }
+        // Joined, then dropped before any line reached us (a stalled connection): from our
+        // join on, not the last 50 (chaos soak: a busy room's first lines never shown).
+        if let since = droppedAt[id], latestMsgid[id] == nil, held == nil, let from = joinedAt[id] {
+            droppedAt[id] = nil
+            historyRequests[id] = .gap(since: since)
+            return IRCMessage("CHATHISTORY", "AFTER", room, "timestamp=" + ServerTime.format(from), String(gapPage))
         }
         // Nothing was shown before the held line (its conversation's first): the latest lines
         // hold it if the server stored it (chaos soak: a direct message stored twice).
@@ -584,6 +596,7 @@ public struct ClientState: Sendable {
             // A rejoin after a drop keeps the old list on screen until NAMES replaces it, and
             // is not news: it does not take the view there (only a room newly joined does).
             let again = book[id]?.awaitingRejoin ?? false
+            if !again { joinedAt[id] = c.time }
             emit(.joined(id, name: room, again: again))
             say(ChatLine(time: c.time, kind: .join, sender: c.from, text: again ? "You joined \(room) again" : "You joined \(room)"), to: id)
             return
@@ -943,12 +956,7 @@ public struct ClientState: Sendable {
         guard c.p.count >= 2 else { return }
         let old = id(for: c.p[0]), new = id(for: c.p[1])
         guard book[old] != nil else { return }
-        if old != new {
-            if let msgid = latestMsgid.removeValue(forKey: old) { latestMsgid[new] = msgid }
-            if let time = latestMsgidTime.removeValue(forKey: old) { latestMsgidTime[new] = time }
-            if let time = latestTime.removeValue(forKey: old) { latestTime[new] = time }
-            if let value = historyRequests.removeValue(forKey: old) { historyRequests[new] = value }
-        }
+        if old != new { moveFacts(from: old, to: new) }
         // Rejoined after a reconnect under its new name.
         if let index = wantedRooms.firstIndex(where: { key(for: $0) == key(for: c.p[0]) }) { wantedRooms[index] = c.p[1] }
         emit(.roomRenamed(old, to: new, name: c.p[1]))

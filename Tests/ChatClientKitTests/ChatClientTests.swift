@@ -501,6 +501,22 @@ struct ClientLongGapTests {
         #expect(texts == (0..<150).map { "missed \($0)" })
         await client.quit()
     }
+
+    @Test("chaos soak: joined, then dropped before any line reached us: everything said since our join is read, not the last 50 lines only")
+    func droppedBeforeAnyLine() async throws {
+        let (server, proxy, bob, client, log) = try await alicePastAProxy()
+        _ = server
+        proxy.cutAll()
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        for n in 0..<60 { bob.send("PRIVMSG #lobby :missed \(n)") }
+        bob.send("PING :said")
+        _ = try bob.readUntil(timeout: 30) { $0.command == "PONG" }
+        proxy.restore()
+        try await log.line(in: "#lobby", timeout: 30, containing: "60 messages you missed while away follow")
+        let texts = (await log.view().conversation("#lobby")?.lines ?? []).map(\.text).filter { $0.hasPrefix("missed ") }
+        #expect(texts == (0..<60).map { "missed \($0)" })
+        await client.quit()
+    }
 }
 
 @Suite("lines typed across a drop", .serialized)
