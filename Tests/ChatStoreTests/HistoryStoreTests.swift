@@ -79,3 +79,28 @@ struct HistoryStoreTests {
         }
     }
 }
+
+extension HistoryStoreTests {
+    @Test("a database whose messages' index is the old `IN (…)` one is given the new index once, with its rows; reads still walk it")
+    func oldMessagesIndexRebuilt() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-old-index-\(UUID().uuidString).db"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let database = try Database(path: path)
+            try database.execute("""
+                CREATE TABLE history (target TEXT NOT NULL, msgid INTEGER NOT NULL, time INTEGER NOT NULL, command TEXT NOT NULL, line TEXT NOT NULL,
+                    PRIMARY KEY (target, msgid)) WITHOUT ROWID;
+                CREATE INDEX history_messages ON history (target, msgid) WHERE command IN ('PRIVMSG', 'NOTICE', 'TAGMSG');
+                INSERT INTO history VALUES ('#a', 65536, 1, 'PRIVMSG', ':x!x@h PRIVMSG #a :kept'), ('#a', 131072, 2, 'JOIN', ':x!x@h JOIN #a');
+                """)
+        }
+        let history = try HistoryStore(database: try Database(path: path))
+        let sql = try history.database.query("SELECT sql FROM sqlite_master WHERE name = 'history_messages'").first?.first
+        guard case .text(let definition)? = sql else { Issue.record("no index"); return }
+        #expect(!definition.contains(" IN ("), "\(definition)")
+        #expect(try history.rows("#a", .before, .max, limit: 10, kinds: .messages).map(\.line) == [":x!x@h PRIVMSG #a :kept"])
+        #expect(try history.plan(.before, kinds: .messages).contains("history_messages"))
+        // Opened again: nothing to do (the database is only read).
+        _ = try HistoryStore(database: try Database(path: path))
+    }
+}
