@@ -424,6 +424,10 @@ public final class HistoryWriter: Sendable {
 
     public var counts: (rows: Int, commits: Int, failures: Int) { stats.withLock { $0 } }
 
+    /// Rows in one take that mean a flood, and how long the writer then gathers more.
+    static let floodRows = 8
+    static let floodGather = 0.002
+
     private func run(_ store: HistoryStore, interval: Double, committed: @Sendable (Int64) -> Void,
                      failed: @Sendable (String) -> Void, retention: (days: Int, perTarget: Int)?, beforeCommit: (@Sendable () -> Void)?) {
         var lastPrune = Monotonic.now()
@@ -440,7 +444,16 @@ public final class HistoryWriter: Sendable {
             // rows or committed already.
             let forget = forgotten.withLock { taken in defer { taken.removeAll() }; return taken }
             // Gather what came in the window (a short wait lets a burst become one commit).
-            let (rows, stopped) = pending.take(waiting: interval)
+            var (rows, stopped) = pending.take(waiting: interval)
+            // A flood (many rows came in while the last commit ran): gather a little longer, so
+            // one commit carries more rows (fewer WAL pages written again, fewer wake-ups of the
+            // loop for the output waiting on it). A line on a quiet server is committed at once.
+            if !stopped && rows.count >= Self.floodRows {
+                usleep(UInt32(Self.floodGather * 1e6))
+                let more = pending.takeNow()
+                rows += more.items
+                stopped = more.stopped
+            }
             // The rooms' changes first: they came before these rows (or with them).
             let changes = roomChanges.withLock { taken in defer { taken.removeAll() }; return taken }
             if !changes.isEmpty, let rooms {
