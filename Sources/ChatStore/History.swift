@@ -366,8 +366,14 @@ public final class HistoryWriter: Sendable {
         self.health = health
         let database = try Database(path: path, serialized: false)
         try database.execute("PRAGMA synchronous = \(synchronous)")
+        // Checkpoints (the WAL copied into the database, two fsyncs) on a thread of their own:
+        // run by the writer every 1,000 pages, one held every line waiting on a commit for
+        // milliseconds (a paced room's p99 12 ms with history on, 1.4 ms off).
+        try database.execute("PRAGMA wal_autocheckpoint = 0")
         let store = try HistoryStore(database: database)
         let box = StoreBox(store)
+        let checkpointer = StoreBox(try HistoryStore(database: try Database(path: path, serialized: false)))
+        Threads.start(name: "chat-tui checkpoint") { [self] in checkpoints(checkpointer.store.database, failed: failed) }
         Threads.start(name: "chat-tui history") { [self] in
             run(box.store, interval: interval, committed: committed, failed: failed, retention: retention, beforeCommit: beforeCommit)
         }
@@ -419,8 +425,42 @@ public final class HistoryWriter: Sendable {
         pending.append(rows)
     }
 
-    /// Writes what is pending, then stops the thread.
-    public func stop() { pending.stopAndWait() }
+    /// Writes what is pending, then stops the thread (and the checkpoints, after a last one).
+    public func stop() {
+        pending.stopAndWait()
+        checkpointing.withLock { $0.stopping = true }
+        checkpointWake.signal()
+        checkpointDone.wait()
+    }
+
+    private let checkpointing = Locked<(commits: Int, stopping: Bool)>((0, false))
+    private let checkpointWake = Semaphore()
+    private let checkpointDone = Semaphore()
+
+    /// Once a second when something was committed, and at the end: a PASSIVE checkpoint, which
+    /// never waits for the writer nor makes it wait; the WAL holds about a second of rows.
+    private func checkpoints(_ database: Database, failed: @Sendable (String) -> Void) {
+        var failing = false
+        while true {
+            _ = checkpointWake.wait(seconds: 1)
+            let (commits, stopping) = checkpointing.withLock { state in
+                defer { state.commits = 0 }
+                return state
+            }
+            if commits > 0 || stopping {
+                do {
+                    try database.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    if failing { failed("history: checkpoints work again") }
+                    failing = false
+                } catch {
+                    if !failing { failed("history: the write-ahead log cannot be checkpointed (\(error)); it grows until it can") }
+                    failing = true
+                }
+            }
+            if stopping { break }
+        }
+        checkpointDone.signal()
+    }
 
     public var counts: (rows: Int, commits: Int, failures: Int) { stats.withLock { $0 } }
 
@@ -473,6 +513,7 @@ public final class HistoryWriter: Sendable {
                 do {
                     try store.insert(rows)
                     stats.withLock { $0.rows += rows.count; $0.commits += 1 }
+                    checkpointing.withLock { $0.commits += 1 }
                     let highest = rows.map(\.msgid).max()!
                     health.committed.store(max(health.committed.load(ordering: .relaxed), highest), ordering: .releasing)
                     health.waiting.subtract(rows.count, ordering: .relaxed)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ChatStore
+import ChatTransport
 
 @Suite("the server's history store")
 struct HistoryStoreTests {
@@ -102,5 +103,34 @@ extension HistoryStoreTests {
         #expect(try history.plan(.before, kinds: .messages).contains("history_messages"))
         // Opened again: nothing to do (the database is only read).
         _ = try HistoryStore(database: try Database(path: path))
+    }
+}
+
+@Suite("the history writer's checkpoints")
+struct HistoryCheckpointTests {
+    @Test("checkpoints run on their own thread, soon after commits, not every 1,000 pages: the database file alone (no WAL beside it) comes to hold the rows while the writer runs")
+    func checkpointedWhileRunning() throws {
+        let directory = NSTemporaryDirectory() + "chat-tui-checkpoint-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/server.db"
+        let committed = Semaphore()
+        let writer = try HistoryWriter(path: path, committed: { msgid in if msgid == 500 << 16 { committed.signal() } }, failed: { _ in })
+        defer { writer.stop() }
+        writer.append((Int64(1)...500).map { n in
+            HistoryRow(msgid: n << 16, timeMilliseconds: n, target: "#a", command: "PRIVMSG", line: ":x!x@h PRIVMSG #a :line \(n)")
+        })
+        #expect(committed.wait(seconds: 30))
+        // 500 short rows are some 40 pages: SQLite's own checkpoint would wait for 1,000. A copy of
+        // the file alone, as a backup without its -wal would be, until it holds them (or 30 s).
+        let copy = directory + "/copy.db"
+        var count: Database.Value?
+        for _ in 0..<600 where count != .integer(500) {
+            try? FileManager.default.removeItem(atPath: copy)
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            count = (try? Database(path: copy).query("SELECT COUNT(*) FROM history"))?.first?.first
+            if count != .integer(500) { _ = Semaphore().wait(seconds: 0.05) }
+        }
+        #expect(count == .integer(500))
     }
 }
