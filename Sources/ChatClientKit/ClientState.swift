@@ -384,7 +384,7 @@ public struct ClientState: Sendable {
 
     // CHATHISTORY TARGETS <name> <time> (in a draft/chathistory-targets batch): a person with
     // lines since the drop whose conversation this connection has not read yet is read now —
-    // from its newest line shown, or its latest lines when it is new to us.
+    // from its newest line shown, or, new to us, from the drop's time (as a gap: news).
     mutating func historyTarget(_ c: MessageContext) {
         guard c.p.count >= 3, c.p[0] == "TARGETS" else { return }
         let name = c.p[1]

@@ -2,8 +2,8 @@ import IRCWire
 
 /// Direct messages held for someone who is not on the server (a 401, after a reconnect or to a
 /// line just typed): kept, shown as held, until MONITOR says they are online (730), or until
-/// the user cancels them. A
-/// server without MONITOR cannot tell us: they stay held, and the conversation says so.
+/// the user cancels them. A server without MONITOR cannot tell us: a line held across a
+/// reconnect stays held, and the conversation says so (one just typed is shown as not sent).
 public struct HeldDirect: Sendable {
     /// By folded nickname: the nickname as typed and the lines, oldest first.
     public internal(set) var waiting: [String: (nick: String, lines: [SentLines.Line])] = [:]

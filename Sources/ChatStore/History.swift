@@ -66,7 +66,7 @@ public final class HistoryStore {
         if !old.isEmpty { try database.execute("DROP INDEX history_texts") }
         // The messages' index was once `WHERE command IN (…)`: SQLite tests that condition on
         // every insert, and a list of three builds a temporary B-tree each time a statement
-        // runs (pages allocated and zeroed: a fifth of the writer's instructions). Rebuilt
+        // runs (pages allocated and zeroed: two fifths of the writer's instructions). Rebuilt
         // once with the same rows under the new condition (only when it is the old one, so a
         // database another process holds locked is only read).
         if Self.messagesIndexIsOld(database) {
@@ -367,8 +367,8 @@ public final class HistoryWriter: Sendable {
         let database = try Database(path: path, serialized: false)
         try database.execute("PRAGMA synchronous = \(synchronous)")
         // Checkpoints (the WAL copied into the database, two fsyncs) on a thread of their own:
-        // run by the writer every 1,000 pages, one held every line waiting on a commit for
-        // milliseconds (a paced room's p99 12 ms with history on, 1.4 ms off).
+        // run by the writer every 1,000 pages, each held the commit it ran in, and every echo
+        // waiting on that commit, for its fsyncs.
         try database.execute("PRAGMA wal_autocheckpoint = 0")
         let store = try HistoryStore(database: database)
         let box = StoreBox(store)
