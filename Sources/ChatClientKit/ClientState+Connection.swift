@@ -86,27 +86,25 @@ extension ClientState {
         case "001", "005", "464", "465":
             registrationDid(registration.received(message), now: now)
             guard isRegistered else { return reduction() }
-        case "401" where message.params.count > 1 && !(flushedDirect[key(for: message.params[1])]?.isEmpty ?? true):
-            // A held message to someone who is not back yet: it stays held until they are (MONITOR).
-            let nick = message.params[1]
-            let line = flushedDirect[key(for: nick)]!.removeFirst()
-            // It waits for the person now, not for an echo: not held again (and sent twice) at a drop.
-            let mapping = casemapping
-            _ = sent.refuse(targetKey: mapping.fold(nick), key: { mapping.fold($0) })
-            _ = holdForPerson(nick, text: line.text, isAction: line.isAction, now: now)
-            return reduction()
         case "401" where message.params.count > 1 && !isChannel(message.params[1]) && !isMe(message.params[1]):
-            // A line typed to someone who is not here (they are reconnecting): its answer, so it
-            // is not left waiting for an echo (chaos soak: sent again at the next drop, after
-            // lines typed later). Held until they are back where the server says when (MONITOR);
-            // else not sent, in words.
+            // The answer to our oldest line to someone not here now: it waits for the person, not
+            // for an echo (else a drop holds it and sends it again, after lines typed later: chaos
+            // soak). A line flushed after a reconnect stays held until they are back (MONITOR);
+            // one just typed is held where the server says when, else shown as not sent.
             let nick = message.params[1]
             let mapping = casemapping
-            guard let line = sent.refuse(targetKey: mapping.fold(nick), key: { mapping.fold($0) }) else { break }
-            if hasMonitor {
+            let refused = sent.refuse(targetKey: mapping.fold(nick), key: { mapping.fold($0) })
+            if !(flushedDirect[key(for: nick)]?.isEmpty ?? true) {
+                let line = flushedDirect[key(for: nick)]!.removeFirst()
                 _ = holdForPerson(nick, text: line.text, isAction: line.isAction, now: now)
+            } else if let line = refused {
+                if hasMonitor {
+                    _ = holdForPerson(nick, text: line.text, isAction: line.isAction, now: now)
+                } else {
+                    emit(.notSent(target: line.target, text: line.text, reason: "\(nick) is not on the server now"))
+                }
             } else {
-                emit(.notSent(target: line.target, text: line.text, reason: "\(nick) is not on the server now"))
+                break
             }
             return reduction()
         case "ERROR":

@@ -469,13 +469,19 @@ struct ClientLogBookTests {
 }
 
 /// A server with history, bob on it directly, and alice's ChatClient through a proxy that
-/// can cut the line, joined to #lobby.
-func alicePastAProxy() async throws -> (TestServer, CuttableProxy, LineClient, ChatClient, EventLog) {
-    let server = try TestServer(history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-proxied-\(UUID().uuidString).db"))
+/// can cut the line, joined to #lobby; `accounts`: both logged in to accounts of theirs.
+func alicePastAProxy(accounts: Bool = false) async throws -> (TestServer, CuttableProxy, LineClient, ChatClient, EventLog) {
+    let history = HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-proxied-\(UUID().uuidString).db")
+    let server = accounts ? try TestServer(accounts: try accountStore(["alice", "bob"]), history: history) : try TestServer(history: history)
     let proxy = try CuttableProxy(to: server.port)
-    let bob = try server.client()
-    try bob.register("bob")
-    let client = ChatClient(config: config(port: proxy.port, nick: "alice"))
+    let bob: LineClient
+    if accounts {
+        bob = try ClientDirectGapTests.loggedIn(server, "bob")
+    } else {
+        bob = try server.client()
+        try bob.register("bob")
+    }
+    let client = ChatClient(config: accounts ? ClientDirectGapTests.alice(port: proxy.port) : config(port: proxy.port, nick: "alice"))
     let log = EventLog.watching(client)
     await client.start()
     try await log.line(in: "#lobby", containing: "You joined #lobby")
@@ -627,7 +633,7 @@ struct ClientReadMarkerTests {
 struct ClientDirectGapTests {
     @Test("with accounts, what a person said to us while our side was gone (the server still thought we were there) comes back, once, after the marker")
     func directGap() async throws {
-        let (server, proxy, bob, client, log) = try await Self.aliceThroughProxy()
+        let (server, proxy, bob, client, log) = try await alicePastAProxy(accounts: true)
         _ = server
         bob.send("PRIVMSG alice :before the drop")
         try await log.line(in: "bob", containing: "before the drop")
@@ -658,20 +664,6 @@ extension ClientDirectGapTests {
         return client
     }
 
-    /// Our client logged in as alice through a proxy that can cut her connection, in #lobby;
-    /// bob logged in on a raw connection; the server keeps history.
-    static func aliceThroughProxy() async throws -> (TestServer, CuttableProxy, LineClient, ChatClient, EventLog) {
-        let server = try TestServer(accounts: try accountStore(["alice", "bob"]),
-                                    history: HistoryOptions(path: NSTemporaryDirectory() + "chat-tui-dm-gap-\(UUID().uuidString).db"))
-        let proxy = try CuttableProxy(to: server.port)
-        let bob = try Self.loggedIn(server, "bob")
-        let client = ChatClient(config: Self.alice(port: proxy.port))
-        let log = EventLog.watching(client)
-        await client.start()
-        try await log.line(in: "#lobby", containing: "You joined #lobby")
-        return (server, proxy, bob, client, log)
-    }
-
     /// Our client as alice, logging in to her account.
     static func alice(port: Int) -> ClientConfig {
         var settings = config(port: port, nick: "alice")
@@ -682,7 +674,7 @@ extension ClientDirectGapTests {
 
     @Test("chaos soak (CI): a person's first line to us, sent while our side was gone, is found after the reconnect (CHATHISTORY TARGETS) though we had no conversation with them")
     func firstLineWhileAway() async throws {
-        let (server, proxy, bob, client, log) = try await Self.aliceThroughProxy()
+        let (server, proxy, bob, client, log) = try await alicePastAProxy(accounts: true)
         _ = server
         proxy.cutAll(keepServerSide: true)
         try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
