@@ -338,7 +338,7 @@ extension ServerState {
     /// leaving costs no database read per JOIN; the first joiner after a start reads them off the loop.
     mutating func replayOnJoin(_ session: Session, key: String, name: String) {
         guard history != nil, config.replayOnJoin > 0, !session.caps.contains(.chathistory) else { return }
-        if let tail = roomTails[key] {
+        if let tail = tail(of: key) {
             replay(tail, to: session, key: key, name: name)
         } else {
             requestHistory(session, [.rows(target: key, direction: .before, bound: .max, limit: config.replayOnJoin, kinds: .texts)],

@@ -193,10 +193,27 @@ extension ServerState {
     }
 
     /// A new room line for the kept tails (`roomTails`): the replay on joining reads them, not the database.
+    /// A tail grows to twice the replay's length before its front goes, in one move: dropping
+    /// one row per message moved the whole tail each time (1,700 instructions a message in a
+    /// flooded room of 50). Readers take its last `replayOnJoin` rows (`tail(of:)`).
     mutating func extendTail(_ row: HistoryRow) {
-        guard roomTails[row.target] != nil, HistoryStore.Kinds.texts.includes(row.command) else { return }
-        roomTails[row.target]!.append(row)
-        if roomTails[row.target]!.count > config.replayOnJoin { roomTails[row.target]!.removeFirst() }
+        guard HistoryStore.Kinds.texts.includes(row.command) else { return }
+        let keep = config.replayOnJoin
+        roomTails[row.target]?.append(row, keepingAtLeast: keep)
+    }
+
+    /// The kept tail of a room, at most `replayOnJoin` rows.
+    func tail(of key: String) -> [HistoryRow]? {
+        roomTails[key].map { $0.count > config.replayOnJoin ? Array($0.suffix(config.replayOnJoin)) : $0 }
+    }
+}
+
+extension Array where Element == HistoryRow {
+    /// Appends, and past twice `keep` rows drops the oldest down to `keep`: amortised, one move
+    /// per `keep` appends.
+    mutating func append(_ row: HistoryRow, keepingAtLeast keep: Int) {
+        append(row)
+        if count > 2 * keep { removeFirst(count - keep) }
     }
 }
 

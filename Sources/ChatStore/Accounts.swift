@@ -196,6 +196,7 @@ public final class AccountStore {
                 for row in try run("SELECT DISTINCT target FROM history_parties") {
                     guard case .text(let target) = row[0], target.split(separator: " ").dropFirst().contains(Substring(party)) else { continue }
                     try run("DELETE FROM history WHERE target = ?", [.text(target)])
+                    if tables.contains("history_events") { try run("DELETE FROM history_events WHERE target = ?", [.text(target)]) }
                     try run("DELETE FROM history_parties WHERE target = ?", [.text(target)])
                 }
             }

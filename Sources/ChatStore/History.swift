@@ -44,6 +44,7 @@ public final class HistoryStore {
     public let database: Database
     private var insertRow: Database.Statement?
     private var insertRows: Database.Statement?
+    private var insertEvent: Database.Statement?
     private var upsertParty: Database.Statement?
     private var begin: Database.Statement?
     private var commit: Database.Statement?
@@ -54,27 +55,30 @@ public final class HistoryStore {
             CREATE TABLE IF NOT EXISTS history (
                 target TEXT NOT NULL, msgid INTEGER NOT NULL, time INTEGER NOT NULL, command TEXT NOT NULL, line TEXT NOT NULL,
                 PRIMARY KEY (target, msgid)) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS history_events (
+                target TEXT NOT NULL, msgid INTEGER NOT NULL, time INTEGER NOT NULL, command TEXT NOT NULL, line TEXT NOT NULL,
+                PRIMARY KEY (target, msgid)) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS history_parties (
                 party TEXT NOT NULL, target TEXT NOT NULL, peer TEXT NOT NULL, last INTEGER NOT NULL, PRIMARY KEY (party, target));
             CREATE TABLE IF NOT EXISTS read_markers (
                 account TEXT NOT NULL, target TEXT NOT NULL, time INTEGER NOT NULL, PRIMARY KEY (account, target));
-            CREATE INDEX IF NOT EXISTS history_messages ON history (target, msgid) WHERE \(Kinds.messages.condition!);
             """)
-        // A second partial index (PRIVMSG and NOTICE only) cost every stored message a third
-        // B-tree insert; the texts' reads walk the messages' index instead (TAGMSG rows are few).
-        let old = try database.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'history_texts'")
-        if !old.isEmpty { try database.execute("DROP INDEX history_texts") }
-        // The messages' index was once `WHERE command IN (…)`: SQLite tests that condition on
-        // every insert, and a list of three builds a temporary B-tree each time a statement
-        // runs (pages allocated and zeroed: two fifths of the writer's instructions). Rebuilt
-        // once with the same rows under the new condition (only when it is the old one, so a
-        // database another process holds locked is only read).
-        if Self.messagesIndexIsOld(database) {
+        // Messages and the other events were once one table, with a partial index over the
+        // messages for the reads that want only them: every stored message cost a second
+        // B-tree insert (a quarter of the writer's work). Such a database is moved over once,
+        // the events to their own table and the index dropped (only when the index is there, so
+        // a database another process holds locked is only read). The index's older forms too:
+        // `history_texts`, and `history_messages` under `IN (…)`.
+        if Self.hasOldIndexes(database) {
             try database.execute("BEGIN IMMEDIATE")
             do {
-                if Self.messagesIndexIsOld(database) {
-                    try database.execute("DROP INDEX history_messages")
-                    try database.execute("CREATE INDEX history_messages ON history (target, msgid) WHERE \(Kinds.messages.condition!)")
+                if Self.hasOldIndexes(database) {
+                    try database.execute("""
+                        INSERT OR IGNORE INTO history_events SELECT * FROM history WHERE NOT \(Kinds.messages.condition!);
+                        DELETE FROM history WHERE NOT \(Kinds.messages.condition!);
+                        DROP INDEX IF EXISTS history_messages;
+                        DROP INDEX IF EXISTS history_texts;
+                        """)
                 }
                 try database.execute("COMMIT")
             } catch {
@@ -84,14 +88,14 @@ public final class HistoryStore {
         }
     }
 
-    private static func messagesIndexIsOld(_ database: Database) -> Bool {
-        guard case .text(let sql)? = (try? database.query("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'history_messages'"))?.first?.first else { return false }
-        return sql.contains(" IN (")
+    private static func hasOldIndexes(_ database: Database) -> Bool {
+        !((try? database.query("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name IN ('history_messages', 'history_texts')")) ?? []).isEmpty
     }
 
-    /// Which stored events a read wants. The message kinds each have a partial index, so "the
-    /// last 100 messages" of a room full of JOINs and PARTs is a range of that index, not a walk
-    /// over every event (200,000 events and one message: 45 ms a query before, 0.1 ms now).
+    /// Which stored events a read wants. Messages are in `history`, the other events in
+    /// `history_events`, so "the last 100 messages" of a room full of JOINs and PARTs is a range
+    /// of the messages' key, not a walk over every event (200,000 events and one message: 45 ms
+    /// a query when they shared a table unindexed, 0.1 ms now); all of them is a merge of both.
     public enum Kinds: Sendable, Equatable {
         case all
         /// PRIVMSG, NOTICE and TAGMSG: CHATHISTORY without event-playback.
@@ -99,22 +103,13 @@ public final class HistoryStore {
         /// PRIVMSG and NOTICE: the replay on joining, for clients that do not read tags.
         case texts
 
-        /// The index's condition, written exactly as each query writes it (SQLite uses a partial
-        /// index only for a query whose WHERE contains the index's own terms).
+        /// What sets a table's rows apart: the messages' commands (the migration's split), and
+        /// the texts among `history`'s rows (TAGMSG rows are few: read past, not indexed).
         var condition: String? {
             switch self {
             case .all: nil
-            // Comparisons, not IN: see `messagesIndexIsOld`.
             case .messages: "(command = 'PRIVMSG' OR command = 'NOTICE' OR command = 'TAGMSG')"
-            // The messages' index's own term, so that index serves these reads too.
-            case .texts: "(command = 'PRIVMSG' OR command = 'NOTICE' OR command = 'TAGMSG') AND command != 'TAGMSG'"
-            }
-        }
-
-        var index: String {
-            switch self {
-            case .all: ""
-            case .messages, .texts: " INDEXED BY history_messages"
+            case .texts: "command != 'TAGMSG'"
             }
         }
 
@@ -127,13 +122,14 @@ public final class HistoryStore {
         }
     }
 
-    /// Writes rows in one transaction.
+    /// Writes rows in one transaction: messages to `history`, other events to `history_events`.
     public func insert(_ rows: [HistoryRow]) throws(Database.Failure) {
         // Prepared once: preparing each small insert cost more than running it.
         if insertRow == nil {
             insertRow = try database.prepare("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?)")
             // Rows by the chunk: one statement run per 32 rows (each run has a fixed cost).
             insertRows = try database.prepare("INSERT OR IGNORE INTO history VALUES " + Array(repeating: "(?, ?, ?, ?, ?)", count: Self.chunk).joined(separator: ", "))
+            insertEvent = try database.prepare("INSERT OR IGNORE INTO history_events VALUES (?, ?, ?, ?, ?)")
             upsertParty = try database.prepare("INSERT INTO history_parties VALUES (?, ?, ?, ?) ON CONFLICT (party, target) DO UPDATE SET last = excluded.last, peer = excluded.peer")
             // BEGIN and COMMIT too: sqlite3_exec prepared them afresh for every commit.
             begin = try database.prepare("BEGIN")
@@ -143,17 +139,27 @@ public final class HistoryStore {
         do {
             var values: [Database.Value] = []
             values.reserveCapacity(5 * Self.chunk)
-            var start = rows.startIndex
-            while rows.endIndex - start >= Self.chunk {
+            // Events are few beside messages: one by one.
+            var messages = rows
+            if rows.contains(where: { !Kinds.messages.includes($0.command) }) {
+                messages = rows.filter { Kinds.messages.includes($0.command) }
+                for row in rows where !Kinds.messages.includes(row.command) {
+                    values.removeAll(keepingCapacity: true)
+                    Self.append(row, to: &values)
+                    try insertEvent!.runInPlace(values)
+                }
+            }
+            var start = messages.startIndex
+            while messages.endIndex - start >= Self.chunk {
                 values.removeAll(keepingCapacity: true)
-                for row in rows[start..<start + Self.chunk] { Self.append(row, to: &values) }
-                try insertRows!.run(values)
+                for row in messages[start..<start + Self.chunk] { Self.append(row, to: &values) }
+                try insertRows!.runInPlace(values)
                 start += Self.chunk
             }
-            for row in rows[start...] {
+            for row in messages[start...] {
                 values.removeAll(keepingCapacity: true)
                 Self.append(row, to: &values)
-                try insertRow!.run(values)
+                try insertRow!.runInPlace(values)
             }
             for row in rows where !row.parties.isEmpty {
                 for (party, peer) in row.parties {
@@ -187,13 +193,22 @@ public final class HistoryStore {
     }
 
     static func rowsQuery(_ direction: Direction, _ kinds: Kinds) -> String {
-        let filter = kinds.condition.map { " AND " + $0 } ?? ""
-        return direction == .before
-            ? "SELECT msgid, time, target, command, line FROM history\(kinds.index) WHERE target = ? AND msgid < ?\(filter) ORDER BY msgid DESC LIMIT ?"
-            : "SELECT msgid, time, target, command, line FROM history\(kinds.index) WHERE target = ? AND msgid > ?\(filter) ORDER BY msgid ASC LIMIT ?"
+        let (compare, order) = direction == .before ? ("<", "DESC") : (">", "ASC")
+        // Parameters by number: the union reads target and msgid in both arms.
+        let select = "SELECT msgid, time, target, command, line FROM"
+        let range = "WHERE target = ?1 AND msgid \(compare) ?2"
+        switch kinds {
+        case .all:
+            // Both keys walked in order and merged (SQLite's MERGE of the two arms).
+            return "\(select) history \(range) UNION ALL \(select) history_events \(range) ORDER BY msgid \(order) LIMIT ?3"
+        case .messages:
+            return "\(select) history \(range) ORDER BY msgid \(order) LIMIT ?3"
+        case .texts:
+            return "\(select) history \(range) AND \(kinds.condition!) ORDER BY msgid \(order) LIMIT ?3"
+        }
     }
 
-    /// SQLite's plan for a read of rows (tests: a messages read walks its partial index).
+    /// SQLite's plan for a read of rows (tests: each read walks its tables' keys).
     public func plan(_ direction: Direction, kinds: Kinds) throws(Database.Failure) -> String {
         try database.query("EXPLAIN QUERY PLAN " + Self.rowsQuery(direction, kinds), [.text("#"), .integer(0), .integer(1)])
             .map { $0.map { if case .text(let t) = $0 { t } else { "" } }.joined(separator: " ") }.joined(separator: "; ")
@@ -203,7 +218,8 @@ public final class HistoryStore {
     /// another server are here already.
     public func msgids(_ target: String, from low: Int64, to high: Int64) throws(Database.Failure) -> Set<Int64> {
         var found: Set<Int64> = []
-        for row in try database.query("SELECT msgid FROM history WHERE target = ? AND msgid BETWEEN ? AND ?", [.text(target), .integer(low), .integer(high)]) {
+        for row in try database.query("SELECT msgid FROM history WHERE target = ?1 AND msgid BETWEEN ?2 AND ?3 UNION SELECT msgid FROM history_events WHERE target = ?1 AND msgid BETWEEN ?2 AND ?3",
+                                      [.text(target), .integer(low), .integer(high)]) {
             if case .integer(let id)? = row.first { found.insert(id) }
         }
         return found
@@ -211,18 +227,23 @@ public final class HistoryStore {
 
     /// The msgid of the row with this msgid, or the first at or after this time (for `timestamp=` references).
     public func msgid(atOrAfter time: Int64, in target: String) throws(Database.Failure) -> Int64? {
-        let rows = try database.query("SELECT msgid FROM history WHERE target = ? AND time >= ? ORDER BY msgid LIMIT 1", [.text(target), .integer(time)])
+        let rows = try database.query("""
+            SELECT MIN(msgid) FROM (SELECT MIN(msgid) AS msgid FROM history WHERE target = ?1 AND time >= ?2
+            UNION ALL SELECT MIN(msgid) FROM history_events WHERE target = ?1 AND time >= ?2)
+            """, [.text(target), .integer(time)])
         if case .integer(let id)? = rows.first?.first { return id }
         return nil
     }
 
     public func contains(msgid: Int64, in target: String) throws(Database.Failure) -> Bool {
-        try !database.query("SELECT 1 FROM history WHERE msgid = ? AND target = ?", [.integer(msgid), .text(target)]).isEmpty
+        try !database.query("SELECT 1 FROM history WHERE msgid = ?1 AND target = ?2 UNION ALL SELECT 1 FROM history_events WHERE msgid = ?1 AND target = ?2",
+                            [.integer(msgid), .text(target)]).isEmpty
     }
 
     /// The newest msgid of a target.
     public func latest(in target: String) throws(Database.Failure) -> Int64? {
-        let rows = try database.query("SELECT MAX(msgid) FROM history WHERE target = ?", [.text(target)])
+        let rows = try database.query("SELECT MAX(msgid) FROM (SELECT MAX(msgid) AS msgid FROM history WHERE target = ?1 UNION ALL SELECT MAX(msgid) FROM history_events WHERE target = ?1)",
+                                      [.text(target)])
         if case .integer(let id)? = rows.first?.first { return id }
         return nil
     }
@@ -238,17 +259,20 @@ public final class HistoryStore {
 
     /// The targets with rows, for pruning one at a time.
     public func targets() throws(Database.Failure) -> [String] {
-        try database.query("SELECT DISTINCT target FROM history").compactMap { if case .text(let t) = $0[0] { return t } else { return nil } }
+        try database.query("SELECT DISTINCT target FROM history UNION SELECT DISTINCT target FROM history_events").compactMap { if case .text(let t) = $0[0] { return t } else { return nil } }
     }
 
-    /// Removes a target's rows older than `msgid`, and all but its newest `keep`: two deletes on
-    /// the key's range, each short.
+    /// Removes a target's rows older than `msgid`, and all but its newest `keep` messages and
+    /// its newest `keep` other events: deletes on the keys' ranges, each short.
     public func prune(_ target: String, olderThan msgid: Int64, keep: Int) throws(Database.Failure) -> Int {
-        try database.query("DELETE FROM history WHERE target = ? AND msgid < ?", [.text(target), .integer(msgid)])
-        var removed = database.changes
-        try database.query("DELETE FROM history WHERE target = ? AND msgid < (SELECT msgid FROM history WHERE target = ? ORDER BY msgid DESC LIMIT 1 OFFSET ?)",
-                           [.text(target), .text(target), .integer(Int64(keep - 1))])
-        removed += database.changes
+        var removed = 0
+        for table in ["history", "history_events"] {
+            try database.query("DELETE FROM \(table) WHERE target = ? AND msgid < ?", [.text(target), .integer(msgid)])
+            removed += database.changes
+            try database.query("DELETE FROM \(table) WHERE target = ? AND msgid < (SELECT msgid FROM \(table) WHERE target = ? ORDER BY msgid DESC LIMIT 1 OFFSET ?)",
+                               [.text(target), .text(target), .integer(Int64(keep - 1))])
+            removed += database.changes
+        }
         return removed
     }
 
@@ -264,8 +288,10 @@ public final class HistoryStore {
     /// under the new name before the rename reached the writer) are kept, never a conflict that
     /// would hold up the writer: markers keep the later time.
     public func rename(from old: String, to new: String) throws(Database.Failure) {
-        try database.query("UPDATE OR IGNORE history SET target = ? WHERE target = ?", [.text(new), .text(old)])
-        try database.query("DELETE FROM history WHERE target = ?", [.text(old)])
+        for table in ["history", "history_events"] {
+            try database.query("UPDATE OR IGNORE \(table) SET target = ? WHERE target = ?", [.text(new), .text(old)])
+            try database.query("DELETE FROM \(table) WHERE target = ?", [.text(old)])
+        }
         try database.query("""
             INSERT INTO read_markers SELECT account, ?, time FROM read_markers WHERE target = ? AND true
             ON CONFLICT (account, target) DO UPDATE SET time = MAX(time, excluded.time)
@@ -276,10 +302,11 @@ public final class HistoryStore {
     /// Removes one row (a deleted message).
     public func forget(target: String, msgid: Int64) throws(Database.Failure) {
         try database.query("DELETE FROM history WHERE target = ? AND msgid = ?", [.text(target), .integer(msgid)])
+        try database.query("DELETE FROM history_events WHERE target = ? AND msgid = ?", [.text(target), .integer(msgid)])
     }
 
     public func count() throws(Database.Failure) -> Int {
-        if case .integer(let n)? = try database.query("SELECT COUNT(*) FROM history").first?.first { return Int(n) }
+        if case .integer(let n)? = try database.query("SELECT (SELECT COUNT(*) FROM history) + (SELECT COUNT(*) FROM history_events)").first?.first { return Int(n) }
         return 0
     }
 

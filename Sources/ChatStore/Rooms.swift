@@ -210,7 +210,8 @@ public final class RoomStore {
     /// Whether a database with the server's history holds events of `target` older than `msgid`
     /// (a closed room's mark is needed while it does).
     public static func hasHistory(_ target: String, before msgid: Int64, in history: Database) throws(Database.Failure) -> Bool {
-        try !history.query("SELECT 1 FROM history WHERE target = ? AND msgid < ? LIMIT 1", [.text(target), .integer(msgid)]).isEmpty
+        try !history.query("SELECT 1 FROM history WHERE target = ?1 AND msgid < ?2 UNION ALL SELECT 1 FROM history_events WHERE target = ?1 AND msgid < ?2 LIMIT 1",
+                           [.text(target), .integer(msgid)]).isEmpty
     }
 
     private static func record(_ row: [Database.Value]) -> RoomRecord? {

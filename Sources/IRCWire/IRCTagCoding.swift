@@ -69,13 +69,21 @@ public enum IRCTagCoding {
     }
 
     static func appendEscaped(_ value: String, to out: inout [UInt8]) {
+        // Most values (times, msgids, accounts) need no escape: their bytes go as they are.
+        let plain: Bool? = value.utf8.withContiguousStorageIfAvailable { bytes in
+            guard !bytes.contains(where: { $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: " ") || $0 == 92 || $0 == 13 || $0 == 10 || $0 == 0 })
+            else { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain == true { return }
         for byte in value.utf8 {
             switch byte {
-            case UInt8(ascii: ";"): out.append(contentsOf: [92, UInt8(ascii: ":")])
-            case UInt8(ascii: " "): out.append(contentsOf: [92, UInt8(ascii: "s")])
-            case 92: out.append(contentsOf: [92, 92])
-            case 13: out.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 10: out.append(contentsOf: [92, UInt8(ascii: "n")])
+            case UInt8(ascii: ";"): out.append(92); out.append(UInt8(ascii: ":"))
+            case UInt8(ascii: " "): out.append(92); out.append(UInt8(ascii: "s"))
+            case 92: out.append(92); out.append(92)
+            case 13: out.append(92); out.append(UInt8(ascii: "r"))
+            case 10: out.append(92); out.append(UInt8(ascii: "n"))
             case 0: break
             default: out.append(byte)
             }

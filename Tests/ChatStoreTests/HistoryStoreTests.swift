@@ -59,7 +59,7 @@ struct HistoryStoreTests {
         #expect(try history.count() == 105)
     }
 
-    @Test("messages among 20,000 membership events: read through the partial indexes (the plan says so), the events left out")
+    @Test("messages among 20,000 membership events: a read of messages walks the messages' table alone (the plan says so), all events merge both tables")
     func messagesAmongEvents() throws {
         let history = try store()
         var rows: [HistoryRow] = []
@@ -72,37 +72,48 @@ struct HistoryStoreTests {
         #expect(try history.rows("#a", .before, .max, limit: 100, kinds: .texts).map(\.timeMilliseconds) == [7])
         #expect(try history.rows("#a", .after, 7 << 16, limit: 100, kinds: .messages).map(\.timeMilliseconds) == [9])
         #expect(try history.rows("#a", .before, .max, limit: 3, kinds: .all).map(\.timeMilliseconds) == [19_998, 19_999, 20_000])
-        for kinds in [HistoryStore.Kinds.messages, .texts] {
-            for direction in [HistoryStore.Direction.before, .after] {
+        #expect(try history.rows("#a", .after, 19_997 << 16, limit: 2, kinds: .all).map(\.timeMilliseconds) == [19_998, 19_999])
+        #expect(try history.count() == 20_000)
+        for direction in [HistoryStore.Direction.before, .after] {
+            for kinds in [HistoryStore.Kinds.messages, .texts] {
                 let plan = try history.plan(direction, kinds: kinds)
-                #expect(plan.contains("history_messages"), "\(plan)")
+                #expect(plan.contains("SEARCH history USING PRIMARY KEY") && !plan.contains("history_events") && !plan.contains("TEMP B-TREE"), "\(plan)")
             }
+            let plan = try history.plan(direction, kinds: .all)
+            #expect(plan.contains("MERGE") && plan.contains("SEARCH history_events USING PRIMARY KEY") && !plan.contains("TEMP B-TREE"), "\(plan)")
         }
+        let tables = try history.database.query("SELECT count(*) FROM history").first?.first
+        #expect(tables == .integer(2), "the messages alone in `history`")
     }
 }
 
 extension HistoryStoreTests {
-    @Test("a database whose messages' index is the old `IN (…)` one is given the new index once, with its rows; reads still walk it")
-    func oldMessagesIndexRebuilt() throws {
-        let path = NSTemporaryDirectory() + "chat-tui-old-index-\(UUID().uuidString).db"
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        do {
-            let database = try Database(path: path)
-            try database.execute("""
-                CREATE TABLE history (target TEXT NOT NULL, msgid INTEGER NOT NULL, time INTEGER NOT NULL, command TEXT NOT NULL, line TEXT NOT NULL,
-                    PRIMARY KEY (target, msgid)) WITHOUT ROWID;
-                CREATE INDEX history_messages ON history (target, msgid) WHERE command IN ('PRIVMSG', 'NOTICE', 'TAGMSG');
-                INSERT INTO history VALUES ('#a', 65536, 1, 'PRIVMSG', ':x!x@h PRIVMSG #a :kept'), ('#a', 131072, 2, 'JOIN', ':x!x@h JOIN #a');
-                """)
+    @Test("a database from before the split (one table, the messages' partial index in either of its forms) is moved over once: events to their own table, the index dropped, every row still read")
+    func oldOneTableDatabaseSplit() throws {
+        for index in ["command IN ('PRIVMSG', 'NOTICE', 'TAGMSG')", "(command = 'PRIVMSG' OR command = 'NOTICE' OR command = 'TAGMSG')"] {
+            let path = NSTemporaryDirectory() + "chat-tui-old-index-\(UUID().uuidString).db"
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            do {
+                let database = try Database(path: path)
+                try database.execute("""
+                    CREATE TABLE history (target TEXT NOT NULL, msgid INTEGER NOT NULL, time INTEGER NOT NULL, command TEXT NOT NULL, line TEXT NOT NULL,
+                        PRIMARY KEY (target, msgid)) WITHOUT ROWID;
+                    CREATE INDEX history_messages ON history (target, msgid) WHERE \(index);
+                    INSERT INTO history VALUES ('#a', 65536, 1, 'PRIVMSG', ':x!x@h PRIVMSG #a :kept'), ('#a', 131072, 2, 'JOIN', ':x!x@h JOIN #a'),
+                        ('#a', 196608, 3, 'TAGMSG', '@+draft/react=x :x!x@h TAGMSG #a');
+                    """)
+            }
+            let history = try HistoryStore(database: try Database(path: path))
+            #expect(try history.database.query("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'history%'").isEmpty)
+            #expect(try history.rows("#a", .before, .max, limit: 10, kinds: .messages).map(\.timeMilliseconds) == [1, 3])
+            #expect(try history.rows("#a", .before, .max, limit: 10, kinds: .texts).map(\.line) == [":x!x@h PRIVMSG #a :kept"])
+            #expect(try history.rows("#a", .after, 0, limit: 10, kinds: .all).map(\.command) == ["PRIVMSG", "JOIN", "TAGMSG"])
+            #expect(try history.database.query("SELECT command FROM history_events") == [[.text("JOIN")]])
+            #expect(try history.latest(in: "#a") == 196608 && history.contains(msgid: 131072, in: "#a") && history.msgid(atOrAfter: 2, in: "#a") == 131072)
+            // Opened again: nothing to do (the database is only read).
+            _ = try HistoryStore(database: try Database(path: path))
+            #expect(try history.count() == 3)
         }
-        let history = try HistoryStore(database: try Database(path: path))
-        let sql = try history.database.query("SELECT sql FROM sqlite_master WHERE name = 'history_messages'").first?.first
-        guard case .text(let definition)? = sql else { Issue.record("no index"); return }
-        #expect(!definition.contains(" IN ("), "\(definition)")
-        #expect(try history.rows("#a", .before, .max, limit: 10, kinds: .messages).map(\.line) == [":x!x@h PRIVMSG #a :kept"])
-        #expect(try history.plan(.before, kinds: .messages).contains("history_messages"))
-        // Opened again: nothing to do (the database is only read).
-        _ = try HistoryStore(database: try Database(path: path))
     }
 }
 
