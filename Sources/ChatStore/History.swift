@@ -103,13 +103,13 @@ public final class HistoryStore {
         /// PRIVMSG and NOTICE: the replay on joining, for clients that do not read tags.
         case texts
 
-        /// What sets a table's rows apart: the messages' commands (the migration's split), and
-        /// the texts among `history`'s rows (TAGMSG rows are few: read past, not indexed).
+        /// The commands a read wants: the messages' (also the migration's split) or the texts
+        /// (TAGMSG rows among them are few: read past, not indexed).
         var condition: String? {
             switch self {
             case .all: nil
             case .messages: "(command = 'PRIVMSG' OR command = 'NOTICE' OR command = 'TAGMSG')"
-            case .texts: "command != 'TAGMSG'"
+            case .texts: "(command = 'PRIVMSG' OR command = 'NOTICE')"
             }
         }
 
@@ -201,9 +201,9 @@ public final class HistoryStore {
         case .all:
             // Both keys walked in order and merged (SQLite's MERGE of the two arms).
             return "\(select) history \(range) UNION ALL \(select) history_events \(range) ORDER BY msgid \(order) LIMIT ?3"
-        case .messages:
-            return "\(select) history \(range) ORDER BY msgid \(order) LIMIT ?3"
-        case .texts:
+        case .messages, .texts:
+            // (The condition holds for every row the writer puts there; it keeps a read right
+            // whatever else a tool wrote into the table.)
             return "\(select) history \(range) AND \(kinds.condition!) ORDER BY msgid \(order) LIMIT ?3"
         }
     }

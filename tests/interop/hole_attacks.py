@@ -103,7 +103,8 @@ class Host:
 
 def seed_events(data, room="#lobby", events=200_000):
     """A room's history as after a day of people coming and going: `events` JOINs and PARTs
-    and one message, written straight into the server's database (the server made its tables)."""
+    and one message, written straight into the server's database (the server made its tables:
+    messages in `history`, the other events in `history_events`)."""
     db = sqlite3.connect(os.path.join(data, "server.db"))
     start = int((time.time() - 3600) * 1000)
     rows = []
@@ -112,7 +113,8 @@ def seed_events(data, room="#lobby", events=200_000):
         rows.append((room, ((start + n // 100) << 16) + n % 100, start + n // 100, command, f":u{n % 500}!u@h {command} {room}"))
     middle = events // 2
     rows[middle] = (room, rows[middle][1], rows[middle][2], "PRIVMSG", f":seed!u@h PRIVMSG {room} :the one message")
-    db.executemany("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?)", rows)
+    db.executemany("INSERT OR IGNORE INTO history VALUES (?, ?, ?, ?, ?)", [r for r in rows if r[3] == "PRIVMSG"])
+    db.executemany("INSERT OR IGNORE INTO history_events VALUES (?, ?, ?, ?, ?)", [r for r in rows if r[3] != "PRIVMSG"])
     db.commit()
     db.close()
 
