@@ -250,6 +250,8 @@ struct ClientStateTests {
         let lines = state.conversation("bob")!.lines
         #expect(lines.count <= 100 + 100 / 8 && lines.count >= 100)
         #expect(lines.last?.text == "999")
+        // Its array is not doubled past where it is cut back (a doubled one was up to 60 % empty).
+        #expect(lines.capacity < 100 + 100 / 8 + 16, "capacity \(lines.capacity)")
     }
 }
 
