@@ -65,6 +65,8 @@ def fill_client_log(chat_tui, home, network, conversations, per):
                    ((network, f"#room{n % conversations}", f"#room{n % conversations}", start + n, "message", f"user{n % 17}",
                      f"stored line {n} about {words[n % 8]} and {words[(n * 7) % 8]} 中文 text", None, 0)
                     for n in range(conversations * per)))
+    # The search index, as the client adds a batch of lines to it (no trigger does).
+    db.execute("INSERT INTO lines_fts(rowid, text) SELECT id, text FROM lines")
     db.commit()
     db.close()
 

@@ -243,6 +243,20 @@ struct ClientStateTests {
         #expect(state.conversation("#lobby")?.members.count == 2, "NAMES replaces the old list")
     }
 
+    @Test("a mention is the nickname as a word under the server's casemapping; most lines are ruled out over bytes, with the same answers")
+    func mentionsAsWords() {
+        let state = ClientState(nick: "Al[ice]")
+        let yes = ["al{ice}: hi", "hey AL[ICE]!", "中文 al[ice] 🎉", "(al{ICE})", "x al[ice]"]
+        let no = ["alice", "al[ice]x", "xal[ice]", "hello all", "al[ic", "中文 🎉", ""]
+        for text in yes { #expect(state.mentions(text), "\(text)") }
+        for text in no { #expect(!state.mentions(text), "\(text)") }
+        #expect(!Casemapping.rfc1459.mayHold("al{ice}", in: "hello all 中文") && Casemapping.rfc1459.mayHold("al{ice}", in: "AL[ICE]"))
+        // The Kelvin sign folds to an ASCII k: such a line is walked, and mentions "kate".
+        let kate = ClientState(nick: "kate")
+        #expect(kate.mentions("\u{212A}ate: hi") && Casemapping.rfc1459.mayHold("kate", in: "x \u{212A}"))
+        #expect(ClientState(nick: "zoë").mentions("ZOË: hi") && !ClientState(nick: "zoë").mentions("zoe: hi"))
+    }
+
     @Test("scrollback is bounded")
     func scrollback() {
         var state = ClientState(nick: "alice", scrollbackLimit: 100)

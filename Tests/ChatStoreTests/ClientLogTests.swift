@@ -72,6 +72,40 @@ struct ClientLogTests {
         #expect(try log.count() == 2)
     }
 
+    @Test("lines reach the search index a batch at a time: a line and its deletion in one batch, lines after it, an old log's per-line trigger dropped; the index stays whole")
+    func indexedByBatch() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-client-log-\(UUID().uuidString).db"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            // A log from before: its trigger indexed each line as it went in.
+            let old = try Database(path: path)
+            try old.execute("""
+                CREATE TABLE lines (
+                    id INTEGER PRIMARY KEY, network TEXT NOT NULL, conversation TEXT NOT NULL, name TEXT NOT NULL, time REAL NOT NULL,
+                    kind TEXT NOT NULL, sender TEXT, text TEXT NOT NULL, msgid TEXT, own INTEGER NOT NULL);
+                CREATE VIRTUAL TABLE lines_fts USING fts5(text, content='lines', content_rowid='id', tokenize='trigram');
+                CREATE TRIGGER lines_removed AFTER DELETE ON lines BEGIN
+                    INSERT INTO lines_fts(lines_fts, rowid, text) VALUES ('delete', old.id, old.text);
+                END;
+                CREATE TRIGGER lines_added AFTER INSERT ON lines BEGIN INSERT INTO lines_fts(rowid, text) VALUES (new.id, new.text); END;
+                INSERT INTO lines (network, conversation, name, time, kind, sender, text, msgid, own)
+                    VALUES ('irc.example:6667', '#lobby', '#lobby', 0.5, 'message', 'bob', 'an old line about cake', NULL, 0);
+                """)
+        }
+        let log = try ClientLog(path: path)
+        try log.insertNow([line("gone before it was ever searched", at: 1, msgid: "m1"),
+                           LoggedLine(network: "irc.example:6667", conversation: "#lobby", name: "", time: 0, kind: ClientLog.deletion,
+                                      sender: nil, text: "", msgid: "m1", own: false),
+                           line("cake after the deletion", at: 2, msgid: "m2")])
+        try log.insertNow([line("more cake", at: 3, msgid: "m3")])
+        #expect(try log.search(["cake"]).map(\.time) == [3, 2, 0.5])
+        #expect(try log.search(["searched"]).isEmpty)
+        let database = try Database(path: path)
+        #expect(try database.query("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name = 'lines_added'").isEmpty)
+        try database.execute("INSERT INTO lines_fts(lines_fts) VALUES ('integrity-check')")
+        #expect(try database.query("SELECT count(*) FROM lines_fts WHERE lines_fts MATCH 'cake'") == [[.integer(3)]])
+    }
+
     @Test("a flood waits for the writer: the backlog never passes its bound, and every line reaches the log")
     func backlogBounded() async throws {
         let log = try ClientLog(path: NSTemporaryDirectory() + "chat-tui-client-log-\(UUID().uuidString).db", backlogBound: 100)
