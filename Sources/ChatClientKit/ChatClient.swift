@@ -7,8 +7,12 @@ import IRCWire
 /// ends apply `events` (each carries its value) to a view of their own; they never touch the
 /// socket and never pull the state.
 public actor ChatClient {
-    public nonisolated let events: AsyncStream<ClientEvent>
+    public nonisolated let events: ClientEvents
     private let continuation: AsyncStream<ClientEvent>.Continuation
+    /// Events published and not yet taken by the front end (`ClientEvents`).
+    nonisolated var backlog: EventBacklog { events.backlog }
+    /// Events the front end may leave untaken before the connection is no longer read.
+    public static let eventBound = 4096
     public internal(set) var state: ClientState
     public nonisolated let config: ClientConfig
     /// File transfers: their one owner, fed by the workers; each change is published as a
@@ -33,10 +37,11 @@ public actor ChatClient {
         self.config = config
         // The client owns the facts; lines are kept by the views that show them.
         state = ClientState(config: config)
-        let (events, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
-        self.events = events
+        let (stream, continuation) = AsyncStream.makeStream(of: ClientEvent.self, bufferingPolicy: .unbounded)
+        let backlog = EventBacklog(bound: Self.eventBound)
+        events = ClientEvents(stream: stream, backlog: backlog)
         self.continuation = continuation
-        transfers = FileTransfers(publish: { continuation.yield(.transfer($0)) })
+        transfers = FileTransfers(publish: { backlog.added(); continuation.yield(.transfer($0)) })
         let opened = config.logPath.flatMap { try? ClientLog(path: $0) }
         log = opened
         logProblem = config.logPath != nil && opened == nil ? "the log \(config.logPath!) cannot be opened; lines are not kept" : nil
@@ -76,7 +81,7 @@ public actor ChatClient {
         if (problem != nil) != toldLogProblem {
             toldLogProblem = problem != nil
             let text = problem ?? "the log is written again; nothing shown was lost"
-            for event in state.line(ChatLine(time: line.time, kind: problem != nil ? .error : .info, text: text), to: .server) { continuation.yield(event) }
+            for event in state.line(ChatLine(time: line.time, kind: problem != nil ? .error : .info, text: text), to: .server) { publish(event) }
         }
     }
     private var toldLogProblem = false
@@ -96,17 +101,17 @@ public actor ChatClient {
                 line.isHistory = true
                 line.isOldNews = true
                 // Straight to the views: these are in the log already.
-                for event in state.line(line, to: id, name: name) { continuation.yield(event) }
+                for event in state.line(line, to: id, name: name) { publish(event) }
             }
             // The boundary: above it the local log, below it this session (an info line, never logged).
             if let last = lines.map(\.time).max() {
                 var marker = ChatLine(time: last + 0.0001, kind: .info, text: Self.earlierMarker)
                 marker.isHistory = true
                 marker.isOldNews = true
-                for event in state.line(marker, to: id, name: name) { continuation.yield(event) }
+                for event in state.line(marker, to: id, name: name) { publish(event) }
             }
             // Restored lines are not unread.
-            continuation.yield(state.record(.markedRead(id)))
+            publish(state.record(.markedRead(id)))
         }
         // Who wrote to us while the client was not running: asked at the first welcome
         // (logged in, where the server keeps history), from the newest line logged.
@@ -144,7 +149,7 @@ public actor ChatClient {
         for logged in lines {
             var line = logged.chatLine
             line.isHistory = true
-            for event in state.line(line, to: hit.conversation, name: hit.name) { continuation.yield(event) }
+            for event in state.line(line, to: hit.conversation, name: hit.name) { publish(event) }
         }
     }
 
@@ -458,6 +463,8 @@ public actor ChatClient {
                 // A flood faster than the log can write waits here, not in memory: the
                 // connection's bounded input fills and TCP slows the server.
                 await log?.waitWhileBehind()
+                // And a front end slower than the lines come: it catches up before more are read.
+                await backlog.waitForRoom()
             case .overlong(let discarded):
                 emit(.error("the server sent a line of \(discarded) bytes; it was discarded"))
             case .closed(let reason):
@@ -566,6 +573,12 @@ public actor ChatClient {
             log.append([LoggedLine(network: network, conversation: id.key, name: "", time: 0, kind: ClientLog.deletion, sender: nil,
                                    text: "", msgid: msgid, own: false)])
         }
+        publish(event)
+    }
+
+    /// Every event goes out here (counted until the front end takes it).
+    private func publish(_ event: ClientEvent) {
+        backlog.added()
         continuation.yield(event)
     }
 }

@@ -15,10 +15,12 @@ enum LinesMode {
         let session = Session(arguments: arguments)
         let (events, sink) = AsyncStream.makeStream(of: (network: Int, event: ClientEvent).self)
         for network in networks { await session.add(name: network.name, config: network.config, events: sink) }
+        let waiting = session.waiting
         let input = Task { await readInput(session, events: sink) }
         var exitCode: Int32 = 0
         var stopped = Set<Int>()
         for await (index, event) in events {
+            waiting.taken()
             let (view, prefix) = await session.view(index)
             await view.apply(event)
             var event = event
@@ -54,6 +56,9 @@ enum LinesMode {
     /// lines go to.
     actor Session {
         let arguments: Arguments
+        /// The networks' events waiting to be printed, as many as a client's own bound: a
+        /// client whose lines come faster than they are printed is then no longer read.
+        nonisolated let waiting = EventBacklog(bound: ChatClient.eventBound)
         var clients: [ChatClient] = []
         var views: [LineView] = []
         var names: [String] = []
@@ -72,7 +77,12 @@ enum LinesMode {
             names.append(name)
             await client.start()
             Task {
-                for await event in client.events { events.yield((index, event)) }
+                for await event in client.events {
+                    let waiting = self.waiting
+                    await waiting.waitForRoom()
+                    waiting.added()
+                    events.yield((index, event))
+                }
             }
         }
 
