@@ -197,7 +197,7 @@ public struct ClientState: Sendable {
         // A file shared through the host: "bob shared report.pdf (1.2 MiB) — /download 3".
         // (Over bytes: String.contains(String) went through a generic search, 25,000
         // instructions a line.)
-        if line.kind == .message, line.text.utf8.contains(UInt8(ascii: "/")), Self.holdsFilesPath(line.text), let file = sharedFile(in: line.text) {
+        if line.kind == .message, Self.holdsFilesPath(line.text), let file = sharedFile(in: line.text) {
             line.kind = .action
             line.text = "shared \(file.name)" + (file.size.map { " (\($0))" } ?? "") + " — /download \(file.number)"
         }
@@ -810,12 +810,13 @@ public struct ClientState: Sendable {
     /// Whether `text` holds `/files/` (the host's shared files' paths).
     static func holdsFilesPath(_ text: String) -> Bool {
         let needle = Array("/files/".utf8)
-        let bytes = Array(text.utf8)
-        guard bytes.count >= needle.count else { return false }
-        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
-            if bytes[start..<start + needle.count].elementsEqual(needle) { return true }
+        func search(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard bytes.count >= needle.count else { return false }
+            return (0...(bytes.count - needle.count)).contains { start in
+                bytes[start] == needle[0] && bytes[start..<start + needle.count].elementsEqual(needle)
+            }
         }
-        return false
+        return text.utf8.withContiguousStorageIfAvailable(search) ?? Array(text.utf8).withUnsafeBufferPointer(search)
     }
 
     public func mentions(_ text: String) -> Bool {

@@ -132,16 +132,11 @@ public final class Database {
             func bind(from index: Int) -> Int32 {
                 guard index < parameters.count else { return sqlite3_step(statement) }
                 let position = Int32(index + 1)
-                if case .text(let text) = parameters[index] {
-                    let stepped: Int32?? = text.utf8.withContiguousStorageIfAvailable { bytes in
-                        bytes.withMemoryRebound(to: CChar.self) { chars in
-                            chars.baseAddress.map { base in
-                                sqlite3_bind_text(statement, position, base, Int32(chars.count), nil)
-                                return bind(from: index + 1)
-                            }
-                        }
-                    }
-                    if let stepped, let stepped { return stepped }
+                if case .text(let text) = parameters[index], let stepped = Database.withChars(of: text, { base, count in
+                    sqlite3_bind_text(statement, position, base, count, nil)
+                    return bind(from: index + 1)
+                }) {
+                    return stepped
                 }
                 Database.bind(statement, index, parameters[index])
                 return bind(from: index + 1)
@@ -177,6 +172,14 @@ public final class Database {
         for (index, value) in parameters.enumerated() { bind(statement, index, value) }
     }
 
+    /// `body` with a string's own UTF-8 bytes and their count, or nil when it has none to lend
+    /// (not contiguous, or empty: a null address would bind NULL).
+    static func withChars<T>(of text: String, _ body: (UnsafePointer<CChar>, Int32) -> T) -> T? {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in chars.baseAddress.map { body($0, Int32(chars.count)) } }
+        } ?? nil
+    }
+
     /// One parameter (`index` from 0), its text or blob copied by SQLite.
     static func bind(_ statement: OpaquePointer, _ index: Int, _ value: Value) {
         let position = Int32(index + 1)
@@ -184,11 +187,7 @@ public final class Database {
         case .text(let text):
             // From the string's own bytes with their length (no bridging, no strlen).
             // (An empty one has no address, and a null one would bind NULL: the text path.)
-            if text.utf8.withContiguousStorageIfAvailable({ bytes in
-                bytes.withMemoryRebound(to: CChar.self) { chars in
-                    chars.baseAddress.map { sqlite3_bind_text(statement, position, $0, Int32(chars.count), chat_sqlite_transient()) }
-                }
-            }) ?? nil == nil {
+            if Database.withChars(of: text, { sqlite3_bind_text(statement, position, $0, $1, chat_sqlite_transient()) }) == nil {
                 sqlite3_bind_text(statement, position, text, -1, chat_sqlite_transient())
             }
         case .blob(let bytes): _ = bytes.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), chat_sqlite_transient()) }
