@@ -74,18 +74,23 @@ def run_all(chat_tui, chat_bench, Server):
     def fresh_server():
         return Server("chat-tui")
 
-    # (a) our chat screen in tmux
-    server = fresh_server()
-    try:
-        results["chat-tui (screen, tmux)"] = run_client(
-            "screen", server, chat_bench,
-            lambda: tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
-                         f"{env} taskset -c 0 {chat_tui} --host 127.0.0.1 --port {server.port} --nick benchui --join '{rooms}' --bell off"),
-            lambda: "FLOOD-END-MARKER" in tmux("capture-pane", "-p", "-t", "ui"),
-            f"^{chat_tui} --host 127.0.0.1 --port {server.port} --nick benchui", "benchui")
-    finally:
-        tmux("kill-server")
-        server.stop()
+    # (a) our chat screen in tmux: as it starts by default (10,000 lines kept per conversation),
+    # then keeping 4,096 as WeeChat does by default (weechat.history.max_buffer_lines_number),
+    # so the memory is compared over the same lines kept. Each with its own HOME: a log left
+    # by an earlier run would be restored at start.
+    for label, extra in (("chat-tui (screen, tmux)", ""), ("chat-tui (screen, --scrollback 4096)", " --scrollback 4096")):
+        server = fresh_server()
+        home = tempfile.mkdtemp(prefix="home-", dir=work)
+        try:
+            results[label] = run_client(
+                "screen", server, chat_bench,
+                lambda: tmux("new-session", "-d", "-s", "ui", "-x", "120", "-y", "40",
+                             f"{env} HOME={home} taskset -c 0 {chat_tui} --host 127.0.0.1 --port {server.port} --nick benchui --join '{rooms}' --bell off{extra}"),
+                lambda: "FLOOD-END-MARKER" in tmux("capture-pane", "-p", "-t", "ui"),
+                f"^{chat_tui} --host 127.0.0.1 --port {server.port} --nick benchui", "benchui")
+        finally:
+            tmux("kill-server")
+            server.stop()
 
     # (b) our line mode
     server = fresh_server()
@@ -97,7 +102,8 @@ def run_all(chat_tui, chat_bench, Server):
             def start_lines():
                 holder["p"] = subprocess.Popen(["taskset", "-c", "0", chat_tui, "--host", "127.0.0.1", "--port", str(server.port),
                                                 "--nick", "benchlines", "--join", rooms, "--lines"],
-                                               stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT)
+                                               stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                                               env=dict(os.environ, HOME=tempfile.mkdtemp(prefix="home-", dir=work)))
 
             def lines_shown():
                 with open(out_path, "rb") as f:
@@ -170,7 +176,7 @@ def run_all(chat_tui, chat_bench, Server):
             session = f"start{i}"
             t0 = time.monotonic()
             tmux("new-session", "-d", "-s", session, "-x", "100", "-y", "30",
-                 f"{env} {chat_tui} --host 127.0.0.1 --port {server.port} --nick start{i}")
+                 f"{env} HOME={work} {chat_tui} --host 127.0.0.1 --port {server.port} --nick start{i}")
             if wait(lambda: "│" in tmux("capture-pane", "-p", "-t", session), 10):
                 startups.append((time.monotonic() - t0) * 1000)
             tmux("kill-session", "-t", session)

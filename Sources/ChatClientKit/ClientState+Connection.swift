@@ -31,9 +31,10 @@ public struct Reduction: Sendable, Equatable {
 extension ClientState {
     /// The state a `ChatClient` owns. Its book keeps lines as a screen's does (the same
     /// scrollback): the texts are the events' own, shared, and only an equal book deduplicates
-    /// a replay or a history page exactly as the screen does, so the unread counts agree.
+    /// a replay or a history page exactly as the screen does, so the unread counts agree. The
+    /// front ends number messages in their own books (`/reply 12`): this one keeps no numbers.
     public init(config: ClientConfig) {
-        self.init(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: true,
+        self.init(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: true, numbersMessages: false,
                   directLimit: config.directConversationLimit, registration: config.registrationSettings)
         wantedRooms = config.rooms
         operLogin = config.operLogin

@@ -141,9 +141,9 @@ public struct ClientState: Sendable {
     /// What the actor is to do besides publishing, for the change being made (`reduction`).
     var actions: [ClientAction] = []
 
-    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, directLimit: Int = 200,
-                registration settings: Registration.Settings? = nil) {
-        book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
+    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, numbersMessages: Bool = true,
+                directLimit: Int = 200, registration settings: Registration.Settings? = nil) {
+        book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines, numbersMessages: numbersMessages)
         self.directLimit = directLimit
         registrationSettings = settings ?? Registration.Settings(nick: nick, userName: nick, realName: nick, wantedCapabilities: [])
         registration = Registration(registrationSettings)

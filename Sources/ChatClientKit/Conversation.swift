@@ -12,23 +12,27 @@ public struct ChatLine: Sendable, Equatable {
         case transfer(Int)
     }
 
+    // The stored fields are declared widest first, and the rare ones (a reply's parent,
+    // reactions, a deletion, a held line's serial) share one box that most lines do not have:
+    // a line is 80 bytes in a conversation's array instead of 136, and a screen and the
+    // client each keep up to `scrollbackLimit` of them per conversation.
+
     /// Seconds since 1970: the server's `time` tag when present, else when it arrived.
     public var time: Double
-    public var kind: Kind
     /// Who said it (a nickname), or nil for server and client notices.
     public var sender: String?
     public var text: String
+    /// The server's `msgid` tag: the same message delivered twice (a replay, history filling a
+    /// gap) is kept once.
+    public var msgid: String?
+    private var rare: Rare?
+    public var kind: Kind
     /// Sent by us.
     public var isOwn: Bool
     /// Mentions our nickname (or is a direct message to us).
     public var isHighlight: Bool
     /// Ours, typed while offline and held until the connection is back.
     public var isPending = false
-    /// The server's `msgid` tag: the same message delivered twice (a replay, history filling a
-    /// gap) is kept once.
-    public var msgid: String?
-    /// A number the client gives its own held lines, so the one sent is the one that goes.
-    public var serial: UInt64 = 0
     /// Said before now (history filling a gap, a replay): placed by its time. Live lines go at
     /// the end in the order they arrive, whatever their clocks say (ours and the server's differ).
     public var isHistory = false
@@ -37,12 +41,54 @@ public struct ChatLine: Sendable, Equatable {
     public var isOldNews = false
     /// Rings even in the conversation on screen (an invitation: news put where the user looks).
     public var rings = false
+
+    /// The fields few lines have, shared and never changed in place (a change makes a new box,
+    /// so copies of a line stay values).
+    private final class Rare: Sendable, Equatable {
+        let serial: UInt64
+        let replyTo: String?
+        let reactions: [Reaction]
+        let deletedBy: String?
+
+        init(serial: UInt64, replyTo: String?, reactions: [Reaction], deletedBy: String?) {
+            self.serial = serial
+            self.replyTo = replyTo
+            self.reactions = reactions
+            self.deletedBy = deletedBy
+        }
+
+        static func == (a: Rare, b: Rare) -> Bool {
+            a === b || (a.serial == b.serial && a.replyTo == b.replyTo && a.reactions == b.reactions && a.deletedBy == b.deletedBy)
+        }
+    }
+
+    private mutating func setRare(serial: UInt64? = nil, replyTo: String?? = nil, reactions: [Reaction]? = nil, deletedBy: String?? = nil) {
+        let serial = serial ?? self.serial, replyTo = replyTo ?? self.replyTo
+        let reactions = reactions ?? self.reactions, deletedBy = deletedBy ?? self.deletedBy
+        rare = serial == 0 && replyTo == nil && reactions.isEmpty && deletedBy == nil
+            ? nil : Rare(serial: serial, replyTo: replyTo, reactions: reactions, deletedBy: deletedBy)
+    }
+
+    /// A number the client gives its own held lines, so the one sent is the one that goes.
+    public var serial: UInt64 {
+        get { rare?.serial ?? 0 }
+        set { setRare(serial: newValue) }
+    }
     /// The msgid of the message this one answers (`+draft/reply`).
-    public var replyTo: String?
+    public var replyTo: String? {
+        get { rare?.replyTo }
+        set { setRare(replyTo: .some(newValue)) }
+    }
     /// Reactions (`+draft/react`), in the order first given, each with who gave it.
-    public var reactions: [Reaction] = []
+    public var reactions: [Reaction] {
+        get { rare?.reactions ?? [] }
+        set { setRare(reactions: newValue) }
+    }
     /// Deleted (REDACT), by whom: shown as "(deleted by …)" instead of the text.
-    public var deletedBy: String?
+    public var deletedBy: String? {
+        get { rare?.deletedBy }
+        set { setRare(deletedBy: .some(newValue)) }
+    }
 
     public init(time: Double, kind: Kind, sender: String? = nil, text: String, isOwn: Bool = false, isHighlight: Bool = false) {
         self.time = time

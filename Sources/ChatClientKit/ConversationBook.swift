@@ -27,11 +27,15 @@ public struct ConversationBook: Sendable {
     static let referencesKept = 10_000
     public let scrollbackLimit: Int
     public let keepsLines: Bool
+    /// Whether messages get their short numbers: a front end's book names messages by them;
+    /// the client's own book never does, and keeps no 10,000 of them (1.2 MB in a flood).
+    public let numbersMessages: Bool
 
-    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true) {
+    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, numbersMessages: Bool = true) {
         self.nick = nick
         self.scrollbackLimit = scrollbackLimit
         self.keepsLines = keepsLines
+        self.numbersMessages = numbersMessages
         insertConversation(.server, name: "server")
     }
 
@@ -99,7 +103,7 @@ public struct ConversationBook: Sendable {
             }
         case .line(let id, let line):
             if conversations[id] == nil { insertConversation(id, name: line.sender ?? id.key) }
-            if conversations[id]!.insert(line), let msgid = line.msgid, referenceOf[msgid] == nil,
+            if conversations[id]!.insert(line), numbersMessages, let msgid = line.msgid, referenceOf[msgid] == nil,
                line.kind == .message || line.kind == .action || line.kind == .notice {
                 lastReference += 1
                 references[lastReference] = (id, msgid)

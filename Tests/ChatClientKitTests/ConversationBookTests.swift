@@ -26,6 +26,44 @@ struct ConversationBookTests {
         #expect(book[room]!.lines.last?.text == "live, stamped early")
     }
 
+    @Test("a line's rare fields live in a shared box: 80 bytes a line, and a changed copy leaves the original as it was")
+    func rareFieldsBoxed() {
+        // Every conversation of both books holds up to the scrollback of these (the client flood's memory).
+        #expect(MemoryLayout<ChatLine>.stride <= 80)
+        var line = message("hi", at: 1, msgid: "a1")
+        #expect(line.serial == 0 && line.replyTo == nil && line.reactions.isEmpty && line.deletedBy == nil)
+        line.replyTo = "a0"
+        line.serial = 7
+        let copy = line
+        line.reactions = [Reaction(emoji: "👍", nicks: ["bob"])]
+        line.deletedBy = "carol"
+        #expect(copy.replyTo == "a0" && copy.serial == 7 && copy.reactions.isEmpty && copy.deletedBy == nil)
+        #expect(line.replyTo == "a0" && line.serial == 7 && line.reactions.count == 1 && line.deletedBy == "carol")
+        #expect(line != copy)
+        var same = copy
+        same.reactions = []
+        #expect(same == copy)
+        // Cleared fields leave no box behind: equal to a line that never had them.
+        same.replyTo = nil
+        same.serial = 0
+        #expect(same == message("hi", at: 1, msgid: "a1"))
+    }
+
+    @Test("a front end's book numbers messages; the client's own keeps no numbers")
+    func numbering() {
+        let room = ConversationID.room("#lobby")
+        var front = ConversationBook(nick: "alice")
+        var own = ClientState(config: ClientConfig(host: "127.0.0.1", nick: "alice")).book
+        for n in 1...3 {
+            front.apply(.line(room, message("m\(n)", at: Double(n), msgid: "id\(n)")))
+            own.apply(.line(room, message("m\(n)", at: Double(n), msgid: "id\(n)")))
+        }
+        #expect(front.referenceOf == ["id1": 1, "id2": 2, "id3": 3])
+        #expect(front.references[2]?.msgid == "id2")
+        #expect(own.references.isEmpty && own.referenceOf.isEmpty)
+        #expect(own[room]?.lines.map(\.text) == ["m1", "m2", "m3"])
+    }
+
     @Test("the same msgid twice is kept once; its unread counts once")
     func deduplicated() {
         var book = ConversationBook(nick: "alice")
