@@ -74,11 +74,11 @@ def run_all(chat_tui, chat_bench, Server):
     def fresh_server():
         return Server("chat-tui")
 
-    # (a) our chat screen in tmux: as it starts by default (10,000 lines kept per conversation),
-    # then keeping 4,096 as WeeChat does by default (weechat.history.max_buffer_lines_number),
-    # so the memory is compared over the same lines kept. Each with its own HOME: a log left
-    # by an earlier run would be restored at start.
-    for label, extra in (("chat-tui (screen, tmux)", ""), ("chat-tui (screen, --scrollback 4096)", " --scrollback 4096")):
+    # (a) our chat screen in tmux: as it starts by default (4,096 lines kept per conversation,
+    # as many as WeeChat keeps by default: weechat.history.max_buffer_lines_number), then with
+    # the earlier default of 10,000. Each with its own HOME: a log left by an earlier run would
+    # be restored at start.
+    for label, extra in (("chat-tui (screen, tmux)", ""), ("chat-tui (screen, --scrollback 10000)", " --scrollback 10000")):
         server = fresh_server()
         home = tempfile.mkdtemp(prefix="home-", dir=work)
         try:

@@ -26,7 +26,7 @@ public struct ClientConfig: Sendable {
     public var reconnect = ReconnectPolicy()
     /// Messages held while offline; past this, new ones are reported as not sent.
     public var offlineQueueLimit = 100
-    public var scrollbackLimit = 10_000
+    public var scrollbackLimit = 4_096
     /// Direct conversations kept open; past this, the least recently active ones are closed
     /// (strangers' before ours), their lines still in the log. 200 strangers writing at once
     /// is a flood, not a conversation; 200,000 of them must not cost 200,000 conversations.

@@ -141,7 +141,7 @@ public struct ClientState: Sendable {
     /// What the actor is to do besides publishing, for the change being made (`reduction`).
     var actions: [ClientAction] = []
 
-    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, numbersMessages: Bool = true,
+    public init(nick: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true, numbersMessages: Bool = true,
                 directLimit: Int = 200, registration settings: Registration.Settings? = nil) {
         book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines, numbersMessages: numbersMessages)
         self.directLimit = directLimit

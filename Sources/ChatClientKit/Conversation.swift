@@ -186,6 +186,10 @@ public struct Conversation: Sendable, Equatable {
     public var readMarker: Double?
     /// Lines kept; older ones are dropped so memory stays flat.
     public var scrollbackLimit: Int
+    /// The screen is scrolled up here (reading back): the oldest lines, fetched by scrolling
+    /// past the top, are not cut while they are read; up to twice the limit is kept until the
+    /// view is back at the bottom.
+    public var readingBack = false
     /// Who is typing here, by folded nickname (never stored; gone when they send or say done).
     public var typing: [String: Typing] = [:]
 
@@ -193,7 +197,7 @@ public struct Conversation: Sendable, Equatable {
     /// the line mode, which prints them and forgets).
     public var keepsLines = true
 
-    public init(id: ConversationID, name: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true) {
+    public init(id: ConversationID, name: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true) {
         self.id = id
         self.name = name
         self.scrollbackLimit = scrollbackLimit
@@ -255,8 +259,10 @@ public struct Conversation: Sendable, Equatable {
             }
             if index == lines.endIndex { lines.append(line) } else { lines.insert(line, at: index) }
         }
-        // Drop in chunks so appending stays amortised O(1).
-        if lines.count > scrollbackLimit + max(1, scrollbackLimit / 8) {
+        // Drop in chunks so appending stays amortised O(1). Not while the oldest lines are
+        // being read (they were fetched by scrolling up; cutting them would fetch them again),
+        // unless that doubled the limit.
+        if lines.count > scrollbackLimit + max(1, scrollbackLimit / 8), !readingBack || lines.count > 2 * scrollbackLimit {
             for gone in lines[..<(lines.count - scrollbackLimit)] {
                 if let msgid = gone.msgid { msgids.remove(msgid) }
             }

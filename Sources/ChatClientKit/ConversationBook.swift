@@ -31,7 +31,7 @@ public struct ConversationBook: Sendable {
     /// the client's own book never does, and keeps no 10,000 of them (1.2 MB in a flood).
     public let numbersMessages: Bool
 
-    public init(nick: String, scrollbackLimit: Int = 10_000, keepsLines: Bool = true, numbersMessages: Bool = true) {
+    public init(nick: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true, numbersMessages: Bool = true) {
         self.nick = nick
         self.scrollbackLimit = scrollbackLimit
         self.keepsLines = keepsLines
@@ -164,6 +164,11 @@ public struct ConversationBook: Sendable {
         case .status, .error, .lag, .notSent, .unknownCertificate, .searchResults:
             break
         }
+    }
+
+    /// The screen is scrolled up in this conversation (or back at its bottom): see `Conversation.readingBack`.
+    public mutating func setReadingBack(_ id: ConversationID, _ reading: Bool) {
+        conversations[id]?.readingBack = reading
     }
 
     mutating func insertConversation(_ id: ConversationID, name: String) {

@@ -18,7 +18,14 @@ public struct NetworkView: Sendable {
     /// Its row last picked (kept while another network is in view).
     public var selection: SidebarItem = .conversation(.server)
     public var currentRoom: String?
-    public var scroll: [ConversationID: Int] = [:]
+    /// Rows scrolled up from the bottom, per conversation; a conversation scrolled up keeps
+    /// the lines fetched before its oldest while they are read (`Conversation.readingBack`).
+    public var scroll: [ConversationID: Int] = [:] {
+        didSet {
+            for (id, rows) in scroll where rows > 0 && (oldValue[id] ?? 0) == 0 { state.setReadingBack(id, true) }
+            for (id, rows) in oldValue where rows > 0 && (scroll[id] ?? 0) == 0 { state.setReadingBack(id, false) }
+        }
+    }
     public var olderAsked: [ConversationID: String] = [:]
     public var pendingShow: ConversationID?
     public var awaitingRoomList = false

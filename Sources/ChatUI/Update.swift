@@ -267,7 +267,8 @@ extension ChatModel {
         let layout = Layout(width: width, height: height)
         if wanted > 0, let conversation = viewedConversation {
             let height = max(0, layout.paneHeight - 1)
-            let available = paneRows(conversation, width: layout.paneWidth, needed: wanted + height).count
+            // One row more than would fill the pane: exactly as many as needed is not the top.
+            let available = paneRows(conversation, width: layout.paneWidth, needed: wanted + height + 1).count
             atTop = wanted >= max(0, available - height)
             wanted = min(wanted, max(0, available - height))
         }

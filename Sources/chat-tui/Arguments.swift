@@ -65,7 +65,7 @@ struct Arguments {
     var bell = true
     var typing = true
     var timestampSeconds = false
-    var scrollback = 10_000
+    var scrollback = 4_096
     var downloadDirectory: String?
     var dccPorts: ClosedRange<Int>?
     var dccAddress: String?
@@ -412,7 +412,7 @@ struct Arguments {
             guard text == "HH:MM" || text == "HH:MM:SS" else { throw Problem(description: "--timestamps needs HH:MM or HH:MM:SS, not \"\(v)\"") }
             a.timestampSeconds = text == "HH:MM:SS"
         },
-        Flag(name: "scrollback", value: "N", scope: .both, help: "lines kept per conversation (default 10000)") { a, v throws(Problem) in a.scrollback = max(100, Int(try positive("scrollback", v))) },
+        Flag(name: "scrollback", value: "N", scope: .both, help: "lines kept per conversation (default 4096)") { a, v throws(Problem) in a.scrollback = max(100, Int(try positive("scrollback", v))) },
         Flag(name: "download-dir", value: "DIR", scope: .both, help: "where received files go (default ~/Downloads/chat-tui)") { a, v in a.downloadDirectory = v },
         Flag(name: "dcc-ports", value: "A-B", scope: .both, help: "ports to listen on for file transfers (default: any free port)") { a, v throws(Problem) in
             let bounds = v.split(separator: "-").compactMap { Int($0) }

@@ -26,6 +26,37 @@ struct ConversationBookTests {
         #expect(book[room]!.lines.last?.text == "live, stamped early")
     }
 
+    @Test("lines fetched before the oldest are kept while read back (up to twice the limit), cut once the view is at the bottom")
+    func readingBackKeepsFetchedLines() {
+        var book = ConversationBook(nick: "alice", scrollbackLimit: 100)
+        let room = ConversationID.room("#lobby")
+        book.apply(.joined(room, name: "#lobby", again: false))
+        for n in 1000..<1100 { book.apply(.line(room, message("live \(n)", at: Double(n), msgid: "m\(n)"))) }
+        book.setReadingBack(room, true)
+        // Two pages of 50 fetched by scrolling up, each before the oldest: all kept.
+        for page in 0..<2 {
+            for n in (1000 - 50 * (page + 1))..<(1000 - 50 * page) {
+                var line = message("old \(n)", at: Double(n), msgid: "m\(n)")
+                line.isHistory = true
+                book.apply(.line(room, line))
+            }
+        }
+        #expect(book[room]!.lines.count == 200)
+        #expect(book[room]!.lines.first?.text == "old 900")
+        #expect(book[room]!.lines.last?.text == "live 1099")
+        // A flood while reading back is cut at twice the limit, to the limit.
+        for n in 1100..<1200 { book.apply(.line(room, message("live \(n)", at: Double(n), msgid: "m\(n)"))) }
+        #expect(book[room]!.lines.count <= 200)
+        #expect(book[room]!.lines.first.map { $0.time >= 1000 } == true)
+        #expect(book[room]!.lines.last?.text == "live 1199")
+        // Back at the bottom: the next lines cut to the limit as before (in chunks of an eighth).
+        book.setReadingBack(room, false)
+        for n in 1200..<1220 { book.apply(.line(room, message("live \(n)", at: Double(n), msgid: "m\(n)"))) }
+        #expect(book[room]!.lines.count <= 112)
+        #expect(book[room]!.lines.first.map { $0.time > 1100 } == true)
+        #expect(book[room]!.contains(msgid: "m1000") == false, "a cut line's msgid goes with it")
+    }
+
     @Test("a line's rare fields live in a shared box: 80 bytes a line, and a changed copy leaves the original as it was")
     func rareFieldsBoxed() {
         // Every conversation of both books holds up to the scrollback of these (the client flood's memory).

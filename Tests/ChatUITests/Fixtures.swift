@@ -3,8 +3,8 @@ import ChatClientKit
 import IRCWire
 
 /// A model as alice, registered, in #lobby with bob, 小明 and carol, drawn at `width`×`height`.
-func lobbyModel(width: Int = 60, height: Int = 12, extra: [String] = []) -> ChatModel {
-    var state = ClientState(nick: "alice")
+func lobbyModel(width: Int = 60, height: Int = 12, extra: [String] = [], scrollback: Int = 4_096) -> ChatModel {
+    var state = ClientState(nick: "alice", scrollbackLimit: scrollback)
     let lines = [
         ":srv 001 alice :Welcome alice!a@h",
         ":srv 005 alice PREFIX=(ov)@+ CHANTYPES=# :are supported",

@@ -330,6 +330,42 @@ func pageUpFetchesOlder() {
     #expect(model.update(.key(.pageUp)) == [], "asked already")
 }
 
+@Test("scrolled up, the lines fetched before the oldest stay while read; back at the bottom the scrollback is cut again")
+func readingBackKeepsFetched() {
+    var model = lobbyModel(scrollback: 100)
+    let lobby = ConversationID.room("#lobby")
+    for n in 1000..<1100 {
+        var line = ChatLine(time: Double(n), kind: .message, sender: "bob", text: "live \(n)")
+        line.msgid = "m\(n)"
+        _ = model.receive(.line(lobby, line))
+    }
+    let live = model.state[lobby]!.lines.count // the 100 and the join
+    #expect(model.state[lobby]!.readingBack == false)
+    #expect(model.update(.key(.pageUp)) == [], "one page up is not the top yet")
+    var asked: [UICommand] = []
+    for _ in 0..<100 where asked.isEmpty { asked = model.update(.key(.pageUp)) }
+    #expect(asked == [.fetchOlder(room: "#lobby", before: "m1000")])
+    #expect(model.state[lobby]!.readingBack, "scrolled to the top, it asked for the older lines")
+    for n in 910..<1000 {
+        var line = ChatLine(time: Double(n), kind: .message, sender: "bob", text: "old \(n)")
+        line.msgid = "m\(n)"
+        line.isHistory = true
+        _ = model.receive(.line(lobby, line))
+    }
+    #expect(model.state[lobby]!.lines.count == live + 90, "none of the fetched lines cut while they are read")
+    asked = []
+    for _ in 0..<100 where asked.isEmpty { asked = model.update(.key(.pageUp)) }
+    #expect(asked == [.fetchOlder(room: "#lobby", before: "m910")], "and the next page asks before them")
+    for _ in 0..<100 { _ = model.update(.key(.pageDown)) }
+    #expect(model.scroll[lobby] == 0)
+    #expect(model.state[lobby]!.readingBack == false)
+    var line = ChatLine(time: 1100, kind: .message, sender: "bob", text: "live 1100")
+    line.msgid = "m1100"
+    _ = model.receive(.line(lobby, line))
+    #expect(model.state[lobby]!.lines.count == 100, "at the bottom the next line cuts back to the limit")
+    #expect(model.state[lobby]!.lines.first?.text == "live 1001")
+}
+
 @Test("the read marker: a line between what the account had read and what came after it")
 func readMarkerLine() {
     var model = lobbyModel()
