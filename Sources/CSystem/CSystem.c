@@ -38,6 +38,7 @@ int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len) {
 
 #include <malloc.h>
 int csystem_malloc_trim(void) { return malloc_trim(0); }
+int csystem_single_malloc_arena(void) { return mallopt(M_ARENA_MAX, 1); }
 
 #include <stdio.h>
 #include <string.h>

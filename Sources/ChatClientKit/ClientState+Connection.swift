@@ -29,12 +29,13 @@ public struct Reduction: Sendable, Equatable {
 /// through `receive` — the one dispatcher — and every request of the user's through a method
 /// here; each returns a `Reduction`. The actor only performs it.
 extension ClientState {
-    /// The state a `ChatClient` owns. Its book keeps lines as a screen's does (the same
-    /// scrollback): the texts are the events' own, shared, and only an equal book deduplicates
-    /// a replay or a history page exactly as the screen does, so the unread counts agree. The
-    /// front ends number messages in their own books (`/reply 12`): this one keeps no numbers.
+    /// The state a `ChatClient` owns. Its book places lines as a screen's does (the same
+    /// scrollback) but keeps only their keys (time, msgid, a hash of the text): only an equal
+    /// book deduplicates a replay or a history page exactly as the screen does, so the unread
+    /// counts agree, and the lines themselves are the screen's to keep. The front ends number
+    /// messages in their own books (`/reply 12`): this one keeps no numbers.
     public init(config: ClientConfig) {
-        self.init(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: true, numbersMessages: false,
+        self.init(nick: config.nick, scrollbackLimit: config.scrollbackLimit, keepsLines: true, keepsOnlyKeys: true, numbersMessages: false,
                   directLimit: config.directConversationLimit, registration: config.registrationSettings)
         wantedRooms = config.rooms
         operLogin = config.operLogin

@@ -141,9 +141,10 @@ public struct ClientState: Sendable {
     /// What the actor is to do besides publishing, for the change being made (`reduction`).
     var actions: [ClientAction] = []
 
-    public init(nick: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true, numbersMessages: Bool = true,
+    public init(nick: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true, keepsOnlyKeys: Bool = false, numbersMessages: Bool = true,
                 directLimit: Int = 200, registration settings: Registration.Settings? = nil) {
-        book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines, numbersMessages: numbersMessages)
+        book = ConversationBook(nick: nick, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines, keepsOnlyKeys: keepsOnlyKeys,
+                                numbersMessages: numbersMessages)
         self.directLimit = directLimit
         registrationSettings = settings ?? Registration.Settings(nick: nick, userName: nick, realName: nick, wantedCapabilities: [])
         registration = Registration(registrationSettings)

@@ -2,7 +2,7 @@ import IRCWire
 
 /// One line in a conversation, as a front end shows it.
 public struct ChatLine: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+    public enum Kind: Sendable, Hashable {
         case message, action, notice
         case join, part, quit, kick, nick, topic, mode
         /// Anything the client or server says about itself: MOTD, replies, connection notices.
@@ -176,6 +176,8 @@ public struct Conversation: Sendable, Equatable {
     /// list (as it was) is shown greyed meanwhile.
     public var awaitingRejoin = false
     public private(set) var lines: [ChatLine] = []
+    /// The client's own book keeps these instead of `lines` (`keepsOnlyKeys`).
+    private var keys: [LineKey] = []
     /// The msgids of the kept lines: a message is kept once, wherever its copies would fall (a
     /// live copy behind history's, or after lines of our own clock: chaos soak).
     private var msgids: Set<String> = []
@@ -196,17 +198,23 @@ public struct Conversation: Sendable, Equatable {
     /// Whether lines are kept (a screen's view) or only counted (the client's own state, and
     /// the line mode, which prints them and forgets).
     public var keepsLines = true
+    /// Kept lines are kept as keys only (the client's own book): each line's place, msgid and
+    /// what makes a repeat the same line, 40 bytes against a line's 80 (and its text), so a
+    /// replay or a history page is taken or refused exactly as the screen's book does.
+    public var keepsOnlyKeys = false
 
-    public init(id: ConversationID, name: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true) {
+    public init(id: ConversationID, name: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true, keepsOnlyKeys: Bool = false) {
         self.id = id
         self.name = name
         self.scrollbackLimit = scrollbackLimit
         self.keepsLines = keepsLines
+        self.keepsOnlyKeys = keepsOnlyKeys
     }
 
     /// Removes our held line with this serial (it was sent and is shown as sent).
     public mutating func removePending(serial: UInt64) {
         if let index = lines.lastIndex(where: { $0.isPending && $0.serial == serial }) { lines.remove(at: index) }
+        if let index = keys.lastIndex(where: { $0.isPending && $0.serial == serial }) { keys.remove(at: index) }
     }
 
     /// Whether a line with this msgid is shown.
@@ -220,53 +228,10 @@ public struct Conversation: Sendable, Equatable {
     @discardableResult
     public mutating func insert(_ line: ChatLine) -> Bool {
         if keepsLines {
-            var index = lines.endIndex
-            // Lines of the same millisecond (a burst) are ordered by msgid when both have one
-            // (ours sort as their numbers do; for other servers' the order among them is as good as any).
-            func before(_ other: ChatLine) -> Bool {
-                if other.time != line.time { return other.time < line.time }
-                guard let mine = line.msgid, let theirs = other.msgid else { return true }
-                return theirs <= mine
-            }
-            // A line of history, or one said before the last shown (our own echo, which the
-            // server sends once it is stored, after others' later lines): at its place by time,
-            // so lines stay in time order and the same msgid is found again (chaos soak).
-            if let last = lines.last, !before(last) || last.time > line.time, line.isHistory || (line.isOwn && line.msgid != nil) {
-                // Binary search for the first line later than this one.
-                var low = 0, high = lines.count
-                while low < high {
-                    let middle = (low + high) / 2
-                    if before(lines[middle]) { low = middle + 1 } else { high = middle }
-                }
-                index = low
-            }
-            if let msgid = line.msgid {
-                guard msgids.insert(msgid).inserted else { return false }
-            } else if line.isHistory {
-                // A line from the log with no msgid (a join, a line from a server without
-                // msgids): the same line at the same time is the same line.
-                var probe = index - 1
-                while probe >= 0 && lines[probe].time == line.time {
-                    if lines[probe].text == line.text && lines[probe].sender == line.sender && lines[probe].kind == line.kind { return false }
-                    probe -= 1
-                }
-            }
-            // Grown by doubling only up to where it is cut back (`scrollbackLimit` and an
-            // eighth): past that a doubled array was up to 60 % empty, in each conversation of
-            // each book (a flood of 10 × 10,000 lines: 16,384 places a conversation for 11,251).
-            if lines.count == lines.capacity {
-                lines.reserveCapacity(min(max(2 * lines.count, 16), scrollbackLimit + max(1, scrollbackLimit / 8) + 1))
-            }
-            if index == lines.endIndex { lines.append(line) } else { lines.insert(line, at: index) }
-        }
-        // Drop in chunks so appending stays amortised O(1). Not while the oldest lines are
-        // being read (they were fetched by scrolling up; cutting them would fetch them again),
-        // unless that doubled the limit.
-        if lines.count > scrollbackLimit + max(1, scrollbackLimit / 8), !readingBack || lines.count > 2 * scrollbackLimit {
-            for gone in lines[..<(lines.count - scrollbackLimit)] {
-                if let msgid = gone.msgid { msgids.remove(msgid) }
-            }
-            lines.removeFirst(lines.count - scrollbackLimit)
+            let limit = scrollbackLimit, reading = readingBack
+            let placed = keepsOnlyKeys ? Self.place(line, as: LineKey(line), in: &keys, msgids: &msgids, limit: limit, readingBack: reading)
+                                       : Self.place(line, as: line, in: &lines, msgids: &msgids, limit: limit, readingBack: reading)
+            guard placed else { return false }
         }
         let isOffer: Bool
         if case .transfer = line.kind { isOffer = line.isHighlight } else { isOffer = false }
@@ -277,9 +242,66 @@ public struct Conversation: Sendable, Equatable {
         return true
     }
 
+    /// Lines kept (or their keys).
+    var keptCount: Int { keepsOnlyKeys ? keys.count : lines.count }
+
     public mutating func clearLines() {
         lines.removeAll()
+        keys.removeAll()
         msgids.removeAll()
+    }
+
+    /// Puts a line (or its key) in its place; false when it is already kept.
+    private static func place<Kept: KeptLine>(_ line: ChatLine, as kept: Kept, in array: inout [Kept], msgids: inout Set<String>,
+                                              limit scrollbackLimit: Int, readingBack: Bool) -> Bool {
+        var index = array.endIndex
+        // Lines of the same millisecond (a burst) are ordered by msgid when both have one
+        // (ours sort as their numbers do; for other servers' the order among them is as good as any).
+        func before(_ other: Kept) -> Bool {
+            if other.time != line.time { return other.time < line.time }
+            guard let mine = line.msgid, let theirs = other.msgid else { return true }
+            return theirs <= mine
+        }
+        // A line of history, or one said before the last shown (our own echo, which the
+        // server sends once it is stored, after others' later lines): at its place by time,
+        // so lines stay in time order and the same msgid is found again (chaos soak).
+        if let last = array.last, !before(last) || last.time > line.time, line.isHistory || (line.isOwn && line.msgid != nil) {
+            // Binary search for the first line later than this one.
+            var low = 0, high = array.count
+            while low < high {
+                let middle = (low + high) / 2
+                if before(array[middle]) { low = middle + 1 } else { high = middle }
+            }
+            index = low
+        }
+        if let msgid = line.msgid {
+            guard msgids.insert(msgid).inserted else { return false }
+        } else if line.isHistory {
+            // A line from the log with no msgid (a join, a line from a server without
+            // msgids): the same line at the same time is the same line.
+            var probe = index - 1
+            while probe >= 0 && array[probe].time == line.time {
+                if array[probe].isSame(as: line) { return false }
+                probe -= 1
+            }
+        }
+        // Grown by doubling only up to where it is cut back (`scrollbackLimit` and an
+        // eighth): past that a doubled array was up to 60 % empty, in each conversation of
+        // each book (a flood of 10 × 10,000 lines: 16,384 places a conversation for 11,251).
+        if array.count == array.capacity {
+            array.reserveCapacity(min(max(2 * array.count, 16), scrollbackLimit + max(1, scrollbackLimit / 8) + 1))
+        }
+        if index == array.endIndex { array.append(kept) } else { array.insert(kept, at: index) }
+        // Drop in chunks so appending stays amortised O(1). Not while the oldest lines are
+        // being read (they were fetched by scrolling up; cutting them would fetch them again),
+        // unless that doubled the limit.
+        if array.count > scrollbackLimit + max(1, scrollbackLimit / 8), !readingBack || array.count > 2 * scrollbackLimit {
+            for gone in array[..<(array.count - scrollbackLimit)] {
+                if let msgid = gone.msgid { msgids.remove(msgid) }
+            }
+            array.removeFirst(array.count - scrollbackLimit)
+        }
+        return true
     }
 
     /// Different emoji kept on one message: past it, new ones are not shown (one person cannot
@@ -363,5 +385,45 @@ extension ChatLine.Kind {
         case "info": self = .info
         default: self = .message
         }
+    }
+}
+
+/// What `Conversation` places: a line, or the key the client's own book keeps for one.
+protocol KeptLine {
+    var time: Double { get }
+    var msgid: String? { get }
+    /// The same line again (for lines without a msgid): same text, sender and kind.
+    func isSame(as line: ChatLine) -> Bool
+}
+
+extension ChatLine: KeptLine {
+    func isSame(as line: ChatLine) -> Bool { text == line.text && sender == line.sender && kind == line.kind }
+}
+
+/// A line as the client's own book keeps it: where it goes, its msgid, and a hash of its text,
+/// sender and kind for the lines without one (the low bit says it is held, with its serial).
+struct LineKey: KeptLine, Sendable, Equatable {
+    let time: Double
+    let msgid: String?
+    private let fingerprint: Int
+    let serial: UInt64
+
+    init(_ line: ChatLine) {
+        time = line.time
+        msgid = line.msgid
+        fingerprint = Self.content(of: line) & ~1 | (line.isPending ? 1 : 0)
+        serial = line.serial
+    }
+
+    var isPending: Bool { fingerprint & 1 == 1 }
+
+    func isSame(as line: ChatLine) -> Bool { (fingerprint ^ Self.content(of: line)) & ~1 == 0 }
+
+    private static func content(of line: ChatLine) -> Int {
+        var hasher = Hasher()
+        hasher.combine(line.text)
+        hasher.combine(line.sender)
+        hasher.combine(line.kind)
+        return hasher.finalize()
     }
 }

@@ -27,14 +27,17 @@ public struct ConversationBook: Sendable {
     static let referencesKept = 10_000
     public let scrollbackLimit: Int
     public let keepsLines: Bool
+    /// Lines kept as keys only (`Conversation.keepsOnlyKeys`): the client's own book.
+    public let keepsOnlyKeys: Bool
     /// Whether messages get their short numbers: a front end's book names messages by them;
     /// the client's own book never does, and keeps no 10,000 of them (1.2 MB in a flood).
     public let numbersMessages: Bool
 
-    public init(nick: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true, numbersMessages: Bool = true) {
+    public init(nick: String, scrollbackLimit: Int = 4_096, keepsLines: Bool = true, keepsOnlyKeys: Bool = false, numbersMessages: Bool = true) {
         self.nick = nick
         self.scrollbackLimit = scrollbackLimit
         self.keepsLines = keepsLines
+        self.keepsOnlyKeys = keepsOnlyKeys
         self.numbersMessages = numbersMessages
         insertConversation(.server, name: "server")
     }
@@ -173,7 +176,7 @@ public struct ConversationBook: Sendable {
 
     mutating func insertConversation(_ id: ConversationID, name: String) {
         guard conversations[id] == nil else { return }
-        conversations[id] = Conversation(id: id, name: name, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines)
+        conversations[id] = Conversation(id: id, name: name, scrollbackLimit: scrollbackLimit, keepsLines: keepsLines, keepsOnlyKeys: keepsOnlyKeys)
         order.append(id)
     }
 

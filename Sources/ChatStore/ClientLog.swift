@@ -53,7 +53,11 @@ public final class ClientLog: Sendable {
         pending = BatchQueue(bound: backlogBound)
         let writer = try Database(path: path)
         try Self.createTables(writer)
-        reader = ReaderBox(try Database(path: path))
+        let readerDatabase = try Database(path: path)
+        // A small page cache each (256 KiB, not SQLite's 2 MiB): the log is appended to and
+        // searched now and then; the pages it rereads are in the kernel's cache anyway.
+        for database in [writer, readerDatabase] { try database.execute("PRAGMA cache_size = -256") }
+        reader = ReaderBox(readerDatabase)
         let box = ReaderBox(writer)
         Threads.start(name: "chat-tui log") { [self] in run(box.database) }
         Threads.start(name: "chat-tui log reads") { [reads] in

@@ -6,6 +6,10 @@ public enum Memory {
         _ = csystem_malloc_trim()
     }
 
+    /// One malloc arena for all threads, from now on: glibc's default (one per thread that
+    /// allocates, up to eight per core) keeps what each thread freed apart from the others.
+    public static func useOneArena() { _ = csystem_single_malloc_arena() }
+
     /// Code pages faulted in at start-up (the runtime's and libraries' initialisers, in 64 KiB
     /// windows) are dropped: what stays resident is the code that runs from now on.
     @discardableResult

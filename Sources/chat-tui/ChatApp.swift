@@ -93,6 +93,9 @@ final class ChatApp {
         timer.resume()
         sources.append(timer)
         render()
+        // Drawn once: the code that ran only to start (faulted in 64 KiB windows) stops
+        // counting, and what runs from now on is resident page by page, as the server does.
+        Memory.trimCodePages()
         let code = await withCheckedContinuation { self.finished = $0 }
         for source in sources { source.cancel() }
         terminal.shutdown()

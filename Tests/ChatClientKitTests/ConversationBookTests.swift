@@ -92,7 +92,52 @@ struct ConversationBookTests {
         #expect(front.referenceOf == ["id1": 1, "id2": 2, "id3": 3])
         #expect(front.references[2]?.msgid == "id2")
         #expect(own.references.isEmpty && own.referenceOf.isEmpty)
-        #expect(own[room]?.lines.map(\.text) == ["m1", "m2", "m3"])
+        // It keeps the lines' keys, not the lines: a repeat is known, the texts are the screen's.
+        #expect(own[room]?.lines.isEmpty == true)
+        #expect(own[room]?.contains(msgid: "id2") == true && own[room]?.unread == 3)
+    }
+
+    @Test("keys only (the client's own book) take and refuse exactly the lines a screen's book does")
+    func keysAgreeWithLines() {
+        let room = ConversationID.room("#lobby")
+        var screen = ConversationBook(nick: "alice", scrollbackLimit: 16)
+        var own = ConversationBook(nick: "alice", scrollbackLimit: 16, keepsOnlyKeys: true)
+        var refused = 0, agreed = true
+        func both(_ line: ChatLine) {
+            let before = screen[room]!.keptCount
+            screen.apply(.line(room, line))
+            own.apply(.line(room, line))
+            if screen[room]!.keptCount == before { refused += 1 }
+            agreed = agreed && own[room]!.keptCount == screen[room]!.keptCount && own[room]!.unread == screen[room]!.unread
+        }
+        screen.apply(.joined(room, name: "#lobby", again: false))
+        own.apply(.joined(room, name: "#lobby", again: false))
+        for n in 0..<40 {
+            // Live lines, history without msgids (the same text twice at one time is one line,
+            // another sender or text is not), replays, and a held line sent later.
+            both(message("live \(n)", at: Double(100 + n), msgid: "m\(n)"))
+            var old = message("joined \(n % 3)", at: Double(90 + n % 5))
+            old.isHistory = true
+            both(old)
+            var other = old
+            other.sender = "carol"
+            both(other)
+            if n % 4 == 0 { both(message("live \(n / 2)", at: Double(100 + n / 2), msgid: "m\(n / 2)")) }
+            if n % 7 == 0 {
+                var held = ChatLine(time: Double(100 + n), kind: .message, sender: "alice", text: "held \(n)", isOwn: true)
+                held.isPending = true
+                held.serial = UInt64(n + 1)
+                both(held)
+                screen.apply(.pendingDone(room, serial: UInt64(n + 1)))
+                own.apply(.pendingDone(room, serial: UInt64(n + 1)))
+                agreed = agreed && own[room]!.keptCount == screen[room]!.keptCount
+            }
+        }
+        #expect(refused > 0, "some lines were refused")
+        #expect(agreed)
+        #expect(own[room]!.lines.isEmpty && screen[room]!.lines.count <= 18)
+        for n in 0..<40 { #expect(own[room]!.contains(msgid: "m\(n)") == screen[room]!.contains(msgid: "m\(n)")) }
+        #expect(own[room]!.unread == screen[room]!.unread)
     }
 
     @Test("the same msgid twice is kept once; its unread counts once")

@@ -18,6 +18,8 @@ int csystem_eventfd(void);
 int csystem_accept4(int fd, struct sockaddr *addr, socklen_t *len);
 /// Returns freed heap memory to the system (glibc malloc_trim).
 int csystem_malloc_trim(void);
+/// One malloc arena for every thread (glibc's M_ARENA_MAX); mallopt's answer (1 when done).
+int csystem_single_malloc_arena(void);
 /// Drops the resident pages of the executable file mappings (code) and turns off fault-around
 /// for them: afterwards only the pages of code that runs are resident. Returns the bytes
 /// advised, or -1.
