@@ -59,6 +59,10 @@ extension ChatModel {
     /// A client event: first applied to the screen's own view of the conversations, then
     /// what it means for the screen (a joined room takes the view, a renamed person is followed).
     mutating func clientEventArrived(_ event: ClientEvent) -> [UICommand] {
+        // Scrolled up in the conversation a line arrives in: what was the last line, to tell a
+        // line added below the view from one refused or placed above it.
+        var lastBefore: ChatLine?
+        if case .line(let id, _) = event, (scroll[id] ?? 0) > 0 { lastBefore = state[id]?.lines.last }
         state.apply(event)
         // Only the network in view has a pane: lines elsewhere are not read as they arrive.
         let inView = focus == selectedNetwork
@@ -128,6 +132,11 @@ extension ChatModel {
             }
             return []
         case .line(let id, let line):
+            // Scrolled up, the view stays on the lines being read (as irssi and WeeChat keep a
+            // scrolled-back window still): a line added below moves the bottom, not the view.
+            if let rows = scroll[id], rows > 0, let conversation = state[id], let last = conversation.lines.last, last == line, lastBefore != last {
+                scroll[id] = rows + lineRows(line, in: conversation, width: Layout(width: width, height: height).paneWidth).count
+            }
             var commands: [UICommand] = []
             if inView && id == viewedID {
                 // In view: read as it arrives. Asked once per round trip (when the first unread
@@ -316,10 +325,10 @@ extension ChatModel {
         if line.trimmingCharacters(" ").isEmpty {
             return [.note("Empty message: nothing sent", conversation: here, isError: true)]
         }
+        // Writing jumps back to the newest lines, where your message (or a command's answer) appears.
+        scroll[viewedID] = 0
         if line.hasPrefix("/") && !line.hasPrefix("//") { return runCommand(line) }
         let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
-        // Writing jumps back to the newest lines, where your message will appear.
-        scroll[viewedID] = 0
         if let parent = replyingTo, let conversation = viewedConversation {
             replyingTo = nil
             return writing(to: conversation.name) + CommandInterpreter.messageAction("reply", on: parent.msgid, in: conversation.name, text: text, commandContext)

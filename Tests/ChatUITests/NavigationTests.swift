@@ -366,6 +366,38 @@ func readingBackKeepsFetched() {
     #expect(model.state[lobby]!.lines.first?.text == "live 1001")
 }
 
+@Test("scrolled up, the view stays on the lines being read while new ones arrive below; a command jumps back to the bottom")
+func scrolledViewStaysStill() {
+    var model = lobbyModel(width: 60, height: 10)
+    for n in 1...30 { model.receive(":bob!b@h PRIVMSG #lobby :line \(n)", now: 36000 + Double(n)) }
+    _ = model.update(.key(.pageUp))
+    let before = draw(model).lines
+    // Live lines below, a long one wrapping to two rows, someone joining.
+    model.receive(":carol!c@h PRIVMSG #lobby :new one", now: 36100)
+    model.receive(":carol!c@h PRIVMSG #lobby :a new line long enough that it wraps onto a second row", now: 36101)
+    model.receive(":dave!d@h JOIN #lobby", now: 36102)
+    let after = draw(model).lines
+    // The pane's rows are the same lines; only the count of rows below grew, by the four new rows.
+    let pane = { (rows: [String]) in rows.map { String($0.prefix(47)) } }
+    #expect(Array(pane(after)[1...6]) == Array(pane(before)[1...6]))
+    #expect(before[7].hasPrefix("                      6 more rows below (PgDn) │"))
+    expectScreen(model, [
+        " #lobby (5)                                                 ",
+        "10:00 <bob> line 19                            │#lobby    32",
+        "10:00 <bob> line 20                            │@alice (you)",
+        "10:00 <bob> line 21                            │+bob        ",
+        "10:00 <bob> line 22                            │ carol      ",
+        "10:00 <bob> line 23                            │ dave       ",
+        "10:00 <bob> line 24                            │ 小明       ",
+        "                     10 more rows below (PgDn) │(server)    ",
+        " alice │ connected │ Enter sends to #lobby                  ",
+        ">                                                           ",
+    ])
+    // A command's answer appears at the bottom, so the view goes there.
+    for key in "/help".map({ Key.character($0) }) + [.enter] { _ = model.update(.key(key)) }
+    #expect(model.scroll[.room("#lobby")] == 0)
+}
+
 @Test("the read marker: a line between what the account had read and what came after it")
 func readMarkerLine() {
     var model = lobbyModel()
