@@ -26,16 +26,18 @@ extension ServerState {
     static let recentWindow = 2.0
 
     /// The rows history keeps of a message (made once: the writer takes the same), remembered
-    /// until surely committed.
-    mutating func rememberRecent(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> [HistoryRow] {
+    /// until surely committed; with the message serialised for them (its line with CRLF), which
+    /// the delivery reuses for every recipient whose form adds nothing.
+    mutating func rememberRecent(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> (rows: [HistoryRow], serialized: [UInt8]?) {
         // While nothing can be stored and rows pile up, a JOIN, PART or mode change still happens
         // but is not kept (messages are refused before they get here: `historyRefuses`).
         if let health = historyHealth, health.refusing(past: config.historyBacklog), !Self.isEchoed(message.command) {
             eventsNotStored += entries.count
-            return []
+            return ([], nil)
         }
-        let line = String(decoding: message.serialized().dropLast(2), as: UTF8.self)
-        return rememberRecent(line: line, command: message.command, stamp: stamp, id: id, entries: entries)
+        let serialized = message.serialized()
+        let line = String(decoding: serialized.dropLast(2), as: UTF8.self)
+        return (rememberRecent(line: line, command: message.command, stamp: stamp, id: id, entries: entries), serialized)
     }
 
     /// The rows of a stored line made elsewhere (a multiline message's lines in one row).

@@ -38,6 +38,9 @@ public struct Delivery: Sendable, Equatable {
     /// The rows history stores, one per conversation it belongs to, made once by the state
     /// (empty: nowhere, as for a direct message with no account on either side).
     public var rows: [HistoryRow] = []
+    /// The message serialised as it is (its own tags, no time or msgid), when history already
+    /// made it for the row: the form of every recipient that adds nothing (`Rendering.render`).
+    public var serialized: [UInt8]?
 
     public static func == (a: Delivery, b: Delivery) -> Bool {
         a.message == b.message && a.stamp == b.stamp && a.storable == b.storable && a.rows == b.rows
@@ -133,7 +136,7 @@ public struct Outbox: Sendable {
                 return Outbox.parse(bytes)
             case .deliver(let delivery):
                 guard !delivery.skipping.contains(id), let group = delivery.groups.first(where: { $0.connections.contains(id) }) else { return [] }
-                return Outbox.parse(Rendering.render(delivery.message, delivery.stamp, group.variant))
+                return Outbox.parse(Rendering.render(delivery.message, delivery.stamp, group.variant, serialized: delivery.serialized))
             default:
                 return []
             }

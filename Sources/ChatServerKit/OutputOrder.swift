@@ -116,7 +116,7 @@ struct OutputOrder {
         }
         // Serialised once per form, appended to each recipient of that form.
         for group in delivery.groups where !group.connections.isEmpty {
-            let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant)
+            let bytes = Rendering.render(delivery.message, delivery.stamp, group.variant, serialized: delivery.serialized)
             for id in group.connections where delivery.skipping.isEmpty || !delivery.skipping.contains(id) {
                 put(bytes, id, &sink)
             }
@@ -375,7 +375,7 @@ struct GatheredRun {
             let old = groups[g].connections.count
             let start = bytes[g].count
             offsets[g].append(start)
-            if !group.connections.isEmpty { bytes[g] += Rendering.render(delivery.message, delivery.stamp, group.variant) }
+            if !group.connections.isEmpty { bytes[g] += Rendering.render(delivery.message, delivery.stamp, group.variant, serialized: delivery.serialized) }
             if index > 0 {
                 for id in group.connections[old...] {
                     firstDelivery[id] = index

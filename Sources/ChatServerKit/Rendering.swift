@@ -34,14 +34,15 @@ public struct Stamp: Sendable, Equatable {
 
 enum Rendering {
     /// The message as a recipient of `variant` gets it, serialised with CR LF.
-    static func render(_ message: IRCMessage, _ stamp: Stamp?, _ variant: RenderVariant) -> [UInt8] {
+    /// `serialized`: `message.serialized()`, when it was made already (for history's row).
+    static func render(_ message: IRCMessage, _ stamp: Stamp?, _ variant: RenderVariant, serialized: [UInt8]? = nil) -> [UInt8] {
         let addTime = stamp != nil && variant.contains(.time)
         let addID = stamp?.msgid != nil && variant.contains(.tags)
         var needsCopy = addTime || addID
         if !needsCopy { for tag in message.tags where !keeps(tag.key, variant) { needsCopy = true; break } }
         let extendedJoin = message.command == "JOIN" && message.params.count == 3
         if extendedJoin && !variant.contains(.extendedJoin) { needsCopy = true }
-        guard needsCopy else { return message.serialized() }
+        guard needsCopy else { return serialized ?? message.serialized() }
         var copy = message
         copy.tags = tags(message.tags, stamp, variant)
         if extendedJoin && !variant.contains(.extendedJoin) { copy.params.removeLast(2) }

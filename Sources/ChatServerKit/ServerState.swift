@@ -667,10 +667,10 @@ public struct ServerState {
             skip.append(requester.connection)
             answerRequester(message, stamp, stored: !entries.isEmpty)
         }
-        var rows: [HistoryRow] = []
-        if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
+        var rows: [HistoryRow] = [], serialized: [UInt8]?
+        if !entries.isEmpty, let id = stamp.msgid { (rows, serialized) = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
         outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: fanOut.groups, skipping: skip,
-                                              lists: (key, fanOut.generation), storable: storable, rows: rows)))
+                                              lists: (key, fanOut.generation), storable: storable, rows: rows, serialized: serialized)))
     }
 
     /// The requester's own copy goes in its reply; the sender's copy of a stored message (its
@@ -719,15 +719,15 @@ public struct ServerState {
                 }
             }
         }
-        var rows: [HistoryRow] = []
-        if !entries.isEmpty, let id = stamp.msgid { rows = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
+        var rows: [HistoryRow] = [], serialized: [UInt8]?
+        if !entries.isEmpty, let id = stamp.msgid { (rows, serialized) = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
         if rows.isEmpty, groups.count == 1, groups[0].connections.count == 1 {
             // One recipient and nothing to store (most direct messages): its line, rendered here.
             outbox.items.append(.send(groups[0].connections[0], Rendering.render(message, stamp, groups[0].variant)))
             return
         }
         if !groups.isEmpty || storable {
-            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, rows: rows)))
+            outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: groups, storable: storable, rows: rows, serialized: serialized)))
         }
     }
 

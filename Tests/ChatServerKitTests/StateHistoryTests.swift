@@ -170,6 +170,28 @@ struct StateHistoryTests {
         #expect(h.historyLines(to: plainClient).map(\.command) == ["PRIVMSG"])
     }
 
+    @Test("a stored message is serialised once: history's row and the plain recipients' line are the same bytes; other forms are made apart")
+    func storedLineReused() throws {
+        var h = Harness(historyOf: try historyStore())
+        let alice = h.register("alice", caps: caps)
+        _ = h.register("bob", caps: caps)
+        let carol = h.register("carol")
+        // Without tags the plain form is the row's line; with a client tag the plain form drops it.
+        for (text, plainIsRow) in [("PRIVMSG #lobby :hello there", true), ("@+draft/reply=x PRIVMSG #lobby :an answer", false)] {
+            h.send(alice, text)
+            let delivery = try #require(h.out.deliveries.first { $0.message.command == "PRIVMSG" })
+            let serialized = try #require(delivery.serialized)
+            #expect(serialized == delivery.message.serialized())
+            #expect(delivery.rows.map { Array($0.line.utf8) + [13, 10] } == [serialized])
+            #expect(delivery.groups.count == 2, "bob's form and carol's")
+            for group in delivery.groups {
+                let rendered = Rendering.render(delivery.message, delivery.stamp, group.variant, serialized: serialized)
+                #expect(rendered == Rendering.render(delivery.message, delivery.stamp, group.variant))
+                #expect((rendered == serialized) == (group.connections.contains(carol) && plainIsRow))
+            }
+        }
+    }
+
     @Test("QUIT: from one room through the room's lists (the quitter skipped), from two through the neighbours; every other member once, a row per room")
     func quitRoutes() throws {
         var h = Harness(historyOf: try historyStore())
