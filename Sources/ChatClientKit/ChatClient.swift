@@ -393,7 +393,7 @@ public actor ChatClient {
             }
             let delay = config.reconnect.delay(attempt: max(1, attempt), random: Double.random(in: 0..<1))
             var shown = lastReason
-            if case .retry(let words) = ConnectionEnd.retrying(after: hostClosed ?? lastReason, delay: delay) { shown = words }
+            if case .retry(let words) = ConnectionEnd.retrying(after: hostClosed ?? lastReason) { shown = words }
             emit(.status(.disconnected(reason: shown)))
             emit(.status(.reconnecting(inSeconds: delay, reason: shown)))
             let wait = Task { _ = try? await Task.sleep(for: .seconds(delay)) }

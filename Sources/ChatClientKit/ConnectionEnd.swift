@@ -21,15 +21,19 @@ public enum ConnectionEnd: Sendable, Equatable {
         return words
     }
 
-    /// What the status says while retrying after `reason`; `delay` is the wait before the next try.
+    /// What the status says while retrying after `reason`.
     /// The host ending its server is not a failure to hide behind a bare retry loop: the host may
-    /// start it again, so we keep trying, and say so and how to stop.
-    public static func retrying(after reason: String, delay: Double) -> ConnectionEnd {
+    /// start it again, so we keep trying, and say so and how to stop. (Not how often: the status
+    /// line counts the wait down, and a figure here said "every 8 s" beside "in 3 s".)
+    public static func retrying(after reason: String) -> ConnectionEnd {
         if isHostClosing(reason) {
-            return .retry(reason: "the host closed the room; trying again every \(max(1, Int(delay.rounded()))) s (/disconnect to stop)")
+            return .retry(reason: "the host closed the room" + stopRetrying)
         }
         return .retry(reason: reason)
     }
+
+    /// The words a retried reason ends with that say how to stop.
+    public static let stopRetrying = "; /disconnect stops trying"
 
     /// Our server's shutdown ERROR: `Closing Link: the host closed the room (server shutting down)`.
     public static func isHostClosing(_ reason: String) -> Bool {

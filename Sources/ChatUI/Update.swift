@@ -549,9 +549,8 @@ extension ChatModel {
         case .stopped(let reason): (why, words) = (reason, { "Stopped: \($0) (/reconnect to try again)" })
         case .connecting, .connected: return []
         }
-        // "…; trying again every 4 s" is the same reason as "…every 2 s": said once, without
-        // the delay (the status line counts it down).
-        let reason = why.firstRange(of: "; trying again").map { String(why[..<$0.lowerBound]) } ?? why
+        // The note says how to stop in its own words: the reason without the status line's.
+        let reason = why.hasSuffix(ConnectionEnd.stopRetrying) ? String(why.dropLast(ConnectionEnd.stopRetrying.count)) : why
         guard !reason.isEmpty, notedStatusReason != reason else { return [] }
         notedStatusReason = reason
         return [.note(words(reason), conversation: .server, isError: true)]

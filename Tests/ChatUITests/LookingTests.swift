@@ -100,12 +100,12 @@ struct LookingTests {
         #expect(model.type("/j #dev").contains(.irc(IRCMessage("JOIN", "#dev"))))
     }
 
-    @Test("the host closing the room is said once in the server window, without the delay the status line counts down")
+    @Test("the host closing the room is said once in the server window, without the status line's words on stopping")
     func closedOnce() {
         var model = lobbyModel()
-        let first = model.update(.client(.status(.disconnected(reason: "the host closed the room; trying again every 1 s"))))
+        let first = model.update(.client(.status(.disconnected(reason: "the host closed the room; /disconnect stops trying"))))
         #expect(first.contains(.note("Disconnected: the host closed the room", conversation: .server, isError: true)), "\(first)")
-        let again = model.update(.client(.status(.disconnected(reason: "the host closed the room; trying again every 2 s"))))
+        let again = model.update(.client(.status(.reconnecting(inSeconds: 2, reason: "the host closed the room; /disconnect stops trying"))))
         #expect(!again.contains { if case .note = $0 { return true } else { return false } })
     }
 

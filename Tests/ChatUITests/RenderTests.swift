@@ -139,6 +139,24 @@ struct RenderTests {
             " alice │ reconnecting in 4 s (connection reset by the server) │ Enter sends to #lobby               ",
             ">                                                                                                   ",
         ])
+        // The host closing the room: counted down, how to stop said, the parentheses whole
+        // (the reason once said "trying again every 8 s" beside "in 3 s").
+        model.status = .reconnecting(inSeconds: 8, reason: "the host closed the room; /disconnect stops trying")
+        model.reconnectAt = 103
+        expectScreen(model, [
+            " #lobby (4)                                                                                         ",
+            "                                                                               │#lobby              ",
+            "                                                                               │@alice (you)        ",
+            "                                                                               │+bob                ",
+            "                                                                               │ carol              ",
+            "                                                                               │ 小明               ",
+            "                                                                               │(server)            ",
+            "                                                                               │                    ",
+            "                                                                               │                    ",
+            "10:05 -!- You joined #lobby                                                    │                    ",
+            " alice │ reconnecting in 3 s (the host closed the room; /disconnect stops trying) │ Enter sends to… ",
+            ">                                                                                                   ",
+        ])
         model.status = .registered(nick: "alice")
         model.lag = 1.25
         expectScreen(model, [
