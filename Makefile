@@ -8,6 +8,10 @@ DEB_PACKAGES := pkg-config libncurses-dev libsqlite3-dev ngircd inspircd irssi w
 # Python modules the interop tests use, with the PyPI package that provides each.
 PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 
+# Everything a test, soak, fuzz run or benchmark starts runs with a HOME, XDG folders and TMPDIR
+# of its own (scripts/isolated.sh), never the user's own chat-tui history, config or pins.
+ISOLATED     := sh scripts/isolated.sh
+
 .PHONY: all deps build release run test test-swift test-interop test-sanitized bench fuzz soak clean
 
 all: build
@@ -30,23 +34,26 @@ test: deps
 	# One test at a time: tests that wait on a socket (LineClient) block a thread of Swift's
 	# cooperative pool, which has one thread per core; two at once on a 2-core machine starve
 	# the client actors they wait for (10 s timeouts with no events). Sequential: ~50 s.
-	$(SWIFT) test --skip-build --no-parallel
-	$(SWIFT) build --product chat-tui
+	$(ISOLATED) $(SWIFT) test --skip-build --no-parallel
 	# The fuzz targets' corpora replayed, then mutated for 2 s each (make fuzz: libFuzzer).
-	for t in irc framer ctcp sasl client http websocket link; do ./.build/debug/chat-fuzz $$t Fuzz/corpus/$$t 2 || exit 1; done
+	$(ISOLATED) sh -c 'for t in irc framer ctcp sasl client http websocket link; do ./.build/debug/chat-fuzz $$t Fuzz/corpus/$$t 2 || exit 1; done'
 	# A short chaos soak (make soak: the long one): 0 lost, 0 duplicated, or it fails.
-	./.build/debug/chat-soak --binary ./.build/debug/chat-tui --seconds 20 --clients 10 --raw 2 --pairs 1 --restart 6-9 --seed 1
-	python3 -m pytest -q --durations=12 tests/interop
+	$(ISOLATED) ./.build/debug/chat-soak --binary ./.build/debug/chat-tui --seconds 20 --clients 10 --raw 2 --pairs 1 --restart 6-9 --seed 1
+	$(ISOLATED) python3 -m pytest -q --durations=12 tests/interop
 
 fuzz: deps
-	sh scripts/fuzz.sh
+	$(ISOLATED) sh scripts/fuzz.sh
 
-# The unit and socket tests under AddressSanitizer, then ThreadSanitizer, each in a build
-# directory of its own. LeakSanitizer is off here: at exit it counts the ChatClient actors tests
-# leave running (each held by its own run task) as leaks; run without ASAN_OPTIONS to see them.
+# The unit and socket tests under AddressSanitizer with LeakSanitizer on, then ThreadSanitizer,
+# each in a build directory of its own; the servers the tests start are the same sanitized build
+# (found beside the test bundle). Leaks in the toolchain's or Debian's libraries, never ours, are
+# named in scripts/lsan.supp with the reason.
 test-sanitized: deps
-	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --sanitize=address --build-path .build/asan --no-parallel
-	$(SWIFT) test --sanitize=thread --build-path .build/tsan --no-parallel
+	$(SWIFT) build --build-tests --sanitize=address --build-path .build/asan
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=1 \
+		$(ISOLATED) $(SWIFT) test --skip-build --sanitize=address --build-path .build/asan --no-parallel
+	$(SWIFT) build --build-tests --sanitize=thread --build-path .build/tsan
+	$(ISOLATED) $(SWIFT) test --skip-build --sanitize=thread --build-path .build/tsan --no-parallel
 
 # The chaos soak: 50 clients of ours and 10 raw ones through a fault-injecting proxy while the
 # server is killed and started again (SOAK_SECONDS, 180 by default), then the canary: a
@@ -55,11 +62,11 @@ SOAK_SECONDS ?= 180
 CANARY_BASE  ?= 790c79d
 soak: deps
 	$(SWIFT) build
-	./.build/debug/chat-soak --binary ./.build/debug/chat-tui --seconds $(SOAK_SECONDS)
-	python3 scripts/canary.py --base $(CANARY_BASE) --new ./.build/debug/chat-tui
+	$(ISOLATED) ./.build/debug/chat-soak --binary ./.build/debug/chat-tui --seconds $(SOAK_SECONDS)
+	$(ISOLATED) python3 scripts/canary.py --base $(CANARY_BASE) --new ./.build/debug/chat-tui
 
 bench: deps release
-	python3 bench/run.py
+	$(ISOLATED) python3 bench/run.py
 
 clean:
 	rm -rf .build

@@ -47,6 +47,10 @@ public actor ChatClient {
         logProblem = config.logPath != nil && opened == nil ? "the log \(config.logPath!) cannot be opened; lines are not kept" : nil
     }
 
+    // A front end still reading the events learns the client is gone (its loop ends) rather
+    // than waiting for ever on a stream nobody writes.
+    deinit { continuation.finish() }
+
     // MARK: Lines not yet confirmed
 
     /// The connection dropped: lines not echoed are shown as held, with their text (the state

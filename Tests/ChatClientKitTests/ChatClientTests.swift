@@ -82,6 +82,7 @@ struct ChatClientTests {
         let events = await log.all()
         #expect(events.filter { if case .status(.connecting) = $0 { return true } else { return false } }.count == 1)
         #expect(!events.contains { if case .status(.reconnecting) = $0 { return true } else { return false } })
+        await client.disconnect()
     }
 
     @Test("an invalid nickname is an error with the server's reason")
@@ -92,6 +93,7 @@ struct ChatClientTests {
         await client.start()
         let reason = try await log.stopReason()
         #expect(reason.contains("9lives") && reason.contains("digit"))
+        await client.disconnect()
     }
 
     @Test("CTCP VERSION and PING get answers, as other clients give them")
@@ -253,6 +255,7 @@ struct ClientTLSTests {
         let reason = try await log.stopReason()
         #expect(reason.contains("is \(certificate.fingerprint), not the pinned"), "\(reason)")
         #expect(await log.all().filter { if case .status(.connecting) = $0 { return true } else { return false } }.count == 1, "no retry")
+        await client.disconnect()
     }
 
     @Test("an unknown self-signed certificate stops with its fingerprint; trusted, it is remembered and used")
@@ -301,6 +304,7 @@ struct ClientTLSTests {
         let reason = try await log.stopReason()
         #expect(reason.contains("changed: it was \(old), now it is \(certificate.fingerprint)"), "\(reason)")
         #expect(!(await log.all()).contains { if case .unknownCertificate = $0 { return true } else { return false } }, "not offered for trust again")
+        await client.disconnect()
     }
 }
 
@@ -336,6 +340,7 @@ struct ClientSASLTests {
         await client.start()
         #expect(try await log.stopReason() == "login failed for alice: wrong account name or password")
         #expect(!(await log.all()).contains { if case .status(.reconnecting) = $0 { return true } else { return false } })
+        await client.disconnect()
     }
 
     @Test("EXTERNAL over TLS: the client certificate registered to the account logs in")

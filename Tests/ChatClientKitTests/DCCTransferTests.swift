@@ -37,7 +37,16 @@ struct Pair {
         _ = try await bobLog.registered()
     }
 
+    /// Ends both clients and every transfer they still run (an offer nobody took keeps its
+    /// worker, and with it the client, until it expires: minutes after the test).
     func stop() async {
+        for client in [alice, bob] {
+            for info in client.transfers.snapshot() where !info.state.isFinished { await client.cancelTransfer(info.id) }
+        }
+        let deadline = Monotonic.now() + 30
+        while [alice, bob].contains(where: { $0.transfers.snapshot().contains { !$0.state.isFinished } }), Monotonic.now() < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         await alice.quit()
         await bob.quit()
         try? FileManager.default.removeItem(atPath: folder)

@@ -13,7 +13,8 @@ struct FaultTests {
     @Test("server killed and restarted: reconnect, rejoin, and the message typed meanwhile arrives once")
     func killAndRestart() async throws {
         let port = try freePort()
-        var server: ServerProcess? = try ServerProcess.chatTUI(port: port)
+        let home = TestHome("chat-tui-server")
+        var server: ServerProcess? = try ServerProcess.chatTUI(port: port, home: home)
         var settings = config(port: port, nick: "alice", rooms: ["#extra"])
         settings.reconnect = ReconnectPolicy(initial: 1, maximum: 2)
         let alice = ChatClient(config: settings)
@@ -31,7 +32,7 @@ struct FaultTests {
         #expect(await log.view().conversation("#lobby")!.lines.contains { $0.text.hasPrefix("── connection lost") })
 
         let restartedAt = Monotonic.now()
-        server = try ServerProcess.chatTUI(port: port)
+        server = try ServerProcess.chatTUI(port: port, home: home)
         let watcher = try LineClient(port: port)
         try watcher.register("watcher")
         _ = try await log.registered(timeout: 15)
@@ -182,5 +183,6 @@ final class FakeServer: @unchecked Sendable {
         #expect(reason.hasPrefix("nonexistent.invalid was not found after 3 tries") && reason.hasSuffix("check the name"))
         let attempts = await log.all().filter { if case .status(.connecting) = $0 { return true } else { return false } }
         #expect(attempts.count == 3)
+        await client.disconnect()
     }
 }

@@ -14,7 +14,11 @@ actor EventLog {
 
     static func watching(_ client: ChatClient) -> EventLog {
         let log = EventLog()
-        Task { for await event in client.events { await log.append(event) } }
+        // The stream, not the client: a watcher that held the client would keep it (and its
+        // connection) alive past the test, which LeakSanitizer reports. The stream ends when
+        // the client goes.
+        let events = client.events
+        Task { for await event in events { await log.append(event) } }
         return log
     }
 
@@ -72,9 +76,6 @@ actor EventLog {
     }
 }
 
-/// The repository root, found from this file's path, for the built binary.
-let repositoryRoot: URL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
 func freePort() throws -> Int {
     let fds = try Sockets.listen(bind: "127.0.0.1", port: 0)
     defer { fds.forEach { close($0) } }
@@ -93,25 +94,35 @@ func waitForPort(_ port: Int, timeout: Double = 10) throws {
     throw EventLog.Timeout(description: "nothing listens on port \(port)")
 }
 
-/// A server program run for a test: our binary or ngircd.
+/// A server program run for a test: our binary or ngircd. Every one runs with a `TestHome` of
+/// its own (HOME, XDG folders, data directory), never the user's, and is stopped when the test
+/// lets go of it.
 final class ServerProcess {
     let child: ChildProcess
     let port: Int
+    let home: TestHome
     var tlsPort = 0
 
-    init(executable: String, arguments: [String], port: Int) throws {
+    init(executable: String, arguments: [String], port: Int, home: TestHome = TestHome()) throws {
         self.port = port
+        self.home = home
         guard FileManager.default.isExecutableFile(atPath: executable) else {
             throw EventLog.Timeout(description: "\(executable) is missing (make test builds and installs what it needs)")
         }
-        child = try ChildProcess(executable: executable, arguments: arguments)
+        child = try ChildProcess(executable: executable, arguments: arguments, environment: home.environment)
         try waitForPort(port)
     }
 
-    /// Our own server, built by `swift build`.
-    static func chatTUI(port: Int, extra: [String] = []) throws -> ServerProcess {
-        let binary = repositoryRoot.appendingPathComponent(".build/debug/chat-tui").path
-        return try ServerProcess(executable: binary, arguments: ["--serve", "--headless", "--bind", "127.0.0.1", "--port", String(port), "--tls-port", "0", "--web-port", "0"] + extra, port: port)
+    // Stopped before its home is removed.
+    deinit { child.stop() }
+
+    /// Our own server, from the build these tests came from. `home`: the one an earlier server of
+    /// this test used, to restart on its data.
+    static func chatTUI(port: Int, extra: [String] = [], home: TestHome = TestHome("chat-tui-server")) throws -> ServerProcess {
+        try ServerProcess(executable: builtProgram("chat-tui"),
+                          arguments: ["--serve", "--headless", "--bind", "127.0.0.1", "--port", String(port), "--tls-port", "0", "--web-port", "0",
+                                      "--data-dir", home.dataDirectory] + extra,
+                          port: port, home: home)
     }
 
     /// ngircd from Debian with a configuration written for this test.
@@ -119,8 +130,8 @@ final class ServerProcess {
     static func ngircd(tls: TestCertificate? = nil) throws -> ServerProcess {
         let port = try freePort()
         let tlsPort = tls == nil ? 0 : try freePort()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ngircd-\(port)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let home = TestHome("ngircd")
+        let directory = URL(fileURLWithPath: home.path)
         let config = """
         [Global]
         \tName = irc.ngircd.test
@@ -143,7 +154,7 @@ final class ServerProcess {
         """ } ?? "")
         let path = directory.appendingPathComponent("ngircd.conf")
         try config.write(to: path, atomically: true, encoding: .utf8)
-        let process = try ServerProcess(executable: "/usr/sbin/ngircd", arguments: ["-n", "-f", path.path], port: port)
+        let process = try ServerProcess(executable: "/usr/sbin/ngircd", arguments: ["-n", "-f", path.path], port: port, home: home)
         process.tlsPort = tlsPort
         if tls != nil { try waitForPort(tlsPort) }
         return process

@@ -10,7 +10,8 @@ public final class ChildProcess {
     public let pid: pid_t
     private var exited = false
 
-    public init(executable: String, arguments: [String], output: String = "/dev/null") throws {
+    /// `environment`: variables set for the child over the test runner's own (a HOME of its own).
+    public init(executable: String, arguments: [String], output: String = "/dev/null", environment: [String: String] = [:]) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -31,8 +32,12 @@ public final class ChildProcess {
 
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var variables = ProcessInfo.processInfo.environment
+        variables.merge(environment) { $1 }
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
         var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, argv, environ)
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         guard status == 0 else {
             throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(status)))")
         }

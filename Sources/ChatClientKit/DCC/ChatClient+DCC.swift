@@ -63,12 +63,13 @@ extension ChatClient {
         }
     }
 
-    /// After the offer timeout, an offer still waiting is expired.
+    /// After the offer timeout, an offer still waiting is expired. The wait does not keep the
+    /// client: one that is gone (a test's, a closed network's) has nothing left to expire.
     func scheduleExpiry(_ id: Int) {
         let timeout = config.dccOfferTimeout
-        Task {
+        Task { [weak self] in
             try? await Task.sleep(for: .seconds(timeout))
-            self.expireIfWaiting(id)
+            await self?.expireIfWaiting(id)
         }
     }
 
@@ -270,17 +271,18 @@ extension ChatClient {
 
     // MARK: Workers and reporting
 
-    /// Runs `work` on its own thread and reports the outcome here.
+    /// Runs `work` on its own thread and reports the outcome here. A worker does not keep the
+    /// client: the transfer's table is all it needs, and a client that is gone hears nothing.
     func runWorker(_ id: Int, _ work: @escaping @Sendable () -> TransferInfo.State) {
         let table = transfers
-        Threads.start(name: "chat-tui dcc \(id)") {
+        Threads.start(name: "chat-tui dcc \(id)") { [weak self] in
             var outcome = work()
             if case .done(_, let seconds) = outcome, let info = table[id] {
                 outcome = .done(sha256: DCCWorker.checksum(info.localPath), seconds: seconds)
             }
             let final = outcome
             table.record(id, .ended(final, time: WallClock.now()))
-            Task { await self.transferEnded(id) }
+            Task { await self?.transferEnded(id) }
         }
     }
 
