@@ -803,9 +803,19 @@ public struct ClientState: Sendable {
             say(line, to: .server)
             return
         }
+        // A service's answer (ChanServ's to /register, NickServ's…) is shown where the user asked,
+        // as irssi and WeeChat show it in the active window, not as a new direct conversation.
+        if command == "NOTICE" && !own && !isChannel(target) && Self.serviceNicks.contains(key(for: from)) {
+            line.isHighlight = false
+            say(line, to: replyConversation ?? .server)
+            return
+        }
         let name = isChannel(target) || own ? target : from
         say(line, to: id(for: name), name: name)
     }
+
+    /// The services' nicknames every network uses (folded).
+    static let serviceNicks: Set<String> = ["chanserv", "nickserv", "memoserv", "operserv", "hostserv", "botserv"]
 
     /// Whether `text` names us as a word.
     /// Whether `text` holds `/files/` (the host's shared files' paths).

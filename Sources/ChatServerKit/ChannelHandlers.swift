@@ -65,7 +65,10 @@ extension ServerState {
             op = isSavedOperator(user, key: key)
             roomUsed(key, now: now)
         }
-        // The first member of a new room runs it.
+        if user.isOperator, let passed = admissionProblem(user, channels[key]!, key: given, operatorPasses: false) {
+            log(session, "IRC operator \(user.replyName) joined \(channels[key]!.name) past its rules (\(passed.reason))")
+        }
+        // The first member of a new room runs it (a registered room: its founder and access accounts).
         let status = MemberStatus(user: user, op: op)
         membership.add(user.id, to: key, status)
         forgetInvitation(user.id, to: key)
@@ -100,12 +103,15 @@ extension ServerState {
     /// +i, but not a ban, as in InspIRCd; an exception (+e) passes a ban; an invite exception
     /// (+I) passes +i. The accounts a saved room keeps as its operators are invited for good
     /// (or a `+i` room would be locked once empty: nobody would be in it to invite them).
-    func admissionProblem(_ user: User, _ channel: Channel, key: String?) -> Refusal? {
+    /// `operatorPasses`: an IRC operator gets in whatever the rules (the caller logs it).
+    func admissionProblem(_ user: User, _ channel: Channel, key: String?, operatorPasses: Bool = true) -> Refusal? {
+        // A registered room's founder and access accounts always get back in, past every rule.
+        if user.account != nil && isSavedOperator(user, key: casemapping.fold(channel.name)) { return nil }
+        if operatorPasses && user.isOperator { return nil }
         if isBanned(user, in: channel) {
             return Refusal(numeric: .bannedFromChan, reason: "Cannot join channel (+b)")
         }
         if channel.invited.contains(user.id) { return nil }
-        if user.account != nil && isSavedOperator(user, key: casemapping.fold(channel.name)) { return nil }
         if let required = channel.key, key != required {
             return Refusal(numeric: .badChannelKey, reason: "Cannot join channel (+k)")
         }

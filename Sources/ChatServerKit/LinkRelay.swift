@@ -65,13 +65,19 @@ extension ServerState {
 
     /// A room's modes changed by one of ours: FMODE with the room's timestamp, members by UUID.
     mutating func linkModes(_ user: User, key: String, _ applied: [ModeChange]) {
-        guard isLinked, user.remote == nil, let channel = channels[key] else { return }
+        guard user.remote == nil else { return }
+        linkModes(source: user.uuid, key: key, applied)
+    }
+
+    /// A mode change of ours, from one of our users (its UUID) or our server (its SID: ChanServ's).
+    mutating func linkModes(source: String, key: String, _ applied: [ModeChange]) {
+        guard isLinked, let channel = channels[key] else { return }
         let network = applied.map { change -> ModeChange in
             guard ChannelModes.mode(change.letter)?.kind == .membership, let nick = change.argument,
                   let target = self.user(named: nick) else { return change }
             return ModeChange(adding: change.adding, letter: change.letter, argument: target.uuid)
         }
-        broadcast(IRCMessage(source: user.uuid, command: "FMODE", params: [channel.name, String(Int(channel.createdAt))] + ModeSyntax.format(network)),
+        broadcast(IRCMessage(source: source, command: "FMODE", params: [channel.name, String(Int(channel.createdAt))] + ModeSyntax.format(network)),
                   except: nil)
     }
 

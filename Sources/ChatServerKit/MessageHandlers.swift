@@ -47,6 +47,11 @@ extension ServerState {
                 relayToStatus(request, command: command, status: status, room: String(name.dropFirst()), tags: tags, params: params, quiet: quiet)
                 continue
             }
+            // The built-in ChanServ takes PRIVMSG; a NOTICE or TAGMSG to it is dropped, as to any service.
+            if isChanServ(name) {
+                if command == "PRIVMSG", let text = params.first { chanServ(request, text: text) }
+                continue
+            }
             guard let resolved = messageTarget(name, from: request.session, quiet: quiet) else { continue }
             if case .room(_, let channel) = resolved, let text = params.first, let refusal = ctctRefusal(text, channel) {
                 if !quiet { reply(session, .cannotSendToChan, channel.name, refusal) }

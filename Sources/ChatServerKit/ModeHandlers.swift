@@ -182,7 +182,6 @@ extension ServerState {
             }
             guard current.has(mode.letter) != change.adding else { return nil }
             membership.setStatus(target.id, in: key, mode.letter, change.adding)
-            if mode.letter == "o", let account = target.account { operatorChanged(key, account: account, on: change.adding) }
             return ModeChange(adding: change.adding, letter: mode.letter, argument: target.replyName)
         }
     }

@@ -37,7 +37,7 @@ extension ServerState {
                     return fail("CHANNEL_NAME_IN_USE", "The name looks too much like \(other.name)")
                 }
             }
-            if roomRecords.saved[new] != nil { return fail("CHANNEL_NAME_IN_USE", "A saved room has that name") }
+            if roomRecords.saved[new] != nil { return fail("CHANNEL_NAME_IN_USE", "A registered room has that name") }
             // A closed room that ended keeps its history from whoever takes its name next.
             if closedRooms.contains(new) { return fail("CHANNEL_NAME_IN_USE", "A closed room of that name kept its history") }
         }
@@ -85,6 +85,7 @@ extension ServerState {
                 invitations[user]?.insert(new)
             }
             if closedRooms.remove(old) != nil { closedRooms.insert(new) }
+            if roomRecords.markedClosed.remove(old) != nil { roomRecords.markedClosed.insert(new) }
             func retarget(_ rows: [HistoryRow]) -> [HistoryRow] {
                 rows.map { HistoryRow(msgid: $0.msgid, timeMilliseconds: $0.timeMilliseconds, target: new, command: $0.command, line: $0.line) }
             }

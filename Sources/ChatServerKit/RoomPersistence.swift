@@ -3,12 +3,16 @@ import IRCWire
 
 /// The rooms the server keeps across restarts, in the accounts' database (`RoomStore`).
 ///
-/// A room has a record once it differs from a new room (modes other than `+nt`, a key, a
-/// limit, a list entry or a topic) or was ever closed (`+i`, `+k`, `+s`); the record is
-/// written when its modes, lists or topic change, or an account is given or taken `+o`, and
-/// it stays when the room empties. Joining a name with a record makes the room from it, with
-/// its creation time, rules and topic, and checks the JOIN against those rules as for a live
-/// room. A room that goes back to a new room's state and was never closed loses its record.
+/// Only a registered room has a record: one an operator logged into an account registered
+/// with ChanServ (`ChanServ.swift`), at most `perAccountLimit` an account and `limit` in all.
+/// Its record is written when its modes, lists, topic or access change, and stays when the
+/// room empties; joining its name makes the room from it, with its creation time, rules and
+/// topic, its founder and access accounts always get in (past +i, +k, +l and bans) and get op,
+/// and nobody else gets op by arriving first. A room nobody registered ends with its last
+/// member, its rules with it, as on every IRC network: a guest cannot keep a name for good.
+/// Its history stays private: once a room is closed (+i, +k, +s) its name is marked closed in
+/// the database at once (`markedClosed`), so whoever makes it next, after a restart too, reads
+/// only what is said from then on.
 ///
 /// Every record is held in memory (read at start): a JOIN never waits for the database. With
 /// history on, changes go to the history writer's thread as they happen (`viaWriter`), which
@@ -38,14 +42,20 @@ struct RoomRecords {
     /// closed for history (its members read only what is said in it), since whether its name
     /// was a closed room's is not known.
     var unavailable = false
-    /// Every room with a record, live or not, by folded name.
+    /// Every registered room, live or not, by folded name.
     var saved: [String: SavedRoom] = [:]
+    /// Live rooms nobody registered whose name has been marked closed in the database (they
+    /// were closed at some time): when one ends its name joins `closedRooms`. Owner: the live
+    /// room; bound: the live rooms; end: the room's end.
+    var markedClosed: Set<String> = []
     /// Records read for a JOIN that their rules refused, so a JOIN repeated (`JOIN #r,#r,#r…`)
     /// does not read the database again each time. At most `cacheLimit`, dropped on any write.
     var refusedRecently: [String: RoomRecord] = [:]
-    /// Records kept at most; past it the least recently active record of a room that is not
-    /// live goes (one that is open first). Live rooms are bounded by users and CHANLIMIT.
+    /// Registered rooms at most, on the whole server: past it REGISTER is refused (nothing is
+    /// evicted: a registered room is its founder's until dropped).
     var limit = 10_000
+    /// Rooms one account may register (ergo's default).
+    var perAccountLimit = 15
     /// Closed rooms without a record remembered at most (checked at start, oldest go first).
     var closedMarkLimit = 100_000
     static let cacheLimit = 16
@@ -53,9 +63,13 @@ struct RoomRecords {
     static let operatorLimit = 100
 
     struct SavedRoom {
+        /// The folded name of the account that registered it.
+        var founder: String
+        var registeredAt: Double
         var everClosed: Bool
         var lastActive: Double
-        /// The accounts that get `+o` on joining; read with the record when the room is made from it.
+        /// The accounts given access besides the founder (op on joining, past the room's
+        /// rules); read with the record when the room is made from it.
         var operatorAccounts: Set<String> = []
     }
 }
@@ -67,9 +81,22 @@ extension ServerState {
         guard let database else { return }
         do {
             let store = try RoomStore(database: database)
+            // Records from before rooms were registered had no founder: those rooms end now, as
+            // rooms nobody registered do (a closed one's name stays closed for its history).
+            var unregistered: [(key: String, change: RoomStore.Change)] = []
             for record in try store.all() {
-                roomRecords.saved[record.key] = .init(everClosed: record.everClosed, lastActive: record.lastActive)
+                guard let founder = record.founder else {
+                    unregistered.append((record.key, .remove))
+                    if record.everClosed { unregistered.append((record.key, .markClosed(since: record.lastActive))) }
+                    continue
+                }
+                roomRecords.saved[record.key] = .init(founder: founder, registeredAt: record.registeredAt, everClosed: record.everClosed,
+                                                      lastActive: record.lastActive, operatorAccounts: Set(record.operatorAccounts))
                 roomRecords.records[record.key] = record
+            }
+            if !unregistered.isEmpty {
+                try store.apply(unregistered)
+                roomLog("rooms: \(unregistered.filter { $0.change == .remove }.count) rooms kept from before registration are kept no more; only rooms registered with ChanServ last")
             }
             var marks = try store.closedMarks()
             // A mark is needed while history holds lines of the room from before its present
@@ -126,9 +153,8 @@ extension ServerState {
             return (Channel(name: name, createdAt: now), true)
         }
         let channel = Self.channel(from: record, casemapping: casemapping)
-        let operators = Set(record.operatorAccounts)
-        // Its operators' accounts are let in as if invited (`admissionProblem` reads them here).
-        roomRecords.saved[key] = .init(everClosed: record.everClosed, lastActive: entry.lastActive, operatorAccounts: operators)
+        // Its founder and access accounts get in past its rules (`admissionProblem` reads them here).
+        roomRecords.saved[key]!.operatorAccounts = Set(record.operatorAccounts)
         if let refusal = admissionProblem(session.user, channel, key: given) {
             // A dormant record keeps only its summary in memory.
             roomRecords.saved[key] = entry
@@ -140,70 +166,113 @@ extension ServerState {
         roomRecords.refusedRecently[key] = nil
         roomRecords.saved[key]!.lastActive = now
         touchRecord(key, now)
-        // Its operators' accounts run it; a record without any is run by the first who passes its rules.
-        return (channel, operators.isEmpty || isSavedOperator(session.user, key: key))
+        // Its founder and access accounts run it; nobody else by arriving first.
+        return (channel, isSavedOperator(session.user, key: key))
     }
 
-    /// Whether `user` gets `+o` on joining the room: its account is among those the room keeps.
+    /// Whether `user` runs the registered room `key`: its account founded it or was given access.
     func isSavedOperator(_ user: User, key: String) -> Bool {
         guard let account = user.account, let entry = roomRecords.saved[key] else { return false }
-        return entry.operatorAccounts.contains(AccountStore.key(account))
+        let folded = AccountStore.key(account)
+        return entry.founder == folded || entry.operatorAccounts.contains(folded)
     }
 
-    /// An account given (`on`) or taken `+o` in a room with a record (saved by `roomChanged`).
-    mutating func operatorChanged(_ key: String, account: String, on: Bool) {
-        guard let entry = roomRecords.saved[key] else { return }
-        if on {
-            guard entry.operatorAccounts.count < RoomRecords.operatorLimit else { return }
-            roomRecords.saved[key]!.operatorAccounts.insert(AccountStore.key(account))
-        } else {
-            roomRecords.saved[key]!.operatorAccounts.remove(AccountStore.key(account))
-        }
-    }
-
-    /// After a room's modes, lists, topic or operators changed: its record written, made, or
-    /// (back to a new room's state, never closed) removed. A write that fails is logged and the
-    /// room goes on in memory.
+    /// After a registered room's modes, lists, topic or access changed: its record written. A
+    /// room nobody registered keeps nothing, but that it was closed: the mark is written as it
+    /// closes (a crash then keeps it too). A write that fails is logged and the room goes on in
+    /// memory.
     mutating func roomChanged(_ key: String, now: Double) {
         guard roomRecords.enabled, let channel = channels[key] else { return }
-        let entry = roomRecords.saved[key]
         let closed = Self.isClosed(channel)
         roomRecords.refusedRecently[key] = nil
-        if Self.isAsNew(channel) && !(entry?.everClosed ?? false) {
-            guard entry != nil else { return }
-            roomRecords.saved[key] = nil
-            roomRecords.pending[key] = .remove
-            if roomRecords.viaWriter { writeRoomRecords() }
+        guard var saved = roomRecords.saved[key] else {
+            if closed && roomRecords.markedClosed.insert(key).inserted {
+                roomRecords.pendingMarks.append((key, now))
+                if roomRecords.viaWriter { writeRoomRecords() }
+            }
             return
         }
-        // The accounts kept, and those of the room's operators now (the creator, an IRC operator given +o).
-        var operators = entry?.operatorAccounts ?? []
-        for status in (membership.members[key] ?? [:]).values where status.op && operators.count < RoomRecords.operatorLimit {
-            if let account = status.user.account { operators.insert(AccountStore.key(account)) }
-        }
-        let saved = RoomRecords.SavedRoom(everClosed: (entry?.everClosed ?? false) || closed, lastActive: now, operatorAccounts: operators)
+        saved.everClosed = saved.everClosed || closed
+        saved.lastActive = now
         roomRecords.saved[key] = saved
         roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
         if roomRecords.viaWriter { writeRoomRecords() }
-
-        if entry == nil { keepRecordsWithinLimit(now: now) }
     }
 
-    /// Past the limit, the least recently active records of rooms that are not live go, open
-    /// rooms' first. A closed room's name is remembered, so its history stays from the next makers.
-    mutating func keepRecordsWithinLimit(now: Double) {
-        while roomRecords.saved.count > roomRecords.limit {
-            // A walk over the records, only when a new one is made past the limit.
-            let live = channels
-            let dormant = roomRecords.saved.lazy.filter { live[$0.key] == nil }
-            func order(_ room: (key: String, value: RoomRecords.SavedRoom)) -> (Int, Double, String) {
-                (room.value.everClosed ? 1 : 0, room.value.lastActive, room.key)
+    /// The rooms an account founded.
+    func roomsFounded(by account: String) -> Int {
+        let folded = AccountStore.key(account)
+        return roomRecords.saved.values.reduce(0) { $0 + ($1.founder == folded ? 1 : 0) }
+    }
+
+    /// A live room registered to `founder` (ChanServ checked who may): its record made now.
+    mutating func registerRoom(_ key: String, founder: String, now: Double) {
+        guard let channel = channels[key] else { return }
+        let saved = RoomRecords.SavedRoom(founder: AccountStore.key(founder), registeredAt: now,
+                                          everClosed: Self.isClosed(channel) || roomRecords.markedClosed.contains(key), lastActive: now)
+        roomRecords.markedClosed.remove(key)
+        roomRecords.saved[key] = saved
+        roomRecords.refusedRecently[key] = nil
+        roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
+        if roomRecords.viaWriter { writeRoomRecords() }
+    }
+
+    /// A registration dropped: the record goes; a live room goes on until its last member
+    /// leaves, a closed one's name stays closed for its history.
+    mutating func dropRoom(_ key: String, now: Double) {
+        guard let entry = roomRecords.saved.removeValue(forKey: key) else { return }
+        roomRecords.refusedRecently[key] = nil
+        roomRecords.pending[key] = .remove
+        if entry.everClosed {
+            if channels[key] != nil { roomRecords.markedClosed.insert(key) }
+            forgetClosedRecord(key, now: now)
+        } else if roomRecords.viaWriter {
+            writeRoomRecords()
+        }
+    }
+
+    /// An account given access to a registered room, or taken it (false when the room keeps
+    /// `operatorLimit` already).
+    mutating func setAccess(_ key: String, account: String, on: Bool, now: Double) -> Bool {
+        guard roomRecords.saved[key] != nil else { return false }
+        let folded = AccountStore.key(account)
+        if on {
+            guard roomRecords.saved[key]!.operatorAccounts.count < RoomRecords.operatorLimit else { return false }
+            roomRecords.saved[key]!.operatorAccounts.insert(folded)
+        } else {
+            roomRecords.saved[key]!.operatorAccounts.remove(folded)
+        }
+        let saved = roomRecords.saved[key]!
+        if let channel = channels[key] {
+            roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
+        } else if var record = pendingRecord(key) {
+            record.operatorAccounts = saved.operatorAccounts.sorted()
+            roomRecords.pending[key] = .save(record)
+        }
+        roomRecords.refusedRecently[key] = nil
+        if roomRecords.viaWriter { writeRoomRecords() }
+        return true
+    }
+
+    /// The accounts deleted since the directory was last read: the rooms they founded are
+    /// registered no more, and their access goes (the database did the same in the deletion).
+    mutating func forgetRoomsOfMissingAccounts(now: Double) {
+        guard let directory else { return }
+        for (key, entry) in roomRecords.saved {
+            if directory.lookup(entry.founder) == nil {
+                // Gone from the database with the account; memory is brought in line (and a
+                // change still pending must not write it back).
+                roomRecords.saved[key] = nil
+                roomRecords.records[key] = nil
+                roomRecords.pending[key] = .remove
+                roomRecords.refusedRecently[key] = nil
+                if entry.everClosed {
+                    if channels[key] != nil { roomRecords.markedClosed.insert(key) } else { closedRooms.insert(key) }
+                }
+            } else {
+                let gone = entry.operatorAccounts.filter { directory.lookup($0) == nil }
+                if !gone.isEmpty { roomRecords.saved[key]!.operatorAccounts.subtract(gone) }
             }
-            guard let (key, entry) = dormant.min(by: { order($0) < order($1) }) else { return }
-            roomRecords.saved[key] = nil
-            roomRecords.refusedRecently[key] = nil
-            roomRecords.pending[key] = .remove
-            if entry.everClosed { forgetClosedRecord(key, now: now) }
         }
     }
 
@@ -334,12 +403,6 @@ extension ServerState {
     /// Closed: what it takes to join it, or to see it, is more than its name.
     static func isClosed(_ channel: Channel) -> Bool { channel.has("i") || channel.key != nil || channel.isSecret }
 
-    /// Nothing in it that a room made now would not have.
-    static func isAsNew(_ channel: Channel) -> Bool {
-        channel.flags == FlagModes(["n", "t"]) && channel.key == nil && channel.limit == nil && channel.topic.isEmpty
-            && channel.lists == ModeLists()
-    }
-
     static func record(of channel: Channel, key: String, _ saved: RoomRecords.SavedRoom) -> RoomRecord {
         func entries(_ letter: Character) -> [RoomRecord.Entry] {
             channel.lists[letter].map { RoomRecord.Entry(mask: $0.mask, setBy: $0.setBy, setAt: $0.setAt) }
@@ -352,6 +415,8 @@ extension ServerState {
         record.topic = channel.topic
         record.topicSetBy = channel.topicSetBy
         record.topicSetAt = channel.topicSetAt
+        record.founder = saved.founder
+        record.registeredAt = saved.registeredAt
         record.operatorAccounts = saved.operatorAccounts.sorted()
         record.everClosed = saved.everClosed
         return record

@@ -814,7 +814,8 @@ public struct ServerState {
             roomTails[key] = nil
             // A closed room (invite-only, keyed, secret) keeps its history from whoever makes a
             // room of that name next: they read only what is said from then on.
-            if channel.has("i") || channel.key != nil || channel.isSecret { closedRooms.insert(key) }
+            // (Or was closed once: `RoomRecords.markedClosed`, its mark already written.)
+            if roomRecords.markedClosed.remove(key) != nil || Self.isClosed(channel) { closedRooms.insert(key) }
             for key in NameKeys.of(channel.name, casemapping) where channelSkeletons[key] == casemapping.fold(channel.name) {
                 channelSkeletons.removeValue(forKey: key)
             }

@@ -80,6 +80,8 @@ extension ServerState {
             // An account deleted meanwhile takes its read markers with it (the database's went in the same transaction).
             if let before {
                 for key in before.accounts.keys where fresh.accounts[key] == nil { accountMarkers[key] = nil }
+                // And the rooms it registered are registered no more.
+                if before.accounts.keys.contains(where: { fresh.accounts[$0] == nil }) { forgetRoomsOfMissingAccounts(now: now) }
             }
             outbox.items.append(.log("accounts: \(fresh.accounts.count) accounts\(before == nil ? " (readable again)" : " (reloaded: changed on disk)")"))
         case (.reloadAccounts, .failed(let problem)):

@@ -201,8 +201,17 @@ public final class AccountStore {
                 }
             }
             if tables.contains("read_markers") { try run("DELETE FROM read_markers WHERE account = ?", [.text(key)]) }
-            // Nor does it run the rooms the account ran.
+            // Nor does it run the rooms the account ran: its access goes, and the rooms it founded
+            // are registered no more (a closed one's name stays closed: its history stays from
+            // whoever makes it next).
             if tables.contains("room_operators") { try run("DELETE FROM room_operators WHERE account = ?", [.text(key)]) }
+            let roomColumns = tables.contains("rooms") ? Set(try run("PRAGMA table_info(rooms)").compactMap { row -> String? in
+                if row.count > 1, case .text(let name) = row[1] { return name } else { return nil }
+            }) : []
+            if roomColumns.contains("founder") && tables.contains("closed_rooms") {
+                try run("INSERT OR IGNORE INTO closed_rooms SELECT key, last_active FROM rooms WHERE founder = ? AND ever_closed = 1", [.text(key)])
+                try run("DELETE FROM rooms WHERE founder = ?", [.text(key)])
+            }
             try run("COMMIT")
         } catch {
             _ = try? database.execute("ROLLBACK")

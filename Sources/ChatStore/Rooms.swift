@@ -1,6 +1,7 @@
-/// One room as it is kept across restarts: its name, creation time, rules (flag modes, key,
-/// limit, the `b`, `e` and `I` lists) and topic, the accounts that run it, and whether it was
-/// ever closed (`+i`, `+k` or `+s`), so that the room that comes back is the same room.
+/// One registered room as it is kept across restarts: its name, creation time, rules (flag
+/// modes, key, limit, the `b`, `e` and `I` lists) and topic, its founder and the accounts given
+/// access, and whether it was ever closed (`+i`, `+k` or `+s`), so that the room that comes
+/// back is the same room. Only rooms registered by an account (ChanServ REGISTER) are kept.
 public struct RoomRecord: Equatable, Sendable {
     /// One entry of a `b`, `e` or `I` list, as set.
     public struct Entry: Equatable, Sendable {
@@ -30,7 +31,13 @@ public struct RoomRecord: Equatable, Sendable {
     public var topic = ""
     public var topicSetBy = ""
     public var topicSetAt: Double = 0
-    /// The folded names of the accounts given `+o` in the room (and not taken it since).
+    /// The folded name of the account that registered the room (nil only in records written
+    /// before rooms were registered: the server drops those at start).
+    public var founder: String?
+    /// When it was registered (seconds since 1970).
+    public var registeredAt: Double = 0
+    /// The folded names of the accounts given access (op on joining, past the room's rules),
+    /// besides the founder.
     public var operatorAccounts: [String] = []
     public var everClosed = false
     /// When the record was last saved or the room last made from it: the least recently
@@ -78,6 +85,13 @@ public final class RoomStore {
                 key TEXT NOT NULL REFERENCES rooms(key) ON DELETE CASCADE, account TEXT NOT NULL, PRIMARY KEY (key, account));
             CREATE TABLE IF NOT EXISTS closed_rooms (key TEXT PRIMARY KEY, since REAL NOT NULL);
             """)
+        // Registration came later: a database from before has the two columns added, empty.
+        let columns = try database.query("PRAGMA table_info(rooms)").compactMap { row -> String? in
+            if row.count > 1, case .text(let name) = row[1] { name } else { nil }
+        }
+        if !columns.contains("founder") {
+            try database.execute("ALTER TABLE rooms ADD COLUMN founder TEXT; ALTER TABLE rooms ADD COLUMN registered_at REAL NOT NULL DEFAULT 0")
+        }
     }
 
     /// The list letters as stored, with the record's field for each.
@@ -121,14 +135,18 @@ public final class RoomStore {
     private func write(_ record: RoomRecord) throws(Database.Failure) {
         do {
             try database.query("""
-                INSERT INTO rooms VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET
+                INSERT INTO rooms (key, name, created_at, flags, room_key, user_limit, topic, topic_set_by, topic_set_at,
+                                   ever_closed, last_active, founder, registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET
                     name = excluded.name, created_at = excluded.created_at, flags = excluded.flags, room_key = excluded.room_key,
                     user_limit = excluded.user_limit, topic = excluded.topic, topic_set_by = excluded.topic_set_by,
-                    topic_set_at = excluded.topic_set_at, ever_closed = excluded.ever_closed, last_active = excluded.last_active
+                    topic_set_at = excluded.topic_set_at, ever_closed = excluded.ever_closed, last_active = excluded.last_active,
+                    founder = excluded.founder, registered_at = excluded.registered_at
                 """, [.text(record.key), .text(record.name), .real(record.createdAt), .text(record.flags),
                       record.roomKey.map { .text($0) } ?? .null, record.limit.map { .integer(Int64($0)) } ?? .null,
                       .text(record.topic), .text(record.topicSetBy), .real(record.topicSetAt),
-                      .integer(record.everClosed ? 1 : 0), .real(record.lastActive)])
+                      .integer(record.everClosed ? 1 : 0), .real(record.lastActive),
+                      record.founder.map { .text($0) } ?? .null, .real(record.registeredAt)])
             try database.query("DELETE FROM room_list_entries WHERE key = ?", [.text(record.key)])
             for (letter, field) in Self.lists {
                 for (position, entry) in record[keyPath: field].enumerated() {
@@ -157,7 +175,8 @@ public final class RoomStore {
     /// One record, whole.
     public func record(_ key: String) throws(Database.Failure) -> RoomRecord? {
         let rows = try database.query("""
-            SELECT key, name, created_at, flags, room_key, user_limit, topic, topic_set_by, topic_set_at, ever_closed, last_active
+            SELECT key, name, created_at, flags, room_key, user_limit, topic, topic_set_by, topic_set_at, ever_closed, last_active,
+                   founder, registered_at
             FROM rooms WHERE key = ?
             """, [.text(key)])
         guard let row = rows.first, var record = Self.record(row) else { return nil }
@@ -215,7 +234,7 @@ public final class RoomStore {
     }
 
     private static func record(_ row: [Database.Value]) -> RoomRecord? {
-        guard row.count == 11, case .text(let key) = row[0], case .text(let name) = row[1], let created = double(row[2]),
+        guard row.count == 13, case .text(let key) = row[0], case .text(let name) = row[1], let created = double(row[2]),
               case .text(let flags) = row[3], case .text(let topic) = row[6], case .text(let setBy) = row[7],
               let setAt = double(row[8]), case .integer(let closed) = row[9], let last = double(row[10]) else { return nil }
         var record = RoomRecord(key: key, name: name, createdAt: created, flags: flags, lastActive: last)
@@ -225,6 +244,8 @@ public final class RoomStore {
         record.topicSetBy = setBy
         record.topicSetAt = setAt
         record.everClosed = closed != 0
+        if case .text(let founder) = row[11] { record.founder = founder }
+        record.registeredAt = double(row[12]) ?? 0
         return record
     }
 

@@ -93,6 +93,13 @@ public enum CommandInterpreter {
         case "kick", "ban", "unban", "op", "deop", "voice", "devoice":
             guard let room else { return [.note("/\(command.name) works in a room: pick one first", conversation: here, isError: true)] }
             return operatorCommand(command.name, room: room, words: words, rest: String(rest))
+        case "register":
+            // ChanServ answers in a NOTICE: what it did, or why not.
+            guard let which = words.first ?? room else {
+                return [.note("Usage: /register #ROOM (or pick a room first)", conversation: here, isError: true)]
+            }
+            return [.note("Asking ChanServ to register \(which)…", conversation: here, isError: false),
+                    .irc(IRCMessage("PRIVMSG", "ChanServ", "REGISTER \(which)"))]
         case "invite":
             guard let into = words.count > 1 ? words[1] : room else {
                 return [.note("Usage: /invite NICK #ROOM", conversation: here, isError: true)]

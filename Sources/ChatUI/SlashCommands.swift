@@ -27,6 +27,7 @@ public enum SlashCommands {
         SlashCommand(name: "deop", usage: "/deop NICK…", minArguments: 1, summary: "(room operators) take operator status away"),
         SlashCommand(name: "voice", usage: "/voice NICK…", minArguments: 1, summary: "(room operators) let people speak in a moderated room"),
         SlashCommand(name: "devoice", usage: "/devoice NICK…", minArguments: 1, summary: "(room operators) take voice away"),
+        SlashCommand(name: "register", usage: "/register [#ROOM]", minArguments: 0, summary: "keep a room you run across restarts, registered to your account (ChanServ)"),
         SlashCommand(name: "mode", usage: "/mode [TARGET] [+|-MODES [ARGS]]", minArguments: 0, summary: "show or change the room's modes (+i +k KEY +l N +m +s +b MASK…) or yours"),
         SlashCommand(name: "reply", usage: "/reply N TEXT", minArguments: 2, summary: "answer message [N] (its number in --lines; Alt-Up picks one here)"),
         SlashCommand(name: "react", usage: "/react N EMOJI", minArguments: 2, summary: "react to message [N] (:+1: :heart: :joy: :tada: :eyes: :pray: or any emoji)"),

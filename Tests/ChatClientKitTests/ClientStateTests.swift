@@ -42,6 +42,21 @@ struct ClientStateTests {
         #expect(events.contains(.joined(.room("#lobby"), name: "#lobby", again: false)))
     }
 
+    @Test("ChanServ's answer to /register shows where it was asked, not as a new direct conversation; another nick's NOTICE does")
+    func serviceAnswerWhereAsked() throws {
+        var state = ClientState(nick: "alice")
+        for line in welcome { _ = state.apply(try IRCMessage(parsing: line), now: 1000) }
+        state.replyConversation = .room("#lobby")
+        let answer = state.apply(try IRCMessage(parsing: ":ChanServ!ChanServ@srv NOTICE alice :#lobby is registered to your account alice"), now: 1001)
+        #expect(answer.contains { if case .line(.room("#lobby"), let line) = $0 { return line.text.hasPrefix("#lobby is registered") && !line.isHighlight } else { return false } })
+        #expect(state.conversation("ChanServ") == nil)
+        state.replyConversation = nil
+        _ = state.apply(try IRCMessage(parsing: ":nickserv!NickServ@srv NOTICE alice :This nickname is registered"), now: 1002)
+        #expect(state.book[.server]?.lines.last?.text == "This nickname is registered")
+        _ = state.apply(try IRCMessage(parsing: ":bob!b@h NOTICE alice :psst"), now: 1003)
+        #expect(state.conversation("bob")?.lines.last?.text == "psst")
+    }
+
     @Test("JOIN, PART, QUIT and KICK keep the members current, with notices")
     func membership() throws {
         let (state, events) = fold(welcome + [

@@ -1,6 +1,8 @@
-"""Issue 23, item 6: a closed room comes back after a restart as the same room, with its
-modes, key and topic; a stranger (from 127.0.0.2) who joins its name without the key is
-refused and reads none of its history, and the owner's account runs it again."""
+"""Issue 42, item 1 (after issue 23, item 6): a room registered with ChanServ comes back after a
+restart as the same room, with its modes, key and topic; a stranger (from 127.0.0.2) who joins
+its name without the key is refused and reads none of its history, and the founder's account runs
+it again. A room nobody registered ends with its last member: a squatter's key, bans, +i and +l
+go with it, and the name is free for the next person, after a restart too."""
 import base64
 import os
 import signal
@@ -64,6 +66,9 @@ def test_closed_room_after_kill_9_and_restart(tmp_path):
     try:
         alice = owner(server.port)
         alice.send("JOIN #vault")
+        alice.send("PRIVMSG ChanServ :REGISTER #vault")
+        said = alice.wait_for(lambda l: l.startswith(":ChanServ!") and " NOTICE owner " in l)
+        assert "#vault is registered to your account owner" in said, said
         alice.send("MODE #vault +sk sesame")
         alice.send("TOPIC #vault :owners only")
         alice.send("PRIVMSG #vault :the plan")
@@ -91,7 +96,7 @@ def test_closed_room_after_kill_9_and_restart(tmp_path):
         assert " 332 " not in answer, answer
 
         back = owner(restarted.port)
-        back.send("JOIN #vault sesame")
+        back.send("JOIN #vault")
         topic = back.wait_for(lambda l: " 332 " in l or " 475 " in l)
         assert topic.endswith("#vault :owners only"), topic
         names = back.wait_for(lambda l: " 353 " in l)
@@ -102,5 +107,43 @@ def test_closed_room_after_kill_9_and_restart(tmp_path):
         back.send("CHATHISTORY LATEST #vault * 10")
         batch = until_batch_end(back)
         assert [l.rsplit(":", 1)[1] for l in batch if "PRIVMSG #vault" in l] == ["the plan"], batch
+    finally:
+        restarted.stop()
+
+
+def test_squatted_name_is_free_when_the_room_empties(tmp_path):
+    data = tmp_path / "data"
+    server = Server("--data-dir", str(data))
+    try:
+        squatter = Client(server.port, source="127.0.0.2")
+        squatter.register("squatter")
+        squatter.send("JOIN #x")
+        squatter.wait_for(lambda l: " 366 " in l)
+        squatter.send("MODE #x +kbil secret *!*@* 1")
+        squatter.wait_for(lambda l: " MODE #x " in l)
+        squatter.send("PART #x")
+        squatter.wait_for(lambda l: " PART #x" in l)
+        guest = Client(server.port)
+        guest.register("guest")
+        guest.send("JOIN #x")
+        names = guest.wait_for(lambda l: " 353 " in l or " 47" in l)
+        assert names.endswith(":@guest"), names
+        guest.send("MODE #x")
+        modes = guest.wait_for(lambda l: " 324 " in l)
+        assert modes.endswith("#x +nt"), modes
+        # Left closed while alive, then the server is killed: nothing of it comes back either.
+        guest.send("MODE #x +k mine")
+        guest.wait_for(lambda l: " MODE #x +k" in l)
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait(timeout=10)
+    finally:
+        server.stop()
+    restarted = Server("--data-dir", str(data))
+    try:
+        other = Client(restarted.port, source="127.0.0.2")
+        other.register("other")
+        other.send("JOIN #x")
+        names = other.wait_for(lambda l: " 353 " in l or " 47" in l)
+        assert names.endswith(":@other"), names
     finally:
         restarted.stop()
