@@ -56,6 +56,11 @@ enum SASLExchange {
     case scramFinal(asked: String, account: String?, credential: SCRAMCredential, authPrefix: String, nonce: String, header: String)
     /// Server-final sent; logged in when the client answers `+`.
     case scramDone(asked: String, account: String)
+    /// A PLAIN or SCRAM first message naming no account we hold: parked until the accounts are
+    /// read again from disk (one made by `chat-tui account add` a moment ago logs in at once).
+    case awaitingAccounts(mechanism: ParkedMechanism, payload: [UInt8])
+
+    enum ParkedMechanism { case plain, scram }
 }
 
 extension ServerState {
@@ -135,6 +140,8 @@ extension ServerState {
         case .scramFinal(let asked, let account, let credential, let authPrefix, let nonce, let header):
             scramFinal(session, payload, asked: asked, account: account, credential: credential, authPrefix: authPrefix, nonce: nonce,
                        header: header, now: request.now)
+        case .awaitingAccounts:
+            saslFailed(session, account: nil, reason: "unexpected data while the accounts are read", now: request.now)
         case .scramDone(let asked, let account):
             // The client has checked our signature and says so with an empty answer.
             guard payload.isEmpty else {
@@ -149,12 +156,13 @@ extension ServerState {
     func fold(_ name: String) -> String { AccountStore.key(name) }
 
     /// PLAIN: `authzid NUL authcid NUL password`; the identity asked for must be the one proved.
-    mutating func plainLogin(_ session: Session, _ payload: [UInt8], now: Double) {
+    mutating func plainLogin(_ session: Session, _ payload: [UInt8], now: Double, reloaded: Bool = false) {
         let parts = payload.split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         guard parts.count == 3, !parts[1].isEmpty else {
             saslFailed(session, account: nil, reason: "malformed PLAIN message", now: now)
             return
         }
+        if !reloaded && parkUntilReloaded(session, name: parts[1], .plain, payload) { return }
         let (authzid, authcid, password) = (parts[0], parts[1], parts[2])
         guard authzid.isEmpty || fold(authzid) == fold(authcid) else {
             saslFailed(session, account: authcid, reason: "cannot log in as another account", now: now)
@@ -197,7 +205,7 @@ extension ServerState {
 
     /// SCRAM client-first: `n,,n=NAME,r=NONCE` (no channel binding). Answered with our nonce
     /// added, the salt and the iteration count.
-    mutating func scramFirst(_ session: Session, _ payload: [UInt8], now: Double) {
+    mutating func scramFirst(_ session: Session, _ payload: [UInt8], now: Double, reloaded: Bool = false) {
         let message = String(decoding: payload, as: UTF8.self)
         // gs2 header: `n` or `y` (the client could bind but thinks we cannot), no authzid or the same one.
         let fields = message.split(separator: ",", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
@@ -218,6 +226,7 @@ extension ServerState {
             saslFailed(session, account: name, reason: "malformed SCRAM client-first message", now: now)
             return
         }
+        if !reloaded && parkUntilReloaded(session, name: name, .scram, payload) { return }
         if refusedByThrottle(session, account: name, now: now) { return }
         if refusedUnreadable(session) { return }
         countAttempt(session, account: name, now: now)
@@ -278,6 +287,45 @@ extension ServerState {
             send(session, IRCMessage(command: "AUTHENTICATE", params: [String(chunk)]))
             if rest.isEmpty && chunk.count == 400 { send(session, IRCMessage(command: "AUTHENTICATE", params: ["+"])) }
         } while !rest.isEmpty
+    }
+
+    /// A login naming no account we hold waits for the accounts to be read again (true when
+    /// parked): made on disk a moment ago, the account is there then. A name that is still
+    /// unknown goes on to the same stand-in check as before, a read later.
+    mutating func parkUntilReloaded(_ session: Session, name: String, _ mechanism: SASLExchange.ParkedMechanism, _ payload: [UInt8]) -> Bool {
+        guard hasAccounts, directory != nil, lookupAccount(name, session: session) == nil else { return false }
+        session.sasl = .awaitingAccounts(mechanism: mechanism, payload: payload)
+        // A read already under way may have begun before the account was made: the next one.
+        if accountReloadPending {
+            loginsAfterNextReload.append(session.connection)
+        } else {
+            loginsAfterThisReload.append(session.connection)
+            accountReloadPending = true
+            outbox.items.append(.store(.reloadAccounts(known: directory?.version ?? -1)))
+        }
+        return true
+    }
+
+    /// The accounts were read again (or could not be): the logins parked for that read go on.
+    mutating func resumeParkedLogins(now: Double) {
+        let resumed = loginsAfterThisReload
+        loginsAfterThisReload = loginsAfterNextReload
+        loginsAfterNextReload = []
+        if !loginsAfterThisReload.isEmpty {
+            accountReloadPending = true
+            outbox.items.append(.store(.reloadAccounts(known: directory?.version ?? -1)))
+        }
+        for id in resumed {
+            guard let session = sessions[id], case .awaitingAccounts(let mechanism, let payload)? = session.sasl else { continue }
+            switch mechanism {
+            case .plain:
+                session.sasl = .plain
+                plainLogin(session, payload, now: now, reloaded: true)
+            case .scram:
+                session.sasl = .scramFirst
+                scramFirst(session, payload, now: now, reloaded: true)
+            }
+        }
     }
 
     func lookupAccount(_ name: String, session: Session) -> AccountDirectory.Entry? {

@@ -57,6 +57,11 @@ public struct ServerState {
     /// not be read: then every check fails closed (`accountsUnavailable`).
     var directory: AccountDirectory?
     var accountReloadPending = false
+    /// Logins naming an unknown account, waiting for the accounts' read under way (`This`) or
+    /// the one after it (`Next`). Owner: the session's SASL exchange; bound: one an open
+    /// connection; end: that read's answer (a closed connection's is skipped then).
+    var loginsAfterThisReload: [ConnectionID] = []
+    var loginsAfterNextReload: [ConnectionID] = []
     var accountsFailing = false
     /// The history database, read at start only (the read markers, the closed rooms' checks):
     /// history is read by the history worker (`HistoryQuery`) and written by the writer thread.

@@ -72,6 +72,7 @@ extension ServerState {
         case (.reloadAccounts, .unchanged):
             accountReloadPending = false
             accountsFailed(nil)
+            resumeParkedLogins(now: now)
         case (.reloadAccounts, .directory(let fresh)):
             accountReloadPending = false
             accountsFailed(nil)
@@ -84,9 +85,11 @@ extension ServerState {
                 if before.accounts.keys.contains(where: { fresh.accounts[$0] == nil }) { forgetRoomsOfMissingAccounts(now: now) }
             }
             outbox.items.append(.log("accounts: \(fresh.accounts.count) accounts\(before == nil ? " (readable again)" : " (reloaded: changed on disk)")"))
+            resumeParkedLogins(now: now)
         case (.reloadAccounts, .failed(let problem)):
             accountReloadPending = false
             accountsFailed(problem)
+            resumeParkedLogins(now: now)
         case (.addAccount(let connection, let name, let credential, _), .added(let problem, let version)):
             if problem == nil {
                 directory?.add(name: name, credential: credential)

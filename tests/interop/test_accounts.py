@@ -40,3 +40,29 @@ def test_home_decides_where_the_data_goes(tmp_path):
     made = subprocess.run([BINARY, "account", "add", "carol", "--password", "carols password"], env=env, capture_output=True, text=True, timeout=60)
     assert made.returncode == 0, made.stderr
     assert (tmp_path / ".local/share/chat-tui/server/server.db").exists()
+
+
+def test_account_added_while_the_server_runs_logs_in_at_once(tmp_path):
+    """Issue 42, item 3: `chat-tui account add` while the server runs, then SASL at once: 903,
+    not the 904 a login got until the next reload a second later."""
+    import base64
+    from test_room_restart import Client
+    from conftest import Server
+    data = tmp_path / "data"
+    assert account(data, "add", "first", "--password", "first password").returncode == 0
+    server = Server("--data-dir", str(data))
+    try:
+        for name in ["carol", "dave", "erin"]:
+            assert account(data, "add", name, "--password", f"{name}s password").returncode == 0
+            c = Client(server.port)
+            c.send("CAP REQ :sasl")
+            c.send(f"NICK {name}")
+            c.send(f"USER {name} 0 * :{name}")
+            c.wait_for(lambda l: " ACK " in l)
+            c.send("AUTHENTICATE PLAIN")
+            c.wait_for(lambda l: l.startswith("AUTHENTICATE +"))
+            c.send("AUTHENTICATE " + base64.b64encode(f"\0{name}\0{name}s password".encode()).decode())
+            answer = c.wait_for(lambda l: " 903 " in l or " 904 " in l)
+            assert " 903 " in answer, answer
+    finally:
+        server.stop()
