@@ -23,6 +23,8 @@ public actor ChatClient {
     /// The last DCC offer that could not reach its peer (its file and the peer): `/upload` alone sends it through the host.
     var unreachable: (path: String, nick: String)?
     private var runTask: Task<Void, Never>?
+    /// A certificate the user trusted that could not be written to known-servers: trusted until the program ends.
+    private var trustedThisRun: String?
     private var backoffTask: Task<Void, Never>?
     /// False once the user quits or disconnects, or the server refuses us for good.
     private var keepConnected = true
@@ -134,10 +136,17 @@ public actor ChatClient {
     public func search(_ words: [String]) async {
         let query = words.joined(separator: " ")
         guard let log else {
-            emit(.searchResults(query: query, []))
+            emit(.searchResults(query: query, [], failure: config.logPath == nil ? "no log is kept (--no-logs)" : logProblem ?? "the log cannot be opened"))
             return
         }
-        let found = (try? await log.read({ log throws(Database.Failure) in try log.search(words) }).get()) ?? []
+        let found: [LoggedLine]
+        do {
+            found = try await log.read({ log throws(Database.Failure) in try log.search(words) }).get()
+        } catch {
+            // Said as a failure, never as "nothing found".
+            emit(.searchResults(query: query, [], failure: "reading the log failed: \(error)"))
+            return
+        }
         let hits = found.map { logged -> SearchHit in
             SearchHit(conversation: IRCNames.isChannel(logged.name) ? .room(logged.conversation) : .direct(logged.conversation),
                       name: logged.name, line: logged.chatLine, network: logged.network)
@@ -154,6 +163,12 @@ public actor ChatClient {
             var line = logged.chatLine
             line.isHistory = true
             for event in state.line(line, to: hit.conversation, name: hit.name) { publish(event) }
+        }
+        // A nickname from the log may be someone else's now: said before anything is typed here.
+        if case .direct = hit.conversation {
+            let warning = ChatLine(time: WallClock.now(), kind: .info,
+                                   text: "These lines are from your log (\(ServerTime.format(time).prefix(10))): whoever has the nickname \(hit.name) now may be someone else, and what you type here goes to them")
+            for event in state.line(warning, to: hit.conversation, name: hit.name) { publish(event) }
         }
     }
 
@@ -312,7 +327,7 @@ public actor ChatClient {
                 : "the certificate of \(server) is \(certificate.fingerprint), not the pinned \(pin)"
         }
         if certificate.problem == nil { return nil }
-        let known = config.knownServersPath.flatMap { KnownServers.fingerprint(for: server, in: $0) }
+        let known = config.knownServersPath.flatMap { KnownServers.fingerprint(for: server, in: $0) } ?? trustedThisRun
         if let known {
             if KnownServers.normalise(known) == KnownServers.normalise(certificate.fingerprint) { return nil }
             return "the certificate of \(server) changed: it was \(known), now it is \(certificate.fingerprint); "
@@ -325,8 +340,13 @@ public actor ChatClient {
 
     /// The user trusts this certificate: remembered in known-servers, and we connect again.
     public func trustCertificate(_ fingerprint: String) {
+        trustedThisRun = fingerprint
         if let path = config.knownServersPath {
-            KnownServers.remember("\(config.host):\(config.port)", fingerprint, in: path)
+            do {
+                try KnownServers.remember("\(config.host):\(config.port)", fingerprint, in: path)
+            } catch {
+                note("The certificate is trusted until you quit, but could not be saved in \(path) (\(error))", in: .server)
+            }
         }
         start()
     }
@@ -526,6 +546,11 @@ public actor ChatClient {
     public func looking(at id: ConversationID) { state.lookingAt = id }
 
     /// Gives up on the direct messages held for `nick` (not on the server when they were sent).
+    /// `/send-held NICK`: what is held for NICK goes to whoever has the nickname now.
+    public func sendHeld(for nick: String) {
+        perform(state.userSentHeld(for: nick, now: WallClock.now()))
+    }
+
     public func cancelHeld(for nick: String) {
         perform(state.userCancelledHeld(for: nick, now: WallClock.now()))
     }

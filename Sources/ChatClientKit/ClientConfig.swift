@@ -48,7 +48,9 @@ public struct ClientConfig: Sendable {
     /// The capabilities we ask for when a server offers them.
     public var wantedCapabilities: [String] = ["message-tags", "server-time", "echo-message", "multi-prefix", "away-notify",
                                                "batch", "draft/chathistory", "draft/read-marker", "draft/multiline",
-                                               "draft/message-redaction", "draft/channel-rename", "draft/metadata-2"]
+                                               "draft/message-redaction", "draft/channel-rename", "draft/metadata-2",
+                                               // Who is logged in to which account: held lines are for a person (HeldDirect).
+                                               "account-tag", "extended-join", "account-notify", "extended-monitor"]
 
     public init(host: String, port: Int = 6667, nick: String) {
         self.host = host

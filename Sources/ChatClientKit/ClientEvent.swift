@@ -31,7 +31,8 @@ public enum ClientEvent: Sendable, Equatable {
     /// A LIST finished: its rooms (at most 10,000).
     case roomList([ListedRoom])
     /// The answer to a search of the client's log (`/search`), newest first.
-    case searchResults(query: String, [SearchHit])
+    /// `failure`: the search could not be made (no log kept, or reading it failed), in words.
+    case searchResults(query: String, [SearchHit], failure: String? = nil)
     /// A conversation appeared (a direct conversation, one the user opened).
     case opened(ConversationID, name: String)
     case closed(ConversationID)

@@ -137,6 +137,8 @@ extension ClientState {
             break
         }
         let context = MessageContext(message: message, now: now)
+        noteAccount(message, context)
+        if command == "354" && heldAccountChecked(context) { return reduction() }
         if message.tag("time") != nil { newestServerTime = max(newestServerTime ?? context.time, context.time) }
         if command == "PRIVMSG" { confirmEcho(context) }
         if let handler = Self.handlers[command] {

@@ -138,6 +138,8 @@ public struct ClientState: Sendable {
     var toldOfMarkers = false
     /// Direct messages waiting for their person to come back (MONITOR).
     public internal(set) var held = HeldDirect()
+    /// Who was logged in to which account, as the server said: held lines are bound to it.
+    public internal(set) var accountsSeen = AccountsSeen()
     /// What the actor is to do besides publishing, for the change being made (`reduction`).
     var actions: [ClientAction] = []
 
@@ -508,6 +510,7 @@ public struct ClientState: Sendable {
             state.watchHeld()
         },
         "730": { $0.monitorOnline($1) },
+        "731": { $0.monitorOffline($1) },
         // The end of the MOTD (or no MOTD) ends the welcome: user counts after it are answers.
         "376": { state, _ in state.welcomeBurst = false },
         "422": { state, c in state.welcomeBurst = false; state.numericOrUnknown(c) },
@@ -573,7 +576,7 @@ public struct ClientState: Sendable {
     static let silent: Set<String> = [
         "PONG", "PING", "CAP", "AUTHENTICATE", "002", "003", "004", "315", "329", "333", "375", "396",
         // MONITOR's other answers: offline (what is held stays held), the list and its end.
-        "731", "732", "733",
+        "732", "733",
         // Tags only (typing), labeled-response's empty answer, and changes to people's
         // accounts, hosts and real names: nothing a conversation shows.
         "ACK", "ACCOUNT", "CHGHOST", "SETNAME",
@@ -805,7 +808,8 @@ public struct ClientState: Sendable {
         }
         // A service's answer (ChanServ's to /register, NickServ's…) is shown where the user asked,
         // as irssi and WeeChat show it in the active window, not as a new direct conversation.
-        if command == "NOTICE" && !own && !isChannel(target) && Self.serviceNicks.contains(key(for: from)) {
+        // (In a conversation with the service when the user talks to it there: /msg ChanServ.)
+        if command == "NOTICE" && !own && !isChannel(target) && Self.serviceNicks.contains(key(for: from)) && book[id(for: from)] == nil {
             line.isHighlight = false
             say(line, to: replyConversation ?? .server)
             return

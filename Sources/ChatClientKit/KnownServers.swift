@@ -12,12 +12,14 @@ public enum KnownServers {
         return nil
     }
 
-    public static func remember(_ server: String, _ fingerprint: String, in path: String) {
+    /// Throws when the file cannot be written (the caller says so: the trust then lasts only
+    /// this run).
+    public static func remember(_ server: String, _ fingerprint: String, in path: String) throws {
         let existing = Files.readText(path) ?? ""
         let kept = existing.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix(server + " ") }.map(String.init)
         let text = (kept + ["\(server) \(fingerprint)"]).joined(separator: "\n") + "\n"
-        try? Files.createDirectories(Paths.directory(of: path))
-        try? Files.writeAtomically(path, Array(text.utf8))
+        try Files.createDirectories(Paths.directory(of: path))
+        try Files.writeAtomically(path, Array(text.utf8))
     }
 
     /// Hex digits only, upper case: `ab:cd` and `ABCD` are the same fingerprint.

@@ -59,6 +59,12 @@ extension ServerState {
         return (key, channels[key]?.name ?? roomRecords.records[key]?.name ?? name)
     }
 
+    /// A time as people read it: `2026-12-05 00:05 UTC`.
+    static func shownDate(_ time: Double) -> String {
+        let iso = ServerTime.format(time)
+        return iso.prefix(10) + " " + iso.dropFirst(11).prefix(5) + " UTC"
+    }
+
     /// The account's display name for a folded one, as the directory has it.
     func accountName(_ folded: String) -> String { directory?.lookup(folded)?.name ?? folded }
 
@@ -103,7 +109,7 @@ extension ServerState {
         guard let entry = roomRecords.saved[key] else {
             return chanServSays(session, "\(shown) is not registered: it ends when its last member leaves")
         }
-        chanServSays(session, "\(shown) is registered to \(accountName(entry.founder)) since \(ServerTime.format(entry.registeredAt))")
+        chanServSays(session, "\(shown) is registered to \(accountName(entry.founder)) since \(Self.shownDate(entry.registeredAt))")
         let access = entry.operatorAccounts.sorted().map(accountName)
         chanServSays(session, access.isEmpty ? "Access: only its founder" : "Access: \(access.joined(separator: ", "))")
     }
@@ -149,12 +155,14 @@ extension ServerState {
                 guard setAccess(key, account: found.name, on: true, now: request.now) else {
                     return chanServSays(session, "\(shown) has \(RoomRecords.operatorLimit) access accounts, the most a room keeps")
                 }
-                chanServSays(session, "\(found.name) now has access to \(shown): it always gets in and gets op on joining")
+                log(session, "rooms: \(name): access given to the account \(found.name) by \(request.user.replyName)")
+                chanServSays(session, "\(found.name) now has access to \(shown): they always get in and get op on joining")
             } else {
                 guard entry.operatorAccounts.contains(folded) else {
                     return chanServSays(session, "\(PlainText.visible(arguments[2])) has no access to \(shown)")
                 }
                 _ = setAccess(key, account: folded, on: false, now: request.now)
+                log(session, "rooms: \(name): access taken from the account \(accountName(folded)) by \(request.user.replyName)")
                 chanServSays(session, "\(accountName(folded)) no longer has access to \(shown)")
             }
         default:

@@ -75,6 +75,13 @@ extension ServerState {
         linkJoin(user, key: key)
         let channel = channels[key]!
         announceJoin(user, key: key, name: channel.name, now: now)
+        // A registered room's founder or access account joining a room with people in it: they
+        // see the op it is given (the JOIN alone does not say so), from ChanServ.
+        if op && !isNew {
+            let change = ModeChange(adding: true, letter: "o", argument: user.replyName)
+            deliver(IRCMessage(source: chanServPrefix, command: "MODE", params: [channel.name] + ModeSyntax.format([change])), toRoom: key, now: now)
+            linkModes(source: sid, key: key, [change])
+        }
         if !channel.topic.isEmpty { sendTopic(session, channel) }
         markerOnJoin(session, key: key, name: channel.name)
         if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }

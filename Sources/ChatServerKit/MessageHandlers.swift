@@ -49,7 +49,12 @@ extension ServerState {
             }
             // The built-in ChanServ takes PRIVMSG; a NOTICE or TAGMSG to it is dropped, as to any service.
             if isChanServ(name) {
-                if command == "PRIVMSG", let text = params.first { chanServ(request, text: text) }
+                guard command == "PRIVMSG", let text = params.first else { continue }
+                // Echoed first (echo-message), as ergo echoes what is said to its services: a
+                // client that waits for the echo would otherwise send the command again after a
+                // reconnect, and ChanServ would carry it out twice.
+                if echo { send(session, IRCMessage(tags: tags, source: sender.prefix, command: command, params: [name, text])) }
+                chanServ(request, text: text)
                 continue
             }
             guard let resolved = messageTarget(name, from: request.session, quiet: quiet) else { continue }

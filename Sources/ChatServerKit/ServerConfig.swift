@@ -84,6 +84,9 @@ public struct ServerConfig: Sendable {
     public var operators: [OperatorBlock] = []
     /// Nicknames nobody may take, nor anything that looks like them.
     /// (Not `root` or `admin`: those are login names, and the host's own user is named after its login.)
+    /// How names fold (nicknames, rooms, masks): rfc1459 (`{}|~` are the lower case of `[]\^`) or
+    /// ascii (letters only: InspIRCd 4's default, and many networks'). Linked servers must agree.
+    public var casemapping: Casemapping = .rfc1459
     public var reservedNicks = ["NickServ", "ChanServ", "OperServ", "MemoServ", "HostServ", "BotServ", "Global", "services"]
     /// Lines of ADMIN: location, second location, e-mail.
     public var adminInfo = ["chat-tui host", "", ""]
@@ -165,7 +168,7 @@ public struct ServerConfig: Sendable {
         let tokens: ISupportTokens = [
             ("AWAYLEN", String(awayLength)),
             ("BOT", "B"),
-            ("CASEMAPPING", Casemapping.rfc1459.rawValue),
+            ("CASEMAPPING", casemapping.rawValue),
             ("CHANLIMIT", "#:\(channelLimit)"),
             ("CHANMODES", ChannelModes.chanmodesToken),
             ("CHANNELLEN", String(channelLength)),

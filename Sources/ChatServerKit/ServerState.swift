@@ -7,7 +7,8 @@ import IRCWire
 /// connection closed, time passed) and records what to send to whom in `outbox`. It does no I/O.
 public struct ServerState {
     public let config: ServerConfig
-    let casemapping = Casemapping.rfc1459
+    /// How names fold here (`ServerConfig.casemapping`).
+    let casemapping: Casemapping
     var sessions: [ConnectionID: Session] = [:]
     var users: [UserID: User] = [:]
     /// Ends the users of connections still open when the last copy of this state goes.
@@ -129,6 +130,7 @@ public struct ServerState {
 
     public init(config: ServerConfig, accounts: AccountStore? = nil, history: HistoryStore? = nil) {
         self.config = config
+        casemapping = config.casemapping
         hasAccounts = accounts != nil
         self.history = history
         sid = config.sid
@@ -139,7 +141,7 @@ public struct ServerState {
         isupportTokens = tokens.sorted { $0.0 < $1.0 }.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
         var reserved: [String: String] = [:]
         for name in config.reservedNicks {
-            for key in NameKeys.of(name, .rfc1459) { reserved[key] = name }
+            for key in NameKeys.of(name, casemapping) { reserved[key] = name }
         }
         reservedSkeletons = reserved
         if let accounts {

@@ -600,10 +600,22 @@ public final class HistoryWriter: Sendable {
                 if toPrune.isEmpty && Monotonic.now() - lastPrune > 600 {
                     lastPrune = Monotonic.now()
                     cutoff = Int64(WallClock.now() * 1000 - Double(retention.days) * 86_400_000) << 16
-                    toPrune = (try? store.targets()) ?? []
+                    do {
+                        toPrune = try store.targets()
+                    } catch {
+                        failed("history: old rows not pruned this time (\(error)); tried again in 10 minutes")
+                    }
                 }
-                // A few conversations a turn, between commits.
-                for target in toPrune.prefix(20) { pruned += (try? store.prune(target, olderThan: cutoff, keep: retention.perTarget)) ?? 0 }
+                // A few conversations a turn, between commits. A failure is said, once a round.
+                var pruneFailure: String?
+                for target in toPrune.prefix(20) {
+                    do {
+                        pruned += try store.prune(target, olderThan: cutoff, keep: retention.perTarget)
+                    } catch {
+                        pruneFailure = pruneFailure ?? "history: old rows not pruned (\(error)); tried again in 10 minutes"
+                    }
+                }
+                if let pruneFailure { failed(pruneFailure) }
                 toPrune.removeFirst(min(20, toPrune.count))
                 if toPrune.isEmpty && pruned > 0 {
                     failed("history: pruned \(pruned) rows older than \(retention.days) days or past \(retention.perTarget) per conversation")

@@ -76,6 +76,8 @@ public enum UICommand: Equatable, Sendable {
     case looking(ConversationID)
     /// `/cancel NICK`: give up on the direct messages held for this person.
     case cancelHeld(String)
+    /// `/send-held NICK`: send what is held for this person to whoever has the nickname now.
+    case sendHeld(String)
     /// Tab after `/send NICK`: list the directory `word` (a path being typed) is in; the shell
     /// answers with `UIEvent.filesListed`, so `update` never reads the disk.
     case listFiles(word: String)

@@ -69,7 +69,7 @@ public enum CommandInterpreter {
             if let room = state.conversation(words[0]), room.kind == .room, room.isJoined {
                 return [.show(room.id)]
             }
-            return [.irc(IRCMessage("JOIN", words[0]))]
+            return [.irc(IRCMessage(command: "JOIN", params: Array(words.prefix(2))))]
         case "part":
             let named = words.first.map { state.isChannel($0) } ?? false
             guard let which = named ? words[0] : room else {
@@ -182,6 +182,10 @@ public enum CommandInterpreter {
             if let word = words.first, let id = Int(word.trimmingPrefix("#")) { return [.cancelTransfer(id)] }
             if let nick = words.first { return [.cancelHeld(nick)] }
             if here.kind == .direct, let name = state[here]?.name { return [.cancelHeld(name)] }
+            return [.note("Usage: \(command.usage)", conversation: here, isError: true)]
+        case "send-held":
+            if let nick = words.first { return [.sendHeld(nick)] }
+            if here.kind == .direct, let name = state[here]?.name { return [.sendHeld(name)] }
             return [.note("Usage: \(command.usage)", conversation: here, isError: true)]
         case "disconnect":
             return words.isEmpty ? [.disconnect] : [.disconnectNetwork(words[0])]

@@ -76,7 +76,11 @@ extension ChatModel {
         case .lag(let seconds):
             lag = seconds
             return []
-        case .searchResults(let query, let hits):
+        case .searchResults(let query, let hits, let failure):
+            if let failure {
+                searchWaiting = nil
+                return [.note("Could not search your log for \(query): \(failure)", conversation: viewedID, isError: true)]
+            }
             if searchWaiting != nil { return gatherSearch(query: query, hits: hits) }
             guard !hits.isEmpty else {
                 return [.note("Nothing in your log has \(query)", conversation: viewedID, isError: false)]

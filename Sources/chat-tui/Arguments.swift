@@ -16,6 +16,7 @@ struct Arguments {
     var bind: String?
     /// nil: `--room none`, no automatic join.
     var room: String? = "#lobby"
+    var casemapping: Casemapping = .rfc1459
     /// `--oper NAME:HASH`, each an operator block.
     var operators: [(name: String, hash: String)] = []
     var serverName = "chat-tui.local"
@@ -216,6 +217,12 @@ struct Arguments {
                 throw Problem(description: "--room needs a name like #lobby, or none: \(problem)")
             }
             a.room = v
+        },
+        Flag(name: "casemapping", value: "ascii|rfc1459", scope: .hosting, help: "how names fold: rfc1459 (default: { } | ~ are the lower case of [ ] \\ ^) or ascii (letters only, as InspIRCd 4 and many networks); linked servers must agree") { a, v throws(Problem) in
+            guard let mapping = Casemapping(rawValue: v.lowercased()), mapping != .strictRFC1459 else {
+                throw Problem(description: "--casemapping takes ascii or rfc1459")
+            }
+            a.casemapping = mapping
         },
         Flag(name: "name", value: "NAME", scope: .hosting, help: "the server's name in replies (default chat-tui.local)") { a, v throws(Problem) in
             guard !v.isEmpty, !v.contains(" ") else { throw Problem(description: "--name needs a server name without spaces") }
@@ -431,6 +438,14 @@ struct Arguments {
     ]
 
     /// `--help`, made from the table.
+    /// What to do about a port that is taken, named by which port it is.
+    static func portHint(_ port: Int, _ arguments: Arguments, tls: Bool) -> String {
+        if port == arguments.port { return " (--port N picks another)" }
+        if tls && port == arguments.tlsPort { return " (--tls-port N picks another; --tls-port 0 turns TLS off)" }
+        if port == arguments.webPort { return " (--web-port N picks another; --web-port 0 turns the web page off)" }
+        return ""
+    }
+
     static var usage: String {
         func rows(_ scope: Scope) -> String {
             flags.filter { $0.scope == scope }.map { flag in

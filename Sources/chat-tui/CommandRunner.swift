@@ -24,11 +24,11 @@ enum CommandRunner {
                 await client.note("\(mask) is not a nickname or a nick!user@host mask", in: here)
                 return true
             }
-            persistIgnores(list)
+            if let problem = persistIgnores(list) { await client.note(problem, in: here) }
             await client.note("Ignoring \(list.last ?? mask): their messages are hidden (/unignore to undo)", in: here, isError: false)
         case .unignore(let mask):
             let list = await client.unignore(mask)
-            persistIgnores(list)
+            if let problem = persistIgnores(list) { await client.note(problem, in: here) }
             await client.note("No longer ignoring \(mask)", in: here, isError: false)
         case .note(let text, let conversation, let isError):
             await client.note(text, in: conversation, isError: isError)
@@ -71,6 +71,9 @@ enum CommandRunner {
         case .cancelHeld(let nick):
             await client.replyIn(here)
             await client.cancelHeld(for: nick)
+        case .sendHeld(let nick):
+            await client.replyIn(here)
+            await client.sendHeld(for: nick)
         case .quit, .bell, .redraw, .copy, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on:
             return false
         }
@@ -85,7 +88,13 @@ enum CommandRunner {
     }
 
     /// Keeps the ignore list in the config file, so it holds next time.
-    static func persistIgnores(_ list: [String]) {
-        try? ConfigFile.set("ignore", to: list.isEmpty ? nil : list.joined(separator: ","), in: configPath)
+    /// Nil when saved, else what went wrong, for the user to see.
+    static func persistIgnores(_ list: [String]) -> String? {
+        do {
+            try ConfigFile.set("ignore", to: list.isEmpty ? nil : list.joined(separator: ","), in: configPath)
+            return nil
+        } catch {
+            return "The ignore list could not be saved in \(configPath) (\(error)): it lasts until you quit"
+        }
     }
 }

@@ -24,10 +24,10 @@ enum LinesMode {
             let (view, prefix) = await session.view(index)
             await view.apply(event)
             var event = event
-            if !prefix.isEmpty, case .searchResults(let query, let hits) = event {
+            if !prefix.isEmpty, case .searchResults(let query, let hits, let failure) = event {
                 // Every network is asked (they share one log): each lists the lines said on it.
                 let key = await session.clients[index].network
-                event = .searchResults(query: query, hits.filter { $0.network == key })
+                event = .searchResults(query: query, hits.filter { $0.network == key }, failure: failure)
             }
             var name: String?
             if case .line(let id, _) = event { name = id == .server ? "server" : await view.book[id]?.name }
@@ -322,7 +322,9 @@ enum LinesMode {
             return "\(clock(now)) !!! not sent to \(target): \(PlainText.visible(text)) (\(reason))"
         case .roomList(let rooms):
             return "\(clock(now)) -!- \(rooms.count) rooms listed" + rooms.prefix(50).map { "\n  \($0.name) (\($0.users)) \($0.topic)" }.joined()
-        case .searchResults(let query, let hits):
+        case .searchResults(let query, _, let failure?):
+            return "\(clock(now)) !!! could not search your log for \(PlainText.visible(query)): \(failure)"
+        case .searchResults(let query, let hits, nil):
             return "\(clock(now)) -!- \(hits.count) lines with \(PlainText.visible(query))" + hits.prefix(50).map { hit in
                 "\n  \(PlainText.visible(hit.name)) \(ServerTime.format(hit.line.time)) <\(PlainText.visible(hit.line.sender ?? ""))> \(PlainText.visible(hit.line.text))"
             }.joined()

@@ -267,6 +267,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.networkIcon = arguments.networkIcon
     config.webOrigins = arguments.webOrigins
     config.room = arguments.room
+    config.casemapping = arguments.casemapping
     config.password = arguments.password
     config.operators = arguments.operators.map { OperatorBlock(name: $0.name, passwordHash: $0.hash) }
     // The host's own user on the chat screen is an operator: a block with a secret made now,
@@ -365,7 +366,7 @@ func runServer(_ arguments: Arguments) async -> Never {
                 logger("TLS is off: port \(arguments.tlsPort) is in use (--tls-port N picks another)")
                 tls = nil
             } else {
-                fail("cannot listen: \(error)" + (tls != nil ? " (--tls-port 0 turns TLS off)" : ""))
+                fail("cannot listen: \(error)" + Arguments.portHint(port, arguments, tls: tls != nil))
             }
         }
     }

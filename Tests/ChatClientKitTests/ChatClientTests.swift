@@ -197,7 +197,7 @@ func knownServersCRLF() throws {
     try Data("a.example:6697 AB12\r\nb.example:6697 CD34\r\n".utf8).write(to: URL(fileURLWithPath: path))
     #expect(KnownServers.fingerprint(for: "a.example:6697", in: path) == "AB12")
     #expect(KnownServers.fingerprint(for: "b.example:6697", in: path) == "CD34")
-    KnownServers.remember("a.example:6697", "EF56", in: path)
+    try KnownServers.remember("a.example:6697", "EF56", in: path)
     #expect(KnownServers.fingerprint(for: "a.example:6697", in: path) == "EF56")
     #expect(KnownServers.fingerprint(for: "b.example:6697", in: path) == "CD34")
 }
@@ -297,7 +297,7 @@ struct ClientTLSTests {
         let server = try TestServer(tls: certificate.context)
         let known = knownFile()
         let old = String(repeating: "01:", count: 31) + "01"
-        KnownServers.remember("127.0.0.1:\(server.tlsPort!)", old, in: known)
+        try KnownServers.remember("127.0.0.1:\(server.tlsPort!)", old, in: known)
         let client = ChatClient(config: tlsConfig(server, nick: "wary", known: known))
         let log = EventLog.watching(client)
         await client.start()

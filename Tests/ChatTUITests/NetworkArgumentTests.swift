@@ -1,5 +1,8 @@
+import Foundation
+import ChatClientKit
 import Testing
 import ChatServerKit
+import IRCWire
 @testable import chat_tui
 
 /// The config file `text` is refused with a message beginning with `message`.
@@ -92,6 +95,33 @@ struct NetworkArgumentTests {
     port = 7000
     tls = false
     """
+
+    @Test("a taken port's hint names that port's flag: a taken --web-port no longer says --tls-port 0 (issue 42, item 7)")
+    func portHints() throws {
+        let arguments = try Arguments(["--serve", "--port", "7000", "--tls-port", "7001", "--web-port", "7002"])
+        #expect(Arguments.portHint(7000, arguments, tls: true) == " (--port N picks another)")
+        #expect(Arguments.portHint(7001, arguments, tls: true) == " (--tls-port N picks another; --tls-port 0 turns TLS off)")
+        #expect(Arguments.portHint(7002, arguments, tls: true) == " (--web-port N picks another; --web-port 0 turns the web page off)")
+        #expect(try Arguments(["--serve", "--casemapping", "ascii"]).casemapping == .ascii)
+        #expect(throws: Arguments.Problem.self) { try Arguments(["--serve", "--casemapping", "strict-rfc1459"]) }
+    }
+
+    @Test("/ignore writes its line in the top part, before the sections: the file still starts, and the next /ignore replaces it (issue 42, item 7)")
+    func ignoreBesideSections() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-config-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Self.sections.write(toFile: path, atomically: true, encoding: .utf8)
+        try ChatClientKit.ConfigFile.set("ignore", to: "bob", in: path)
+        try ChatClientKit.ConfigFile.set("ignore", to: "bob,mallory!*@*", in: path)
+        let written = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(written.components(separatedBy: "ignore = ").count == 2, "one line, replaced: \(written)")
+        #expect(written.range(of: "ignore = bob,mallory!*@*")!.lowerBound < written.range(of: "[network libera]")!.lowerBound)
+        let file = try Arguments.fromConfigFile(path)
+        #expect(try Arguments.merging(file: file, given: []).ignore == ["bob", "mallory!*@*"])
+        #expect(file.networks.count == 2, "the sections unchanged")
+        try ChatClientKit.ConfigFile.set("ignore", to: nil, in: path)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == Self.sections + "\n")
+    }
 
     @Test("[network NAME] sections: each with its settings, the top part the defaults")
     func configSections() throws {

@@ -98,6 +98,9 @@ struct LookingTests {
         #expect(model.type("/w bob") == model.type("/whois bob"))
         #expect(model.type("/leave") == model.type("/part"))
         #expect(model.type("/j #dev").contains(.irc(IRCMessage("JOIN", "#dev"))))
+        #expect(model.type("/join #club secret").contains(.irc(IRCMessage("JOIN", "#club", "secret"))), "the key goes with it (issue 42's tour)")
+        #expect(model.type("/register").contains(.irc(IRCMessage("PRIVMSG", "ChanServ", "REGISTER #lobby"))))
+        #expect(model.type("/send-held bob").contains(.sendHeld("bob")))
     }
 
     @Test("the host closing the room is said once in the server window, without the status line's words on stopping")

@@ -26,7 +26,7 @@ BASE_CONF = """
 <pid file="{dir}/inspircd.pid">
 <log method="file" type="*" level="default" target="{dir}/inspircd.log">
 <dns server="127.0.0.1" timeout="1">
-<options hostintopic="yes" serverpingfreq="10" pingwarning="0">
+<options hostintopic="yes" serverpingfreq="10" pingwarning="0" casemapping="{casemapping}">
 <security hideserver="" flatlinks="no" hidesplits="no" hideulines="no">
 <performance quietbursts="no">
 """
@@ -35,14 +35,14 @@ BASE_CONF = """
 class InspIRCd:
     """A real InspIRCd on a free loopback port (started again on the same ports by `restart`)."""
 
-    def __init__(self, name="irc.inspircd.test", sid="9IR", link_port=None, links=(), modules=(), tls=None):
+    def __init__(self, name="irc.inspircd.test", sid="9IR", link_port=None, links=(), modules=(), tls=None, casemapping="rfc1459"):
         if not os.path.exists(INSPIRCD):
             pytest.fail("InspIRCd is missing at /usr/sbin/inspircd (make deps installs it)")
         self.dir = tempfile.mkdtemp(prefix="chat-tui-inspircd-")
         self.name = name
         self.port = free_port()
         self.link_port = link_port
-        config = BASE_CONF.format(name=name, sid=sid, port=self.port, dir=self.dir)
+        config = BASE_CONF.format(name=name, sid=sid, port=self.port, dir=self.dir, casemapping=casemapping)
         if link_port is not None:
             config += f'<bind address="127.0.0.1" port="{link_port}" type="servers">\n<module name="spanningtree">\n'
         self.tls_link_port = None

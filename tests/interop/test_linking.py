@@ -562,3 +562,46 @@ def test_our_clients_and_irssi_in_one_room(tmp_path):
         a.stop()
         b.stop()
         hub.stop()
+
+
+def test_link_into_an_ascii_casemapping_hub(tmp_path):
+    """Issue 42, item 6: InspIRCd with casemapping="ascii" (InspIRCd 4's default) refuses none of
+    ours with --casemapping ascii: one room across the link, and `a[` and `a{` are two people."""
+    hub = InspIRCd(name="hub.test", sid="1HB", link_port=free_port(), links=[("a.chat", PASSWORD), ("b.chat", PASSWORD)],
+                   casemapping="ascii")
+    ours = node("a.chat", "1AA", f"hub.test=127.0.0.1:{hub.link_port}", extra=("--casemapping", "ascii"))
+    refused = node("b.chat", "1BB", f"hub.test=127.0.0.1:{hub.link_port}")
+    try:
+        here = client(ours.port, "alice")
+        here.send("VERSION")
+        isupport = here.wait_for(lambda l: " 005 " in l and "CASEMAPPING=" in l)
+        assert "CASEMAPPING=ascii" in isupport, isupport
+        def on_hub(nick):
+            c = RawClient(hub.port)
+            c.send(f"NICK {nick}")
+            c.send("USER x 0 * :x")
+            c.wait_for(lambda l: " 001 " in l)
+            c.send("JOIN #lobby")
+            c.wait_for(lambda l: " 366 " in l)
+            return c
+        there = on_hub("bob")
+        wait_members(here, {"alice", "bob"})
+        wait_members(there, {"alice", "bob"})
+        # Under ascii, [ and { are different letters: two people, on both sides.
+        bracket = client(ours.port, "a[")
+        brace = on_hub("a{")
+        wait_members(there, {"alice", "bob", "a[", "a{"})
+        wait_members(here, {"alice", "bob", "a[", "a{"})
+        brace.send("PRIVMSG a[ :hello across")
+        bracket.wait_for(lambda l: "PRIVMSG a[ :hello across" in l, timeout=10)
+        # A node that folds rfc1459 is refused, and its log says why.
+        deadline = time.monotonic() + 20
+        while "casemapping ascii differs from ours (rfc1459)" not in refused.log_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "casemapping ascii differs from ours (rfc1459)" in refused.log_text(), refused.log_text()[-2000:]
+        for c in (here, there, bracket, brace):
+            c.close()
+    finally:
+        refused.stop()
+        ours.stop()
+        hub.stop()

@@ -319,3 +319,44 @@ def test_a_stalled_upload_is_closed_and_the_disk_and_total_are_bounded(tmp_path)
         assert not any(f.endswith(".part") for f in os.listdir(tmp_path / "data" / "uploads"))
     finally:
         server.stop()
+
+
+def test_a_file_shared_over_tls_downloads_over_plain_text_and_the_reverse(tmp_path):
+    """Issue 42, item 4: one chat-tui on the TLS port, one on the plain port: each sees the other's
+    upload as `/download N` and fetches it whole (the same SHA-256), the TLS one over HTTPS checked
+    against the IRC connection's certificate, the plain one over HTTP."""
+    from test_lines_mode import LinesClient
+    web_port, tls_port = free_port(), free_port()
+    server = Server("--web-port", str(web_port), "--tls-port", str(tls_port), "--data-dir", str(tmp_path / "data"),
+                    "--upload-max-size", "1M")
+    wait_for_port(web_port)
+    wait_for_port(tls_port)
+    from conftest import wait_for
+    wait_for(lambda: "SHA-256" in server.log_text(), 10, "the TLS line", server.log_text)
+    fingerprint = server.log_text().split("SHA-256 ")[1].split()[0]
+    secure = LinesClient(tls_port, "secure", "--tls", "--tls-fingerprint", fingerprint, "--download-dir", str(tmp_path / "secure-dl"),
+                         "--no-logs")
+    plain = LinesClient(server.port, "plain", "--download-dir", str(tmp_path / "plain-dl"), "--no-logs")
+    try:
+        secure.wait_for("[#lobby] -!- You joined #lobby")
+        plain.wait_for("[#lobby] -!- You joined #lobby")
+        for sender, receiver, name in ((secure, plain, "over-tls.bin"), (plain, secure, "over-plain.bin")):
+            payload = os.urandom(40_000)
+            (tmp_path / name).write_bytes(payload)
+            digest = hashlib.sha256(payload).hexdigest()
+            sender.type(f"/upload {tmp_path / name}")
+            sender.wait_for(f"Uploaded {name}")
+            shared = receiver.wait_for(f"shared {name}")
+            number = shared.rsplit("/download ", 1)[1].strip()
+            receiver.type(f"/download {number}")
+            done = receiver.wait_for(f"Downloaded {name}", timeout=20)
+            assert digest in done, done
+        assert (tmp_path / "plain-dl" / "over-tls.bin").exists() and (tmp_path / "secure-dl" / "over-plain.bin").exists()
+    finally:
+        for client in (secure, plain):
+            client.type("/quit")
+            try:
+                client.process.wait(timeout=10)
+            except Exception:
+                client.process.kill()
+        server.stop()

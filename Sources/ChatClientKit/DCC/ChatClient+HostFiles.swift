@@ -36,9 +36,9 @@ extension ChatClient {
             return info
         }
         emitTransferLine(info.id, "Uploading \(name) (\(Self.formatSize(size))) to the host for \(target) as transfer \(info.id)", in: target)
-        let table = transfers, id = info.id, pin = connection?.certificate?.fingerprint
+        let table = transfers, id = info.id, pin = connection?.certificate?.fingerprint, known = config.knownServersPath
         Threads.start(name: "chat-tui upload \(id)") { [weak self] in
-            let (outcome, location) = HostTransfer.upload(id: id, url: url, pin: pin, table: table)
+            let (outcome, location) = HostTransfer.upload(id: id, url: url, pin: pin, knownServers: known, table: table)
             var final = outcome
             if case .done(_, let seconds) = outcome { final = .done(sha256: DCCWorker.checksum(path), seconds: seconds) }
             table.record(id, .ended(final, time: WallClock.now()))
@@ -95,9 +95,9 @@ extension ChatClient {
             return info
         }
         emitTransferLine(info.id, "Downloading \(file.name) from the host into \(directory) as transfer \(info.id)", in: peer)
-        let table = transfers, id = info.id, pin = connection?.certificate?.fingerprint
+        let table = transfers, id = info.id, pin = connection?.certificate?.fingerprint, known = config.knownServersPath
         Threads.start(name: "chat-tui download \(id)") { [weak self] in
-            var outcome = HostTransfer.download(id: id, url: url, pin: pin, table: table)
+            var outcome = HostTransfer.download(id: id, url: url, pin: pin, knownServers: known, table: table)
             if case .done(_, let seconds) = outcome, let done = table[id] { outcome = .done(sha256: DCCWorker.checksum(done.localPath), seconds: seconds) }
             table.record(id, .ended(outcome, time: WallClock.now()))
             Task { await self?.transferEnded(id) }

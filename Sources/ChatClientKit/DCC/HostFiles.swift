@@ -22,8 +22,10 @@ public struct SharedFile: Sendable, Equatable {
     static func parse(_ text: String, number: Int, filehost: HTTPURL?) -> SharedFile? {
         guard let filehost else { return nil }
         let words = text.split(separator: " ", omittingEmptySubsequences: false)
-        guard words.count >= 4, let link = words.last, let url = HTTPURL(String(link)), url.port == filehost.port,
-              url.secure == filehost.secure else { return nil }
+        // Either scheme: the web port speaks HTTP and HTTPS on one port, so a link made by an
+        // https page or a TLS client is the same file for a plain-text client, and the reverse
+        // (it is fetched from this client's own address for the host, `downloadShared`).
+        guard words.count >= 4, let link = words.last, let url = HTTPURL(String(link)), url.port == filehost.port else { return nil }
         let segments = url.path.split(separator: "/", omittingEmptySubsequences: false)
         guard segments.count == 4, segments[1] == "files", segments[2].utf8.count == 24,
               segments[2].utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
@@ -76,14 +78,16 @@ public struct HTTPURL: Sendable, Equatable {
 /// The blocking half of files through the host: one upload or download on its own thread,
 /// over HTTP or HTTPS to the server's web port, reporting progress into the transfers table.
 /// Over HTTPS the certificate must be the one the IRC connection trusted (the same server's),
-/// or one the system's trust store accepts.
+/// one the system's trust store accepts, or the one remembered for that web address in
+/// known-servers, beside the IRC pins; the first seen there is remembered (trust on first use),
+/// and a different one later is refused, as a changed IRC certificate is.
 enum HostTransfer {
     /// A connection to the web port: a socket, with TLS when the URL is https.
     final class Channel {
         let fd: Int32
         let tls: TLSSession?
 
-        init(_ url: HTTPURL, pin: String?) throws(TransportError) {
+        init(_ url: HTTPURL, pin: String?, knownServers: String?) throws(TransportError) {
             fd = try Sockets.connect(host: url.host, port: url.port, timeout: 10)
             DCCWorker.setTimeouts(fd)
             guard url.secure else { tls = nil; return }
@@ -96,7 +100,16 @@ enum HostTransfer {
                 case .done:
                     let seen = session.peerFingerprint.map(TLSCertificates.format)
                     if let pin, seen?.uppercased() == pin.uppercased() { return }
-                    if pin == nil, session.verificationProblem == nil { return }
+                    if session.verificationProblem == nil { return }
+                    if let path = knownServers, let seen {
+                        let origin = url.hostHeader
+                        if let known = KnownServers.fingerprint(for: origin, in: path) {
+                            if KnownServers.normalise(known) == KnownServers.normalise(seen) { return }
+                            close(fd)
+                            throw .unavailable("the web port's certificate changed: it was \(known), now it is \(seen); if the host really has a new one, remove the line \(origin) from \(path)")
+                        }
+                        if (try? KnownServers.remember(origin, seen, in: path)) != nil { return }
+                    }
                     close(fd)
                     throw .unavailable("the web port's certificate (\(seen ?? "none")) is not the server's")
                 case .wantRead, .wantWrite:
@@ -200,13 +213,13 @@ enum HostTransfer {
 
 
     /// POSTs the file to the upload URL; the outcome and, when it is stored, the file's URL.
-    static func upload(id: Int, url: HTTPURL, pin: String?, table: FileTransfers) -> (TransferInfo.State, String?) {
+    static func upload(id: Int, url: HTTPURL, pin: String?, knownServers: String?, table: FileTransfers) -> (TransferInfo.State, String?) {
         guard let info = table[id] else { return (.cancelled, nil) }
         let file = open(info.localPath, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { return (.failed("cannot read \(info.localPath): \(TransportError.errnoText(errno))"), nil) }
         defer { close(file) }
         let channel: Channel
-        do { channel = try Channel(url, pin: pin) } catch { return (.failed("cannot reach the host's web port: \(error)"), nil) }
+        do { channel = try Channel(url, pin: pin, knownServers: knownServers) } catch { return (.failed("cannot reach the host's web port: \(error)"), nil) }
         let head = "POST \(url.path) HTTP/1.1\r\nHost: \(url.hostHeader)\r\nContent-Type: application/octet-stream\r\n"
             + "Content-Disposition: attachment; filename*=UTF-8''\(URLText.percentEncoded(info.offeredName))\r\n"
             + "Content-Length: \(info.size)\r\nConnection: close\r\n\r\n"
@@ -235,10 +248,10 @@ enum HostTransfer {
     }
 
     /// GETs a hosted file into `info.localPath` (written as NAME.part, renamed when whole).
-    static func download(id: Int, url: HTTPURL, pin: String?, table: FileTransfers) -> TransferInfo.State {
+    static func download(id: Int, url: HTTPURL, pin: String?, knownServers: String?, table: FileTransfers) -> TransferInfo.State {
         guard let info = table[id] else { return .cancelled }
         let channel: Channel
-        do { channel = try Channel(url, pin: pin) } catch { return .failed("cannot reach the host's web port: \(error)") }
+        do { channel = try Channel(url, pin: pin, knownServers: knownServers) } catch { return .failed("cannot reach the host's web port: \(error)") }
         let head = "GET \(url.path) HTTP/1.1\r\nHost: \(url.hostHeader)\r\nConnection: close\r\n\r\n"
         guard channel.send(Array(head.utf8)), var response = readHead(channel) else { return .failed("the host did not answer") }
         guard response.status == 200, let length = response.headers["content-length"].flatMap(UInt64.init) else {
