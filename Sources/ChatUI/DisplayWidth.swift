@@ -11,7 +11,12 @@ public enum DisplayWidth {
         if scalars.contains("\u{FE0F}") || scalars.contains("\u{200D}") { return 2 }
         if (0x1F1E6...0x1F1FF).contains(first.value) { return 2 } // a flag: two regional indicators
         if scalars.contains(where: { (0x1F3FB...0x1F3FF).contains($0.value) }) { return 2 }
-        return max(width(of: first), 0)
+        // Anything else (a Devanagari conjunct with its vowel sign, a Tamil or Bengali vowel sign,
+        // a Khmer subscript…): as wide as terminals draw it, each spacing code point a column of
+        // its own (wcwidth's count), not its first letter's: `हि` is two columns, `न्दी` three.
+        var total = 0
+        for scalar in scalars { total += width(of: scalar) }
+        return max(total, width(of: first), 0)
     }
 
     public static func of(_ text: some StringProtocol) -> Int {

@@ -100,7 +100,8 @@ public struct Screen: Equatable, Sendable {
                 // Overwriting half of a wide character leaves its other half blank.
                 if self[column, y].isContinuation && column > 0 { self[column - 1, y] = Cell(" ", style: self[column - 1, y].style) }
                 self[column, y] = Cell(String(character), style: style)
-                if w == 2 { self[column + 1, y] = Cell("", style: style) }
+                // A cluster wider than one column holds the columns after it (continuations).
+                for extra in 1..<max(1, w) { self[column + extra, y] = Cell("", style: style) }
                 if column + w < width && self[column + w, y].isContinuation { self[column + w, y] = Cell(" ", style: style) }
             }
             column += w

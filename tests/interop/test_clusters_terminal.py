@@ -124,3 +124,52 @@ def test_the_sidebar_stays_in_its_column_in_tmux(server, columns):
         socket_path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", SOCKET)
         if os.path.exists(socket_path):
             os.remove(socket_path)
+
+
+INDIC = ["हिन्दी में नमस्ते दोस्त क्षमा", "বাংলা ভাষা শিক্ষা", "தமிழ் மொழி கொண்டு", "ภาษาไทย สวัสดี ที่นี่", "ភាសាខ្មែរ សួស្ដី"]
+
+
+def terminal_columns(text):
+    """The columns a terminal gives `text`: the C library's wcwidth of each code point."""
+    import ctypes
+    libc = ctypes.CDLL("libc.so.6")
+    libc.wcwidth.argtypes = [ctypes.c_wchar]
+    return sum(max(libc.wcwidth(ch), 0) for ch in text)
+
+
+def test_indic_scripts_keep_every_letter_in_tmux(server):
+    """Issue 42, item 5: Devanagari, Bengali, Tamil, Thai and Khmer lines reach tmux whole (vowel
+    signs and conjuncts were lost: `हिन्दी में नमस्ते` showed as `हन् में नमस्`), and the sidebar's border stays
+    in its column on each of their rows."""
+    import locale
+    locale.setlocale(locale.LC_ALL, "C.UTF-8")
+    home = tempfile.mkdtemp(prefix="chat-tui-clusters-home-")
+    command = f"HOME={home} LANG=C.UTF-8 TERM=xterm-256color {BINARY} --host 127.0.0.1 --port {server.port} --nick viewer; sleep 30"
+    tmux("new-session", "-d", "-s", "v", "-x", "100", "-y", "20", command)
+    bob = None
+    try:
+        def screen():
+            return tmux("capture-pane", "-p", "-t", "v").stdout.split("\n")
+        deadline = time.monotonic() + 20
+        while not any("connected" in r for r in screen()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        bob = RawClient(server.port)
+        bob.register("bob")
+        for line in INDIC:
+            bob.send(f"PRIVMSG #lobby :{line} end")
+        deadline = time.monotonic() + 20
+        rows = screen()
+        while sum("<bob>" in r for r in rows) < len(INDIC) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            rows = screen()
+        for line in INDIC:
+            row = next((r for r in rows if "<bob>" in r and line in r), None)
+            assert row is not None, f"{line!r} not whole on the screen:\n" + "\n".join(rows)
+            assert terminal_columns(row.split("│", 1)[0]) == BORDER[100], f"the border moved on {row!r}"
+    finally:
+        if bob:
+            bob.close()
+        tmux("kill-server")
+        socket_path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", SOCKET)
+        if os.path.exists(socket_path):
+            os.remove(socket_path)
