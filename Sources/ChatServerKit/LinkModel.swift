@@ -44,6 +44,14 @@ final class LinkSession {
     let secure: Bool
     var phase = Phase.capabilities
     var capab = Capab()
+    /// Bytes and lines it sent before authenticating: bounded (`LinkSession.preAuthBytes`,
+    /// `preAuthLines`), or one connection could grow the server without end before any password.
+    var preAuthBytes = 0
+    var preAuthLines = 0
+    /// A real CAPAB block is a few KiB (InspIRCd's with every module about 8); past these the
+    /// peer is refused.
+    static let preAuthByteLimit = 64 * 1024
+    static let preAuthLineLimit = 500
     /// The block its `SERVER` line matched.
     var block: LinkBlock?
     /// The server at the other end, once authenticated.
@@ -89,4 +97,35 @@ struct LinkRetry {
         failures += 1
         next = now + min(30, Double(1 << min(failures - 1, 5)))
     }
+}
+
+/// Failed link authentications by address (a /64 for IPv6: `ServerState.throttleKey`): past
+/// `limit` in `window` seconds, the address's next connections to the link port are closed at
+/// once until the window has passed since its last failure. Owner: the state; bound:
+/// `maxAddresses` (past it the oldest are forgotten); end: `window` after the last failure.
+struct LinkFailures {
+    private var byAddress: [String: (count: Int, last: Double)] = [:]
+    static let limit = 3
+    static let window = 60.0
+    static let maxAddresses = 4096
+
+    mutating func failed(_ key: String, now: Double) {
+        var entry = byAddress[key] ?? (0, now)
+        if now - entry.last > Self.window { entry.count = 0 }
+        entry.count += 1
+        entry.last = now
+        if byAddress[key] == nil && byAddress.count >= Self.maxAddresses {
+            byAddress = byAddress.filter { now - $0.value.last <= Self.window }
+            if byAddress.count >= Self.maxAddresses, let oldest = byAddress.min(by: { $0.value.last < $1.value.last }) { byAddress[oldest.key] = nil }
+        }
+        byAddress[key] = entry
+    }
+
+    /// (An entry past its window is forgotten by the next `failed` that needs the room.)
+    func refuses(_ key: String, now: Double) -> Bool {
+        guard let entry = byAddress[key], now - entry.last <= Self.window else { return false }
+        return entry.count >= Self.limit
+    }
+
+    var count: Int { byAddress.count }
 }

@@ -52,6 +52,12 @@ extension ServerState {
         }
         switch link.phase {
         case .capabilities, .authentication:
+            link.preAuthBytes += line.count
+            link.preAuthLines += 1
+            guard link.preAuthBytes <= LinkSession.preAuthByteLimit, link.preAuthLines <= LinkSession.preAuthLineLimit else {
+                refuseLink(link, "sent \(link.preAuthLines) lines (\(link.preAuthBytes) bytes) before authenticating: more than a handshake", now: now)
+                return
+            }
             handshake(message, link, now: now)
         case .linked:
             networkEvent(message, from: link, now: now)
@@ -151,21 +157,27 @@ extension ServerState {
         return nil
     }
 
+    /// What a peer that fails authentication is told, whatever failed: the reason goes to our
+    /// log only, so the answer tells no link name, password or certificate from another.
+    static let linkRefusedWords = "Access denied (the link block's name, password or certificate is not right; the host's log says which)"
+
     mutating func authenticate(_ line: ServerLine, _ link: LinkSession, now: Double) {
+        // The name, then the certificate (before the password: a peer showing the wrong
+        // certificate learns nothing of the password), then the password; one answer for all.
         guard let block = config.links.blocks.first(where: { casemapping.equal($0.name, line.name) }) else {
-            refuseLink(link, "no link block for \(line.name)", now: now)
+            refuseAuthentication(link, "no link block for \(line.name)", now: now)
             return
         }
         if let dialled = link.dialled, !casemapping.equal(dialled.name, line.name) {
             refuseLink(link, "dialled \(dialled.name) but it says it is \(line.name)", now: now)
             return
         }
-        guard Crypto.constantTimeEqual(Array(line.password.utf8), Array(block.password.utf8)) else {
-            refuseLink(link, "wrong link password from \(line.name)", now: now)
+        if let problem = certificateProblem(block, link) {
+            refuseAuthentication(link, problem, now: now)
             return
         }
-        if let problem = certificateProblem(block, link) {
-            refuseLink(link, problem, now: now)
+        guard Crypto.constantTimeEqual(Array(line.password.utf8), Array(block.password.utf8)) else {
+            refuseAuthentication(link, "wrong link password from \(line.name)", now: now)
             return
         }
         if line.sid == sid || servers[line.sid] != nil {
@@ -261,6 +273,31 @@ extension ServerState {
     // MARK: Going down
 
     /// Refuses a link in its handshake: ERROR to the peer, a line in the log, the connection closed.
+    /// A failed authentication: logged with its reason, answered with the same words as every
+    /// other, and counted against the peer's address (`linkFailures`: its next tries are refused
+    /// at once for a while, `ServerRuntime` asks `linkRefusedAtAccept`).
+    mutating func refuseAuthentication(_ link: LinkSession, _ reason: String, now: Double) {
+        log("link \(link.name): refused: \(reason)")
+        linkFailures.failed(Self.throttleKey(SocketAddress.hostOfPeer(link.peer)), now: now)
+        dropLink(link, reason: Self.linkRefusedWords, now: now)
+    }
+
+    /// Link connections still handshaking: from the address `key`, and in all.
+    func pendingLinkHandshakes(from key: String) -> (fromAddress: Int, total: Int) {
+        var fromAddress = 0, total = 0
+        for link in links.values where link.phase != .linked && link.dialled == nil {
+            total += 1
+            if Self.throttleKey(SocketAddress.hostOfPeer(link.peer)) == key { fromAddress += 1 }
+        }
+        return (fromAddress, total)
+    }
+
+    /// Whether a connection from `host` to the link port is refused before a word: it failed to
+    /// authenticate too often lately (loopback is not exempt: links are few and known).
+    public func linkRefusedAtAccept(host: String, now: Double) -> Bool {
+        linkFailures.refuses(Self.throttleKey(host), now: now)
+    }
+
     mutating func refuseLink(_ link: LinkSession, _ reason: String, now: Double) {
         log("link \(link.name): refused: \(reason)")
         dropLink(link, reason: reason, now: now)

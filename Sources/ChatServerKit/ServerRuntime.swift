@@ -209,6 +209,8 @@ final class ServerRuntime {
     private var handshakeCPU: [String: Double] = [:]
     private var handshakeMinute = Monotonic.now()
     private var handshakeRefusalsLogged: Set<String> = []
+    /// Addresses whose link-port refusal was logged this minute (one line each, not one a connection).
+    private var linkRefusalsLogged: Set<String> = []
     private var ticks = 0
     private var lastTrim = 0
     private var eventsThisTick = 0
@@ -420,8 +422,18 @@ final class ServerRuntime {
                 continue
             }
             if link {
-                // Another server: no pacing and no client limits; the link block's password and
-                // certificate are what let it in.
+                // Another server: no pacing and no client limits once in; the link block's
+                // password and certificate are what let it in. Before that it is a stranger: an
+                // address that failed to authenticate lately is closed at once, and handshakes
+                // still under way are bounded per address and in all, with their TLS CPU.
+                if let refusal = linkAdmissionProblem(host: host, tls: tls != nil) {
+                    if linkRefusalsLogged.insert(ServerState.throttleKey(host)).inserted { logger("[\(peer)] link port: refused: \(refusal)") }
+                    connections.remove(id)
+                    epoll.remove(fd)
+                    close(fd)
+                    continue
+                }
+                if tls != nil, state.config.connectionLimits != nil { connection.handshakeKey = ServerState.throttleKey(host) }
                 state.linkConnected(connection.id, peer: peer, dialled: nil, secure: tls != nil, now: WallClock.now())
                 apply()
                 continue
@@ -450,6 +462,26 @@ final class ServerRuntime {
             apply()
         }
     }
+
+    /// Why a connection to the link port is closed at once, or nil: its address failed to
+    /// authenticate lately (`ServerState.linkFailures`), or (with limits on, loopback as they
+    /// say) it has `linkPendingPerAddress` handshakes under way, the port `linkPendingTotal`, or
+    /// its TLS handshakes spent the minute's CPU. Bound: a stalled stranger holds one of at most
+    /// 64 slots for the handshake timeout, not a descriptor each of 20,000.
+    private func linkAdmissionProblem(host: String, tls: Bool) -> String? {
+        if state.linkRefusedAtAccept(host: host, now: WallClock.now()) { return "it failed to authenticate \(LinkFailures.limit) times in a minute" }
+        guard let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) else { return nil }
+        let key = ServerState.throttleKey(host)
+        let pending = state.pendingLinkHandshakes(from: key)
+        if pending.fromAddress >= Self.linkPendingPerAddress { return "\(pending.fromAddress) link handshakes from \(key) under way already" }
+        if pending.total >= Self.linkPendingTotal { return "\(pending.total) link handshakes under way already" }
+        if tls && handshakeSpent(key) >= limits.handshakeCPUPerMinute {
+            return "TLS handshakes from \(key) cost \(Int(handshakeSpent(key) * 1000)) ms of CPU this minute"
+        }
+        return nil
+    }
+    static let linkPendingPerAddress = 4
+    static let linkPendingTotal = 64
 
     /// The web port's first byte: 0x16 starts a TLS handshake (HTTPS, WSS), anything else is
     /// plain HTTP. False while there is no byte yet, or when the connection is gone.
@@ -501,6 +533,7 @@ final class ServerRuntime {
             handshakeMinute = Monotonic.now()
             handshakeCPU.removeAll()
             handshakeRefusalsLogged.removeAll()
+            linkRefusalsLogged.removeAll()
         }
         return handshakeCPU[key] ?? 0
     }

@@ -114,6 +114,8 @@ public struct ServerState {
     var usersByUUID: [String: User] = [:]
     var remoteUserCount = 0
     var linkRetries: [String: LinkRetry] = [:]
+    /// Failed link authentications by address: repeated ones are refused at accept.
+    var linkFailures = LinkFailures()
     /// Since when each chat-tui server we were split from (by folded name) may have missed what
     /// was said here: sent to it when the link heals (LinkHistory.swift).
     var splitSince: [String: Double] = [:]

@@ -69,7 +69,11 @@ struct LinkStateTests {
             _ = h.state.takeOutbox()
             let out = Self.receive(&h, ["CAPAB START 1205", "CAPAB END", server])
             let sent = Self.linkLines(out)
-            #expect(sent.count == 1 && sent[0].hasPrefix("ERROR :") && sent[0].contains(why), "\(server): \(sent)")
+            // A failed authentication is one answer, whatever failed (issue 43, item 8): the name
+            // and the password are told apart in our log only.
+            let expected = why == "already on the network" ? sent.first.map { $0.contains(why) } == true
+                : sent.first == "ERROR :" + ServerState.linkRefusedWords
+            #expect(sent.count == 1 && sent[0].hasPrefix("ERROR :") && expected, "\(server): \(sent)")
             #expect(out.closed == [Self.link])
             #expect(out.logs.contains { $0.contains("refused") && $0.contains(why) })
         }
@@ -86,6 +90,50 @@ struct LinkStateTests {
             _ = h.state.takeOutbox()
             #expect(Self.linkLines(Self.receive(&h, capab)).first?.hasPrefix("ERROR :") == true)
         }
+    }
+
+    @Test("before authenticating a link may send a handshake's worth: an endless CAPAB is refused at 64 KiB, holding no more (issue 43, item 1)")
+    func endlessCapab() {
+        var h = Self.harness()
+        h.state.linkConnected(Self.link, peer: "127.0.0.2:40000", dialled: nil, secure: false, now: h.now)
+        _ = h.state.takeOutbox()
+        let word = String(repeating: "m", count: 60) + " "
+        let line = "CAPAB MODULES :" + String(repeating: word, count: 200)
+        var lines = 1
+        _ = Self.receive(&h, ["CAPAB START 1205"])
+        while h.state.links[Self.link] != nil && lines < 10_000 {
+            _ = Self.receive(&h, [line])
+            lines += 1
+        }
+        #expect(h.state.links[Self.link] == nil, "refused")
+        #expect(lines * line.utf8.count < 2 * LinkSession.preAuthByteLimit, "after \(lines) lines")
+        #expect(h.out.closed == [Self.link])
+        #expect(h.out.logs.contains { $0.contains("before authenticating: more than a handshake") })
+        print("endless CAPAB: refused after \(lines) lines of \(line.utf8.count) bytes")
+    }
+
+    @Test("password guessing: one answer for every refusal, the pin checked before the password, and three failures in a minute close the address's next connections at accept (issue 43, item 8)")
+    func guessing() {
+        var h = Harness { config in
+            config.links.sid = "0AA"
+            config.links.blocks = [LinkBlock(name: "hub.test", password: "pw", tls: true, fingerprint: "AB")]
+        }
+        for (n, guess) in ["SERVER hub.test nope 0 1HB :x", "SERVER hub.test pw 0 1HB :x", "SERVER other.test pw 0 1HB :x"].enumerated() {
+            let id = ConnectionID(UInt64(950 + n))
+            h.state.linkConnected(id, peer: "127.0.0.2:4000\(n)", dialled: nil, secure: true, now: h.now)
+            _ = h.state.takeOutbox()
+            #expect(!h.state.linkRefusedAtAccept(host: "127.0.0.2", now: h.now), "\(n) failures so far")
+            for line in ["CAPAB START 1205", "CAPAB END", guess] { h.state.linkReceived(Array(line.utf8), from: id, now: h.now) }
+            let out = h.state.takeOutbox()
+            let sent = out.items.compactMap { item -> String? in
+                guard case .send(let to, let bytes) = item, to == id else { return nil }
+                return String(decoding: bytes, as: UTF8.self).split(separator: "\r\n").map(String.init).last
+            }
+            #expect(sent.last == "ERROR :" + ServerState.linkRefusedWords, "\(guess): \(sent)")
+        }
+        #expect(h.state.linkRefusedAtAccept(host: "127.0.0.2", now: h.now))
+        #expect(!h.state.linkRefusedAtAccept(host: "127.0.0.3", now: h.now), "another address is not")
+        #expect(!h.state.linkRefusedAtAccept(host: "127.0.0.2", now: h.now + 61), "a minute after the last failure")
     }
 
     @Test("their burst and events reach our users in client form; ours go to them; a split is a netsplit QUIT")
