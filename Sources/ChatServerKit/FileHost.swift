@@ -24,6 +24,9 @@ final class FileHost {
         /// Uploads under way at once, in all and per owner.
         var concurrent = 16
         var concurrentPerOwner = 2
+        /// Uploads under way from one address (a /64 for IPv6), whatever accounts it uses: two
+        /// addresses trickling can no longer hold every slot (issue 43, item 3).
+        var concurrentPerAddress = 2
     }
 
     struct Entry: Sendable, Equatable {
@@ -44,6 +47,8 @@ final class FileHost {
         let type: String
         let length: Int
         let owner: String
+        /// The address it comes from (`ServerState.throttleKey`).
+        let address: String
         let fd: Int32
         var written = 0
         /// Written back to disk up to here (the kernel asked to start as the bytes arrive, so the
@@ -53,12 +58,13 @@ final class FileHost {
         /// Finished or aborted: its descriptor is closed.
         var ended = false
 
-        init(id: String, name: String, type: String, length: Int, owner: String, fd: Int32) {
+        init(id: String, name: String, type: String, length: Int, owner: String, address: String, fd: Int32) {
             self.id = id
             self.name = name
             self.type = type
             self.length = length
             self.owner = owner
+            self.address = address
             self.fd = fd
         }
     }
@@ -73,6 +79,8 @@ final class FileHost {
     private(set) var entries: [String: Entry] = [:]
     private var used: [String: Int] = [:]
     private var arriving: [String: Int] = [:]
+    /// Uploads under way by address (owner: `begin` and `release`; bound: `concurrent`).
+    private var arrivingFrom: [String: Int] = [:]
     private var reserved: [String: Int] = [:]
     private var arrivingCount = 0
     private let log: (String) -> Void
@@ -127,7 +135,7 @@ final class FileHost {
 
     /// Starts an upload of `length` bytes, or says why not: too large (413), past the owner's
     /// quota (507), too many at once (429), or the disk refusing the file (507).
-    func begin(name offered: String?, type offeredType: String?, length: Int, owner: String) -> Result<Upload, Refusal> {
+    func begin(name offered: String?, type offeredType: String?, length: Int, owner: String, address: String) -> Result<Upload, Refusal> {
         guard length <= limits.maxSize else {
             return .failure(Refusal(status: 413, reason: "files up to \(Self.size(limits.maxSize)) are taken; this one is \(Self.size(length))"))
         }
@@ -136,12 +144,16 @@ final class FileHost {
         guard held + length <= limits.quota else {
             return .failure(Refusal(status: 507, reason: "your files would pass your quota of \(Self.size(limits.quota)) (\(Self.size(held)) kept)"))
         }
-        let stored = used.values.reduce(0, +) + reserved.values.reduce(0, +)
-        guard stored + length <= limits.total, freeSpace() - length >= limits.keepFree else {
+        let inFlight = reserved.values.reduce(0, +)
+        let stored = used.values.reduce(0, +) + inFlight
+        // The disk's room less what uploads under way will still write (their declared lengths:
+        // sixteen started together could otherwise all pass the floor and then fill it).
+        guard stored + length <= limits.total, freeSpace() - inFlight - length >= limits.keepFree else {
             log("uploads: refused \(Self.size(length)): \(Self.size(stored)) kept of \(Self.size(limits.total)), \(Self.size(freeSpace())) free on the disk")
             return .failure(Refusal(status: 507, reason: "the host has no room for more files right now"))
         }
-        guard arrivingCount < limits.concurrent, (arriving[owner] ?? 0) < limits.concurrentPerOwner else {
+        guard arrivingCount < limits.concurrent, (arriving[owner] ?? 0) < limits.concurrentPerOwner,
+              (arrivingFrom[address] ?? 0) < limits.concurrentPerAddress else {
             return .failure(Refusal(status: 429, reason: "too many uploads at once; try again when one has finished"))
         }
         let id = Crypto.hex(Crypto.randomBytes(12))
@@ -153,9 +165,10 @@ final class FileHost {
         }
         arrivingCount += 1
         arriving[owner, default: 0] += 1
+        arrivingFrom[address, default: 0] += 1
         reserved[owner, default: 0] += length
         let name = SafeFileName.make(offered ?? "upload")
-        return .success(Upload(id: id, name: name, type: Self.storedType(offeredType), length: length, owner: owner, fd: fd))
+        return .success(Upload(id: id, name: name, type: Self.storedType(offeredType), length: length, owner: owner, address: address, fd: fd))
     }
 
     /// Writes bytes of an upload; a refusal (a full disk) ends it.
@@ -231,6 +244,8 @@ final class FileHost {
         arrivingCount -= 1
         arriving[upload.owner, default: 1] -= 1
         if arriving[upload.owner] == 0 { arriving[upload.owner] = nil }
+        arrivingFrom[upload.address, default: 1] -= 1
+        if arrivingFrom[upload.address] == 0 { arrivingFrom[upload.address] = nil }
     }
 
     /// Files past their days are deleted.

@@ -19,6 +19,8 @@ extension ServerRuntime {
 
     /// Seconds an HTTP connection may take to send a request (a slow sender holds nothing longer).
     static let webRequestTimeout: Double = 10
+    /// The least an upload's body must bring in each `webRequestTimeout`.
+    static let uploadFloor = 64 * 1024
     /// Requests answered from one read (pipelining past it: answered and closed).
     static let requestsPerRead = 8
 
@@ -210,21 +212,26 @@ extension ServerRuntime {
                 // Its password is on the worker (which answers every check): not a slow sender.
                 break
             case .http? where connection.upload != nil && now - connection.webSince <= Self.webRequestTimeout:
-                // An upload must keep moving: at least 4 KiB in every 10 s, or a trickle holds a slot forever.
+                // An upload must keep moving: at least 64 KiB in every 10 s (6.4 KiB/s, which any
+                // real link passes), or a trickle holds a slot for days (4.2 KB every 9 s passed
+                // the old 4 KiB floor: a declared 100 MiB would have lasted 2.6 days).
                 if now - connection.uploadWindow.since >= Self.webRequestTimeout {
-                    if connection.uploadWindow.bytes < 4096, let upload = connection.upload {
+                    if connection.uploadWindow.bytes < Self.uploadFloor, let upload = connection.upload {
                         fileHost?.abort(upload.file)
                         connection.upload = nil
-                        webAnswer(connection, .text(408, "the upload stalled (under 4 KiB in \(Int(Self.webRequestTimeout)) s)", keepAlive: false), close: true)
+                        webAnswer(connection, .text(408, "the upload stalled (under \(Self.uploadFloor / 1024) KiB in \(Int(Self.webRequestTimeout)) s)", keepAlive: false), close: true)
                     }
                     connection.uploadWindow = (now, 0)
                 }
             case .http? where connection.download == nil && now - connection.webSince > Self.webRequestTimeout:
+                let stalled = connection.upload != nil
                 if let upload = connection.upload {
                     fileHost?.abort(upload.file)
                     connection.upload = nil
                 }
-                webAnswer(connection, .text(408, "no request in \(Int(Self.webRequestTimeout)) s", keepAlive: false), close: true)
+                let words = stalled ? "the upload stalled (nothing in \(Int(Self.webRequestTimeout)) s, under \(Self.uploadFloor / 1024) KiB)"
+                    : "no request in \(Int(Self.webRequestTimeout)) s"
+                webAnswer(connection, .text(408, words, keepAlive: false), close: true)
             case .closing(let until)? where now > until || (connection.download != nil && now - connection.webSince > 60):
                 lost(connection, reason: "WebSocket closed")
             default:
@@ -319,7 +326,8 @@ extension ServerRuntime {
 
     func webBeginUpload(_ connection: Connection, _ request: HTTPRequest, length: Int, owner: String, by name: String) -> Bool {
         guard let fileHost else { return true }
-        switch fileHost.begin(name: request.dispositionFileName, type: request.header("content-type"), length: length, owner: owner) {
+        let address = ServerState.throttleKey(SocketAddress.hostOfPeer(connection.peer))
+        switch fileHost.begin(name: request.dispositionFileName, type: request.header("content-type"), length: length, owner: owner, address: address) {
         case .failure(let refusal):
             return webRefuseUpload(connection, refusal.status, refusal.reason)
         case .success(let upload):

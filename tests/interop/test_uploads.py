@@ -310,7 +310,7 @@ def test_a_stalled_upload_is_closed_and_the_disk_and_total_are_bounded(tmp_path)
         # Under the owner's quota, past everyone's total: 507.
         response, body = upload(local, b"b" * 60_000, "two.bin")
         assert response.status == 507 and b"no room" in body
-        # A sender that stops sending (under 4 KiB in 10 s) is answered 408 and its part removed.
+        # A sender that stops sending (under 64 KiB in 10 s) is answered 408 and its part removed.
         with socket.create_connection(("127.0.0.1", server.web_port), timeout=40) as s:
             path = urllib.parse.urlsplit(local).path
             s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 30000\r\n\r\n".encode() + b"z" * 100)
@@ -359,4 +359,57 @@ def test_a_file_shared_over_tls_downloads_over_plain_text_and_the_reverse(tmp_pa
                 client.process.wait(timeout=10)
             except Exception:
                 client.process.kill()
+        server.stop()
+
+
+def test_trickling_uploads_hold_two_slots_an_address_and_are_closed(tmp_path):
+    """Issue 43, item 3: uploads trickling 4.2 KB every few seconds held all 16 slots from two
+    addresses. Now one address holds two at most, whatever owners it uses; everyone else
+    uploads; and a body under 64 KiB in 10 s is answered 408 and its slot freed."""
+    server = web_server("--data-dir", str(tmp_path / "data"), "--upload-max-size", "100M")
+    held = []
+    try:
+        def token_url(source):
+            c = RawClient.__new__(RawClient)
+            c.sock = socket.create_connection(("127.0.0.1", server.port), timeout=5, source_address=(source, 0))
+            c.buffer = b""
+            c.register(f"g{len(held)}{source.replace('.', '')[-3:]}")
+            held.append(c)
+            return urllib.parse.urlsplit(filehost(c)).path
+
+        def start_upload(source, path):
+            s = socket.create_connection(("127.0.0.1", server.web_port), timeout=15, source_address=(source, 0))
+            s.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {100 << 20}\r\n\r\n".encode() + b"t" * 4200)
+            held.append(s)
+            s.settimeout(0.5)
+            try:
+                return s.recv(4096)
+            except socket.timeout:
+                return b""  # taken: the server waits for the rest
+
+        answers = []
+        for source in ("127.0.0.2", "127.0.0.3"):
+            for owner in range(4):  # four guests (four owners) on one address, two uploads each
+                path = token_url(source)
+                answers += [start_upload(source, path) for _ in range(2)]
+        taken = sum(1 for a in answers if a == b"")
+        refused = sum(1 for a in answers if a.startswith(b"HTTP/1.1 429 "))
+        print(f"\n16 trickling uploads from two addresses: {taken} taken, {refused} refused (429)")
+        assert taken == 4 and refused == 12, answers
+        # Everyone else still uploads.
+        bystander = RawClient(server.port)
+        bystander.register("bystander")
+        response, _ = upload(f"http://127.0.0.1:{server.web_port}" + urllib.parse.urlsplit(filehost(bystander)).path, b"x" * 10_000, "mine.txt")
+        assert response.status == 201
+        # A trickle under the floor is closed with 408 when its window ends (waited for, not timed).
+        stalled = next(s for s, a in zip([h for h in held if isinstance(h, socket.socket)], answers) if a == b"")
+        stalled.settimeout(30)
+        answer = stalled.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"under 64 KiB" in answer, answer
+    finally:
+        for h in held:
+            try:
+                h.close()
+            except Exception:
+                pass
         server.stop()

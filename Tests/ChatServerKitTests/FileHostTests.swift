@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+@testable import ChatServerKit
+
+/// The upload store's bounds without sockets (issue 43, items 3 and 7).
+@Suite("files through the host: slots and room")
+struct FileHostTests {
+    static func host(_ configure: (inout FileHost.Limits) -> Void = { _ in }) throws -> (FileHost, String) {
+        let directory = NSTemporaryDirectory() + "chat-tui-files-\(UUID().uuidString)"
+        var limits = FileHost.Limits()
+        configure(&limits)
+        return (try FileHost(directory: directory, limits: limits, now: 1_000_000, log: { _ in }), directory)
+    }
+
+    @Test("one address holds two uploads under way whatever owners it uses; another address is not held up")
+    func twoAnAddress() throws {
+        let (files, directory) = try Self.host()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var started: [FileHost.Upload] = []
+        for owner in ["guest:a", "account:b", "account:c"] {
+            if case .success(let upload) = files.begin(name: "x", type: nil, length: 1000, owner: owner, address: "127.0.0.2") { started.append(upload) }
+        }
+        #expect(started.count == 2)
+        guard case .failure(let refusal) = files.begin(name: "x", type: nil, length: 1000, owner: "account:d", address: "127.0.0.2") else {
+            Issue.record("a third from the address was taken"); return
+        }
+        #expect(refusal.status == 429)
+        guard case .success(let other) = files.begin(name: "y", type: nil, length: 1000, owner: "guest:e", address: "127.0.0.3") else {
+            Issue.record("another address was refused"); return
+        }
+        // An ended upload frees its address's slot.
+        files.abort(started[0])
+        guard case .success(let again) = files.begin(name: "z", type: nil, length: 1000, owner: "account:d", address: "127.0.0.2") else {
+            Issue.record("the freed slot was not given"); return
+        }
+        for upload in [started[1], other, again] { files.abort(upload) }
+    }
+
+    @Test("the free-space floor counts what uploads under way will still write: sixteen at once cannot all pass it")
+    func floorCountsInFlight() throws {
+        let probe = try Self.host()
+        let free = probe.0.freeSpace()
+        try? FileManager.default.removeItem(atPath: probe.1)
+        // Room for one 100 MiB upload above the floor, not two (50 MiB of slack for whatever else writes meanwhile).
+        let (files, directory) = try Self.host { $0.keepFree = free - (150 << 20); $0.concurrentPerAddress = 16 }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        guard case .success(let first) = files.begin(name: "a", type: nil, length: 100 << 20, owner: "guest:a", address: "127.0.0.2") else {
+            Issue.record("the first was refused"); return
+        }
+        guard case .failure(let refusal) = files.begin(name: "b", type: nil, length: 100 << 20, owner: "guest:b", address: "127.0.0.2") else {
+            Issue.record("the second passed the floor with the first's bytes still to come"); return
+        }
+        #expect(refusal.status == 507)
+        files.abort(first)
+    }
+}
