@@ -134,6 +134,10 @@ extension ServerState {
                 announceMetadata(target, key, value, by: user, except: session, now: request.now)
             }
         case "SYNC":
+            // A room's SYNC sends its members' metadata too: for its members only (issue 43, item 11).
+            if case .room(let key) = target, !membership.isMember(user.id, of: key), !user.isOperator {
+                return fail("INVALID_TARGET", [shown], "You are not in that room")
+            }
             syncMetadata(session, target)
         default:
             fail("SUBCOMMAND_INVALID", [p[1]], "Unknown METADATA subcommand")

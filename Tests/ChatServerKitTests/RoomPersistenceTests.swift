@@ -171,6 +171,12 @@ struct RoomPersistenceTests {
         second.send(eve, "JOIN #once")
         second.send(eve, "CHATHISTORY LATEST #once * 10")
         #expect(second.historyLines(to: eve).isEmpty)
+        // A keyless secret room too (issue 43, item 11): +s is closed as +i and +k are.
+        second.send(bob, "JOIN #hidden", "MODE #hidden +s", "PRIVMSG #hidden :unlisted words", "PART #hidden")
+        second.now += 10
+        second.send(eve, "JOIN #hidden")
+        second.send(eve, "CHATHISTORY LATEST #hidden * 10")
+        #expect(second.historyLines(to: eve).isEmpty)
     }
 
     @Test("ChanServ REGISTER: a guest, a member who is not op and a second registration are refused in words; an account registers 15 rooms at most")

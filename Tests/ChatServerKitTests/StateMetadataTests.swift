@@ -28,6 +28,20 @@ struct StateMetadataTests {
         #expect(h.commands(to: alice) == ["FAIL"])
     }
 
+    @Test("SYNC of a room is for its members: an outsider is refused and reads none of its members' metadata (issue 43, item 11)")
+    func syncOutsider() {
+        var h = Harness { $0.room = nil }
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "JOIN #club", "METADATA * SET display-name :Alice Liddell")
+        let mallory = h.register("mallory", caps: caps)
+        h.send(mallory, "METADATA * SUB display-name", "METADATA #club SYNC")
+        #expect(h.lines(to: mallory).last == ":test.server FAIL METADATA INVALID_TARGET #club :You are not in that room")
+        #expect(!h.lines(to: mallory).contains { $0.contains("Alice Liddell") })
+        h.send(mallory, "JOIN #club")
+        h.send(mallory, "METADATA #club SYNC")
+        #expect(h.lines(to: mallory).contains { $0.contains("Alice Liddell") }, "a member may")
+    }
+
     @Test("SET on oneself: 761 to the setter, METADATA to subscribed neighbours only; GET, LIST (in a metadata batch), removal, KEY_NOT_SET, limits")
     func setAndGet() {
         var h = Harness()
