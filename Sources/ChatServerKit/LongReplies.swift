@@ -69,9 +69,6 @@ extension ServerState {
         resumeHeldLines(session, now: now)
     }
 
-    /// Whether the client has a draft/multiline batch open (its batch lines are not paced).
-    public func inBatch(_ id: ConnectionID) -> Bool { sessions[id]?.openBatch != nil }
-
     mutating func stepLongReply(_ session: Session, now: Double) {
         guard let reply = session.longReply else { return }
         switch reply {

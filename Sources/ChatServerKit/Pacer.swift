@@ -36,24 +36,14 @@ public struct Pacer: Sendable, Equatable {
         tokens >= Double(cost) ? updated : updated + (Double(cost) - tokens) / rate
     }
 
-    /// What a line costs: PONG nothing (keeping the connection alive is never delayed), a line
-    /// inside a draft/multiline batch nothing (the batch's own limits bound it), a CHATHISTORY
-    /// `historyCost` (a read of up to 100 stored lines: a client catching up on ten rooms still
-    /// does it at once, one asking again and again is slowed to two a second), any other one.
-    /// `inBatch`: the client has a multiline batch open (only then are `batch=` lines batch lines).
-    public static func cost(of line: [UInt8], inBatch: Bool = true) -> Int {
+    /// What a line costs: PONG nothing (keeping the connection alive is never delayed), a
+    /// CHATHISTORY `historyCost` (a read of up to 100 stored lines: a client catching up on ten
+    /// rooms still does it at once, one asking again and again is slowed to two a second), any
+    /// other one, a line inside a draft/multiline batch too: each is a line delivered (to a
+    /// client without multiline, a line of its own), so a batch of 24 costs 24, not 2, and lines
+    /// tagged with a batch that already failed are paced like any other (they were free).
+    public static func cost(of line: [UInt8]) -> Int {
         if line.starts(with: Array("PONG".utf8)) && (line.count == 4 || line[4] == UInt8(ascii: " ")) { return 0 }
-        if inBatch, line.first == UInt8(ascii: "@"), let space = line.firstIndex(of: UInt8(ascii: " ")) {
-            let tags = line[1..<space]
-            // `batch=` as a whole key: at the start or after a `;`.
-            let key = Array("batch=".utf8)
-            if tags.starts(with: key) { return 0 }
-            var index = tags.startIndex
-            while let semicolon = tags[index...].firstIndex(of: UInt8(ascii: ";")) {
-                if tags[(semicolon + 1)...].starts(with: key) { return 0 }
-                index = semicolon + 1
-            }
-        }
         if Self.command(of: line, is: "CHATHISTORY") { return historyCost }
         return 1
     }

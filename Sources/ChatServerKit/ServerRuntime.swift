@@ -145,6 +145,10 @@ final class ServerRuntime {
         var queued: Int { queue.count - queueHead }
         /// Command pacing (nil: none, as for loopback).
         var pacer: Pacer?
+        /// What the line at the head of its queue costs, while it waits for its pacer: the loop
+        /// wakes when that is covered, not at the first token (a CHATHISTORY costing two made it
+        /// wake, fail and wake again: a busy loop, half a core for one flooding connection).
+        var waitingCost = 1
         /// The queue is full: its socket is not read until it drains.
         var readPaused = false
         /// Waiting in `paced` for its pacer; waiting in `continuing` for a long reply's next step.
@@ -282,7 +286,7 @@ final class ServerRuntime {
         var nextTick = Monotonic.now() + 1
         while !control.stopRequested {
             var wake = nextTick
-            for connection in paced { wake = min(wake, connection.pacer?.readyAt(1) ?? 0) }
+            for connection in paced { wake = min(wake, connection.pacer?.readyAt(connection.waitingCost) ?? 0) }
             if let due = order.heldJoinsDue { wake = min(wake, due) }
             let ready = continuing.contains { $0.output.count + order.heldBytes(of: $0.id) < Self.continueBelow }
             // Rounded up: a wait of 0.9 ms must not become a busy 0 ms one.
@@ -672,11 +676,15 @@ final class ServerRuntime {
             if var pacer = connection.pacer {
                 let cost: Int
                 if case .line(let line) = connection.queue[connection.queueHead] {
-                    cost = Pacer.cost(of: line, inBatch: state.inBatch(connection.id))
+                    cost = Pacer.cost(of: line)
                 } else {
                     cost = 1
                 }
-                guard pacer.take(cost, now: now) else { waiting = true; break }
+                guard pacer.take(cost, now: now) else {
+                    connection.waitingCost = cost
+                    waiting = true
+                    break
+                }
                 connection.pacer = pacer
             }
             // Moved out of the queue (its slot is about to be dropped), not copied.
@@ -775,9 +783,9 @@ final class ServerRuntime {
     private func drainPaced() {
         guard !paced.isEmpty else { return }
         let now = Monotonic.now()
-        let due = paced.filter { ($0.pacer?.readyAt(1) ?? 0) <= now || $0.closing }
+        let due = paced.filter { ($0.pacer?.readyAt($0.waitingCost) ?? 0) <= now || $0.closing }
         guard !due.isEmpty else { return }
-        paced.removeAll { ($0.pacer?.readyAt(1) ?? 0) <= now || $0.closing }
+        paced.removeAll { ($0.pacer?.readyAt($0.waitingCost) ?? 0) <= now || $0.closing }
         for connection in due {
             connection.inPaced = false
             if !connection.closing && connections[connection.id.raw] != nil { drain(connection) }

@@ -30,8 +30,8 @@ struct PacerTests {
         #expect(now == 20)
     }
 
-    @Test("PONG and lines inside a multiline batch cost nothing; other tagged lines do", arguments: [
-        ("PONG :x", 0), ("@batch=m1 PRIVMSG #a :line", 0), ("@label=q;batch=m1 PRIVMSG #a :x", 0),
+    @Test("PONG costs nothing; a line inside a multiline batch costs one, as every line delivered does (issue 43, item 9)", arguments: [
+        ("PONG :x", 0), ("@batch=m1 PRIVMSG #a :line", 1), ("@label=q;batch=m1 PRIVMSG #a :x", 1),
         ("PRIVMSG #a :PONG", 1), ("@+batchy=1 PRIVMSG #a :x", 1), ("@label=batch=x PRIVMSG #a :x", 1), ("PING :x", 1), ("PONGX :x", 1),
         ("CHATHISTORY LATEST #a * 100", Pacer.historyCost), ("@label=1 chathistory latest #a * 1", Pacer.historyCost),
         ("CHATHISTORY", Pacer.historyCost), (":me CHATHISTORY LATEST #a * 1", Pacer.historyCost),
@@ -41,8 +41,17 @@ struct PacerTests {
         #expect(Pacer.cost(of: Array(line.utf8)) == cost)
     }
 
-    @Test("batch-tagged lines cost like any other when no multiline batch is open")
-    func batchOnlyInBatch() {
-        #expect(Pacer.cost(of: Array("@batch=m1 PRIVMSG #a :x".utf8), inBatch: false) == 1)
+    @Test("a line waiting for two tokens is ready when two are there, not at the first: the loop wakes once for it")
+    func readyWhenCovered() {
+        var pacer = Pacer(burst: 2, perSecond: 4, now: 0)
+        let first = pacer.take(2, now: 0)
+        #expect(first)
+        let refused = pacer.take(2, now: 0)
+        #expect(!refused)
+        #expect(pacer.readyAt(1) == 0.25 && pacer.readyAt(2) == 0.5)
+        let atFirstToken = pacer.take(2, now: pacer.readyAt(1))
+        #expect(!atFirstToken, "woken at the first token, it would fail again: the busy loop")
+        let covered = pacer.take(2, now: 0.5)
+        #expect(covered)
     }
 }
