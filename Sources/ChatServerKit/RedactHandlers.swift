@@ -86,8 +86,8 @@ extension ServerState {
                   row.msgid >= historyFloor(redact.target) else {
                 return fail("UNKNOWN_MSGID", "This message does not exist or is too old")
             }
-            guard redact.moderator || isOwnRow(row, user) else {
-                return fail("REDACT_FORBIDDEN", "You may delete only your own messages (room operators may delete any in their room)")
+            guard mayModerate(redact, row: row, user) || isOwnRow(row, user) else {
+                return fail("REDACT_FORBIDDEN", "You may delete only your own messages (room operators may delete any said in the room they run)")
             }
         }
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "REDACT",
@@ -107,6 +107,18 @@ extension ServerState {
             outbox.items.append(.forgetRow(target: redact.target, msgid: signed))
         }
         log(session, "\(user.replyName) deleted \(id) in \(redact.name)" + (redact.reason.map { ": \($0)" } ?? ""))
+    }
+
+    /// Whether `user` may delete someone else's message as a moderator: an IRC operator; a room
+    /// operator only for lines said in the room as it is now (not in an earlier room of that
+    /// name, which whoever re-made it does not run), or anything in a registered room whose
+    /// founder or access account it is.
+    func mayModerate(_ redact: RedactRequest, row: HistoryRow, _ user: User) -> Bool {
+        if user.isOperator { return true }
+        guard redact.moderator, let room = redact.room else { return false }
+        if isSavedOperator(user, key: room) { return true }
+        guard let created = channels[room]?.createdAt else { return false }
+        return row.msgid >= Int64((created * 1000).rounded(.down)) << 16
     }
 
     /// Whether `user` sent the stored message: the same account; or, when neither has one, the

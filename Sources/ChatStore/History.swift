@@ -506,6 +506,9 @@ public final class HistoryWriter: Sendable {
         let rooms = try? RoomStore(database: store.database)
         var roomsFailing = false
         var editsFailing = false
+        // A deleted message's bytes are overwritten, not left in a free page (issue 43, item 10):
+        // set on the writer's connection, the one that deletes.
+        _ = try? store.database.execute("PRAGMA secure_delete = ON")
         while true {
             // Deletions asked for before the rows are taken: every row they name is among those
             // rows or committed already.
@@ -586,6 +589,11 @@ public final class HistoryWriter: Sendable {
                     try store.database.execute("COMMIT")
                     if editsFailing { failed("history: deletions, renames and read markers are written again") }
                     editsFailing = false
+                    // And the old pages in the WAL go too: a checkpoint that truncates it (busy
+                    // readers can stop it; the next deletion's checkpoint, or the next start, ends it).
+                    if forget.contains(where: { if case .forget = $0 { true } else { false } }) {
+                        _ = try? store.database.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    }
                 } catch {
                     _ = try? store.database.execute("ROLLBACK")
                     // Said once a burst; tried again with the next turn.

@@ -29,7 +29,7 @@ struct StateRedactTests {
         h.send(bob, "CHATHISTORY LATEST #lobby * 10")
         let kept = try #require(h.historyLines(to: bob).first?.tag("msgid"))
         h.send(bob, "REDACT #lobby \(kept)")
-        #expect(h.lines(to: bob) == [":test.server FAIL REDACT REDACT_FORBIDDEN #lobby \(kept) :You may delete only your own messages (room operators may delete any in their room)"])
+        #expect(h.lines(to: bob) == [":test.server FAIL REDACT REDACT_FORBIDDEN #lobby \(kept) :You may delete only your own messages (room operators may delete any said in the room they run)"])
         h.send(alice, "REDACT #lobby \(kept)")
         #expect(h.out.messages(to: bob).map(\.command) == ["REDACT"])
         h.send(bob, "CHATHISTORY LATEST #lobby * 10")
@@ -59,6 +59,26 @@ struct StateRedactTests {
         #expect(h.lines(to: outsider) == [":test.server FAIL REDACT INVALID_TARGET #den :You are not in that room"])
         h.send(outsider, "REDACT")
         #expect(h.commands(to: outsider) == ["461"])
+    }
+
+    @Test("whoever re-makes an emptied open room runs it, reads its old history, but deletes none of the earlier members' lines; those said since, yes (issue 43, item 10)")
+    func remakerDeletesNoOldLines() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.room = nil }
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "JOIN #open", "PRIVMSG #open :said before", "PART #open")
+        h.now += 10
+        let mallory = h.register("mallory", caps: caps)
+        let bob = h.register("bob", caps: caps)
+        h.send(mallory, "JOIN #open")
+        h.send(bob, "JOIN #open", "PRIVMSG #open :said since")
+        h.send(mallory, "CHATHISTORY LATEST #open * 10")
+        let lines = h.historyLines(to: mallory).filter { $0.command == "PRIVMSG" }
+        #expect(lines.map { $0.params.last! } == ["said before", "said since"], "an open room's history is readable")
+        let before = try #require(lines.first?.tag("msgid")), since = try #require(lines.last?.tag("msgid"))
+        h.send(mallory, "REDACT #open \(before)")
+        #expect(h.out.messages(to: mallory).first?.params.prefix(2) == ["REDACT", "REDACT_FORBIDDEN"])
+        h.send(mallory, "REDACT #open \(since)")
+        #expect(h.out.messages(to: bob).map(\.command) == ["REDACT"], "a line said in the room she runs")
     }
 
     @Test("a direct message between accounts: its sender deletes it for both; the other side may not")

@@ -84,3 +84,43 @@ def test_a_client_without_chathistory_gets_context_on_joining():
         assert seen == ["context 2", "context 3", "context 4"]
     finally:
         server.stop()
+
+
+def test_a_deleted_line_leaves_no_bytes_in_the_database_files(tmp_path):
+    """Issue 43, item 10: REDACT forgets the row, and its text is overwritten (secure_delete),
+    the WAL truncated by a checkpoint: nothing of it in server.db or its WAL."""
+    import time
+    from conftest import RawClient, Server
+    data = tmp_path / "data"
+    server = Server("--data-dir", str(data))
+    try:
+        alice = RawClient(server.port)
+        alice.send("CAP REQ :draft/chathistory batch server-time message-tags echo-message draft/message-redaction")
+        alice.send("CAP END")
+        alice.register("alice")
+        secret = "the-vault-code-is-7391-8842"
+        alice.send(f"PRIVMSG #lobby :{secret}")
+        echo = alice.wait_for(lambda l: secret in l)
+        msgid = next(t.split("=", 1)[1] for t in echo[1:].split(" ", 1)[0].split(";") if t.startswith("msgid="))
+
+        def on_disk():
+            found = []
+            for name in os.listdir(data):
+                if name.startswith("server.db"):
+                    with open(data / name, "rb") as f:
+                        if secret.encode() in f.read():
+                            found.append(name)
+            return found
+        deadline = time.monotonic() + 10
+        while not on_disk() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert on_disk(), "the line was stored"
+        alice.send(f"REDACT #lobby {msgid} :oops")
+        alice.wait_for(lambda l: " REDACT #lobby " in l)
+        deadline = time.monotonic() + 20
+        while on_disk() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        print(f"\nafter the deletion, the text is in: {on_disk() or 'no file'}")
+        assert on_disk() == [], "the deleted text is still in " + ", ".join(on_disk())
+    finally:
+        server.stop()
