@@ -29,8 +29,10 @@ extension ServerState {
             standardReply(session, "FAIL", command: "REDACT", code: code, context: [name, id], always: true, text)
         }
         // A deletion does not cross links (the linked network has no REDACT): refused rather than
-        // deleted here and kept there.
-        if !links.isEmpty || !splitSince.isEmpty {
+        // deleted here and kept there. Also while no link is up on a server set to link: a split
+        // (or a restart, which forgets one) would serve it from the other side and the heal
+        // would merge it back (issue 43, item 4). As RENAME.
+        if !links.isEmpty || !splitSince.isEmpty || !config.links.blocks.isEmpty {
             return fail("REDACT_FORBIDDEN", "Messages cannot be deleted on a linked server (the linked network has no REDACT)")
         }
         var redact: RedactRequest

@@ -81,6 +81,17 @@ struct StateRedactTests {
         #expect(h.out.messages(to: bob).map(\.command) == ["REDACT"], "a line said in the room she runs")
     }
 
+    @Test("on a server set to link, with no link up (after a restart that forgot the split), a deletion is refused in words: the other side would serve it and the heal merge it back (issue 43, item 4)")
+    func refusedWhenSetToLink() throws {
+        var h = Harness(historyOf: try historyStore()) { $0.links.blocks = [LinkBlock(name: "b.chat", host: "127.0.0.1", port: 1, password: "pw", tls: false)] }
+        let alice = h.register("alice", caps: caps)
+        h.send(alice, "PRIVMSG #lobby :said here")
+        h.send(alice, "CHATHISTORY LATEST #lobby * 10")
+        let said = try #require(h.historyLines(to: alice).first { $0.params.last == "said here" }?.tag("msgid"))
+        h.send(alice, "REDACT #lobby \(said)")
+        #expect(h.lines(to: alice) == [":test.server FAIL REDACT REDACT_FORBIDDEN #lobby \(said) :Messages cannot be deleted on a linked server (the linked network has no REDACT)"])
+    }
+
     @Test("a direct message between accounts: its sender deletes it for both; the other side may not")
     func direct() throws {
         let accounts = try accountStore(["alice", "bob"])
