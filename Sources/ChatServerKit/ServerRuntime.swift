@@ -197,6 +197,16 @@ final class ServerRuntime {
     /// Web connections not yet upgraded to WebSocket, per address key (loopback not counted):
     /// an HTTP client holds nothing an IRC client would not, and no more of them.
     var webPending: [String: Int] = [:]
+    /// HTTP requests (and WebSocket upgrades) paced per address, as IRC lines are per connection:
+    /// a burst, then a steady rate (issue 43, item 6). Owner: the web runtime; bound:
+    /// `WebRuntime.requestPacerLimit` addresses (past it the ones at full burst, idle, go); end:
+    /// when full again and idle.
+    var webRequestPacers: [String: Pacer] = [:]
+    /// HTTP connections not yet upgraded, from every address: at most a share of the descriptors,
+    /// so a slowloris from many addresses leaves IRC clients, the store and links theirs (item 5).
+    var webHTTPConnections = 0
+    /// When the HTTP share's refusal was last logged (once a minute, not once a connection).
+    var webBusyLoggedAt = -Double.infinity
     private var readBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var flushQueue: [Connection] = []
     /// What each connection gets, in which order and when (gathered runs, a crowd's held JOINs,

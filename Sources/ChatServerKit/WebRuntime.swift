@@ -28,6 +28,16 @@ extension ServerRuntime {
     /// address): past the limit it is answered 429 and closed at once.
     func admitWebConnection(_ connection: Connection, host: String) {
         guard let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) else { return }
+        // A quarter of the descriptors at most for HTTP connections from everyone together: the
+        // rest stay for IRC clients (the host's own screen among them), the store and links.
+        guard webHTTPConnections < Self.httpConnectionLimit else {
+            if Monotonic.now() - webBusyLoggedAt >= 60 {
+                webBusyLoggedAt = Monotonic.now()
+                logger("[\(connection.peer)] web: refused, \(webHTTPConnections) HTTP connections are open (a quarter of the descriptors)")
+            }
+            webAnswer(connection, .text(503, "the host is busy; try again in a moment", keepAlive: false), close: true)
+            return
+        }
         let key = ServerState.throttleKey(host)
         guard webPending[key, default: 0] < limits.perAddress else {
             logger("[\(connection.peer)] web: refused, \(limits.perAddress) web connections from \(key) are waiting already")
@@ -35,13 +45,41 @@ extension ServerRuntime {
             return
         }
         webPending[key, default: 0] += 1
+        webHTTPConnections += 1
         connection.webKey = key
+    }
+
+    /// HTTP connections at most, from everyone: a quarter of the open-file limit.
+    static let httpConnectionLimit: Int = {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        return max(64, Int(min(limit.rlim_cur, 1 << 20)) / 4)
+    }()
+    /// A burst of requests per address, then a rate: a page and its assets come at once; a loop
+    /// of keep-alive connections is slowed (16 made 10,600 requests a second at 95 % CPU).
+    static let requestBurst = 120
+    static let requestsPerSecond = 30.0
+    static let requestPacerLimit = 10_000
+
+    /// Whether a request from this connection may be answered now (true for loopback, and with
+    /// limits off); false: it is answered 429 and the connection closed.
+    func requestAllowed(_ connection: Connection) -> Bool {
+        guard let key = connection.webKey else { return true }
+        let now = Monotonic.now()
+        if webRequestPacers[key] == nil && webRequestPacers.count >= Self.requestPacerLimit {
+            webRequestPacers = webRequestPacers.filter { $0.value.readyAt(Self.requestBurst) > now }
+        }
+        var pacer = webRequestPacers[key] ?? Pacer(burst: Self.requestBurst, perSecond: Self.requestsPerSecond, now: now)
+        let allowed = pacer.take(1, now: now)
+        webRequestPacers[key] = pacer
+        return allowed
     }
 
     /// No longer an HTTP connection waiting (upgraded, or closed).
     func webUncounted(_ connection: Connection) {
         guard let key = connection.webKey else { return }
         connection.webKey = nil
+        webHTTPConnections -= 1
         webPending[key, default: 1] -= 1
         if webPending[key] == 0 { webPending[key] = nil }
     }
@@ -67,6 +105,10 @@ extension ServerRuntime {
                     return
                 case .request(let request):
                     connection.webSince = Monotonic.now()
+                    guard requestAllowed(connection) else {
+                        webAnswer(connection, .text(429, "too many requests from your address; slow down", keepAlive: false), close: true)
+                        return
+                    }
                     if webRequest(connection, request) { return }
                     answered += 1
                 case .head(let request, let length):
