@@ -149,6 +149,8 @@ final class ServerRuntime {
         /// wakes when that is covered, not at the first token (a CHATHISTORY costing two made it
         /// wake, fail and wake again: a busy loop, half a core for one flooding connection).
         var waitingCost = 1
+        /// The address its history reads are paced by (nil: loopback, or no limits).
+        var historyKey: String?
         /// The queue is full: its socket is not read until it drains.
         var readPaused = false
         /// Waiting in `paced` for its pacer; waiting in `continuing` for a long reply's next step.
@@ -296,7 +298,7 @@ final class ServerRuntime {
         var nextTick = Monotonic.now() + 1
         while !control.stopRequested {
             var wake = nextTick
-            for connection in paced { wake = min(wake, connection.pacer?.readyAt(connection.waitingCost) ?? 0) }
+            for connection in paced { wake = min(wake, readyAt(connection)) }
             if let due = order.heldJoinsDue { wake = min(wake, due) }
             let ready = continuing.contains { $0.output.count + order.heldBytes(of: $0.id) < Self.continueBelow }
             // Rounded up: a wait of 0.9 ms must not become a busy 0 ms one.
@@ -454,6 +456,7 @@ final class ServerRuntime {
             }
             if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
                 connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
+                connection.historyKey = ServerState.throttleKey(host)
                 if tls != nil {
                     let key = ServerState.throttleKey(host)
                     connection.handshakeKey = key
@@ -533,6 +536,7 @@ final class ServerRuntime {
         let host = SocketAddress.hostOfPeer(connection.peer)
         if let limits = state.config.connectionLimits, !(limits.exemptLoopback && ServerState.isLoopback(host)) {
             connection.pacer = Pacer(burst: limits.burst, perSecond: limits.linesPerSecond, now: Monotonic.now())
+            connection.historyKey = ServerState.throttleKey(host)
         }
         state.connected(connection.id, host: host, peer: connection.peer, secure: connection.tls != nil, now: WallClock.now())
         connection.session = state.sessions[connection.id]
@@ -690,11 +694,16 @@ final class ServerRuntime {
                 } else {
                     cost = 1
                 }
-                guard pacer.take(cost, now: now) else {
+                // A history read waits for its address's pacer as well (both, or neither, taken).
+                let addressKey = cost == Pacer.historyCost ? connection.historyKey : nil
+                var address = addressKey.map { historyPacers[$0] ?? Self.newHistoryPacer(now) }
+                guard pacer.readyAt(cost) <= now, (address?.readyAt(1) ?? now) <= now,
+                      pacer.take(cost, now: now), address?.take(1, now: now) ?? true else {
                     connection.waitingCost = cost
                     waiting = true
                     break
                 }
+                if let addressKey, let address { rememberHistoryPacer(addressKey, address, now: now) }
                 connection.pacer = pacer
             }
             // Moved out of the queue (its slot is about to be dropped), not copied.
@@ -789,13 +798,34 @@ final class ServerRuntime {
         }
     }
 
+    /// When a paced connection's next line may go: its own pacer, and for a history read its
+    /// address's too.
+    private func readyAt(_ connection: Connection) -> Double {
+        let own = connection.pacer?.readyAt(connection.waitingCost) ?? 0
+        guard connection.waitingCost == Pacer.historyCost, let key = connection.historyKey, let address = historyPacers[key] else { return own }
+        return max(own, address.readyAt(1))
+    }
+
+    /// History reads paced per address, on top of each connection's pacing: sixteen connections
+    /// from one address no longer read sixteen times as much (issue 43, item 9). A burst of 20,
+    /// then 4 a second. Owner: the runtime; bound: 10,000 addresses (the full ones dropped first);
+    /// end: full again.
+    private var historyPacers: [String: Pacer] = [:]
+    private static func newHistoryPacer(_ now: Double) -> Pacer { Pacer(burst: 20, perSecond: 4, now: now) }
+    private func rememberHistoryPacer(_ key: String, _ pacer: Pacer, now: Double) {
+        if historyPacers[key] == nil && historyPacers.count >= 10_000 {
+            historyPacers = historyPacers.filter { $0.value.readyAt(20) > now }
+        }
+        historyPacers[key] = pacer
+    }
+
     /// Connections whose pacer may allow their next line by now.
     private func drainPaced() {
         guard !paced.isEmpty else { return }
         let now = Monotonic.now()
-        let due = paced.filter { ($0.pacer?.readyAt($0.waitingCost) ?? 0) <= now || $0.closing }
+        let due = paced.filter { readyAt($0) <= now || $0.closing }
         guard !due.isEmpty else { return }
-        paced.removeAll { ($0.pacer?.readyAt($0.waitingCost) ?? 0) <= now || $0.closing }
+        paced.removeAll { readyAt($0) <= now || $0.closing }
         for connection in due {
             connection.inPaced = false
             if !connection.closing && connections[connection.id.raw] != nil { drain(connection) }
