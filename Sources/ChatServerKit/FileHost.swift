@@ -38,6 +38,8 @@ final class FileHost {
         /// Seconds since the epoch.
         let time: Double
         let sha256: String
+        /// The address it came from (a throttle key; "" when exempt, or for a file from before).
+        var address = ""
     }
 
     /// One file arriving.
@@ -79,8 +81,12 @@ final class FileHost {
     private(set) var entries: [String: Entry] = [:]
     private var used: [String: Int] = [:]
     private var arriving: [String: Int] = [:]
-    /// Uploads under way by address (owner: `begin` and `release`; bound: `concurrent`).
+    /// Uploads under way by address (owner: `begin` and `release`; bound: `concurrent`), their
+    /// declared bytes, and the bytes kept from each address (bound: one entry an address with
+    /// files; end: its last file's removal).
     private var arrivingFrom: [String: Int] = [:]
+    private var reservedFrom: [String: Int] = [:]
+    private var usedFrom: [String: Int] = [:]
     private var reserved: [String: Int] = [:]
     private var arrivingCount = 0
     private let log: (String) -> Void
@@ -116,6 +122,7 @@ final class FileHost {
             }
             entries[id] = entry
             used[entry.owner, default: 0] += entry.size
+            if !entry.address.isEmpty { usedFrom[entry.address, default: 0] += entry.size }
         }
         purge(now: now)
     }
@@ -125,6 +132,13 @@ final class FileHost {
     }
 
     static func entry(id: String, line: String) -> Entry? {
+        // v2 adds the address before the name: `v2 SIZE TIME OWNER SHA TYPE ADDRESS NAME`, tab-separated.
+        if line.hasPrefix("v2\t") {
+            let fields = line.dropFirst(3).split(separator: "\t", maxSplits: 6, omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 7, let size = Int(fields[0]), let time = Double(fields[1]) else { return nil }
+            let name = fields[6].hasSuffix("\n") ? String(fields[6].dropLast()) : fields[6]
+            return Entry(id: id, name: name, type: fields[4], size: size, owner: fields[2], time: time, sha256: fields[3], address: fields[5])
+        }
         let fields = line.split(separator: "\t", maxSplits: 5, omittingEmptySubsequences: false).map(String.init)
         guard fields.count == 6, let size = Int(fields[0]), let time = Double(fields[1]) else { return nil }
         let name = fields[5].hasSuffix("\n") ? String(fields[5].dropLast()) : fields[5]
@@ -144,6 +158,12 @@ final class FileHost {
         guard held + length <= limits.quota else {
             return .failure(Refusal(status: 507, reason: "your files would pass your quota of \(Self.size(limits.quota)) (\(Self.size(held)) kept)"))
         }
+        // And against the address, whatever accounts it uses (a guest and the accounts it
+        // registers each hour kept four quotas): one quota an address ("" is exempt: loopback).
+        let heldFrom = address.isEmpty ? 0 : (usedFrom[address] ?? 0) + (reservedFrom[address] ?? 0)
+        guard heldFrom + length <= limits.quota else {
+            return .failure(Refusal(status: 507, reason: "files from your address would pass its quota of \(Self.size(limits.quota)) (\(Self.size(heldFrom)) kept)"))
+        }
         let inFlight = reserved.values.reduce(0, +)
         let stored = used.values.reduce(0, +) + inFlight
         // The disk's room less what uploads under way will still write (their declared lengths:
@@ -153,7 +173,7 @@ final class FileHost {
             return .failure(Refusal(status: 507, reason: "the host has no room for more files right now"))
         }
         guard arrivingCount < limits.concurrent, (arriving[owner] ?? 0) < limits.concurrentPerOwner,
-              (arrivingFrom[address] ?? 0) < limits.concurrentPerAddress else {
+              address.isEmpty || (arrivingFrom[address] ?? 0) < limits.concurrentPerAddress else {
             return .failure(Refusal(status: 429, reason: "too many uploads at once; try again when one has finished"))
         }
         let id = Crypto.hex(Crypto.randomBytes(12))
@@ -166,6 +186,7 @@ final class FileHost {
         arrivingCount += 1
         arriving[owner, default: 0] += 1
         arrivingFrom[address, default: 0] += 1
+        reservedFrom[address, default: 0] += length
         reserved[owner, default: 0] += length
         let name = SafeFileName.make(offered ?? "upload")
         return .success(Upload(id: id, name: name, type: Self.storedType(offeredType), length: length, owner: owner, address: address, fd: fd))
@@ -212,8 +233,8 @@ final class FileHost {
         close(upload.fd)
         release(upload)
         let entry = Entry(id: upload.id, name: upload.name, type: upload.type, size: upload.written, owner: upload.owner,
-                          time: now, sha256: Crypto.hex(upload.hasher.finalize()))
-        let line = "\(entry.size)\t\(entry.time)\t\(entry.owner)\t\(entry.sha256)\t\(entry.type)\t\(entry.name)\n"
+                          time: now, sha256: Crypto.hex(upload.hasher.finalize()), address: upload.address)
+        let line = "v2\t\(entry.size)\t\(entry.time)\t\(entry.owner)\t\(entry.sha256)\t\(entry.type)\t\(entry.address)\t\(entry.name)\n"
         do {
             guard !failed else { throw Files.Failure("cannot write", part, code) }
             guard rename(part, directory + "/" + upload.id) == 0 else { throw Files.Failure("cannot rename", part) }
@@ -226,6 +247,7 @@ final class FileHost {
         }
         entries[upload.id] = entry
         used[upload.owner, default: 0] += entry.size
+        if !entry.address.isEmpty { usedFrom[entry.address, default: 0] += entry.size }
         return .success(entry)
     }
 
@@ -246,6 +268,8 @@ final class FileHost {
         if arriving[upload.owner] == 0 { arriving[upload.owner] = nil }
         arrivingFrom[upload.address, default: 1] -= 1
         if arrivingFrom[upload.address] == 0 { arrivingFrom[upload.address] = nil }
+        reservedFrom[upload.address, default: upload.length] -= upload.length
+        if reservedFrom[upload.address] ?? 0 <= 0 { reservedFrom[upload.address] = nil }
     }
 
     /// Files past their days are deleted.
@@ -260,6 +284,10 @@ final class FileHost {
         guard let entry = entries.removeValue(forKey: id) else { return }
         used[entry.owner, default: entry.size] -= entry.size
         if used[entry.owner] ?? 0 <= 0 { used[entry.owner] = nil }
+        if !entry.address.isEmpty {
+            usedFrom[entry.address, default: entry.size] -= entry.size
+            if usedFrom[entry.address] ?? 0 <= 0 { usedFrom[entry.address] = nil }
+        }
         unlink(directory + "/" + id + ".meta")
         unlink(directory + "/" + id)
     }

@@ -368,7 +368,11 @@ extension ServerRuntime {
 
     func webBeginUpload(_ connection: Connection, _ request: HTTPRequest, length: Int, owner: String, by name: String) -> Bool {
         guard let fileHost else { return true }
-        let address = ServerState.throttleKey(SocketAddress.hostOfPeer(connection.peer))
+        // The address uploads are counted by ("": exempt, as loopback is from limits: a reverse
+        // proxy on this machine brings everyone's uploads from 127.0.0.1).
+        let peerHost = SocketAddress.hostOfPeer(connection.peer)
+        let exempt = state.config.connectionLimits.map { $0.exemptLoopback && ServerState.isLoopback(peerHost) } ?? true
+        let address = exempt ? "" : ServerState.throttleKey(peerHost)
         switch fileHost.begin(name: request.dispositionFileName, type: request.header("content-type"), length: length, owner: owner, address: address) {
         case .failure(let refusal):
             return webRefuseUpload(connection, refusal.status, refusal.reason)

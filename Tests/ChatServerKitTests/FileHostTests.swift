@@ -53,4 +53,32 @@ struct FileHostTests {
         #expect(refusal.status == 507)
         files.abort(first)
     }
+
+    @Test("the quota counts against the address as well as the owner: a guest and the accounts it registers share one; after a restart too (issue 43, item 7)")
+    func quotaPerAddress() throws {
+        let (files, directory) = try Self.host { $0.quota = 1000 }
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        guard case .success(let first) = files.begin(name: "a", type: nil, length: 800, owner: "guest:a", address: "127.0.0.2") else {
+            Issue.record("refused"); return
+        }
+        #expect(files.append(first, Array(repeating: 1, count: 800)) == nil)
+        guard case .success = files.finish(first, now: 1_000_000) else { Issue.record("not finished"); return }
+        guard case .failure(let refusal) = files.begin(name: "b", type: nil, length: 300, owner: "account:b", address: "127.0.0.2") else {
+            Issue.record("a new account on the same address got a quota of its own"); return
+        }
+        #expect(refusal.status == 507 && refusal.reason.hasPrefix("files from your address would pass its quota"))
+        guard case .success(let other) = files.begin(name: "c", type: nil, length: 300, owner: "account:c", address: "127.0.0.3") else {
+            Issue.record("another address was refused"); return
+        }
+        files.abort(other)
+        guard case .success(let exempt) = files.begin(name: "d", type: nil, length: 300, owner: "account:d", address: "") else {
+            Issue.record("an exempt (loopback) upload was counted against an address"); return
+        }
+        files.abort(exempt)
+        // Read again at a restart: the file's address is in its description.
+        let again = try FileHost(directory: directory, limits: { var l = FileHost.Limits(); l.quota = 1000; return l }(), now: 1_000_001, log: { _ in })
+        guard case .failure = again.begin(name: "e", type: nil, length: 300, owner: "account:e", address: "127.0.0.2") else {
+            Issue.record("the address's files were forgotten at the restart"); return
+        }
+    }
 }
