@@ -245,6 +245,8 @@ extension ServerState {
     /// One stored line in a client's own form (its tags, its time), in a batch if given.
     /// `room`: the room's name now, for lines said before it was renamed.
     mutating func replay(_ row: HistoryRow, to session: Session, batch: String?, room: String? = nil) {
+        // A kept deletion only to those who understand REDACT.
+        if row.command == "REDACT" && !session.caps.contains(.messageRedaction) { return }
         // Half a millisecond in: the time printed is the stored millisecond, whatever the rounding of a Double.
         let stamp = Stamp(time: (Double(row.timeMilliseconds) + 0.5) / 1000, msgid: UInt64(bitPattern: row.msgid))
         if let stored = Self.storedParts(row.line) {

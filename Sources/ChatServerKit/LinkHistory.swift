@@ -92,7 +92,7 @@ extension ServerState {
         }
         // A room we have, a message line addressed to it, within the bound.
         guard p.count == 5, channels[key] != nil, let msgid = Int64(p[1]), let time = Int64(p[2]),
-              HistoryStore.Kinds.messages.includes(p[3]), (link.incomingRows[key]?.count ?? 0) < Self.splitRowsPerRoom,
+              HistoryStore.Kinds.isMessage(p[3]), (link.incomingRows[key]?.count ?? 0) < Self.splitRowsPerRoom,
               let line = try? IRCMessage(parsing: p[4]), line.command == p[3], line.params.first.map({ casemapping.equal($0, name) }) == true
         else { return }
         // The next line of a multiline message (the same msgid as the row before): one row.

@@ -67,7 +67,7 @@ extension ServerState {
             return
         }
         let signed = Int64(bitPattern: redact.msgid)
-        if let row = recentHistory[redact.target]?.first(where: { $0.msgid == signed && HistoryStore.Kinds.messages.includes($0.command) }) {
+        if let row = recentHistory[redact.target]?.first(where: { $0.msgid == signed && HistoryStore.Kinds.isMessage($0.command) }) {
             finishRedact(session, redact, row: row, now: request.now)
             return
         }
@@ -84,7 +84,7 @@ extension ServerState {
         }
         if historyEnabled {
             // A message of this room (not of an earlier room of the same name), and a message, not an event.
-            guard let row, row.msgid == Int64(bitPattern: redact.msgid), HistoryStore.Kinds.messages.includes(row.command),
+            guard let row, row.msgid == Int64(bitPattern: redact.msgid), HistoryStore.Kinds.isMessage(row.command),
                   row.msgid >= historyFloor(redact.target) else {
                 return fail("UNKNOWN_MSGID", "This message does not exist or is too old")
             }
@@ -96,7 +96,11 @@ extension ServerState {
                                  params: [redact.name, id] + (redact.reason.map { [$0] } ?? []))
         let stamp = Stamp(time: now, msgid: messageIDs.next(now: now))
         if let room = redact.room {
-            deliver(message, toRoom: room, now: now, onlyWith: .messageRedaction, stamp: stamp, history: [])
+            // Kept in the room's history (with history on): a member who was away learns of the
+            // deletion when it reads what it missed, and its client forgets the line (issue 43, item 10).
+            let members = (membership.members[room] ?? [:]).values.map(\.user)
+            deliver(message, toUsers: members, now: now, onlyWith: .messageRedaction, storable: historyEnabled, stamp: stamp,
+                    history: historyEnabled ? [HistoryEntry(target: room)] : [])
         } else {
             let recipients = [redact.peer.flatMap { users[$0] }, user].compactMap { $0 }
             deliver(message, toUsers: recipients, now: now, onlyWith: .messageRedaction, storable: false, stamp: stamp)

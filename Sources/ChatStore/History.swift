@@ -98,7 +98,9 @@ public final class HistoryStore {
     /// a query when they shared a table unindexed, 0.1 ms now); all of them is a merge of both.
     public enum Kinds: Sendable, Equatable {
         case all
-        /// PRIVMSG, NOTICE and TAGMSG: CHATHISTORY without event-playback.
+        /// PRIVMSG, NOTICE and TAGMSG, and REDACT (a deletion, so a client that comes back learns
+        /// what was deleted while it was away): CHATHISTORY without event-playback. Stored in
+        /// `history` with the messages.
         case messages
         /// PRIVMSG and NOTICE: the replay on joining, for clients that do not read tags.
         case texts
@@ -108,7 +110,7 @@ public final class HistoryStore {
         var condition: String? {
             switch self {
             case .all: nil
-            case .messages: "(command = 'PRIVMSG' OR command = 'NOTICE' OR command = 'TAGMSG')"
+            case .messages: "(command = 'PRIVMSG' OR command = 'NOTICE' OR command = 'TAGMSG' OR command = 'REDACT')"
             case .texts: "(command = 'PRIVMSG' OR command = 'NOTICE')"
             }
         }
@@ -116,10 +118,13 @@ public final class HistoryStore {
         public func includes(_ command: String) -> Bool {
             switch self {
             case .all: true
-            case .messages: command == "PRIVMSG" || command == "NOTICE" || command == "TAGMSG"
+            case .messages: command == "PRIVMSG" || command == "NOTICE" || command == "TAGMSG" || command == "REDACT"
             case .texts: command == "PRIVMSG" || command == "NOTICE"
             }
         }
+
+        /// A message someone said (what a deletion or a link's merge may name), not a deletion.
+        public static func isMessage(_ command: String) -> Bool { command == "PRIVMSG" || command == "NOTICE" || command == "TAGMSG" }
     }
 
     /// Writes rows in one transaction: messages to `history`, other events to `history_events`.

@@ -495,6 +495,29 @@ func alicePastAProxy(accounts: Bool = false) async throws -> (TestServer, Cuttab
 
 @Suite("a long gap", .serialized)
 struct ClientLongGapTests {
+    @Test("a line deleted while we were away: the deletion comes with what we missed, and the client forgets the line (issue 43, item 10)")
+    func deletionMissed() async throws {
+        let (server, proxy, bob, client, log) = try await alicePastAProxy()
+        _ = server
+        bob.send("CAP REQ :draft/message-redaction echo-message message-tags")
+        _ = try bob.readUntil { $0.command == "CAP" }
+        bob.send("PRIVMSG #lobby :regrettable words")
+        let said = try bob.readUntil { $0.command == "PRIVMSG" && $0.params.last == "regrettable words" }
+        let msgid = try #require(said.last?.tag("msgid"))
+        try await log.line(in: "#lobby", containing: "regrettable words")
+        proxy.cutAll()
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        bob.send("REDACT #lobby \(msgid) :sorry")
+        _ = try bob.readUntil { $0.command == "REDACT" }
+        proxy.restore()
+        try await log.next(timeout: 30, "the deletion, from what was missed") {
+            if case .redacted(.room("#lobby"), msgid: msgid, _) = $0 { return true } else { return false }
+        }
+        let line = await log.view().conversation("#lobby")?.lines.first { $0.msgid == msgid }
+        #expect(line?.deletedBy != nil, "shown as deleted")
+        await client.quit()
+    }
+
     @Test("a gap longer than a page of history is fetched page after page: 150 missed lines, all shown, the marker says 150")
     func longGap() async throws {
         let (server, proxy, bob, client, log) = try await alicePastAProxy()
