@@ -223,16 +223,20 @@ def run_attacks():
     our server with its default limits and pacing (tests/interop/load_attacks.py)."""
     sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
     import load_attacks
-    port = free_port()
+    port, link_port, web_port = free_port(), free_port(), free_port()
     directory = tempfile.mkdtemp(prefix="bench-attacks-")
     log = open(os.path.join(directory, "out.log"), "w")
+    # The new surfaces too (issue 43): a link port with a block, the web port with uploads.
     process = subprocess.Popen(["taskset", "-c", SERVER_CORE, CHAT_TUI, "--serve", "--headless", "--bind", "127.0.0.1",
-                                "--port", str(port), "--tls-port", "0", "--web-port", "0", "--data-dir", directory],
+                                "--port", str(port), "--tls-port", "0", "--web-port", str(web_port), "--data-dir", directory,
+                                "--link-port", str(link_port), "--link", "hub.test", "--link-password", "bench", "--link-tls", "off",
+                                "--upload-max-size", "100M"],
                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        if not wait_port(port):
+        if not wait_port(port) or not wait_port(web_port):
             return {"error": "the server did not start"}
-        return load_attacks.run(port, process.pid, phases=("flood", "storm", "slowloris", "list"))
+        return load_attacks.run(port, process.pid, ports={"link": link_port, "web": web_port},
+                                phases=("flood", "storm", "slowloris", "list", "link_capab", "link_connections", "web_slowloris", "upload_stall"))
     except Exception as error:
         return {"error": str(error)}
     finally:
@@ -470,7 +474,7 @@ def render(raw):
     if attacks:
         sys.path.insert(0, os.path.join(ROOT, "tests", "interop"))
         import load_attacks
-        out += ["## a bystander through a flood, a connection storm, slowloris and a LIST flood", "",
+        out += ["## a bystander through a flood, a connection storm, slowloris, a LIST flood, and the link port, web port and uploads under attack", "",
                 "Our server with its default limits (a burst of 20 lines then 4 a second; 16 connections and 32 new per "
                 "10 minutes per address); two bystanders on 127.0.0.1 exchange 40 messages, one every 100 ms, in each phase; "
                 "the attackers come from other 127/8 addresses (127.0.0.2 and up), every limit applied to them; in the LIST phase ten hosts make 100 rooms each while one more lists them again and again. One run.", ""]

@@ -253,7 +253,122 @@ def list_flood(port, rooms=1000):
     return body
 
 
-def run(port, pid, phase_messages=40, phases=("flood", "storm", "slowloris")):
+def link_capab(ports):
+    """Issue 43, item 1: connections to the link port sending CAPAB without end."""
+    def body(stop, stats):
+        line = b"CAPAB MODULES :" + b" ".join([b"m_module%05d.so" % i for i in range(900)]) + b"\r\n"
+        sent = connections = 0
+        while not stop.is_set():
+            try:
+                sock = connect(ports["link"], "127.0.0.3", timeout=2)
+                sock.sendall(b"CAPAB START 1205\r\n")
+                connections += 1
+                while not stop.is_set():
+                    sent += sock.send(line)
+            except OSError:
+                time.sleep(0.01)
+            finally:
+                try:
+                    sock.close()
+                except Exception:
+                    pass
+        stats["bytes_offered"] = sent
+        stats["connections"] = connections
+    return body
+
+
+def link_connections(ports, count=2000):
+    """Issue 43, item 2: one address opening connection after connection to the link port."""
+    def body(stop, stats):
+        held, refused = [], 0
+        for _ in range(count):
+            if stop.is_set():
+                break
+            try:
+                held.append(connect(ports["link"], "127.0.0.4", timeout=2))
+            except OSError:
+                refused += 1
+        kept = 0
+        for sock in held:
+            sock.settimeout(0.2)
+            try:
+                if sock.recv(16).startswith(b"CAPAB"):
+                    kept += 1
+            except OSError:
+                pass
+        stats["opened"], stats["kept"], stats["refused"] = len(held), kept, refused
+        stop.wait()
+        for sock in held:
+            sock.close()
+    return body
+
+
+def web_slowloris(ports, addresses=300):
+    """Issue 43, item 5: half-sent HTTP requests from many addresses, 16 each."""
+    def body(stop, stats):
+        held, refused = [], 0
+        for n in range(addresses * 16):
+            if stop.is_set():
+                break
+            try:
+                sock = connect(ports["web"], f"127.0.{110 + n // 4096}.{1 + (n // 16) % 250}", timeout=2)
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: x")
+                held.append(sock)
+            except OSError:
+                refused += 1
+        answered = 0
+        for sock in held:
+            sock.settimeout(0.05)
+            try:
+                if sock.recv(16).startswith(b"HTTP/1.1 5"):
+                    answered += 1
+            except OSError:
+                pass
+        stats["held"], stats["busy_503"], stats["refused"] = len(held) - answered, answered, refused
+        stop.wait()
+        for sock in held:
+            sock.close()
+    return body
+
+
+def upload_stall(ports):
+    """Issue 43, item 3: uploads trickling from two addresses, four guests each."""
+    def body(stop, stats):
+        held, taken, refused = [], 0, 0
+        for source in ("127.0.0.5", "127.0.0.6"):
+            for n in range(4):
+                irc = connect(ports["irc"], source)
+                irc.sendall(f"NICK up{source[-1]}{n}\r\nUSER u 0 * :u\r\nVERSION\r\n".encode())
+                seen = b""
+                while b"soju.im/FILEHOST=" not in seen:
+                    chunk = irc.recv(65536)
+                    if not chunk:
+                        break
+                    seen += chunk
+                held.append(irc)
+                url = seen.split(b"soju.im/FILEHOST=", 1)[1].split(b" ", 1)[0].split(b"\r", 1)[0].decode()
+                path = "/" + url.split("/", 3)[3]
+                for _ in range(2):
+                    sock = connect(ports["web"], source)
+                    sock.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {100 << 20}\r\n\r\n".encode() + b"t" * 4200)
+                    sock.settimeout(0.3)
+                    try:
+                        answer = sock.recv(64)
+                    except socket.timeout:
+                        answer = b""
+                    if answer.startswith(b"HTTP/1.1 429"):
+                        refused += 1
+                    else:
+                        taken += 1
+                    held.append(sock)
+        stats["taken"], stats["refused_429"] = taken, refused
+        stop.wait()
+        for sock in held:
+            sock.close()
+    return body
+
+
+def run(port, pid, phase_messages=40, phases=("flood", "storm", "slowloris"), ports=None):
     """Every phase's bystander latency and the server's RSS; returns a dict of figures."""
     alice = Line(port, "bystanderA")
     bob = Line(port, "bystanderB")
@@ -261,8 +376,9 @@ def run(port, pid, phase_messages=40, phases=("flood", "storm", "slowloris")):
     base, missing = paced_latencies(alice, bob, "base", phase_messages)
     figures["baseline"] = dict(summary(base), missing=missing)
     bodies = {"flood": flood, "storm": storm, "slowloris": slowloris, "list": list_flood}
+    surfaces = {"link_capab": link_capab, "link_connections": link_connections, "web_slowloris": web_slowloris, "upload_stall": upload_stall}
     for name in phases:
-        body = bodies[name](port)
+        body = surfaces[name](dict(ports or {}, irc=port)) if name in surfaces else bodies[name](port)
         before = rss_kib(pid)
         attack = Attack(body)
         time.sleep(1)
@@ -284,14 +400,18 @@ def report(figures):
         return "—" if v is None else f"{v:.2f}"
     base = figures["baseline"]
     rows.append(f"| none | {ms(base['p50_ms'])} | {ms(base['p99_ms'])} | {base['missing']} | {figures['rss_start_kib'] / 1024:.1f} | |")
-    for name in ("flood", "storm", "slowloris", "list"):
+    for name in ("flood", "storm", "slowloris", "list", "link_capab", "link_connections", "web_slowloris", "upload_stall"):
         if name not in figures:
             continue
         f = figures[name]
         extra = {"flood": lambda: f"{f.get('bytes_offered', 0) / 1e6:.1f} MB offered, {f.get('flood_lines_relayed', 0)} lines relayed",
                  "storm": lambda: f"{f.get('connections', 0)} connections, {f.get('failed', 0)} failed",
                  "slowloris": lambda: f"{f.get('held', 0)} held, {f.get('refused', 0)} refused",
-                 "list": lambda: f"{f.get('lists_asked', 0)} LISTs asked while ten hosts make 100 rooms each (paced), {f.get('lists_answered', 0)} answered"}[name]()
+                 "list": lambda: f"{f.get('lists_asked', 0)} LISTs asked while ten hosts make 100 rooms each (paced), {f.get('lists_answered', 0)} answered",
+                 "link_capab": lambda: f"endless CAPAB to the link port: {f.get('bytes_offered', 0) / 1e6:.1f} MB offered over {f.get('connections', 0)} connections",
+                 "link_connections": lambda: f"link port from one address: {f.get('opened', 0)} opened, {f.get('kept', 0)} kept",
+                 "web_slowloris": lambda: f"half-sent HTTP from many addresses: {f.get('held', 0)} held, {f.get('busy_503', 0)} answered 503, {f.get('refused', 0)} refused",
+                 "upload_stall": lambda: f"trickling uploads from two addresses: {f.get('taken', 0)} taken, {f.get('refused_429', 0)} refused 429"}[name]()
         rows.append(f"| {name} | {ms(f['p50_ms'])} | {ms(f['p99_ms'])} | {f['missing']} | "
                     f"{f['rss_before_kib'] / 1024:.1f} → {f['rss_during_kib'] / 1024:.1f} | {extra} |")
     rows.append(f"| after | | | | {figures['rss_end_kib'] / 1024:.1f} | |")
