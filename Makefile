@@ -3,8 +3,10 @@
 
 SWIFT        ?= swift
 PORT         ?= 6667
-# Debian packages the build, the tests and the benchmarks need.
-DEB_PACKAGES := pkg-config libncurses-dev libsqlite3-dev ngircd inspircd irssi weechat-headless weechat-curses catgirl openssl libssl-dev tmux procps coreutils util-linux chromium chromium-driver sslscan
+# Debian packages building and running need (make run installs only these)...
+DEB_BUILD    := pkg-config libncurses-dev libsqlite3-dev libssl-dev
+# ...and what the tests and the benchmarks add: the peers and tools they run (make test).
+DEB_TEST     := ngircd inspircd irssi weechat-headless weechat-curses catgirl openssl tmux procps coreutils util-linux chromium chromium-driver sslscan
 # Python modules the interop tests use, with the PyPI package that provides each.
 PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 
@@ -12,21 +14,25 @@ PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 # of its own (scripts/isolated.sh), never the user's own chat-tui history, config or pins.
 ISOLATED     := sh scripts/isolated.sh
 
-.PHONY: all deps build release run test test-swift test-interop test-sanitized bench fuzz soak clean
+.PHONY: all deps deps-build build release run test test-swift test-interop test-sanitized bench fuzz soak clean
 
 all: build
 
+# What building and running need: the compiler's Debian libraries.
+deps-build:
+	@sh scripts/deps.sh "$(DEB_BUILD)" ""
+
+# Everything the tests, the soak, fuzzing and the benchmarks need as well.
 deps:
-	@sh scripts/deps.sh "$(DEB_PACKAGES)" "$(PY_MODULES)"
+	@sh scripts/deps.sh "$(DEB_BUILD) $(DEB_TEST)" "$(PY_MODULES)"
 
 build:
 	$(SWIFT) build
 
 release:
 	$(SWIFT) build -c release --static-swift-stdlib --product chat-tui
-	$(SWIFT) build -c release --static-swift-stdlib --product chat-bench
 
-run: deps release
+run: deps-build release
 	./.build/release/chat-tui --serve --port $(PORT)
 
 test: deps
@@ -66,6 +72,7 @@ soak: deps
 	$(ISOLATED) python3 scripts/canary.py --base $(CANARY_BASE) --new ./.build/debug/chat-tui
 
 bench: deps release
+	$(SWIFT) build -c release --static-swift-stdlib --product chat-bench
 	$(ISOLATED) python3 bench/run.py
 
 clean:

@@ -17,10 +17,12 @@ let package = Package(
     targets: [
         // The C declarations Swift's Glibc module leaves out (epoll, eventfd, accept4).
         .target(name: "CSystem"),
-        // ncursesw, for the terminal front end; nothing links it yet but the curses layer.
+        // ncursesw, for the terminal front end; nothing links it but the curses layer. No
+        // pkg-config: its flags (-D_DEFAULT_SOURCE -D_XOPEN_SOURCE=600) are ones SwiftPM warns of
+        // as prohibited on every build; the shim defines what the headers need and the module
+        // map links the library (Debian's libncursesw.so brings libtinfo with it).
         .systemLibrary(
             name: "CNcursesw",
-            pkgConfig: "ncursesw",
             providers: [.apt(["libncurses-dev"])]
         ),
         // OpenSSL 3, for TLS on both sides (and, later, hashes and key derivation).
