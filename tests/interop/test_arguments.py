@@ -25,13 +25,13 @@ def test_conflicting_flags_are_refused_with_a_reason():
         assert message in result.stderr, (args, result.stderr)
 
 
-def test_help_names_every_flag_the_readme_documents():
+def test_help_names_every_flag_the_guide_documents():
     help_text = run("--help").stdout
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    readme = open(os.path.join(ROOT, "docs", "GUIDE.md"), encoding="utf-8").read()
     documented = set(re.findall(r"\| `(--[a-z-]+)", readme))
-    assert documented, "the README's flag tables were not found"
+    assert documented, "the guide's flag tables were not found"
     for flag in documented:
-        assert flag in help_text, f"{flag} is in the README but not in --help"
+        assert flag in help_text, f"{flag} is in the guide but not in --help"
     assert "until the chat screen exists" not in help_text
     # The subcommands too, not only the flags.
     assert "chat-tui account add" in help_text and "chat-tui search WORDS" in help_text
