@@ -14,7 +14,7 @@ PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 # of its own (scripts/isolated.sh), never the user's own chat-tui history, config or pins.
 ISOLATED     := sh scripts/isolated.sh
 
-.PHONY: all deps deps-build build release run test test-swift test-interop test-sanitized bench fuzz soak clean
+.PHONY: all deps deps-build build release run man test test-swift test-interop test-sanitized bench fuzz soak clean
 
 all: build
 
@@ -34,6 +34,12 @@ release:
 
 run: deps-build release
 	./.build/release/chat-tui --serve --port $(PORT)
+
+# The man pages, written by the program from its own tables (a test checks they are current).
+man: deps-build
+	$(SWIFT) build --product chat-tui
+	./.build/debug/chat-tui man 1 > man/chat-tui.1
+	./.build/debug/chat-tui man 5 > man/chat-tui.conf.5
 
 test: deps
 	$(SWIFT) build --build-tests

@@ -25,6 +25,15 @@ let homeDirectory = Environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
     ?? getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) } ?? "/"
 
 let configPath = (Environment["XDG_CONFIG_HOME"] ?? homeDirectory + "/.config") + "/chat-tui/config"
+// `chat-tui man 1|5`: the man pages, from the same tables as --help and /help.
+if CommandLine.arguments.count > 2 && CommandLine.arguments[1] == "man" {
+    switch CommandLine.arguments[2] {
+    case "1": writeLine(ManPages.chatTUI(), to: 1)
+    case "5": writeLine(ManPages.config(), to: 1)
+    default: fail("usage: chat-tui man 1|5")
+    }
+    exit(0)
+}
 // `chat-tui account …` manages the server's accounts and exits.
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "account" {
     AccountCommand.run(Array(CommandLine.arguments.dropFirst(2)))

@@ -75,3 +75,17 @@ def test_hash_password_makes_a_pbkdf2_hash_that_oper_accepts():
         client.wait_for(lambda l: " 381 " in l)
     finally:
         server.stop()
+
+
+def test_the_man_pages_render_without_a_warning():
+    """Issue 44, item 3: both pages through groff with every warning on, and through man -l."""
+    import shutil
+    for page in ("chat-tui.1", "chat-tui.conf.5"):
+        path = os.path.join(ROOT, "man", page)
+        rendered = subprocess.run(["groff", "-ww", "-man", "-Tutf8", path], capture_output=True, text=True, timeout=60)
+        assert rendered.returncode == 0 and rendered.stderr == "", rendered.stderr
+        if shutil.which("man"):
+            shown = subprocess.run(["man", "-l", path], capture_output=True, text=True, timeout=60,
+                                   env=dict(os.environ, MANPAGER="cat", MANWIDTH="80", LC_ALL="C.UTF-8"))
+            assert shown.returncode == 0 and "warning" not in shown.stderr, shown.stderr
+            assert ("--serve" in shown.stdout) if page.endswith(".1") else ("[network NAME]" in shown.stdout)
