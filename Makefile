@@ -6,7 +6,7 @@ PORT         ?= 6667
 # Debian packages building and running need (make run installs only these)...
 DEB_BUILD    := pkg-config libncurses-dev libsqlite3-dev libssl-dev
 # ...and what the tests and the benchmarks add: the peers and tools they run (make test).
-DEB_TEST     := ngircd inspircd irssi weechat-headless weechat-curses catgirl openssl tmux procps coreutils util-linux chromium chromium-driver sslscan
+DEB_TEST     := ngircd inspircd irssi weechat-headless weechat-curses catgirl openssl tmux procps coreutils util-linux chromium chromium-driver sslscan groff-base man-db systemd
 # Python modules the interop tests use, with the PyPI package that provides each.
 PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 
@@ -14,7 +14,10 @@ PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
 # of its own (scripts/isolated.sh), never the user's own chat-tui history, config or pins.
 ISOLATED     := sh scripts/isolated.sh
 
-.PHONY: all deps deps-build build release run man test test-swift test-interop test-sanitized bench fuzz soak clean
+PREFIX       ?= /usr/local
+DESTDIR      ?=
+
+.PHONY: all deps deps-build build release run man install deb test test-swift test-interop test-sanitized bench fuzz soak clean
 
 all: build
 
@@ -34,6 +37,20 @@ release:
 
 run: deps-build release
 	./.build/release/chat-tui --serve --port $(PORT)
+
+# The binary, the man pages, the systemd unit and the commented example settings.
+install: release
+	install -D -m 755 .build/release/chat-tui $(DESTDIR)$(PREFIX)/bin/chat-tui
+	install -D -m 644 man/chat-tui.1 $(DESTDIR)$(PREFIX)/share/man/man1/chat-tui.1
+	install -D -m 644 man/chat-tui.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/chat-tui.conf.5
+	sed 's|/usr/bin/chat-tui|$(PREFIX)/bin/chat-tui|' packaging/chat-tui.service > chat-tui.service.tmp
+	install -D -m 644 chat-tui.service.tmp $(DESTDIR)$(PREFIX)/lib/systemd/system/chat-tui.service
+	rm -f chat-tui.service.tmp
+	install -D -m 644 packaging/server.conf $(DESTDIR)$(PREFIX)/share/doc/chat-tui/server.conf
+
+# chat-tui_VERSION_ARCH.deb in .build/deb, with Debian's dpkg-deb.
+deb: release
+	sh scripts/deb.sh .build/release/chat-tui .build/deb
 
 # The man pages, written by the program from its own tables (a test checks they are current).
 man: deps-build

@@ -24,7 +24,9 @@ func fail(_ message: String) -> Never {
 let homeDirectory = Environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
     ?? getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) } ?? "/"
 
-let configPath = (Environment["XDG_CONFIG_HOME"] ?? homeDirectory + "/.config") + "/chat-tui/config"
+/// The settings file: $CHAT_TUI_CONFIG (the service's /etc/chat-tui/server.conf), else the user's.
+let configPath = Environment["CHAT_TUI_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+    ?? (Environment["XDG_CONFIG_HOME"] ?? homeDirectory + "/.config") + "/chat-tui/config"
 // `chat-tui man 1|5`: the man pages, from the same tables as --help and /help.
 if CommandLine.arguments.count > 2 && CommandLine.arguments[1] == "man" {
     switch CommandLine.arguments[2] {
@@ -129,7 +131,9 @@ func webHint(bind: String?, port: Int, secure: Bool) -> [String] {
 
 /// The server's data directory (certificate, accounts), made readable only by us.
 func dataDirectory(_ arguments: Arguments) -> String {
-    let directory = arguments.dataDirectory ?? (homeDirectory + "/.local/share/chat-tui/server")
+    // Under systemd (StateDirectory=chat-tui), the directory it made for us.
+    let directory = arguments.dataDirectory ?? Environment["STATE_DIRECTORY"].flatMap { $0.isEmpty ? nil : String($0.split(separator: ":")[0]) }
+        ?? (homeDirectory + "/.local/share/chat-tui/server")
     do {
         try Files.createDirectories(directory, mode: 0o700)
     } catch {
@@ -430,6 +434,8 @@ func runServer(_ arguments: Arguments) async -> Never {
     let reload = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
     let server = handle, files = tls.map { (certificate: $0.certificate, key: $0.key) }
     reload.setEventHandler { @Sendable in
+        ServiceNotify.send("RELOADING=1")
+        defer { ServiceNotify.send("READY=1") }
         guard let tls = files else { return }
         do {
             server.replaceTLS(try TLSContext.server(certificate: tls.certificate, key: tls.key))
@@ -439,6 +445,8 @@ func runServer(_ arguments: Arguments) async -> Never {
         }
     }
     reload.resume()
+    // Listening: systemd (Type=notify) may start what waits for us.
+    ServiceNotify.send("READY=1\nSTATUS=listening on port \(handle.port)")
     // Stop cleanly on Ctrl-C or a polite kill: clients get an ERROR line rather than a reset.
     // A parent may have started us with these blocked; unblock them or they never arrive.
     var stopSignals = sigset_t()
