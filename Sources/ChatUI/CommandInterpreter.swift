@@ -45,6 +45,13 @@ public enum CommandInterpreter {
         }
         switch command.name {
         case "help":
+            // `/help COMMAND`: that command's line, the same words its man page entry has.
+            if let asked = words.first {
+                guard let one = SlashCommands.named(String(asked.drop { $0 == "/" })) else {
+                    return [.note("No command /\(asked.drop { $0 == "/" }); /help lists them", conversation: here, isError: true)]
+                }
+                return [.note(one.usage + "  " + one.summary, conversation: here, isError: false)]
+            }
             let width = SlashCommands.all.map(\.usage.count).max() ?? 0
             let commands = SlashCommands.all.map { cmd -> UICommand in
                 .note(cmd.usage + String(repeating: " ", count: width - cmd.usage.count + 2) + cmd.summary, conversation: here, isError: false)

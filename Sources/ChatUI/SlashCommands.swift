@@ -8,7 +8,7 @@ public struct SlashCommand: Sendable {
 
 public enum SlashCommands {
     public static let all: [SlashCommand] = [
-        SlashCommand(name: "help", usage: "/help", minArguments: 0, summary: "list the commands"),
+        SlashCommand(name: "help", usage: "/help [COMMAND]", minArguments: 0, summary: "list the commands, or say what one does"),
         SlashCommand(name: "msg", usage: "/msg NICK TEXT", minArguments: 2, summary: "send a direct message"),
         SlashCommand(name: "query", usage: "/query NICK", minArguments: 1, summary: "open a direct conversation"),
         SlashCommand(name: "me", usage: "/me ACTION", minArguments: 1, summary: "describe what you do"),

@@ -101,6 +101,9 @@ struct LookingTests {
         #expect(model.type("/join #club secret").contains(.irc(IRCMessage("JOIN", "#club", "secret"))), "the key goes with it (issue 42's tour)")
         #expect(model.type("/register").contains(.irc(IRCMessage("PRIVMSG", "ChanServ", "REGISTER #lobby"))))
         #expect(model.type("/send-held bob").contains(.sendHeld("bob")))
+        #expect(model.type("/help register") == [.note("/register [#ROOM]  keep a room you run across restarts, registered to your account (ChanServ)", conversation: .room("#lobby"), isError: false)],
+                "/help COMMAND: the words of its man page entry")
+        #expect(model.type("/help /nosuch").first.map { if case .note(_, _, let isError) = $0 { isError } else { false } } == true)
     }
 
     @Test("the host closing the room is said once in the server window, without the status line's words on stopping")
