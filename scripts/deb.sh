@@ -26,7 +26,7 @@ Version: $version
 Architecture: $arch
 Maintainer: chat-tui developers <chat-tui@localhost>
 Installed-Size: $size
-Depends: libc6, libncursesw6, libtinfo6, libsqlite3-0, libssl3
+Depends: libc6, libgcc-s1, libstdc++6, libncursesw6, libtinfo6, libsqlite3-0, libssl3
 Section: net
 Priority: optional
 Homepage: https://localhost/chat-tui
