@@ -15,7 +15,11 @@ def link_server():
     server = Server("--name", "a.chat", "--sid", "1AA", "--link-password", PASSWORD, "--link", "hub.test",
                     "--link-port", str(port), "--link-tls", "off")
     server.link_port = port
-    wait_for_port(port)
+    try:
+        wait_for_port(port)
+    except Exception:
+        server.stop()
+        raise
     return server
 
 

@@ -329,15 +329,18 @@ def test_a_file_shared_over_tls_downloads_over_plain_text_and_the_reverse(tmp_pa
     web_port, tls_port = free_port(), free_port()
     server = Server("--web-port", str(web_port), "--tls-port", str(tls_port), "--data-dir", str(tmp_path / "data"),
                     "--upload-max-size", "1M")
-    wait_for_port(web_port)
-    wait_for_port(tls_port)
-    from conftest import wait_for
-    wait_for(lambda: "SHA-256" in server.log_text(), 10, "the TLS line", server.log_text)
-    fingerprint = server.log_text().split("SHA-256 ")[1].split()[0]
-    secure = LinesClient(tls_port, "secure", "--tls", "--tls-fingerprint", fingerprint, "--download-dir", str(tmp_path / "secure-dl"),
-                         "--no-logs")
-    plain = LinesClient(server.port, "plain", "--download-dir", str(tmp_path / "plain-dl"), "--no-logs")
+    clients = []
     try:
+        wait_for_port(web_port)
+        wait_for_port(tls_port)
+        from conftest import wait_for
+        wait_for(lambda: "SHA-256" in server.log_text(), 10, "the TLS line", server.log_text)
+        fingerprint = server.log_text().split("SHA-256 ")[1].split()[0]
+        secure = LinesClient(tls_port, "secure", "--tls", "--tls-fingerprint", fingerprint, "--download-dir", str(tmp_path / "secure-dl"),
+                             "--no-logs")
+        clients.append(secure)
+        plain = LinesClient(server.port, "plain", "--download-dir", str(tmp_path / "plain-dl"), "--no-logs")
+        clients.append(plain)
         secure.wait_for("[#lobby] -!- You joined #lobby")
         plain.wait_for("[#lobby] -!- You joined #lobby")
         for sender, receiver, name in ((secure, plain, "over-tls.bin"), (plain, secure, "over-plain.bin")):
@@ -353,7 +356,7 @@ def test_a_file_shared_over_tls_downloads_over_plain_text_and_the_reverse(tmp_pa
             assert digest in done, done
         assert (tmp_path / "plain-dl" / "over-tls.bin").exists() and (tmp_path / "secure-dl" / "over-plain.bin").exists()
     finally:
-        for client in (secure, plain):
+        for client in clients:
             client.type("/quit")
             try:
                 client.process.wait(timeout=10)

@@ -12,7 +12,11 @@ def web_host(*extra, preexec=None):
     web_port = free_port()
     host = Host(BINARY, "--web-port", str(web_port), *extra, preexec=preexec)
     host.web_port = web_port
-    wait_for_port(web_port)
+    try:
+        wait_for_port(web_port)
+    except Exception:
+        host.stop()
+        raise
     return host
 
 
