@@ -112,6 +112,18 @@ struct LinkStateTests {
         print("endless CAPAB: refused after \(lines) lines of \(line.utf8.count) bytes")
     }
 
+    @Test("failed link authentications are kept for 4,096 addresses at most, those past their minute forgotten first")
+    func failuresBounded() {
+        var failures = LinkFailures()
+        for n in 0..<LinkFailures.maxAddresses { failures.failed("10.0.\(n / 256).\(n % 256)", now: 0) }
+        #expect(failures.count == LinkFailures.maxAddresses)
+        failures.failed("192.0.2.1", now: 100)
+        #expect(failures.count == 1, "the old ones went: past their minute")
+        for n in 0..<LinkFailures.maxAddresses { failures.failed("10.1.\(n / 256).\(n % 256)", now: 101) }
+        failures.failed("192.0.2.2", now: 102)
+        #expect(failures.count == LinkFailures.maxAddresses, "all fresh: the oldest one went")
+    }
+
     @Test("password guessing: one answer for every refusal, the pin checked before the password, and three failures in a minute close the address's next connections at accept (issue 43, item 8)")
     func guessing() {
         var h = Harness { config in
