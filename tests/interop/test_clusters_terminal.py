@@ -80,6 +80,17 @@ def tmux(*args):
     return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, timeout=20)
 
 
+def end_tmux_and(client):
+    """The client's socket closed and the tmux server ended, its socket file too (tmux leaves it
+    behind), so nothing of the test stays."""
+    if client:
+        client.close()
+    tmux("kill-server")
+    socket_path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", SOCKET)
+    if os.path.exists(socket_path):
+        os.remove(socket_path)
+
+
 @pytest.mark.parametrize("columns", [60, 100, 200])
 def test_the_sidebar_stays_in_its_column_in_tmux(server, columns):
     if not shutil.which("tmux"):
@@ -117,13 +128,7 @@ def test_the_sidebar_stays_in_its_column_in_tmux(server, columns):
         aligned = [r for r in rows if "│" in r and "<bob>" not in r and not r.startswith(" alice") and "Enter sends" not in r]
         assert aligned and all(len(r) >= BORDER[columns] and r[BORDER[columns]] == "│" for r in aligned if r.isascii()), rows
     finally:
-        if bob:
-            bob.close()
-        tmux("kill-server")
-        # tmux leaves its socket file behind: gone too, so nothing of the test stays.
-        socket_path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", SOCKET)
-        if os.path.exists(socket_path):
-            os.remove(socket_path)
+        end_tmux_and(bob)
 
 
 INDIC = ["हिन्दी में नमस्ते दोस्त क्षमा", "বাংলা ভাষা শিক্ষা", "தமிழ் மொழி கொண்டு", "ภาษาไทย สวัสดี ที่นี่", "ភាសាខ្មែរ សួស្ដី"]
@@ -167,9 +172,4 @@ def test_indic_scripts_keep_every_letter_in_tmux(server):
             assert row is not None, f"{line!r} not whole on the screen:\n" + "\n".join(rows)
             assert terminal_columns(row.split("│", 1)[0]) == BORDER[100], f"the border moved on {row!r}"
     finally:
-        if bob:
-            bob.close()
-        tmux("kill-server")
-        socket_path = os.path.join(os.environ.get("TMUX_TMPDIR", "/tmp"), f"tmux-{os.getuid()}", SOCKET)
-        if os.path.exists(socket_path):
-            os.remove(socket_path)
+        end_tmux_and(bob)
