@@ -191,7 +191,7 @@ extension ServerState {
             return
         }
         if refusedUnreadable(session) { return }
-        guard let account = directory?.account(forCertificate: fingerprint) else {
+        guard let account = accountBook.directory?.account(forCertificate: fingerprint) else {
             saslFailed(session, account: nil, reason: "the certificate \(fingerprint.prefix(16))… belongs to no account", now: now, count: false)
             return
         }
@@ -293,30 +293,30 @@ extension ServerState {
     /// parked): made on disk a moment ago, the account is there then. A name that is still
     /// unknown goes on to the same stand-in check as before, a read later.
     mutating func parkUntilReloaded(_ session: Session, name: String, _ mechanism: SASLExchange.ParkedMechanism, _ payload: [UInt8]) -> Bool {
-        guard hasAccounts, directory != nil, lookupAccount(name, session: session) == nil else { return false }
+        guard hasAccounts, accountBook.directory != nil, lookupAccount(name, session: session) == nil else { return false }
         session.sasl = .awaitingAccounts(mechanism: mechanism, payload: payload)
         // A read already under way may have begun before the account was made: the next one.
-        if accountReloadPending {
-            loginsAfterNextReload.append(session.connection)
+        if accountBook.accountReloadPending {
+            accountBook.loginsAfterNextReload.append(session.connection)
         } else {
-            loginsAfterThisReload.append(session.connection)
-            accountReloadPending = true
-            outbox.items.append(.store(.reloadAccounts(known: directory?.version ?? -1)))
+            accountBook.loginsAfterThisReload.append(session.connection)
+            accountBook.accountReloadPending = true
+            outbox.items.append(.store(.reloadAccounts(known: accountBook.directory?.version ?? -1)))
         }
         return true
     }
 
     /// The accounts were read again (or could not be): the logins parked for that read go on.
     mutating func resumeParkedLogins(now: Double) {
-        let resumed = loginsAfterThisReload
-        loginsAfterThisReload = loginsAfterNextReload
-        loginsAfterNextReload = []
-        if !loginsAfterThisReload.isEmpty {
-            accountReloadPending = true
-            outbox.items.append(.store(.reloadAccounts(known: directory?.version ?? -1)))
+        let resumed = accountBook.loginsAfterThisReload
+        accountBook.loginsAfterThisReload = accountBook.loginsAfterNextReload
+        accountBook.loginsAfterNextReload = []
+        if !accountBook.loginsAfterThisReload.isEmpty {
+            accountBook.accountReloadPending = true
+            outbox.items.append(.store(.reloadAccounts(known: accountBook.directory?.version ?? -1)))
         }
         for id in resumed {
-            guard let session = sessions[id], case .awaitingAccounts(let mechanism, let payload)? = session.sasl else { continue }
+            guard let session = people.sessions[id], case .awaitingAccounts(let mechanism, let payload)? = session.sasl else { continue }
             switch mechanism {
             case .plain:
                 session.sasl = .plain
@@ -329,7 +329,7 @@ extension ServerState {
     }
 
     func lookupAccount(_ name: String, session: Session) -> AccountDirectory.Entry? {
-        directory?.lookup(fold(name))
+        accountBook.directory?.lookup(fold(name))
     }
 
     /// Ends a login with 904 when the accounts cannot be read: no name is checked against nothing.
@@ -343,7 +343,7 @@ extension ServerState {
     /// A credential for a name with no account, the same for every attempt at that name (so a
     /// SCRAM salt does not change between tries and give it away), that no password matches.
     func standInCredential(_ name: String) -> SCRAMCredential {
-        let seed = Crypto.hmacSHA256(key: standInSecret, Array(fold(name).utf8))
+        let seed = Crypto.hmacSHA256(key: accountBook.standInSecret, Array(fold(name).utf8))
         return SCRAMCredential(salt: Array(seed.prefix(16)), iterations: config.accountIterations,
                                storedKey: Crypto.sha256(seed), serverKey: seed)
     }
@@ -351,9 +351,9 @@ extension ServerState {
     /// Hands a PBKDF2 to the worker. The command's response (and its label) waits for the answer.
     mutating func requestCheck(_ session: Session, _ purpose: PasswordCheck.Purpose, password: String) {
         session.verifying = true
-        pendingPasswordChecks += 1
+        accountBook.pendingPasswordChecks += 1
         let address = Self.throttleKey(session.user.address)
-        pendingChecksPerAddress[address, default: 0] += 1
+        accountBook.pendingChecksPerAddress[address, default: 0] += 1
         deferResponse(session)
         outbox.items.append(.checkPassword(PasswordCheck(connection: session.connection, purpose: purpose, password: password, address: address)))
     }
@@ -368,17 +368,17 @@ extension ServerState {
     /// Room for one more check: under the total, and under two per address (loopback aside),
     /// so a few addresses cannot keep everyone else's logins waiting.
     func checkSlotFree(_ session: Session) -> Bool {
-        guard pendingPasswordChecks < config.maxPendingPasswordChecks else { return false }
+        guard accountBook.pendingPasswordChecks < config.maxPendingPasswordChecks else { return false }
         if Self.isLoopback(session.user.address) { return true }
-        return (pendingChecksPerAddress[Self.throttleKey(session.user.address)] ?? 0) < 2
+        return (accountBook.pendingChecksPerAddress[Self.throttleKey(session.user.address)] ?? 0) < 2
     }
 
     /// The answer to a PBKDF2 the runtime ran off the loop.
     public mutating func passwordChecked(_ check: PasswordCheck, _ outcome: PasswordOutcome, now: Double) {
-        pendingPasswordChecks = max(0, pendingPasswordChecks - 1)
-        pendingChecksPerAddress[check.address, default: 1] -= 1
-        if pendingChecksPerAddress[check.address] ?? 0 <= 0 { pendingChecksPerAddress[check.address] = nil }
-        guard let session = sessions[check.connection], session.verifying else { return }
+        accountBook.pendingPasswordChecks = max(0, accountBook.pendingPasswordChecks - 1)
+        accountBook.pendingChecksPerAddress[check.address, default: 1] -= 1
+        if accountBook.pendingChecksPerAddress[check.address] ?? 0 <= 0 { accountBook.pendingChecksPerAddress[check.address] = nil }
+        guard let session = people.sessions[check.connection], session.verifying else { return }
         session.verifying = false
         response = ResponseBuffer(session: session, label: session.deferredLabel)
         session.deferredLabel = nil
@@ -441,10 +441,10 @@ extension ServerState {
 
     mutating func countAttempt(address: String, account: String?, now: Double) {
         for key in loginThrottleKeys(address: address, account: account) {
-            var entry = loginFailures[key] ?? (0, now)
+            var entry = accountBook.loginFailures[key] ?? (0, now)
             if now - entry.since >= 60 { entry = (0, now) }
             entry.count += 1
-            loginFailures[key] = entry
+            accountBook.loginFailures[key] = entry
         }
     }
 
@@ -455,9 +455,9 @@ extension ServerState {
 
     mutating func forgiveAttempt(address: String, account: String) {
         for key in loginThrottleKeys(address: address, account: account) {
-            guard var entry = loginFailures[key] else { continue }
+            guard var entry = accountBook.loginFailures[key] else { continue }
             entry.count -= 1
-            loginFailures[key] = entry.count > 0 ? entry : nil
+            accountBook.loginFailures[key] = entry.count > 0 ? entry : nil
         }
     }
 
@@ -477,11 +477,11 @@ extension ServerState {
     }
 
     func loginThrottled(address host: String, account: String, now: Double) -> String? {
-        let address = loginFailures["address " + Self.throttleKey(host)].flatMap { now - $0.since < 60 ? $0.count : nil } ?? 0
+        let address = accountBook.loginFailures["address " + Self.throttleKey(host)].flatMap { now - $0.since < 60 ? $0.count : nil } ?? 0
         if address >= config.loginFailuresPerAddress && !Self.isLoopback(host) {
             return "SASL authentication failed: too many failed logins from your address; try again in a minute"
         }
-        if address > 0, let entry = loginFailures["account " + fold(account)], now - entry.since < 60, entry.count >= config.loginFailuresPerAccount {
+        if address > 0, let entry = accountBook.loginFailures["account " + fold(account)], now - entry.since < 60, entry.count >= config.loginFailuresPerAccount {
             return "SASL authentication failed: too many failed logins for \(account) from your address; try again in a minute"
         }
         return nil
@@ -506,15 +506,15 @@ extension ServerState {
             return .failure(HTTPLoginRefusal(status: 429, reason: String(refusal.dropFirst("SASL authentication failed: ".count))))
         }
         let key = Self.throttleKey(address)
-        guard pendingPasswordChecks < config.maxPendingPasswordChecks, Self.isLoopback(address) || (pendingChecksPerAddress[key] ?? 0) < 2 else {
+        guard accountBook.pendingPasswordChecks < config.maxPendingPasswordChecks, Self.isLoopback(address) || (accountBook.pendingChecksPerAddress[key] ?? 0) < 2 else {
             return .failure(HTTPLoginRefusal(status: 503, reason: "the server is busy checking passwords; try again in a moment"))
         }
         countAttempt(address: address, account: account, now: now)
         // An unknown account costs the same PBKDF2 as a wrong password, and gets the same answer.
-        let found = directory?.lookup(fold(account))
+        let found = accountBook.directory?.lookup(fold(account))
         let credential = found?.credential ?? standInCredential(account)
-        pendingPasswordChecks += 1
-        pendingChecksPerAddress[key, default: 0] += 1
+        accountBook.pendingPasswordChecks += 1
+        accountBook.pendingChecksPerAddress[key, default: 0] += 1
         return .success(PasswordCheck(connection: connection, purpose: .login(account: found?.name ?? "", credential: credential),
                                       password: password, address: key))
     }
@@ -573,7 +573,7 @@ extension ServerState {
             fail("BAD_ACCOUNT_NAME", name, "\(name) looks like \(reserved), which is reserved")
             return
         }
-        guard let directory else {
+        guard let directory = accountBook.directory else {
             fail("TEMPORARILY_UNAVAILABLE", name, "The " + Self.accountsUnavailable)
             return
         }
@@ -587,7 +587,7 @@ extension ServerState {
         }
         // New accounts per address per hour: a name grab from one host stops here.
         let address = Self.throttleKey(session.user.address)
-        let recent = (accountsCreated[address] ?? []).filter { request.now - $0 < 3600 }
+        let recent = (accountBook.accountsCreated[address] ?? []).filter { request.now - $0 < 3600 }
         if !Self.isLoopback(session.user.address) && recent.count >= config.accountsPerAddressPerHour {
             fail("TEMPORARILY_UNAVAILABLE", name, "Too many accounts made from your address; try again in an hour")
             return
@@ -597,7 +597,7 @@ extension ServerState {
             return
         }
         // The slot is taken now, so parallel REGISTERs cannot pass the limit together; given back on failure.
-        accountsCreated[address, default: []].append(request.now)
+        accountBook.accountsCreated[address, default: []].append(request.now)
         requestCheck(session, .register(account: name, iterations: config.accountIterations), password: password)
     }
 
@@ -624,7 +624,7 @@ extension ServerState {
             log(session, "accounts: cannot add \(account): \(problem)")
             standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
             let address = Self.throttleKey(session.user.address)
-            if let index = accountsCreated[address]?.indices.last { accountsCreated[address]?.remove(at: index) }
+            if let index = accountBook.accountsCreated[address]?.indices.last { accountBook.accountsCreated[address]?.remove(at: index) }
             return
         }
         log(session, "account \(account) registered by \(session.user.replyName)")
@@ -648,14 +648,14 @@ extension ServerState {
 
     /// The account whose name this nickname is, when the user is not logged in to it.
     func protectingAccount(of nick: String, for user: User) -> String? {
-        guard config.nickProtection != .off, let directory else { return nil }
+        guard config.nickProtection != .off, let directory = accountBook.directory else { return nil }
         if let account = user.account, fold(account) == fold(nick) { return nil }
         return directory.lookup(fold(nick))?.name
     }
 
     /// The account names a nickname looks like (not its own exact one), so `aIice` cannot pass for the account alice.
     func accountLookalike(_ wanted: String, keys: Set<String>) -> String? {
-        guard let owner = directory?.owner(ofKeys: keys), fold(owner) != fold(wanted) else { return nil }
+        guard let owner = accountBook.directory?.owner(ofKeys: keys), fold(owner) != fold(wanted) else { return nil }
         return owner
     }
 
@@ -673,7 +673,7 @@ extension ServerState {
 
     /// From `tick`: users whose grace period ran out get a guest nickname.
     mutating func enforceNickProtection(now: Double) {
-        let due = sessions.values.filter { ($0.nickProtectionDeadline ?? .infinity) <= now }.sorted { $0.connection < $1.connection }
+        let due = people.sessions.values.filter { ($0.nickProtectionDeadline ?? .infinity) <= now }.sorted { $0.connection < $1.connection }
         for session in due {
             session.nickProtectionDeadline = nil
             guard session.registered, let nick = session.user.nick, let account = protectingAccount(of: nick, for: session.user) else { continue }

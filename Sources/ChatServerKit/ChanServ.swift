@@ -56,7 +56,7 @@ extension ServerState {
             return nil
         }
         let key = casemapping.fold(name)
-        return (key, channels[key]?.name ?? roomRecords.records[key]?.name ?? name)
+        return (key, roomBook.channels[key]?.name ?? roomBook.roomRecords.records[key]?.name ?? name)
     }
 
     /// A time as people read it: `2026-12-05 00:05 UTC`.
@@ -66,12 +66,12 @@ extension ServerState {
     }
 
     /// The account's display name for a folded one, as the directory has it.
-    func accountName(_ folded: String) -> String { directory?.lookup(folded)?.name ?? folded }
+    func accountName(_ folded: String) -> String { accountBook.directory?.lookup(folded)?.name ?? folded }
 
     /// Whether the user may act as the room's founder: its account founded it, or it is an IRC operator.
     func actsAsFounder(_ user: User, key: String) -> Bool {
         if user.isOperator { return true }
-        guard let account = user.account, let entry = roomRecords.saved[key] else { return false }
+        guard let account = user.account, let entry = roomBook.roomRecords.saved[key] else { return false }
         return entry.founder == AccountStore.key(account)
     }
 
@@ -82,21 +82,21 @@ extension ServerState {
         guard let account = user.account else {
             return chanServSays(session, "Log in to an account first (SASL): a room is registered to an account, not a nickname")
         }
-        if let entry = roomRecords.saved[key] {
+        if let entry = roomBook.roomRecords.saved[key] {
             return chanServSays(session, "\(shown) is already registered, to \(accountName(entry.founder))")
         }
-        guard channels[key] != nil, membership.status(of: user.id, in: key)?.op == true else {
+        guard roomBook.channels[key] != nil, roomBook.membership.status(of: user.id, in: key)?.op == true else {
             return chanServSays(session, "You need to be an operator of \(shown) to register it (join it first)")
         }
         // Fail closed: without the saved rooms, a registration could not be kept or checked.
-        guard roomRecords.enabled else {
+        guard roomBook.roomRecords.enabled else {
             return chanServSays(session, "Rooms cannot be registered now: the saved rooms could not be read (the host's log says why)")
         }
-        guard roomsFounded(by: account) < roomRecords.perAccountLimit else {
-            return chanServSays(session, "Your account has registered \(roomRecords.perAccountLimit) rooms, the most one may; DROP one first")
+        guard roomsFounded(by: account) < roomBook.roomRecords.perAccountLimit else {
+            return chanServSays(session, "Your account has registered \(roomBook.roomRecords.perAccountLimit) rooms, the most one may; DROP one first")
         }
-        guard roomRecords.saved.count < roomRecords.limit else {
-            return chanServSays(session, "This server keeps no more registered rooms (\(roomRecords.limit)); ask its host")
+        guard roomBook.roomRecords.saved.count < roomBook.roomRecords.limit else {
+            return chanServSays(session, "This server keeps no more registered rooms (\(roomBook.roomRecords.limit)); ask its host")
         }
         registerRoom(key, founder: account, now: request.now)
         log(session, "rooms: \(name) registered to the account \(account)")
@@ -106,7 +106,7 @@ extension ServerState {
     mutating func chanServInfo(_ session: Session, _ arguments: [String]) {
         guard let (key, name) = chanServRoom(session, arguments, usage: "INFO #room") else { return }
         let shown = PlainText.visible(name)
-        guard let entry = roomRecords.saved[key] else {
+        guard let entry = roomBook.roomRecords.saved[key] else {
             return chanServSays(session, "\(shown) is not registered: it ends when its last member leaves")
         }
         chanServSays(session, "\(shown) is registered to \(accountName(entry.founder)) since \(Self.shownDate(entry.registeredAt))")
@@ -118,7 +118,7 @@ extension ServerState {
         let session = request.session
         guard let (key, name) = chanServRoom(session, arguments, usage: "DROP #room") else { return }
         let shown = PlainText.visible(name)
-        guard roomRecords.saved[key] != nil else { return chanServSays(session, "\(shown) is not registered") }
+        guard roomBook.roomRecords.saved[key] != nil else { return chanServSays(session, "\(shown) is not registered") }
         guard actsAsFounder(request.user, key: key) else {
             return chanServSays(session, "Only the founder of \(shown) (or an IRC operator) may drop it")
         }
@@ -131,7 +131,7 @@ extension ServerState {
         let session = request.session
         guard let (key, name) = chanServRoom(session, arguments, usage: "ACCESS #room [LIST | ADD account | DEL account]") else { return }
         let shown = PlainText.visible(name)
-        guard let entry = roomRecords.saved[key] else { return chanServSays(session, "\(shown) is not registered") }
+        guard let entry = roomBook.roomRecords.saved[key] else { return chanServSays(session, "\(shown) is not registered") }
         let verb = arguments.count > 1 ? arguments[1].uppercased() : "LIST"
         switch verb {
         case "LIST":
@@ -148,7 +148,7 @@ extension ServerState {
             guard arguments.count > 2 else { return chanServSays(session, "Name the account: ACCESS \(shown) \(verb) account") }
             let folded = AccountStore.key(arguments[2])
             if verb == "ADD" {
-                guard let found = directory?.lookup(folded) else {
+                guard let found = accountBook.directory?.lookup(folded) else {
                     return chanServSays(session, "There is no account \(PlainText.visible(arguments[2]))")
                 }
                 guard folded != entry.founder else { return chanServSays(session, "\(found.name) founded \(shown): it has access already") }
@@ -175,13 +175,13 @@ extension ServerState {
         let verb = on ? "OP" : "DEOP"
         guard let (key, name) = chanServRoom(session, arguments, usage: "\(verb) #room [nick]") else { return }
         let shown = PlainText.visible(name)
-        guard roomRecords.saved[key] != nil else { return chanServSays(session, "\(shown) is not registered") }
+        guard roomBook.roomRecords.saved[key] != nil else { return chanServSays(session, "\(shown) is not registered") }
         guard isSavedOperator(user, key: key) || user.isOperator else {
             return chanServSays(session, "Only the founder and access accounts of \(shown) may ask that")
         }
-        guard let channel = channels[key] else { return chanServSays(session, "Nobody is in \(shown) now") }
+        guard let channel = roomBook.channels[key] else { return chanServSays(session, "Nobody is in \(shown) now") }
         let nick = arguments.count > 1 ? arguments[1] : user.replyName
-        guard let target = self.user(named: nick), membership.status(of: target.id, in: key) != nil else {
+        guard let target = self.user(named: nick), roomBook.membership.status(of: target.id, in: key) != nil else {
             return chanServSays(session, "\(PlainText.visible(nick)) is not in \(shown)")
         }
         guard let mode = ChannelModes.mode("o"),

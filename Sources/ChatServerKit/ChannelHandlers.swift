@@ -5,7 +5,7 @@ extension ServerState {
     mutating func handleJoin(_ request: Request) {
         let session = request.session
         if request.params[0] == "0" {
-            for key in membership.rooms(of: request.user.id).sorted() {
+            for key in roomBook.membership.rooms(of: request.user.id).sorted() {
                 part(request.user, key: key, reason: "Left all rooms", now: request.now)
             }
             return
@@ -25,13 +25,13 @@ extension ServerState {
             return
         }
         let key = casemapping.fold(name)
-        if membership.isMember(user.id, of: key) { return }
-        if membership.rooms(of: user.id).count >= config.channelLimit {
+        if roomBook.membership.isMember(user.id, of: key) { return }
+        if roomBook.membership.rooms(of: user.id).count >= config.channelLimit {
             reply(session, .tooManyChannels, name, "You have joined too many channels")
             return
         }
         // A room renamed away from this name: pointed at the new one (draft/channel-rename).
-        if channels[key] == nil, let renamed = renamedTo(key) {
+        if roomBook.channels[key] == nil, let renamed = renamedTo(key) {
             if session.caps.contains(.channelRename) {
                 standardReply(session, "FAIL", command: "JOIN", code: "CHANNEL_RENAMED", context: [name, renamed], always: true,
                               "The room has been renamed")
@@ -41,39 +41,39 @@ extension ServerState {
             }
             return
         }
-        let isNew = channels[key] == nil
+        let isNew = roomBook.channels[key] == nil
         var op = false
         if isNew {
             let lookalikeKeys = NameKeys.of(name, casemapping)
             for skeleton in lookalikeKeys {
-                if let existing = channelSkeletons[skeleton], existing != key, let other = channels[existing] {
+                if let existing = roomBook.channelSkeletons[skeleton], existing != key, let other = roomBook.channels[existing] {
                     reply(session, .badChanName, name, "Room name looks too much like \(other.name)")
                     return
                 }
             }
             // A name with a saved record is that room again, under its rules (RoomPersistence).
             guard let made = roomToMake(key, name: name, for: session, key: given, now: now) else { return }
-            channels[key] = made.channel
+            roomBook.channels[key] = made.channel
             op = made.op
-            sortedChannelKeys.insert(key)
-            for skeleton in lookalikeKeys { channelSkeletons[skeleton] = key }
-        } else if let refusal = admissionProblem(user, channels[key]!, key: given) {
-            reply(session, refusal.numeric, channels[key]!.name, refusal.reason)
+            roomBook.sortedChannelKeys.insert(key)
+            for skeleton in lookalikeKeys { roomBook.channelSkeletons[skeleton] = key }
+        } else if let refusal = admissionProblem(user, roomBook.channels[key]!, key: given) {
+            reply(session, refusal.numeric, roomBook.channels[key]!.name, refusal.reason)
             return
         } else {
             // The accounts a saved room keeps as its operators get +o back.
             op = isSavedOperator(user, key: key)
             roomUsed(key, now: now)
         }
-        if user.isOperator, let passed = admissionProblem(user, channels[key]!, key: given, operatorPasses: false) {
-            log(session, "IRC operator \(user.replyName) joined \(channels[key]!.name) past its rules (\(passed.reason))")
+        if user.isOperator, let passed = admissionProblem(user, roomBook.channels[key]!, key: given, operatorPasses: false) {
+            log(session, "IRC operator \(user.replyName) joined \(roomBook.channels[key]!.name) past its rules (\(passed.reason))")
         }
         // The first member of a new room runs it (a registered room: its founder and access accounts).
         let status = MemberStatus(user: user, op: op)
-        membership.add(user.id, to: key, status)
+        roomBook.membership.add(user.id, to: key, status)
         forgetInvitation(user.id, to: key)
         linkJoin(user, key: key)
-        let channel = channels[key]!
+        let channel = roomBook.channels[key]!
         announceJoin(user, key: key, name: channel.name, now: now)
         // A registered room's founder or access account joining a room with people in it: they
         // see the op it is given (the JOIN alone does not say so), from ChanServ.
@@ -122,7 +122,7 @@ extension ServerState {
         if let required = channel.key, key != required {
             return Refusal(numeric: .badChannelKey, reason: "Cannot join channel (+k)")
         }
-        if let limit = channel.limit, membership.count(of: casemapping.fold(channel.name)) >= limit {
+        if let limit = channel.limit, roomBook.membership.count(of: casemapping.fold(channel.name)) >= limit {
             return Refusal(numeric: .channelIsFull, reason: "Cannot join channel (+l)")
         }
         if channel.has("i") && !matchesList(user, channel, "I") {
@@ -164,7 +164,7 @@ extension ServerState {
     /// The one speak check: +n keeps outsiders out, +m keeps all but voiced and operators quiet,
     /// a ban keeps a member quiet unless voiced or operator. Nil when `user` may speak.
     func speakProblem(_ user: User, key: String, _ channel: Channel) -> String? {
-        let status = membership.status(of: user.id, in: key)
+        let status = roomBook.membership.status(of: user.id, in: key)
         if status == nil && channel.has("n") { return "Cannot send to channel (you are not in it)" }
         let privileged = status.map { $0.op || $0.voice } ?? false
         if channel.has("m") && !privileged { return "Cannot send to channel (+m)" }
@@ -190,7 +190,7 @@ extension ServerState {
                 reply(request.session, .noSuchChannel, name, "No such channel")
                 continue
             }
-            guard membership.isMember(request.user.id, of: key) else {
+            guard roomBook.membership.isMember(request.user.id, of: key) else {
                 reply(request.session, .notOnChannel, name, "You're not on that channel")
                 continue
             }
@@ -199,7 +199,7 @@ extension ServerState {
     }
 
     mutating func part(_ user: User, key: String, reason: String?, now: Double) {
-        guard let channel = channels[key] else { return }
+        guard let channel = roomBook.channels[key] else { return }
         var params = [channel.name]
         if let reason, !reason.isEmpty { params.append(reason) }
         deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "PART", params: params), toRoom: key, now: now)
@@ -215,7 +215,7 @@ extension ServerState {
             reply(session, .noSuchChannel, name, "No such channel")
             return
         }
-        let status = membership.status(of: request.user.id, in: key)
+        let status = roomBook.membership.status(of: request.user.id, in: key)
         guard request.params.count > 1 else {
             if channel.isSecret && status == nil && !request.user.isOperator {
                 reply(session, .notOnChannel, channel.name, "You're not on that channel")
@@ -235,10 +235,10 @@ extension ServerState {
             return
         }
         let topic = UTF8Boundary.prefix(PlainText.cleanFreeText(request.params[1]), maxBytes: config.topicLength)
-        channels[key]!.topic = topic
+        roomBook.channels[key]!.topic = topic
         // nick!user@host, so clients can show who set it in full (irssi shows the host).
-        channels[key]!.topicSetBy = request.user.prefix
-        channels[key]!.topicSetAt = request.now
+        roomBook.channels[key]!.topicSetBy = request.user.prefix
+        roomBook.channels[key]!.topicSetAt = request.now
         linkTopic(request.user, key: key)
         roomChanged(key, now: request.now)
         let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "TOPIC", params: [channel.name, topic])
@@ -256,8 +256,8 @@ extension ServerState {
         guard let list = request.params.first, !list.isEmpty else {
             // Without a room: the rooms the asker is in (not the whole server, which one short
             // line would otherwise buy), then the end (`*`).
-            for key in membership.rooms(of: request.user.id).sorted() {
-                if let channel = channels[key] { sendNames(session, key: key, channel, end: false) }
+            for key in roomBook.membership.rooms(of: request.user.id).sorted() {
+                if let channel = roomBook.channels[key] { sendNames(session, key: key, channel, end: false) }
             }
             reply(session, .endOfNames, "*", "End of /NAMES list")
             return
@@ -275,8 +275,8 @@ extension ServerState {
 
     /// A `+s` room is visible to its members and operators only.
     func canSee(_ user: User, key: String) -> Bool {
-        guard let channel = channels[key] else { return false }
-        return !channel.isSecret || user.isOperator || membership.isMember(user.id, of: key)
+        guard let channel = roomBook.channels[key] else { return false }
+        return !channel.isSecret || user.isOperator || roomBook.membership.isMember(user.id, of: key)
     }
 
     /// 353 lines, as many as it takes to stay under 512 bytes each, then 366. Non-members
@@ -285,7 +285,7 @@ extension ServerState {
         let asker = session.user
         let all = session.caps.contains(.multiPrefix)
         let full = session.caps.contains(.userhostInNames)
-        let isMember = membership.isMember(asker.id, of: key)
+        let isMember = roomBook.membership.isMember(asker.id, of: key)
         let symbol = channel.isSecret ? "@" : "="
         let target = asker.replyName
         // Unsorted on purpose: clients sort for display, and sorting 10,000 names for every
@@ -296,7 +296,7 @@ extension ServerState {
         if isMember {
             // A member sees everyone: the room's kept list, cut into lines at spaces and written
             // as bytes (the reply's only text is names: no String or message per line).
-            let names = membership.names(of: key, form: Membership.namesForm(allPrefixes: all, userhost: full))
+            let names = roomBook.membership.names(of: key, form: Membership.namesForm(allPrefixes: all, userhost: full))
             let room = IRCLimits.lineBytes - overhead
             var start = 0
             while start < names.count {
@@ -317,7 +317,7 @@ extension ServerState {
         }
         var line: [UInt8] = []
         line.reserveCapacity(IRCLimits.lineBytes)
-        for status in (membership.members[key] ?? [:]).values {
+        for status in (roomBook.membership.members[key] ?? [:]).values {
             let member = status.user
             guard let nick = member.nick else { continue }
             if !isMember && member.isInvisible && !asker.isOperator { continue }
@@ -382,7 +382,7 @@ extension ServerState {
         if exceedsTargetLimit(session, "KICK", targets) { return }
         for nick in targets {
             // Checked for each target: a kicker who kicks themselves first kicks no one after.
-            guard let status = membership.status(of: request.user.id, in: key) else {
+            guard let status = roomBook.membership.status(of: request.user.id, in: key) else {
                 reply(session, .notOnChannel, channel.name, "You're not on that channel")
                 return
             }
@@ -394,7 +394,7 @@ extension ServerState {
                 reply(session, .noSuchNick, nick, "No such nick/channel")
                 continue
             }
-            guard membership.isMember(target.id, of: key) else {
+            guard roomBook.membership.isMember(target.id, of: key) else {
                 reply(session, .userNotInChannel, targetNick, channel.name, "They aren't on that channel")
                 continue
             }
@@ -412,8 +412,8 @@ extension ServerState {
         let session = request.session
         guard request.params.count >= 2 else {
             if request.params.isEmpty {
-                for key in (invitations[request.user.id] ?? []).sorted() {
-                    if let channel = channels[key] { reply(session, .inviteList, channel.name) }
+                for key in (roomBook.invitations[request.user.id] ?? []).sorted() {
+                    if let channel = roomBook.channels[key] { reply(session, .inviteList, channel.name) }
                 }
                 reply(session, .endOfInviteList, "End of /INVITE list")
             } else {
@@ -428,7 +428,7 @@ extension ServerState {
             reply(session, .noSuchChannel, name, "No such channel")
             return
         }
-        guard let status = membership.status(of: request.user.id, in: key) else {
+        guard let status = roomBook.membership.status(of: request.user.id, in: key) else {
             reply(session, .notOnChannel, channel.name, "You're not on that channel")
             return
         }
@@ -440,7 +440,7 @@ extension ServerState {
             reply(session, .noSuchNick, nick, "No such nick/channel")
             return
         }
-        if membership.isMember(target.id, of: key) {
+        if roomBook.membership.isMember(target.id, of: key) {
             reply(session, .userOnChannel, targetNick, channel.name, "is already on channel")
             return
         }
@@ -451,8 +451,8 @@ extension ServerState {
                 standardReply(session, "FAIL", command: "INVITE", code: "LIMIT_EXCEEDED", context: [channel.name], "Too many people are invited to this room already")
                 return
             }
-            channels[key]!.invited.insert(target.id)
-            invitations[target.id, default: []].insert(key)
+            roomBook.channels[key]!.invited.insert(target.id)
+            roomBook.invitations[target.id, default: []].insert(key)
         }
         if target.remote != nil { linkInvite(request.user, target: target, key: key) }
         reply(session, .inviting, targetNick, channel.name)
@@ -460,7 +460,7 @@ extension ServerState {
         let invite = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "INVITE", params: [targetNick, channel.name])
         deliver(invite, to: CollectionOfOne(target.id), now: request.now)
         // invite-notify: the room's operators who asked hear of it (ergo and InspIRCd tell operators only).
-        let operators = (membership.members[key] ?? [:]).filter { $0.value.op && $0.key != request.user.id }.map(\.key)
+        let operators = (roomBook.membership.members[key] ?? [:]).filter { $0.value.op && $0.key != request.user.id }.map(\.key)
         deliver(invite, to: operators, now: request.now, onlyWith: .inviteNotify)
     }
 }

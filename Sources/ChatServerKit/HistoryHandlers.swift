@@ -32,7 +32,7 @@ extension ServerState {
         // While nothing can be stored and rows pile up, a JOIN, PART or mode change still happens
         // but is not kept (messages are refused before they get here: `historyRefuses`).
         if let health = historyHealth, health.refusing(past: config.historyBacklog), !Self.isEchoed(message.command) {
-            eventsNotStored += entries.count
+            cache.eventsNotStored += entries.count
             return ([], nil)
         }
         let serialized = message.serialized()
@@ -48,7 +48,7 @@ extension ServerState {
                        line: line, parties: entry.parties.map { ($0.party, $0.peer) })
         }
         for row in rows {
-            recentHistory[row.target, default: []].append(row)
+            cache.recentHistory[row.target, default: []].append(row)
             extendTail(row)
         }
         return rows
@@ -68,8 +68,8 @@ extension ServerState {
             guard directEntry(session.user, user) != nil else { return false }
             name = nick
         }
-        if !refusingLogged {
-            refusingLogged = true
+        if !cache.refusingLogged {
+            cache.refusingLogged = true
             outbox.items.append(.log("history: messages refused while \(health.waiting.load(ordering: .relaxed)) rows wait to be stored"))
         }
         // Ahead of the echoes that wait for their commit, with the command's label if it has one.
@@ -90,22 +90,22 @@ extension ServerState {
     /// message: dropping the front of the array moves the rest). Rows the writer has not
     /// stored stay, however old: CHATHISTORY reads them here until they are.
     mutating func pruneRecent(now: Double) {
-        if let health = historyHealth, !health.refusing(past: config.historyBacklog), refusingLogged || eventsNotStored > 0 {
-            outbox.items.append(.log("history: storing again" + (eventsNotStored > 0 ? "; \(eventsNotStored) joins, parts and mode changes were not kept meanwhile" : "")))
-            refusingLogged = false
-            eventsNotStored = 0
+        if let health = historyHealth, !health.refusing(past: config.historyBacklog), cache.refusingLogged || cache.eventsNotStored > 0 {
+            outbox.items.append(.log("history: storing again" + (cache.eventsNotStored > 0 ? "; \(cache.eventsNotStored) joins, parts and mode changes were not kept meanwhile" : "")))
+            cache.refusingLogged = false
+            cache.eventsNotStored = 0
         }
         let committed = historyHealth?.committed.load(ordering: .acquiring) ?? .max
         let cutoff = Int64((now - Self.recentWindow) * 1000)
-        for (target, rows) in recentHistory where rows.first.map({ $0.timeMilliseconds < cutoff && $0.msgid <= committed }) ?? true {
+        for (target, rows) in cache.recentHistory where rows.first.map({ $0.timeMilliseconds < cutoff && $0.msgid <= committed }) ?? true {
             let kept = rows.drop { $0.timeMilliseconds < cutoff && $0.msgid <= committed }
-            recentHistory[target] = kept.isEmpty ? nil : Array(kept)
+            cache.recentHistory[target] = kept.isEmpty ? nil : Array(kept)
         }
     }
 
     /// The rooms a user is in, for a QUIT or NICK that history keeps in each.
     func roomEntries(of user: User) -> [HistoryEntry] {
-        membership.rooms(of: user.id).sorted().map { HistoryEntry(target: $0) }
+        roomBook.membership.rooms(of: user.id).sorted().map { HistoryEntry(target: $0) }
     }
 
     static func party(_ user: User, casemapping: Casemapping) -> String {
@@ -126,7 +126,7 @@ extension ServerState {
     /// The oldest msgid a room's current members may read: all of it, unless the room ended
     /// while closed and was made again (then only from its new start).
     func historyFloor(_ target: String) -> Int64 {
-        guard closedRooms.contains(target), let channel = channels[target] else { return 0 }
+        guard roomBook.closedRooms.contains(target), let channel = roomBook.channels[target] else { return 0 }
         return Int64((channel.createdAt * 1000).rounded(.down)) << 16
     }
 
@@ -135,14 +135,14 @@ extension ServerState {
     func readableTarget(_ name: String, for user: User) -> String? {
         if IRCNames.isChannel(name) {
             let key = casemapping.fold(name)
-            return membership.isMember(user.id, of: key) ? key : nil
+            return roomBook.membership.isMember(user.id, of: key) ? key : nil
         }
         guard let account = user.account else { return nil }
         let me = "a:" + AccountStore.key(account)
         let other: String
         if let online = self.user(named: name) {
             other = Self.party(online, casemapping: casemapping)
-        } else if directory?.lookup(AccountStore.key(name)) != nil {
+        } else if accountBook.directory?.lookup(AccountStore.key(name)) != nil {
             other = "a:" + AccountStore.key(name)
         } else {
             other = "n:" + casemapping.fold(name)
@@ -237,7 +237,7 @@ extension ServerState {
     mutating func sendHistoryBatch(_ session: Session, _ name: String, _ rows: [HistoryRow]) {
         let reference = newBatchReference()
         send(session, IRCMessage(source: config.name, command: "BATCH", params: ["+" + reference, "chathistory", name]))
-        let room = IRCNames.isChannel(name) ? channels[casemapping.fold(name)]?.name : nil
+        let room = IRCNames.isChannel(name) ? roomBook.channels[casemapping.fold(name)]?.name : nil
         for row in rows { replay(row, to: session, batch: reference, room: room) }
         send(session, IRCMessage(source: config.name, command: "BATCH", params: ["-" + reference]))
     }
@@ -316,7 +316,7 @@ extension ServerState {
             return
         }
         let low = Int64((min(start, end) * 1000).rounded()) << 16, high = (Int64((max(start, end) * 1000).rounded()) + 1) << 16
-        let rooms = membership.rooms(of: session.user.id).sorted().compactMap { key in channels[key].map { (key: key, name: $0.name) } }
+        let rooms = roomBook.membership.rooms(of: session.user.id).sorted().compactMap { key in roomBook.channels[key].map { (key: key, name: $0.name) } }
         var reads = rooms.map { HistoryRead.latest(target: $0.key) }
         if let account = session.user.account {
             reads.append(.conversations(party: "a:" + AccountStore.key(account), from: low, to: high, limit: limit))
@@ -384,7 +384,7 @@ extension ServerState {
     }
 
     func readMarker(_ session: Session, target: String) -> Int64? {
-        if let account = markerAccount(session) { return accountMarkers[account]?[target] }
+        if let account = markerAccount(session) { return cache.accountMarkers[account]?[target] }
         return session.readMarkers[target]
     }
 
@@ -419,18 +419,18 @@ extension ServerState {
             send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(session.readMarkers[target])]))
             return
         }
-        guard !markersUnavailable else {
+        guard !cache.markersUnavailable else {
             standardReply(session, "FAIL", command: "MARKREAD", code: "TEMPORARILY_UNAVAILABLE", context: [name], always: true,
                           "Read markers could not be read at the server's start; they are unavailable until it restarts")
             return
         }
-        let before = accountMarkers[account]?[target]
+        let before = cache.accountMarkers[account]?[target]
         guard let time else {
             send(session, IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(before)]))
             return
         }
         // As many conversations per account as per connection: an account cannot grow the server's memory without end.
-        guard before != nil || (accountMarkers[account]?.count ?? 0) < Self.connectionMarkerLimit else {
+        guard before != nil || (cache.accountMarkers[account]?.count ?? 0) < Self.connectionMarkerLimit else {
             standardReply(session, "FAIL", command: "MARKREAD", code: "INTERNAL_ERROR", context: [name], always: true,
                           "Read markers are kept for at most \(Self.connectionMarkerLimit) conversations per account")
             return
@@ -439,9 +439,9 @@ extension ServerState {
         let line = IRCMessage(source: config.name, command: "MARKREAD", params: [name, Self.markerText(now)])
         // Every connection of the account hears of a change; the asker always gets the answer.
         if before != now {
-            accountMarkers[account, default: [:]][target] = now
+            cache.accountMarkers[account, default: [:]][target] = now
             outbox.items.append(.setMarker(account: account, target: target, time: now))
-            for other in users.values where other.account.map(AccountStore.key) == account {
+            for other in people.users.values where other.account.map(AccountStore.key) == account {
                 for connection in other.sessions where connection.caps.contains(.readMarker) && connection !== session {
                     sendNow(connection, line)
                 }

@@ -78,29 +78,29 @@ extension ServerState {
     /// Hands a query to the store worker. A CHATHISTORY's response (and its label) waits for
     /// the answer; a JOIN's replay follows the JOIN's own response.
     mutating func requestHistory(_ session: Session, _ reads: [HistoryRead], _ purpose: HistoryPurpose, recent: [HistoryRow] = []) {
-        nextHistorySerial += 1
-        session.historyQueries.insert(nextHistorySerial)
+        cache.nextHistorySerial += 1
+        session.historyQueries.insert(cache.nextHistorySerial)
         if case .replay = purpose {
         } else if response?.session === session {
             response?.deferred = true
             session.deferredLabel = response?.label
         }
-        outbox.items.append(.readHistory(HistoryQuery(connection: session.connection, serial: nextHistorySerial, reads: reads,
+        outbox.items.append(.readHistory(HistoryQuery(connection: session.connection, serial: cache.nextHistorySerial, reads: reads,
                                                       purpose: purpose, recent: recent)))
     }
 
     /// The rows of `target` not committed yet, of these kinds (for a query's `recent`).
     func uncommitted(_ target: String, _ kinds: HistoryStore.Kinds) -> [HistoryRow] {
-        recentHistory[target]?.filter { kinds.includes($0.command) } ?? []
+        cache.recentHistory[target]?.filter { kinds.includes($0.command) } ?? []
     }
 
     /// The worker's answer: the reply it was for, then the lines that waited for it.
     public mutating func historyAnswered(_ query: HistoryQuery, _ result: Result<[HistoryResult], Database.Failure>, now: Double) {
-        if links[query.connection] != nil || query.purpose.isLinks {
+        if net.links[query.connection] != nil || query.purpose.isLinks {
             linkHistoryAnswered(query, result, now: now)
             return
         }
-        guard let session = sessions[query.connection], session.historyQueries.remove(query.serial) != nil else { return }
+        guard let session = people.sessions[query.connection], session.historyQueries.remove(query.serial) != nil else { return }
         if case .replay = query.purpose {
             response = ResponseBuffer(session: session, label: nil)
         } else {
@@ -147,7 +147,7 @@ extension ServerState {
                 case .latest(let last):
                     guard index < rooms.count else { continue }
                     // A line not committed yet is the newest.
-                    let newest = max(last ?? 0, recentHistory[rooms[index].key]?.last?.msgid ?? 0)
+                    let newest = max(last ?? 0, cache.recentHistory[rooms[index].key]?.last?.msgid ?? 0)
                     if newest > low, newest < high { found.append((rooms[index].name, newest)) }
                 case .conversations(let conversations):
                     for conversation in conversations { found.append((conversation.peer, conversation.last)) }
@@ -160,8 +160,8 @@ extension ServerState {
             guard case .rows(let stored)? = results.first else { return }
             let tail = Array(Self.merge(stored, query.recent + uncommitted(key, .texts), .before, .max, limit: config.replayOnJoin))
             // Kept while the room lives: the next joiner's replay needs no database.
-            if channels[key] != nil { roomTails[key] = tail }
-            guard membership.isMember(session.user.id, of: key) else { return }
+            if roomBook.channels[key] != nil { cache.roomTails[key] = tail }
+            guard roomBook.membership.isMember(session.user.id, of: key) else { return }
             replay(tail.filter { $0.msgid <= upTo }, to: session, key: key, name: name)
         case .redact(let redact):
             guard case .rows(let stored)? = results.first else { return }
@@ -199,12 +199,12 @@ extension ServerState {
     mutating func extendTail(_ row: HistoryRow) {
         guard HistoryStore.Kinds.texts.includes(row.command) else { return }
         let keep = config.replayOnJoin
-        roomTails[row.target]?.append(row, keepingAtLeast: keep)
+        cache.roomTails[row.target]?.append(row, keepingAtLeast: keep)
     }
 
     /// The kept tail of a room, at most `replayOnJoin` rows.
     func tail(of key: String) -> [HistoryRow]? {
-        roomTails[key].map { $0.count > config.replayOnJoin ? Array($0.suffix(config.replayOnJoin)) : $0 }
+        cache.roomTails[key].map { $0.count > config.replayOnJoin ? Array($0.suffix(config.replayOnJoin)) : $0 }
     }
 }
 

@@ -15,12 +15,12 @@ extension ServerState {
             if target == sid || casemapping.equal(target, config.name) {
                 // InspIRCd's form: `:<us> PONG <them>`.
                 sendLink(link, IRCMessage(source: sid, command: "PONG", params: [message.source ?? link.server?.sid ?? ""]))
-            } else if let server = servers[target], let next = links[server.route], next.connection != origin {
+            } else if let server = net.servers[target], let next = net.links[server.route], next.connection != origin {
                 sendLink(next, message)
             }
             return
         case "PONG":
-            if let target = message.params.last, target != sid, let server = servers[target], let next = links[server.route], next.connection != origin {
+            if let target = message.params.last, target != sid, let server = net.servers[target], let next = net.links[server.route], next.connection != origin {
                 sendLink(next, message)
             }
             return
@@ -46,7 +46,7 @@ extension ServerState {
             // A server we cannot take (its SID is in use) drops the link: nothing to pass on.
             guard remoteServer(message, from: link, now: now) else { return }
         case "SQUIT":
-            if let target = message.params.first, let server = servers[target] {
+            if let target = message.params.first, let server = net.servers[target] {
                 split(server, reason: message.params.count > 1 ? message.params[1] : "", now: now, origin: origin)
             }
             return
@@ -55,7 +55,7 @@ extension ServerState {
         case "IJOIN": remoteIJOIN(message, now: now)
         case "PART":
             if let user = remoteSource(message), let name = message.params.first, let (key, channel) = channel(named: name),
-               membership.isMember(user.id, of: key) {
+               roomBook.membership.isMember(user.id, of: key) {
                 var params = [channel.name]
                 if message.params.count > 1, !message.params[1].isEmpty { params.append(message.params[1]) }
                 deliver(IRCMessage(tags: accountTags(user), source: user.prefix, command: "PART", params: params), toRoom: key, now: now)
@@ -77,7 +77,7 @@ extension ServerState {
                 let text = message.params.count > 1 ? message.params[1] : ""
                 user.away = text.isEmpty ? nil : text
                 let away = IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
-                deliver(away, to: membership.neighbours(of: user.id), now: now, onlyWith: .awayNotify)
+                deliver(away, to: roomBook.membership.neighbours(of: user.id), now: now, onlyWith: .awayNotify)
                 notifyMonitors(online: user, now: now, extendedOnly: .awayNotify, message: away)
             }
         case "METADATA":
@@ -88,7 +88,7 @@ extension ServerState {
             if let user = remoteSource(message), let name = message.params.first {
                 user.realname = name
                 let setname = IRCMessage(tags: accountTags(user), source: user.prefix, command: "SETNAME", params: [name])
-                deliver(setname, to: membership.neighbours(of: user.id), now: now, onlyWith: .setname)
+                deliver(setname, to: roomBook.membership.neighbours(of: user.id), now: now, onlyWith: .setname)
             }
         case "FHOST":
             if let user = remoteSource(message), let host = message.params.first { remoteHostChange(user, host: host, now: now) }
@@ -109,13 +109,13 @@ extension ServerState {
         let p = message.params
         guard p.count >= 3, let sidIndex = p[1..<(p.count - 1)].firstIndex(where: LinkIDs.isValidSID) else { return true }
         let newSID = p[sidIndex]
-        guard servers[newSID] == nil, newSID != sid else {
+        guard net.servers[newSID] == nil, newSID != sid else {
             log("link \(link.name): introduced \(p[0]) [\(newSID)], whose SID is taken; dropping the link")
             dropLink(link, reason: "SID \(newSID) is already on the network", now: now)
             return false
         }
-        let parent = message.source.flatMap { servers[$0] }
-        servers[newSID] = RemoteServer(sid: newSID, name: p[0], description: p[p.count - 1], hops: (parent?.hops ?? 0) + 1,
+        let parent = message.source.flatMap { net.servers[$0] }
+        net.servers[newSID] = RemoteServer(sid: newSID, name: p[0], description: p[p.count - 1], hops: (parent?.hops ?? 0) + 1,
                                        route: link.connection, parent: parent?.sid ?? link.server?.sid)
         log("link \(link.name): server \(p[0]) [\(newSID)] is on the network behind it")
         return true
@@ -123,21 +123,21 @@ extension ServerState {
 
     mutating func remoteUID(_ message: IRCMessage, from link: LinkSession, now: Double) {
         guard let uid = UIDLine(message), user(uuid: uid.uuid) == nil,
-              let server = servers[LinkIDs.sid(of: uid.uuid)], server.route == link.connection else { return }
-        let user = User(id: UserID(nextUserID), host: uid.displayedHost, address: uid.ip, now: Double(uid.signon))
-        nextUserID += 1
+              let server = net.servers[LinkIDs.sid(of: uid.uuid)], server.route == link.connection else { return }
+        let user = User(id: UserID(people.nextUserID), host: uid.displayedHost, address: uid.ip, now: Double(uid.signon))
+        people.nextUserID += 1
         user.uuid = uid.uuid
         user.remote = server
         user.username = uid.ident
         user.realname = uid.realname
         user.nickTS = uid.nickTS
-        users[user.id] = user
-        usersByUUID[uid.uuid] = user
+        people.users[user.id] = user
+        net.usersByUUID[uid.uuid] = user
         server.users.insert(user.id)
-        remoteUserCount += 1
+        net.remoteUserCount += 1
         for letter in uid.modeLetters where UserModes.mode(letter) != nil { setUserMode(user, letter, true) }
         var nick = uid.nick
-        if let existing = nicks[casemapping.fold(nick)], existing !== user {
+        if let existing = people.nicks[casemapping.fold(nick)], existing !== user {
             if existing.remote != nil {
                 saveRemote(existing, now: now)
             } else {
@@ -179,7 +179,7 @@ extension ServerState {
         // A saved nickname (its UUID) has the timestamp 100, as InspIRCd gives it.
         user.nickTS = 100
         let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [nick])
-        deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+        deliver(change, to: [user.id] + roomBook.membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
         notifyMonitors(online: user, now: now)
         if user.remote == nil {
             broadcast(IRCMessage(source: user.uuid, command: "NICK", params: [nick, String(user.nickTS)]), except: nil)
@@ -191,7 +191,7 @@ extension ServerState {
     /// the network, so that no nickname is ever held twice here.
     mutating func saveRemote(_ user: User, now: Double) {
         log("nick collision between two of the network's users on \(user.replyName): the earlier one takes its UUID")
-        if let route = user.remote?.route, let link = links[route] {
+        if let route = user.remote?.route, let link = net.links[route] {
             sendLink(link, IRCMessage(source: sid, command: "SAVE", params: [user.uuid, String(user.nickTS)]))
         }
         forceNick(user, to: user.uuid, now: now)
@@ -200,9 +200,9 @@ extension ServerState {
     /// `:<uuid> NICK <new> <ts>`.
     mutating func remoteNick(_ message: IRCMessage, now: Double) {
         guard let user = remoteSource(message), let nick = message.params.first, user.nick != nick else { return }
-        if let existing = nicks[casemapping.fold(nick)], existing !== user, existing.remote != nil {
+        if let existing = people.nicks[casemapping.fold(nick)], existing !== user, existing.remote != nil {
             saveRemote(existing, now: now)
-        } else if let existing = nicks[casemapping.fold(nick)], existing !== user, existing.remote == nil, let link = user.remote.flatMap({ links[$0.route] }) {
+        } else if let existing = people.nicks[casemapping.fold(nick)], existing !== user, existing.remote == nil, let link = user.remote.flatMap({ net.links[$0.route] }) {
             let ts = Int(message.params.count > 1 ? message.params[1] : "") ?? Int(now)
             if collide(existing, with: user, theirTS: ts, theirIdentity: "\(user.username ?? "")@\(user.address)", via: link, now: now) {
                 return
@@ -216,7 +216,7 @@ extension ServerState {
         claimNick(nick, keys: NameKeys.of(nick, casemapping), for: user)
         user.nickTS = Int(message.params.count > 1 ? message.params[1] : "") ?? Int(now)
         let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [nick])
-        deliver(change, to: membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+        deliver(change, to: roomBook.membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
         notifyMonitors(online: user, now: now)
     }
 
@@ -233,17 +233,17 @@ extension ServerState {
         let joining = line.members.compactMap { member in user(uuid: member.uuid).flatMap { $0.remote != nil ? ($0, member.status) : nil } }
         // No room is made for nobody: an FJOIN naming no user the network introduced would leave
         // an empty room behind for good (found by the link fuzzer: LinkFuzzTests).
-        guard channels[key] != nil || !joining.isEmpty else { return }
+        guard roomBook.channels[key] != nil || !joining.isEmpty else { return }
         var decision = RoomMerge.takeTheirs
         let setter = clientSource(message.source)
-        if let channel = channels[key] {
+        if let channel = roomBook.channels[key] {
             decision = RoomMerge.decide(ours: Int(channel.createdAt), theirs: line.timestamp)
             if decision == .takeTheirs { loseRoomTimestamp(key, to: Double(line.timestamp), setter: setter, now: now) }
         } else {
-            channels[key] = Channel(name: line.room, createdAt: Double(line.timestamp))
-            channels[key]!.flags = FlagModes([])
-            sortedChannelKeys.insert(key)
-            for skeleton in NameKeys.of(line.room, casemapping) where channelSkeletons[skeleton] == nil { channelSkeletons[skeleton] = key }
+            roomBook.channels[key] = Channel(name: line.room, createdAt: Double(line.timestamp))
+            roomBook.channels[key]!.flags = FlagModes([])
+            roomBook.sortedChannelKeys.insert(key)
+            for skeleton in NameKeys.of(line.room, casemapping) where roomBook.channelSkeletons[skeleton] == nil { roomBook.channelSkeletons[skeleton] = key }
         }
         if decision != .keepOurs {
             applyRemoteModes(key, line.modes, setter: setter, merging: decision == .merge, now: now)
@@ -258,26 +258,26 @@ extension ServerState {
     mutating func remoteIJOIN(_ message: IRCMessage, now: Double) {
         guard let user = remoteSource(message), user.remote != nil, let name = message.params.first else { return }
         let key = casemapping.fold(name)
-        if channels[key] == nil {
+        if roomBook.channels[key] == nil {
             let ts = message.params.count > 2 ? Double(message.params[2]) ?? now : now
-            channels[key] = Channel(name: name, createdAt: ts)
-            sortedChannelKeys.insert(key)
+            roomBook.channels[key] = Channel(name: name, createdAt: ts)
+            roomBook.sortedChannelKeys.insert(key)
         }
         var status = ""
-        if message.params.count > 3, let ts = Int(message.params[2]), ts <= Int(channels[key]!.createdAt) { status = message.params[3] }
+        if message.params.count > 3, let ts = Int(message.params[2]), ts <= Int(roomBook.channels[key]!.createdAt) { status = message.params[3] }
         remoteJoin(user, key: key, op: status.contains("o"), voice: status.contains("v"), setter: user.remote?.name ?? config.name, now: now)
     }
 
     /// A remote member comes into a room: JOIN (and its away text) to our members there, and its
     /// status as a MODE from the server that told us (as InspIRCd shows a burst's statuses).
     mutating func remoteJoin(_ user: User, key: String, op: Bool, voice: Bool, setter: String, now: Double) {
-        guard let channel = channels[key] else { return }
-        if membership.isMember(user.id, of: key) {
-            if op { membership.setStatus(user.id, in: key, "o", true) }
-            if voice { membership.setStatus(user.id, in: key, "v", true) }
+        guard let channel = roomBook.channels[key] else { return }
+        if roomBook.membership.isMember(user.id, of: key) {
+            if op { roomBook.membership.setStatus(user.id, in: key, "o", true) }
+            if voice { roomBook.membership.setStatus(user.id, in: key, "v", true) }
             return
         }
-        membership.add(user.id, to: key, MemberStatus(user: user, op: op, voice: voice))
+        roomBook.membership.add(user.id, to: key, MemberStatus(user: user, op: op, voice: voice))
         forgetInvitation(user.id, to: key)
         announceJoin(user, key: key, name: channel.name, now: now)
         let statusChanges = (op ? [ModeChange(adding: true, letter: "o", argument: user.replyName)] : [])
@@ -290,7 +290,7 @@ extension ServerState {
     /// Their room is older: ours loses its modes and our members their status (told as a MODE
     /// from the server), and takes their timestamp.
     mutating func loseRoomTimestamp(_ key: String, to timestamp: Double, setter: String, now: Double) {
-        guard let old = channels[key] else { return }
+        guard let old = roomBook.channels[key] else { return }
         var removed: [ModeChange] = []
         for letter in old.flags.letters { removed.append(ModeChange(adding: false, letter: letter)) }
         if old.key != nil { removed.append(ModeChange(adding: false, letter: "k", argument: "*")) }
@@ -298,9 +298,9 @@ extension ServerState {
         for letter in ["b", "e", "I"] as [Character] {
             for entry in old.lists[letter] { removed.append(ModeChange(adding: false, letter: letter, argument: entry.mask)) }
         }
-        for (id, status) in membership.members[key] ?? [:] {
-            if status.op { membership.setStatus(id, in: key, "o", false); removed.append(ModeChange(adding: false, letter: "o", argument: status.user.replyName)) }
-            if status.voice { membership.setStatus(id, in: key, "v", false); removed.append(ModeChange(adding: false, letter: "v", argument: status.user.replyName)) }
+        for (id, status) in roomBook.membership.members[key] ?? [:] {
+            if status.op { roomBook.membership.setStatus(id, in: key, "o", false); removed.append(ModeChange(adding: false, letter: "o", argument: status.user.replyName)) }
+            if status.voice { roomBook.membership.setStatus(id, in: key, "v", false); removed.append(ModeChange(adding: false, letter: "v", argument: status.user.replyName)) }
         }
         var channel = Channel(name: old.name, createdAt: timestamp)
         channel.flags = FlagModes([])
@@ -308,7 +308,7 @@ extension ServerState {
         channel.topicSetBy = old.topicSetBy
         channel.topicSetAt = old.topicSetAt
         channel.invited = old.invited
-        channels[key] = channel
+        roomBook.channels[key] = channel
         log("room \(old.name): the network's is older (\(Int(timestamp)) < \(Int(old.createdAt))); its modes win")
         for chunk in stride(from: 0, to: removed.count, by: 12) {
             let part = Array(removed[chunk..<min(chunk + 12, removed.count)])
@@ -319,7 +319,7 @@ extension ServerState {
     /// Modes from a link (FJOIN, FMODE): applied without the checks a user's MODE gets, told
     /// to our members. `merging`: a tie, where a parameter both sides set takes `RoomMerge.mergeParameter`.
     mutating func applyRemoteModes(_ key: String, _ words: [String], setter: String, merging: Bool = false, now: Double) {
-        guard let letters = words.first, channels[key] != nil else { return }
+        guard let letters = words.first, roomBook.channels[key] != nil else { return }
         let arguments = Array(words.dropFirst()).map { argument -> String in
             // Membership modes name users by UUID between servers.
             LinkIDs.isValidUUID(argument) ? (user(uuid: argument)?.replyName ?? argument) : argument
@@ -329,12 +329,12 @@ extension ServerState {
         for var change in parsed.changes {
             guard let mode = ChannelModes.mode(change.letter) else { continue }
             if merging, change.adding, let argument = change.argument {
-                if mode.letter == "k", let ours = channels[key]!.key { change = ModeChange(adding: true, letter: "k", argument: RoomMerge.mergeParameter("k", ours: ours, theirs: argument)) }
-                if mode.letter == "l", let ours = channels[key]!.limit { change = ModeChange(adding: true, letter: "l", argument: RoomMerge.mergeParameter("l", ours: String(ours), theirs: argument)) }
+                if mode.letter == "k", let ours = roomBook.channels[key]!.key { change = ModeChange(adding: true, letter: "k", argument: RoomMerge.mergeParameter("k", ours: ours, theirs: argument)) }
+                if mode.letter == "l", let ours = roomBook.channels[key]!.limit { change = ModeChange(adding: true, letter: "l", argument: RoomMerge.mergeParameter("l", ours: String(ours), theirs: argument)) }
             }
             if let done = applyChannelMode(change, mode, key: key, setter: setter, now: now, replyTo: nil) { applied.append(done) }
         }
-        guard !applied.isEmpty, let channel = channels[key] else { return }
+        guard !applied.isEmpty, let channel = roomBook.channels[key] else { return }
         for chunk in stride(from: 0, to: applied.count, by: 12) {
             let part = Array(applied[chunk..<min(chunk + 12, applied.count)])
             deliver(IRCMessage(source: setter, command: "MODE", params: [channel.name] + ModeSyntax.format(part)), toRoom: key, now: now)
@@ -375,9 +375,9 @@ extension ServerState {
             if p.count >= 5, !channel.topic.isEmpty, setAt <= channel.topicSetAt { return }
         }
         guard topic != channel.topic else { return }
-        channels[key]!.topic = topic
-        channels[key]!.topicSetBy = setBy
-        channels[key]!.topicSetAt = setAt
+        roomBook.channels[key]!.topic = topic
+        roomBook.channels[key]!.topicSetBy = setBy
+        roomBook.channels[key]!.topicSetAt = setAt
         deliver(IRCMessage(source: clientSource(message.source), command: "TOPIC", params: [channel.name, topic]), toRoom: key, now: now)
         roomChanged(key, now: now)
     }
@@ -387,7 +387,7 @@ extension ServerState {
     mutating func remoteKick(_ message: IRCMessage, now: Double) {
         let p = message.params
         guard p.count >= 2, let (key, channel) = channel(named: p[0]), let target = user(uuid: p[1]),
-              membership.isMember(target.id, of: key) else { return }
+              roomBook.membership.isMember(target.id, of: key) else { return }
         let reason = p.count > 2 ? p[p.count - 1] : target.replyName
         deliver(IRCMessage(source: clientSource(message.source), command: "KICK", params: [channel.name, target.replyName, reason]),
                 toRoom: key, now: now)
@@ -422,9 +422,9 @@ extension ServerState {
     mutating func remoteHostChange(_ user: User, host: String, now: Double) {
         let old = user.prefix
         user.host = host
-        membership.identityChanged(user.id)
+        roomBook.membership.identityChanged(user.id)
         let change = IRCMessage(source: old, command: "CHGHOST", params: [user.username ?? "unknown", host])
-        deliver(change, to: membership.neighbours(of: user.id), now: now, onlyWith: .chghost)
+        deliver(change, to: roomBook.membership.neighbours(of: user.id), now: now, onlyWith: .chghost)
     }
 
     /// `:<uuid> INVITE <uuid> <room> <room-ts> [<expiry>]`: to our invitee, who may then join.
@@ -432,7 +432,7 @@ extension ServerState {
         let p = message.params
         guard let from = remoteSource(message), p.count >= 2, let target = user(uuid: p[0]),
               let (key, channel) = channel(named: p[1]) else { return }
-        if channels[key]!.invited.insert(target.id).inserted { invitations[target.id, default: []].insert(key) }
+        if roomBook.channels[key]!.invited.insert(target.id).inserted { roomBook.invitations[target.id, default: []].insert(key) }
         if target.remote == nil {
             deliver(IRCMessage(source: from.prefix, command: "INVITE", params: [target.replyName, channel.name]), toUsers: [target], now: now)
         }

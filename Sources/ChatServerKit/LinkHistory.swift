@@ -19,27 +19,27 @@ extension ServerState {
     mutating func rememberSplit(_ link: LinkSession) {
         guard historyEnabled, link.isChatTUI, let server = link.server else { return }
         let key = casemapping.fold(server.name)
-        splitSince[key] = min(splitSince[key] ?? .infinity, link.lastActivity - Self.splitMargin)
+        net.splitSince[key] = min(net.splitSince[key] ?? .infinity, link.lastActivity - Self.splitMargin)
     }
 
     /// The peer's burst is in: if we were split from it, our rows of the rooms we share since then go to it.
     mutating func offerSplitHistory(_ link: LinkSession) {
         guard historyEnabled, link.isChatTUI, let server = link.server,
-              let since = splitSince.removeValue(forKey: casemapping.fold(server.name)) else { return }
+              let since = net.splitSince.removeValue(forKey: casemapping.fold(server.name)) else { return }
         var rooms: [(key: String, name: String)] = []
-        for key in channels.keys.sorted() {
-            let members = (membership.members[key] ?? [:]).values
+        for key in roomBook.channels.keys.sorted() {
+            let members = (roomBook.membership.members[key] ?? [:]).values
             if members.contains(where: { $0.user.remote?.route == link.connection }),
                members.contains(where: { $0.user.remote?.route != link.connection }) {
-                rooms.append((key, channels[key]!.name))
+                rooms.append((key, roomBook.channels[key]!.name))
             }
         }
         guard !rooms.isEmpty else { return }
         let low = Int64(bitPattern: MessageIDs.lowest(at: since))
         let upTo = Int64(bitPattern: MessageIDs.lowest(at: link.linkedAt))
         let reads = rooms.map { HistoryRead.rows(target: $0.key, direction: .after, bound: low, limit: Self.splitRowsPerRoom, kinds: .messages) }
-        nextHistorySerial += 1
-        outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: nextHistorySerial, reads: reads,
+        cache.nextHistorySerial += 1
+        outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: cache.nextHistorySerial, reads: reads,
                                                       purpose: .splitOffer(rooms: rooms, upTo: upTo),
                                                       recent: rooms.flatMap { uncommitted($0.key, .messages) })))
         log("link \(server.name): sending what was said in \(rooms.count) shared room(s) from \(ServerTime.format(since)) (10 s before the last line heard from it) to the heal")
@@ -53,7 +53,7 @@ extension ServerState {
         }
         switch query.purpose {
         case .splitOffer(let rooms, let upTo):
-            guard let link = links[query.connection], link.burstSent else { return }
+            guard let link = net.links[query.connection], link.burstSent else { return }
             for (index, room) in rooms.enumerated() {
                 guard index < results.count, case .rows(let stored) = results[index], case .rows(_, _, let low, let limit, _) = query.reads[index] else { continue }
                 let rows = Self.merge(stored, query.recent.filter { $0.target == room.key }, .after, low, limit: limit).filter { $0.msgid < upTo }
@@ -68,7 +68,7 @@ extension ServerState {
             }
         case .splitMerge(let key, let rows):
             guard case .msgids(let stored)? = results.first else { return }
-            let known = stored.union((recentHistory[key] ?? []).map(\.msgid))
+            let known = stored.union((cache.recentHistory[key] ?? []).map(\.msgid))
             let fresh = rows.filter { !known.contains($0.msgid) }.sorted { $0.msgid < $1.msgid }
             mergeSplitRows(fresh, key: key, now: now)
         default:
@@ -84,14 +84,14 @@ extension ServerState {
         if message.command == "HISTORYEND" {
             guard let rows = link.incomingRows.removeValue(forKey: key), !rows.isEmpty,
                   let low = rows.map(\.msgid).min(), let high = rows.map(\.msgid).max() else { return }
-            nextHistorySerial += 1
-            outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: nextHistorySerial,
+            cache.nextHistorySerial += 1
+            outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: cache.nextHistorySerial,
                                                           reads: [.msgids(target: key, low: low, high: high)],
                                                           purpose: .splitMerge(key: key, rows: rows), recent: [])))
             return
         }
         // A room we have, a message line addressed to it, within the bound.
-        guard p.count == 5, channels[key] != nil, let msgid = Int64(p[1]), let time = Int64(p[2]),
+        guard p.count == 5, roomBook.channels[key] != nil, let msgid = Int64(p[1]), let time = Int64(p[2]),
               HistoryStore.Kinds.isMessage(p[3]), (link.incomingRows[key]?.count ?? 0) < Self.splitRowsPerRoom,
               let line = try? IRCMessage(parsing: p[4]), line.command == p[3], line.params.first.map({ casemapping.equal($0, name) }) == true
         else { return }
@@ -108,11 +108,11 @@ extension ServerState {
     /// Rows said on the other side of a split, new here: stored, and shown to the room's members
     /// after a notice saying what they are, each at its own time and under its msgid.
     mutating func mergeSplitRows(_ rows: [HistoryRow], key: String, now: Double) {
-        guard !rows.isEmpty, let channel = channels[key] else { return }
-        var recent = recentHistory[key] ?? []
+        guard !rows.isEmpty, let channel = roomBook.channels[key] else { return }
+        var recent = cache.recentHistory[key] ?? []
         recent += rows
         recent.sort { $0.msgid < $1.msgid }
-        recentHistory[key] = recent
+        cache.recentHistory[key] = recent
         outbox.items.append(.storeRows(rows))
         let count = rows.count
         deliver(IRCMessage(source: config.name, command: "NOTICE",
@@ -121,7 +121,7 @@ extension ServerState {
         for row in rows {
             let stamp = Stamp(time: Double(row.timeMilliseconds) / 1000, msgid: UInt64(bitPattern: row.msgid))
             if let (parts, tags) = Self.storedParts(row.line) {
-                let members = (membership.members[key] ?? [:]).values.map(\.user)
+                let members = (roomBook.membership.members[key] ?? [:]).values.map(\.user)
                 deliverMultiline(parts, tags: tags, batchTo: members, linesTo: members, stamp: stamp, now: now)
                 continue
             }

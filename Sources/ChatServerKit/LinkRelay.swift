@@ -14,7 +14,7 @@ extension ServerState {
     /// One of ours joined a room: FJOIN with the room's timestamp and modes, so a server that
     /// has not got the room makes it as ours is.
     mutating func linkJoin(_ user: User, key: String) {
-        guard isLinked, user.remote == nil, let channel = channels[key], let status = membership.status(of: user.id, in: key) else { return }
+        guard isLinked, user.remote == nil, let channel = roomBook.channels[key], let status = roomBook.membership.status(of: user.id, in: key) else { return }
         let line = FJOINLine(room: channel.name, timestamp: Int(channel.createdAt), modes: LinkModes.fjoinModes(channel),
                              members: [FJOINLine.Member(status: LinkModes.status(status), uuid: user.uuid)])
         for message in line.messages(source: sid) { broadcast(message, except: nil) }
@@ -35,7 +35,7 @@ extension ServerState {
 
     /// A message from one of ours to a remote user: along the route to its server.
     mutating func linkDirectMessage(_ message: IRCMessage, from user: User, to target: User, stamp: Stamp) {
-        guard let server = target.remote, let link = links[server.route], link.burstSent else { return }
+        guard let server = target.remote, let link = net.links[server.route], link.burstSent else { return }
         var form = networkForm(message, from: user, stamp: stamp)
         form.params[0] = target.uuid
         sendLink(link, form)
@@ -53,12 +53,12 @@ extension ServerState {
     mutating func relayToLinks(_ message: IRCMessage, room key: String, except: ConnectionID?) {
         guard isLinked else { return }
         var routes: Set<ConnectionID> = []
-        for status in (membership.members[key] ?? [:]).values {
+        for status in (roomBook.membership.members[key] ?? [:]).values {
             if let route = status.user.remote?.route, route != except { routes.insert(route) }
         }
         guard !routes.isEmpty else { return }
         let bytes = message.serialized(maxBodyBytes: LinkLimits.maxLine)
-        for route in routes.sorted() where links[route]?.burstSent == true {
+        for route in routes.sorted() where net.links[route]?.burstSent == true {
             outbox.items.append(.send(route, bytes))
         }
     }
@@ -71,7 +71,7 @@ extension ServerState {
 
     /// A mode change of ours, from one of our users (its UUID) or our server (its SID: ChanServ's).
     mutating func linkModes(source: String, key: String, _ applied: [ModeChange]) {
-        guard isLinked, let channel = channels[key] else { return }
+        guard isLinked, let channel = roomBook.channels[key] else { return }
         let network = applied.map { change -> ModeChange in
             guard ChannelModes.mode(change.letter)?.kind == .membership, let nick = change.argument,
                   let target = self.user(named: nick) else { return change }
@@ -83,7 +83,7 @@ extension ServerState {
 
     /// A topic set by one of ours: FTOPIC with the room's and the topic's time.
     mutating func linkTopic(_ user: User, key: String) {
-        guard isLinked, user.remote == nil, let channel = channels[key] else { return }
+        guard isLinked, user.remote == nil, let channel = roomBook.channels[key] else { return }
         broadcast(IRCMessage(source: user.uuid, command: "FTOPIC",
                              params: [channel.name, String(Int(channel.createdAt)), String(Int(channel.topicSetAt)), channel.topic]),
                   except: nil)
@@ -91,7 +91,7 @@ extension ServerState {
 
     /// One of ours kicked someone: KICK naming the target by UUID.
     mutating func linkKick(_ user: User, key: String, target: User, reason: String) {
-        guard isLinked, user.remote == nil, let channel = channels[key] else { return }
+        guard isLinked, user.remote == nil, let channel = roomBook.channels[key] else { return }
         broadcast(IRCMessage(source: user.uuid, command: "KICK", params: [channel.name, target.uuid, reason]), except: nil)
     }
 
@@ -105,7 +105,7 @@ extension ServerState {
     /// One of ours invited a remote user: INVITE with the room's timestamp, to everyone (the
     /// invitee's server tells it; the others keep the invitation for +i).
     mutating func linkInvite(_ user: User, target: User, key: String) {
-        guard isLinked, let channel = channels[key] else { return }
+        guard isLinked, let channel = roomBook.channels[key] else { return }
         // The last field is when the invitation expires (0: never), as InspIRCd 3 sends it.
         broadcast(IRCMessage(source: user.uuid, command: "INVITE", params: [target.uuid, channel.name, String(Int(channel.createdAt)), "0"]),
                   except: nil)

@@ -12,34 +12,34 @@ extension ServerState {
     /// A link's connection is up (we dialled it, or it came to the link port): CAPAB goes out at once, as InspIRCd does.
     public mutating func linkConnected(_ id: ConnectionID, peer: String, dialled: LinkBlock?, secure: Bool, now: Double) {
         let link = LinkSession(connection: id, peer: peer, dialled: dialled, secure: secure, now: now)
-        links[id] = link
-        if let dialled { linkRetries[dialled.name]?.dialling = false }
+        net.links[id] = link
+        if let dialled { net.linkRetries[dialled.name]?.dialling = false }
         log("link \(peer): connected\(dialled.map { " (dialled \($0.name))" } ?? "")")
         for line in ourCapabilities() { sendLink(link, line) }
     }
 
     /// A dial failed before a connection was made: tried again later.
     public mutating func linkDialFailed(_ name: String, reason: String, now: Double) {
-        linkRetries[name, default: LinkRetry()].dialling = false
-        linkRetries[name, default: LinkRetry()].failed(now: now)
-        log("link \(name): cannot connect: \(reason); trying again in \(Int(linkRetries[name]!.next - now)) s")
+        net.linkRetries[name, default: LinkRetry()].dialling = false
+        net.linkRetries[name, default: LinkRetry()].failed(now: now)
+        log("link \(name): cannot connect: \(reason); trying again in \(Int(net.linkRetries[name]!.next - now)) s")
     }
 
     /// Connections to dial now: configured links with a host, not linked, not being dialled, due.
     mutating func dialDueLinks(now: Double) {
         for block in config.links.blocks where block.host != nil {
-            if links.values.contains(where: { $0.name == block.name }) || servers.values.contains(where: { $0.name == block.name }) { continue }
-            var retry = linkRetries[block.name] ?? LinkRetry()
+            if net.links.values.contains(where: { $0.name == block.name }) || net.servers.values.contains(where: { $0.name == block.name }) { continue }
+            var retry = net.linkRetries[block.name] ?? LinkRetry()
             guard !retry.dialling, retry.next <= now else { continue }
             retry.dialling = true
-            linkRetries[block.name] = retry
+            net.linkRetries[block.name] = retry
             outbox.items.append(.dialLink(block))
         }
     }
 
     /// One line from a link.
     public mutating func linkReceived(_ line: [UInt8], from id: ConnectionID, now: Double) {
-        guard let link = links[id] else { return }
+        guard let link = net.links[id] else { return }
         link.lastActivity = now
         link.pingSentAt = nil
         let message: IRCMessage
@@ -67,7 +67,7 @@ extension ServerState {
     /// A link that sent nothing for a while gets a PING; one that does not answer is dropped.
     mutating func tickLinks(now: Double) {
         var dead: [(LinkSession, String)] = []
-        for link in links.values {
+        for link in net.links.values {
             if link.phase != .linked {
                 if now - link.connectedAt >= config.registrationTimeout { dead.append((link, "Link handshake timed out")) }
             } else if let sent = link.pingSentAt {
@@ -180,11 +180,11 @@ extension ServerState {
             refuseAuthentication(link, "wrong link password from \(line.name)", now: now)
             return
         }
-        if line.sid == sid || servers[line.sid] != nil {
+        if line.sid == sid || net.servers[line.sid] != nil {
             refuseLink(link, "SID \(line.sid) of \(line.name) is already on the network (set --sid)", now: now)
             return
         }
-        if casemapping.equal(line.name, config.name) || servers.values.contains(where: { casemapping.equal($0.name, line.name) }) {
+        if casemapping.equal(line.name, config.name) || net.servers.values.contains(where: { casemapping.equal($0.name, line.name) }) {
             refuseLink(link, "\(line.name) is already on the network", now: now)
             return
         }
@@ -198,10 +198,10 @@ extension ServerState {
         link.block = block
         let server = RemoteServer(sid: line.sid, name: line.name, description: line.description, hops: 1, route: link.connection, parent: nil)
         link.server = server
-        servers[line.sid] = server
+        net.servers[line.sid] = server
         link.phase = .linked
         link.linkedAt = now
-        linkRetries[block.name] = nil
+        net.linkRetries[block.name] = nil
         if link.dialled == nil {
             sendLink(link, ServerLine(name: config.name, password: block.password, sid: sid, description: config.links.description).message())
         }
@@ -218,16 +218,16 @@ extension ServerState {
         sendLink(link, IRCMessage(source: sid, command: "BURST", params: [String(Int(now))]))
         sendLink(link, IRCMessage(source: sid, command: "SINFO", params: ["version", "\(config.version). \(config.name) :"]))
         // Parents before children: by hops.
-        for server in servers.values.sorted(by: { ($0.hops, $0.sid) < ($1.hops, $1.sid) }) where server.route != link.connection {
+        for server in net.servers.values.sorted(by: { ($0.hops, $0.sid) < ($1.hops, $1.sid) }) where server.route != link.connection {
             sendLink(link, IRCMessage(source: server.parent ?? sid, command: "SERVER", params: [server.name, server.sid, server.description]))
         }
-        let known = users.values.filter { $0.isOnline && $0.remote?.route != link.connection }.sorted { $0.id < $1.id }
+        let known = people.users.values.filter { $0.isOnline && $0.remote?.route != link.connection }.sorted { $0.id < $1.id }
         for user in known {
             for line in introduction(of: user) { sendLink(link, line) }
         }
-        for key in channels.keys.sorted() {
-            guard let channel = channels[key] else { continue }
-            let members = (membership.members[key] ?? [:]).values.filter { $0.user.isOnline && $0.user.remote?.route != link.connection }
+        for key in roomBook.channels.keys.sorted() {
+            guard let channel = roomBook.channels[key] else { continue }
+            let members = (roomBook.membership.members[key] ?? [:]).values.filter { $0.user.isOnline && $0.user.remote?.route != link.connection }
             guard !members.isEmpty else { continue }
             let line = FJOINLine(room: channel.name, timestamp: Int(channel.createdAt), modes: LinkModes.fjoinModes(channel),
                                  members: members.sorted { $0.user.id < $1.user.id }.map { FJOINLine.Member(status: LinkModes.status($0), uuid: $0.user.uuid) })
@@ -278,14 +278,14 @@ extension ServerState {
     /// at once for a while, `ServerRuntime` asks `linkRefusedAtAccept`).
     mutating func refuseAuthentication(_ link: LinkSession, _ reason: String, now: Double) {
         log("link \(link.name): refused: \(reason)")
-        linkFailures.failed(Self.throttleKey(SocketAddress.hostOfPeer(link.peer)), now: now)
+        net.linkFailures.failed(Self.throttleKey(SocketAddress.hostOfPeer(link.peer)), now: now)
         dropLink(link, reason: Self.linkRefusedWords, now: now)
     }
 
     /// Link connections still handshaking: from the address `key`, and in all.
     func pendingLinkHandshakes(from key: String) -> (fromAddress: Int, total: Int) {
         var fromAddress = 0, total = 0
-        for link in links.values where link.phase != .linked && link.dialled == nil {
+        for link in net.links.values where link.phase != .linked && link.dialled == nil {
             total += 1
             if Self.throttleKey(SocketAddress.hostOfPeer(link.peer)) == key { fromAddress += 1 }
         }
@@ -295,7 +295,7 @@ extension ServerState {
     /// Whether a connection from `host` to the link port is refused before a word: it failed to
     /// authenticate too often lately (loopback is not exempt: links are few and known).
     public func linkRefusedAtAccept(host: String, now: Double) -> Bool {
-        linkFailures.refuses(Self.throttleKey(host), now: now)
+        net.linkFailures.refuses(Self.throttleKey(host), now: now)
     }
 
     mutating func refuseLink(_ link: LinkSession, _ reason: String, now: Double) {
@@ -305,7 +305,7 @@ extension ServerState {
 
     /// Closes a link (ERROR first, unless the peer is gone) and splits the servers behind it off.
     mutating func dropLink(_ link: LinkSession, reason: String, now: Double, tellPeer: Bool = true) {
-        guard links[link.connection] != nil else { return }
+        guard net.links[link.connection] != nil else { return }
         if tellPeer { sendLink(link, IRCMessage(command: "ERROR", params: [reason])) }
         outbox.items.append(.close(link.connection))
         linkLost(link, reason: reason, now: now)
@@ -315,9 +315,9 @@ extension ServerState {
     /// whose reason names the two servers at the break (`our.name their.name`), the form irssi
     /// and WeeChat show as a netsplit.
     mutating func linkLost(_ link: LinkSession, reason: String, now: Double) {
-        guard links.removeValue(forKey: link.connection) != nil else { return }
+        guard net.links.removeValue(forKey: link.connection) != nil else { return }
         if let block = link.block ?? link.dialled, block.host != nil {
-            linkRetries[block.name, default: LinkRetry()].failed(now: now)
+            net.linkRetries[block.name, default: LinkRetry()].failed(now: now)
         }
         guard let server = link.server else {
             log("link \(link.name): closed before linking: \(reason)")
@@ -330,19 +330,19 @@ extension ServerState {
 
     /// Removes a server and everything behind it; the others hear `SQUIT` (but `origin`, which told us).
     mutating func split(_ server: RemoteServer, reason: String, now: Double, origin: ConnectionID?) {
-        let quitReason = "\(servers[server.parent ?? ""]?.name ?? config.name) \(server.name)"
+        let quitReason = "\(net.servers[server.parent ?? ""]?.name ?? config.name) \(server.name)"
         var gone = [server]
         var index = 0
         while index < gone.count {
             let parent = gone[index].sid
-            gone += servers.values.filter { $0.parent == parent }.sorted { $0.sid < $1.sid }
+            gone += net.servers.values.filter { $0.parent == parent }.sorted { $0.sid < $1.sid }
             index += 1
         }
         for lost in gone {
             for id in lost.users.sorted() {
-                if let user = users[id] { removeRemoteUser(user, reason: quitReason, now: now) }
+                if let user = people.users[id] { removeRemoteUser(user, reason: quitReason, now: now) }
             }
-            servers.removeValue(forKey: lost.sid)
+            net.servers.removeValue(forKey: lost.sid)
         }
         broadcast(IRCMessage(source: sid, command: "SQUIT", params: [server.sid, reason]), except: origin ?? server.route)
     }
@@ -350,16 +350,16 @@ extension ServerState {
     /// A remote user leaves: QUIT to those who shared a room, its place everywhere given up.
     mutating func removeRemoteUser(_ user: User, reason: String, now: Double) {
         let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [reason])
-        deliver(quit, to: membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+        deliver(quit, to: roomBook.membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
         for letter in user.modes { setUserMode(user, letter, false) }
         rememberDeparture(user, now: now)
-        for key in membership.rooms(of: user.id) { removeMember(user.id, from: key) }
-        for key in invitations[user.id] ?? [] { forgetInvitation(user.id, to: key) }
+        for key in roomBook.membership.rooms(of: user.id) { removeMember(user.id, from: key) }
+        for key in roomBook.invitations[user.id] ?? [] { forgetInvitation(user.id, to: key) }
         if let nick = user.nick { releaseNick(nick, of: user, wasOnline: true) }
-        users.removeValue(forKey: user.id)
-        usersByUUID.removeValue(forKey: user.uuid)
+        people.users.removeValue(forKey: user.id)
+        net.usersByUUID.removeValue(forKey: user.uuid)
         user.remote?.users.remove(user.id)
-        remoteUserCount -= 1
+        net.remoteUserCount -= 1
     }
 
     // MARK: Sending
@@ -370,9 +370,9 @@ extension ServerState {
 
     /// To every linked server that has had our burst, but `except` (where it came from).
     mutating func broadcast(_ message: IRCMessage, except: ConnectionID?) {
-        guard !links.isEmpty else { return }
+        guard !net.links.isEmpty else { return }
         var bytes: [UInt8]?
-        for link in links.values where link.burstSent && link.connection != except {
+        for link in net.links.values where link.burstSent && link.connection != except {
             if bytes == nil { bytes = message.serialized(maxBodyBytes: LinkLimits.maxLine) }
             outbox.items.append(.send(link.connection, bytes!))
         }
@@ -380,7 +380,7 @@ extension ServerState {
 
     /// To the link a user lives behind (nothing for our own users).
     mutating func route(_ message: IRCMessage, to user: User) {
-        guard let server = user.remote, let link = links[server.route], link.burstSent else { return }
+        guard let server = user.remote, let link = net.links[server.route], link.burstSent else { return }
         sendLink(link, message)
     }
 
@@ -398,9 +398,9 @@ extension ServerState {
                 }
                 number = number * 36 + digit
             }
-            return users[UserID(number)].flatMap { $0.uuid == uuid ? $0 : nil }
+            return people.users[UserID(number)].flatMap { $0.uuid == uuid ? $0 : nil }
         }
-        return usersByUUID[uuid]
+        return net.usersByUUID[uuid]
     }
 
     /// A user (by UUID) or a server (by SID or name) as a message's source: for a client, a
@@ -409,11 +409,11 @@ extension ServerState {
         guard let source else { return config.name }
         if let user = user(uuid: source) { return user.prefix }
         if source == sid { return config.name }
-        return servers[source]?.name ?? source
+        return net.servers[source]?.name ?? source
     }
 
     /// Whether any linked server is up: the relays below cost nothing when none is.
-    var isLinked: Bool { !links.isEmpty }
+    var isLinked: Bool { !net.links.isEmpty }
 }
 
 /// A room's modes and a member's status as FJOIN writes them.

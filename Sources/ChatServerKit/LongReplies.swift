@@ -59,7 +59,7 @@ extension ServerState {
 
     /// The runtime's call when the client has taken what was sent: the next step.
     public mutating func continueReply(_ id: ConnectionID, now: Double) {
-        guard let session = sessions[id], session.longReply != nil else { return }
+        guard let session = people.sessions[id], session.longReply != nil else { return }
         // Taking the output is a sign of life: its PONG may be waiting behind the reply.
         session.lastActivity = now
         session.pingSentAt = nil
@@ -73,11 +73,11 @@ extension ServerState {
         guard let reply = session.longReply else { return }
         switch reply {
         case .list(let query, let after):
-            let start = sortedChannelKeys.start(after: after)
-            let end = min(start + config.longReplyStep, sortedChannelKeys.keys.count)
-            for key in sortedChannelKeys.keys[start..<end] { listEntry(session, key: key, query: query, now: now) }
-            if end < sortedChannelKeys.keys.count {
-                session.longReply = .list(query, after: sortedChannelKeys.keys[end - 1])
+            let start = roomBook.sortedChannelKeys.start(after: after)
+            let end = min(start + config.longReplyStep, roomBook.sortedChannelKeys.keys.count)
+            for key in roomBook.sortedChannelKeys.keys[start..<end] { listEntry(session, key: key, query: query, now: now) }
+            if end < roomBook.sortedChannelKeys.keys.count {
+                session.longReply = .list(query, after: roomBook.sortedChannelKeys.keys[end - 1])
                 outbox.items.append(.continueReply(session.connection))
                 return
             }
@@ -86,7 +86,7 @@ extension ServerState {
             let end = min(next + config.longReplyStep, members.count)
             for id in members[next..<end] {
                 // Someone who left since the snapshot is not answered for.
-                guard let status = membership.status(of: id, in: key) else { continue }
+                guard let status = roomBook.membership.status(of: id, in: key) else { continue }
                 guard showAll || !status.user.isInvisible else { continue }
                 whoReply(session, status.user, channel: channelName, status: status, whox: whox, now: now)
             }
@@ -109,10 +109,10 @@ extension ServerState {
 
     /// One room's 322, when it passes the query and the asker may see it.
     mutating func listEntry(_ session: Session, key: String, query: ListQuery, now: Double) {
-        guard query.wanted?.contains(key) ?? true, let channel = channels[key] else { return }
+        guard query.wanted?.contains(key) ?? true, let channel = roomBook.channels[key] else { return }
         // A secret room is listed only to its members, even when asked for by name (InspIRCd does the same).
         guard canSee(session.user, key: key) else { return }
-        let count = membership.count(of: key)
+        let count = roomBook.membership.count(of: key)
         for (mask, include) in query.masks where IRCNames.globMatch(mask, key) != include { return }
         for (field, op, n) in query.conditions {
             let value: Double
@@ -125,7 +125,7 @@ extension ServerState {
             // C<n: created less than n minutes ago; C>n: more than n minutes ago (the modern docs).
             if op == ">" ? !(value > n) : !(value < n) { return }
         }
-        let modes = channel.modeParameters(showKey: membership.isMember(session.user.id, of: key)).joined(separator: " ")
+        let modes = channel.modeParameters(showKey: roomBook.membership.isMember(session.user.id, of: key)).joined(separator: " ")
         reply(session, .list, channel.name, String(count), "[\(modes)] \(channel.topic)")
     }
 }

@@ -70,7 +70,7 @@ extension ServerState {
                 deliver(message, toRoom: key, except: echo ? nil : sender.id, now: request.now, onlyWith: onlyTagged, stamp: stamp)
                 linkRoomMessage(message, from: sender, room: key, stamp: stamp)
                 // An outsider's echo (a room without +n): the same event, not stored twice.
-                if echo && !membership.isMember(sender.id, of: key) {
+                if echo && !roomBook.membership.isMember(sender.id, of: key) {
                     deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, storable: false, stamp: stamp)
                 }
             case .person(let target, let targetNick):
@@ -110,7 +110,7 @@ extension ServerState {
             if !quiet { reply(session, .cannotSendToChan, channel.name, refusal) }
             return
         }
-        let recipients = (membership.members[key] ?? [:]).values.filter { member in
+        let recipients = (roomBook.membership.members[key] ?? [:]).values.filter { member in
             member.user !== sender && (member.op || (status == "+" && member.voice))
         }.map(\.user)
         let echo = session.caps.contains(.echoMessage)
@@ -213,7 +213,7 @@ extension ServerState {
             reply(session, .nowAway, "You have been marked as being away")
         }
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
-        deliver(message, to: membership.neighbours(of: user.id), now: request.now, onlyWith: .awayNotify)
+        deliver(message, to: roomBook.membership.neighbours(of: user.id), now: request.now, onlyWith: .awayNotify)
         notifyMonitors(online: user, now: request.now, extendedOnly: .awayNotify, message: message)
         linkUserEvent(user, "AWAY", text.isEmpty ? [] : [String(Int(request.now)), text])
     }
@@ -229,7 +229,7 @@ extension ServerState {
         }
         user.realname = name
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "SETNAME", params: [name])
-        deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: request.now, onlyWith: .setname)
+        deliver(message, to: [user.id] + roomBook.membership.neighbours(of: user.id), now: request.now, onlyWith: .setname)
         notifyMonitors(online: user, now: request.now, extendedOnly: .setname, message: message)
         linkUserEvent(user, "FNAME", [name])
     }
@@ -237,7 +237,7 @@ extension ServerState {
     // WALLOPS <text> (operators only): to everyone with user mode +w.
     mutating func handleWallops(_ request: Request) {
         let message = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "WALLOPS", params: [request.params[0]])
-        let recipients = users.values.filter { $0.modes.contains("w") }.map(\.id)
+        let recipients = people.users.values.filter { $0.modes.contains("w") }.map(\.id)
         deliver(message, to: recipients, now: request.now)
     }
 }

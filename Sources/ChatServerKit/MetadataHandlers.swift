@@ -101,7 +101,7 @@ extension ServerState {
             sendMetadata(session, shown, metadata(of: target).sorted { $0.key < $1.key }, numeric: true)
         case "SET", "CLEAR":
             // Oneself, or a room one operates.
-            if case .room(let key) = target, membership.status(of: user.id, in: key)?.op != true, !user.isOperator {
+            if case .room(let key) = target, roomBook.membership.status(of: user.id, in: key)?.op != true, !user.isOperator {
                 return fail("KEY_NO_PERMISSION", [shown, subcommand == "SET" && p.count > 2 ? p[2] : "*"],
                             "Only the room's operators may change its metadata")
             }
@@ -135,7 +135,7 @@ extension ServerState {
             }
         case "SYNC":
             // A room's SYNC sends its members' metadata too: for its members only (issue 43, item 11).
-            if case .room(let key) = target, !membership.isMember(user.id, of: key), !user.isOperator {
+            if case .room(let key) = target, !roomBook.membership.isMember(user.id, of: key), !user.isOperator {
                 return fail("INVALID_TARGET", [shown], "You are not in that room")
             }
             syncMetadata(session, target)
@@ -151,7 +151,7 @@ extension ServerState {
         func name(_ state: ServerState) -> String {
             switch self {
             case .user(let user): user.nick ?? "*"
-            case .room(let key): state.channels[key]?.name ?? key
+            case .room(let key): state.roomBook.channels[key]?.name ?? key
             }
         }
     }
@@ -159,14 +159,14 @@ extension ServerState {
     func metadata(of target: MetadataTarget) -> [String: String] {
         switch target {
         case .user(let user): user.metadata
-        case .room(let key): channels[key]?.metadata ?? [:]
+        case .room(let key): roomBook.channels[key]?.metadata ?? [:]
         }
     }
 
     mutating func setMetadata(_ target: MetadataTarget, _ key: String, _ value: String?) {
         switch target {
         case .user(let user): user.metadata[key] = value
-        case .room(let room): channels[room]?.metadata[key] = value
+        case .room(let room): roomBook.channels[room]?.metadata[key] = value
         }
     }
 
@@ -176,12 +176,12 @@ extension ServerState {
     mutating func announceMetadata(_ target: MetadataTarget, _ key: String, _ value: String?, by setter: User, except: Session, now: Double) {
         let recipients: [UserID]
         switch target {
-        case .user(let user): recipients = [user.id] + membership.neighbours(of: user.id)
-        case .room(let room): recipients = (membership.members[room] ?? [:]).keys.map { $0 }
+        case .user(let user): recipients = [user.id] + roomBook.membership.neighbours(of: user.id)
+        case .room(let room): recipients = (roomBook.membership.members[room] ?? [:]).keys.map { $0 }
         }
         let message = IRCMessage(source: setter.prefix, command: "METADATA", params: [target.name(self), key, "*"] + (value.map { [$0] } ?? []))
         for id in recipients {
-            guard let user = users[id] else { continue }
+            guard let user = people.users[id] else { continue }
             for session in user.sessions where session !== except && session.registered && session.caps.contains(.metadata)
                 && session.metadataSubscriptions.contains(key) {
                 sendNow(session, message)
@@ -213,7 +213,7 @@ extension ServerState {
         }
         add(target.name(self), metadata(of: target))
         if case .room(let room) = target {
-            for member in (membership.members[room] ?? [:]).values.map(\.user).sorted(by: { ($0.nick ?? "") < ($1.nick ?? "") })
+            for member in (roomBook.membership.members[room] ?? [:]).values.map(\.user).sorted(by: { ($0.nick ?? "") < ($1.nick ?? "") })
                 where member !== session.user && !member.metadata.isEmpty {
                 add(member.nick ?? "*", member.metadata)
             }
@@ -232,7 +232,7 @@ extension ServerState {
     /// On joining: the room's metadata and its members', or 774 (sync later) for a big room.
     mutating func metadataOnJoin(_ session: Session, key: String, name: String) {
         guard session.caps.contains(.metadata), !session.metadataSubscriptions.isEmpty else { return }
-        if (membership.members[key]?.count ?? 0) > MetadataLimits.syncOnJoin {
+        if (roomBook.membership.members[key]?.count ?? 0) > MetadataLimits.syncOnJoin {
             reply(session, .metadataSyncLater, name, "5")
             return
         }

@@ -54,7 +54,7 @@ extension ServerState {
             reply(session, .noSuchChannel, name, "No such channel")
             return
         }
-        let status = membership.status(of: user.id, in: key)
+        let status = roomBook.membership.status(of: user.id, in: key)
         guard request.params.count > 1 else {
             if channel.isSecret && status == nil && !user.isOperator {
                 reply(session, .notOnChannel, channel.name, "You're not on that channel")
@@ -82,7 +82,7 @@ extension ServerState {
                 guard listed.insert(mode.letter).inserted else { continue }
                 // Outsiders of a secret room see an empty list, so a client waiting for its end is answered.
                 let hidden = channel.isSecret && status == nil && !user.isOperator
-                sendList(session, hidden ? Channel(name: channel.name, createdAt: channel.createdAt) : channels[key]!, letter: mode.letter)
+                sendList(session, hidden ? Channel(name: channel.name, createdAt: channel.createdAt) : roomBook.channels[key]!, letter: mode.letter)
                 continue
             }
             if mode.kind != .flag && !(mode.kind == .parameterWhenSet && !change.adding) {
@@ -111,7 +111,7 @@ extension ServerState {
     /// nil when nothing changed. Refusals go to `session` (none for a server's change).
     mutating func applyChannelMode(_ change: ModeChange, _ mode: ChannelMode, key: String, setter: String, now: Double,
                                    replyTo session: Session?) -> ModeChange? {
-        let name = channels[key]!.name
+        let name = roomBook.channels[key]!.name
         var argument = change.argument
         if let raw = argument, change.adding || mode.kind == .list {
             switch ChannelModes.validate(mode, raw, casemapping: casemapping) {
@@ -126,32 +126,32 @@ extension ServerState {
         }
         switch mode.kind {
         case .flag:
-            guard channels[key]!.flags.contains(mode.letter) != change.adding else { return nil }
-            if change.adding { channels[key]!.flags.insert(mode.letter) } else { channels[key]!.flags.remove(mode.letter) }
+            guard roomBook.channels[key]!.flags.contains(mode.letter) != change.adding else { return nil }
+            if change.adding { roomBook.channels[key]!.flags.insert(mode.letter) } else { roomBook.channels[key]!.flags.remove(mode.letter) }
             if mode.letter == "i" && !change.adding { clearInvitations(key) }
             return ModeChange(adding: change.adding, letter: mode.letter)
         case .alwaysParameter: // +k
             if change.adding {
-                guard channels[key]!.key != argument else { return nil }
-                channels[key]!.key = argument
+                guard roomBook.channels[key]!.key != argument else { return nil }
+                roomBook.channels[key]!.key = argument
                 return ModeChange(adding: true, letter: "k", argument: argument)
             }
-            guard channels[key]!.key != nil else { return nil }
-            channels[key]!.key = nil
+            guard roomBook.channels[key]!.key != nil else { return nil }
+            roomBook.channels[key]!.key = nil
             return ModeChange(adding: false, letter: "k", argument: "*")
         case .parameterWhenSet: // +l
             if change.adding {
                 let limit = Int(argument ?? "")
-                guard channels[key]!.limit != limit else { return nil }
-                channels[key]!.limit = limit
+                guard roomBook.channels[key]!.limit != limit else { return nil }
+                roomBook.channels[key]!.limit = limit
                 return ModeChange(adding: true, letter: "l", argument: argument)
             }
-            guard channels[key]!.limit != nil else { return nil }
-            channels[key]!.limit = nil
+            guard roomBook.channels[key]!.limit != nil else { return nil }
+            roomBook.channels[key]!.limit = nil
             return ModeChange(adding: false, letter: "l")
         case .list:
             guard let mask = argument else { return nil }
-            var list = channels[key]!.lists[mode.letter]
+            var list = roomBook.channels[key]!.lists[mode.letter]
             let folded = Array(casemapping.fold(mask).utf8)
             let existing = list.firstIndex { $0.folded == folded }
             if change.adding {
@@ -165,10 +165,10 @@ extension ServerState {
                 guard let existing else { return nil }
                 // Announced as it was set, whatever case the remover typed.
                 let removed = list.remove(at: existing)
-                channels[key]!.lists[mode.letter] = list
+                roomBook.channels[key]!.lists[mode.letter] = list
                 return ModeChange(adding: false, letter: mode.letter, argument: removed.mask)
             }
-            channels[key]!.lists[mode.letter] = list
+            roomBook.channels[key]!.lists[mode.letter] = list
             return ModeChange(adding: true, letter: mode.letter, argument: mask)
         case .membership:
             guard let nick = argument else { return nil }
@@ -176,12 +176,12 @@ extension ServerState {
                 if let session { reply(session, .noSuchNick, nick, "No such nick/channel") }
                 return nil
             }
-            guard let current = membership.status(of: target.id, in: key) else {
+            guard let current = roomBook.membership.status(of: target.id, in: key) else {
                 if let session { reply(session, .userNotInChannel, target.replyName, name, "They aren't on that channel") }
                 return nil
             }
             guard current.has(mode.letter) != change.adding else { return nil }
-            membership.setStatus(target.id, in: key, mode.letter, change.adding)
+            roomBook.membership.setStatus(target.id, in: key, mode.letter, change.adding)
             return ModeChange(adding: change.adding, letter: mode.letter, argument: target.replyName)
         }
     }

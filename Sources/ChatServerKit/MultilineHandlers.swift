@@ -97,7 +97,7 @@ extension ServerState {
         case .room(let key, let channel)?:
             targetName = channel.name
             roomKey = key
-            recipients = (membership.members[key] ?? [:]).values.map(\.user).filter { $0 !== sender }
+            recipients = (roomBook.membership.members[key] ?? [:]).values.map(\.user).filter { $0 !== sender }
         case .person(let target, let nick)?:
             targetName = nick
             // To oneself: delivered like a plain message to oneself, echo-message or not.

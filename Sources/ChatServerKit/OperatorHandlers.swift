@@ -16,7 +16,7 @@ extension ServerState {
             return
         }
         if session.verifying { return }
-        guard pendingPasswordChecks < config.maxPendingPasswordChecks else {
+        guard accountBook.pendingPasswordChecks < config.maxPendingPasswordChecks else {
             reply(session, .passwdMismatch, "The server is busy; try again in a moment")
             return
         }
@@ -49,8 +49,8 @@ extension ServerState {
         // An operator runs the room everyone joins: the host's own user gets +o there.
         if let room = config.room {
             let key = casemapping.fold(room)
-            if let status = membership.status(of: user.id, in: key), !status.op, let channel = channels[key] {
-                membership.setStatus(user.id, in: key, "o", true)
+            if let status = roomBook.membership.status(of: user.id, in: key), !status.op, let channel = roomBook.channels[key] {
+                roomBook.membership.setStatus(user.id, in: key, "o", true)
                 let mode = IRCMessage(source: config.name, command: "MODE", params: [channel.name, "+o", user.replyName])
                 deliver(mode, toRoom: key, now: now)
             }
@@ -102,13 +102,13 @@ extension ServerState {
         let message = IRCMessage(tags: accountTags(target), source: target.prefix, command: "CHGHOST", params: [target.username ?? "unknown", host])
         let oldPrefix = target.prefix
         target.host = host
-        membership.identityChanged(target.id)
-        let neighbours = membership.neighbours(of: target.id)
+        roomBook.membership.identityChanged(target.id)
+        let neighbours = roomBook.membership.neighbours(of: target.id)
         deliver(message, to: [target.id] + neighbours, now: request.now, onlyWith: .chghost)
         let quit = IRCMessage(tags: accountTags(target), source: oldPrefix, command: "QUIT", params: ["Changing host"])
         deliver(quit, to: neighbours, now: request.now, excluding: .chghost, storable: false)
-        for key in membership.rooms(of: target.id).sorted() {
-            guard let channel = channels[key], let members = membership.members[key], let status = members[target.id] else { continue }
+        for key in roomBook.membership.rooms(of: target.id).sorted() {
+            guard let channel = roomBook.channels[key], let members = roomBook.membership.members[key], let status = members[target.id] else { continue }
             let others = members.keys.filter { $0 != target.id }
             let join = IRCMessage(tags: accountTags(target), source: target.prefix, command: "JOIN",
                                   params: [channel.name, target.account ?? "*", target.realname])

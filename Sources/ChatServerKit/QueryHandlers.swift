@@ -4,7 +4,7 @@ extension ServerState {
     /// Whether `asker` may see `other` in a WHO or NAMES that is not about a shared room:
     /// `+i` users are visible only to those who share a room with them, to operators and to themselves.
     func isVisible(_ other: User, to asker: User) -> Bool {
-        !other.isInvisible || other === asker || asker.isOperator || membership.sharesRoom(asker.id, other.id)
+        !other.isInvisible || other === asker || asker.isOperator || roomBook.membership.sharesRoom(asker.id, other.id)
     }
 
     // WHO <mask> [%<fields>[,<token>]]  (WHOX)
@@ -14,10 +14,10 @@ extension ServerState {
         let whox = request.params.count > 1 && request.params[1].hasPrefix("%") ? WhoxRequest(request.params[1]) : nil
         if IRCNames.isChannel(mask) {
             if let (key, channel) = channel(named: mask) {
-                let isMember = membership.isMember(asker.id, of: key)
+                let isMember = roomBook.membership.isMember(asker.id, of: key)
                 if isMember || !channel.isSecret || asker.isOperator {
                     // A big room's answer is made a step at a time as the client takes it.
-                    let members = (membership.members[key] ?? [:]).keys.sorted()
+                    let members = (roomBook.membership.members[key] ?? [:]).keys.sorted()
                     startLongReply(session, .whoRoom(mask: mask, channelName: channel.name, key: key, members: members, next: 0,
                                                      whox: whox, showAll: isMember || asker.isOperator), now: request.now)
                     return
@@ -28,8 +28,8 @@ extension ServerState {
             let all = mask == "*" || mask == "0"
             // An exact nickname is answered even for someone invisible who shares no room with
             // the asker (the modern docs; InspIRCd does the same): only masks are filtered.
-            let named = mask.contains("*") || mask.contains("?") ? nil : nicks[folded]
-            let matches = users.values.filter { other in
+            let named = mask.contains("*") || mask.contains("?") ? nil : people.nicks[folded]
+            let matches = people.users.values.filter { other in
                 guard other.isOnline, isVisible(other, to: asker) || other === named else { return false }
                 if all { return true }
                 return [other.replyName, other.username ?? "", other.host, other.realname].contains {
@@ -41,9 +41,9 @@ extension ServerState {
             let limit = asker.isOperator ? Int.max : 500
             for other in matches.prefix(limit) {
                 // The first room they share, as the modern docs suggest for `<channel>`.
-                let shared = membership.rooms(of: other.id).sorted().first { membership.isMember(asker.id, of: $0) }
-                whoReply(session, other, channel: shared.flatMap { channels[$0]?.name } ?? "*",
-                         status: shared.flatMap { membership.status(of: other.id, in: $0) }, whox: whox, now: request.now)
+                let shared = roomBook.membership.rooms(of: other.id).sorted().first { roomBook.membership.isMember(asker.id, of: $0) }
+                whoReply(session, other, channel: shared.flatMap { roomBook.channels[$0]?.name } ?? "*",
+                         status: shared.flatMap { roomBook.membership.status(of: other.id, in: $0) }, whox: whox, now: request.now)
             }
         }
         reply(session, .endOfWho, mask, "End of /WHO list")
@@ -99,9 +99,9 @@ extension ServerState {
         reply(session, .whoisUser, name, other.username ?? "unknown", other.host, "*", other.realname)
         let multi = session.caps.contains(.multiPrefix)
         // Secret rooms only to those who share them (and operators).
-        let rooms = membership.rooms(of: other.id).sorted().compactMap { key -> String? in
-            guard let channel = channels[key], let status = membership.status(of: other.id, in: key) else { return nil }
-            if channel.isSecret && !membership.isMember(asker.id, of: key) && !asker.isOperator && asker !== other { return nil }
+        let rooms = roomBook.membership.rooms(of: other.id).sorted().compactMap { key -> String? in
+            guard let channel = roomBook.channels[key], let status = roomBook.membership.status(of: other.id, in: key) else { return nil }
+            if channel.isSecret && !roomBook.membership.isMember(asker.id, of: key) && !asker.isOperator && asker !== other { return nil }
             return status.prefix(all: multi) + channel.name
         }
         // As many 319 lines as the rooms need.
@@ -143,7 +143,7 @@ extension ServerState {
         let asked = request.params.count > 1 ? Int(request.params[1]) ?? 0 : 0
         let count = asked > 0 ? min(asked, 10) : 10
         let folded = casemapping.fold(nick)
-        let entries = Array(whowas.reversed().lazy.filter { $0.foldedNick == folded }.prefix(count))
+        let entries = Array(people.whowas.reversed().lazy.filter { $0.foldedNick == folded }.prefix(count))
         if entries.isEmpty {
             reply(session, .wasNoSuchNick, nick, "There was no such nickname")
         }
@@ -247,7 +247,7 @@ extension ServerState {
                 guard IRCNames.nickProblem(name, maxBytes: config.nickLength) == nil else { continue }
                 // A name already watched is reported again, as ergo does.
                 if !known { user.monitoring[folded] = name }
-                monitors[folded, default: []].insert(user.id)
+                people.monitors[folded, default: []].insert(user.id)
                 if let other = self.user(named: name) { online.append(other.prefix) } else { offline.append(name) }
             }
             sendMonitorList(session, .monOnline, online)
@@ -256,13 +256,13 @@ extension ServerState {
             for name in targets {
                 let folded = casemapping.fold(name)
                 user.monitoring.removeValue(forKey: folded)
-                monitors[folded]?.remove(user.id)
-                if monitors[folded]?.isEmpty == true { monitors.removeValue(forKey: folded) }
+                people.monitors[folded]?.remove(user.id)
+                if people.monitors[folded]?.isEmpty == true { people.monitors.removeValue(forKey: folded) }
             }
         case "C":
             for folded in user.monitoring.keys {
-                monitors[folded]?.remove(user.id)
-                if monitors[folded]?.isEmpty == true { monitors.removeValue(forKey: folded) }
+                people.monitors[folded]?.remove(user.id)
+                if people.monitors[folded]?.isEmpty == true { people.monitors.removeValue(forKey: folded) }
             }
             user.monitoring.removeAll()
         case "L":
@@ -300,25 +300,25 @@ extension ServerState {
     /// relays an AWAY, SETNAME or CHGHOST instead to extended-monitor watchers who asked for
     /// `extendedOnly` and do not already hear it through a shared room.
     mutating func notifyMonitors(online user: User, now: Double, extendedOnly cap: Capability? = nil, message: IRCMessage? = nil) {
-        guard let nick = user.nick, let watchers = monitors[casemapping.fold(nick)], !watchers.isEmpty else { return }
+        guard let nick = user.nick, let watchers = people.monitors[casemapping.fold(nick)], !watchers.isEmpty else { return }
         if let message, let cap {
-            let outside = watchers.filter { $0 != user.id && !membership.sharesRoom($0, user.id) }
+            let outside = watchers.filter { $0 != user.id && !roomBook.membership.sharesRoom($0, user.id) }
             var recipients: [UserID] = []
-            for watcher in outside where users[watcher]?.sessions.contains(where: { $0.caps.contains(.extendedMonitor) }) == true {
+            for watcher in outside where people.users[watcher]?.sessions.contains(where: { $0.caps.contains(.extendedMonitor) }) == true {
                 recipients.append(watcher)
             }
             deliver(message, to: recipients, now: now, onlyWith: cap)
             return
         }
         for watcher in watchers {
-            for session in users[watcher]?.sessions ?? [] { reply(session, .monOnline, user.prefix) }
+            for session in people.users[watcher]?.sessions ?? [] { reply(session, .monOnline, user.prefix) }
         }
     }
 
     /// account-notify: the user logged in or out (the trust issue's SASL calls this).
     mutating func accountChanged(_ user: User, now: Double) {
         let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "ACCOUNT", params: [user.account ?? "*"])
-        deliver(message, to: [user.id] + membership.neighbours(of: user.id), now: now, onlyWith: .accountNotify)
+        deliver(message, to: [user.id] + roomBook.membership.neighbours(of: user.id), now: now, onlyWith: .accountNotify)
         notifyMonitors(online: user, now: now, extendedOnly: .accountNotify, message: message)
         linkAccount(user)
     }

@@ -32,18 +32,18 @@ extension ServerState {
         // deleted here and kept there. Also while no link is up on a server set to link: a split
         // (or a restart, which forgets one) would serve it from the other side and the heal
         // would merge it back (issue 43, item 4). As RENAME.
-        if !links.isEmpty || !splitSince.isEmpty || !config.links.blocks.isEmpty {
+        if !net.links.isEmpty || !net.splitSince.isEmpty || !config.links.blocks.isEmpty {
             return fail("REDACT_FORBIDDEN", "Messages cannot be deleted on a linked server (the linked network has no REDACT)")
         }
         var redact: RedactRequest
         if IRCNames.isChannel(name) {
-            guard let (key, _) = channel(named: name), let status = membership.status(of: user.id, in: key) else {
+            guard let (key, _) = channel(named: name), let status = roomBook.membership.status(of: user.id, in: key) else {
                 standardReply(session, "FAIL", command: "REDACT", code: "INVALID_TARGET", context: [name], always: true,
                               "You are not in that room")
                 return
             }
             guard let msgid = MessageIDs.value(id) else { return fail("UNKNOWN_MSGID", "This message does not exist or is too old") }
-            redact = RedactRequest(name: channels[key]!.name, target: key, msgid: msgid, reason: reason, room: key, peer: nil,
+            redact = RedactRequest(name: roomBook.channels[key]!.name, target: key, msgid: msgid, reason: reason, room: key, peer: nil,
                                    moderator: status.op || user.isOperator)
         } else {
             guard let other = self.user(named: name), let nick = other.nick else {
@@ -67,7 +67,7 @@ extension ServerState {
             return
         }
         let signed = Int64(bitPattern: redact.msgid)
-        if let row = recentHistory[redact.target]?.first(where: { $0.msgid == signed && HistoryStore.Kinds.isMessage($0.command) }) {
+        if let row = cache.recentHistory[redact.target]?.first(where: { $0.msgid == signed && HistoryStore.Kinds.isMessage($0.command) }) {
             finishRedact(session, redact, row: row, now: request.now)
             return
         }
@@ -98,18 +98,18 @@ extension ServerState {
         if let room = redact.room {
             // Kept in the room's history (with history on): a member who was away learns of the
             // deletion when it reads what it missed, and its client forgets the line (issue 43, item 10).
-            let members = (membership.members[room] ?? [:]).values.map(\.user)
+            let members = (roomBook.membership.members[room] ?? [:]).values.map(\.user)
             deliver(message, toUsers: members, now: now, onlyWith: .messageRedaction, storable: historyEnabled, stamp: stamp,
                     history: historyEnabled ? [HistoryEntry(target: room)] : [])
         } else {
-            let recipients = [redact.peer.flatMap { users[$0] }, user].compactMap { $0 }
+            let recipients = [redact.peer.flatMap { people.users[$0] }, user].compactMap { $0 }
             deliver(message, toUsers: recipients, now: now, onlyWith: .messageRedaction, storable: false, stamp: stamp)
         }
         // Without the capability the requester gets at least its labelled ACK (the response is empty).
         if historyEnabled {
             let signed = Int64(bitPattern: redact.msgid)
-            recentHistory[redact.target]?.removeAll { $0.msgid == signed }
-            roomTails[redact.target]?.removeAll { $0.msgid == signed }
+            cache.recentHistory[redact.target]?.removeAll { $0.msgid == signed }
+            cache.roomTails[redact.target]?.removeAll { $0.msgid == signed }
             outbox.items.append(.forgetRow(target: redact.target, msgid: signed))
         }
         log(session, "\(user.replyName) deleted \(id) in \(redact.name)" + (redact.reason.map { ": \($0)" } ?? ""))
@@ -123,7 +123,7 @@ extension ServerState {
         if user.isOperator { return true }
         guard redact.moderator, let room = redact.room else { return false }
         if isSavedOperator(user, key: room) { return true }
-        guard let created = channels[room]?.createdAt else { return false }
+        guard let created = roomBook.channels[room]?.createdAt else { return false }
         return row.msgid >= Int64((created * 1000).rounded(.down)) << 16
     }
 

@@ -62,7 +62,7 @@ extension ServerState {
             if acceptable {
                 let before = session.caps
                 session.caps = caps
-                if session.registered { membership.refresh(session) }
+                if session.registered { roomBook.membership.refresh(session) }
                 capReply("ACK", asked)
                 // extended-isupport: the tokens now, before registration if need be, and again
                 // whenever the capability is turned on.
@@ -88,7 +88,7 @@ extension ServerState {
         let session = request.session
         guard let password = config.password else { return }
         let address = Self.throttleKey(session.user.address)
-        var failures = passwordFailures[address] ?? (0, request.now)
+        var failures = gate.passwordFailures[address] ?? (0, request.now)
         if request.now - failures.since >= 60 { failures = (0, request.now) }
         // Loopback is exempt: the host's own screen, and whoever else is on this machine, are
         // not locked out by a neighbour's guesses.
@@ -111,7 +111,7 @@ extension ServerState {
             return
         }
         failures.count += 1
-        if !loopback { passwordFailures[address] = failures }
+        if !loopback { gate.passwordFailures[address] = failures }
         if failures.count == 1 {
             log(session, "error: wrong password from \(address)")
         } else if failures.count == 3 {
@@ -165,7 +165,7 @@ extension ServerState {
         if session.registered {
             if let old = oldNick, !sameName { rememberDeparture(user, nick: old, now: now) }
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
-            deliver(change, to: [user.id] + membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
+            deliver(change, to: [user.id] + roomBook.membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
             user.nickTS = Int(now)
             linkUserEvent(user, "NICK", [wanted, String(user.nickTS)])
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")
@@ -217,11 +217,11 @@ extension ServerState {
             return NickRefusal(numeric: .erroneousNickname, reason: problem)
         }
         let folded = casemapping.fold(wanted)
-        if let owner = nicks[folded], owner !== user {
+        if let owner = people.nicks[folded], owner !== user {
             return NickRefusal(numeric: .nicknameInUse, reason: "Nickname is already in use")
         }
         for skeleton in keys {
-            if let owner = nickSkeletons[skeleton], owner != user.id, let other = users[owner]?.nick {
+            if let owner = people.nickSkeletons[skeleton], owner != user.id, let other = people.users[owner]?.nick {
                 return NickRefusal(numeric: .erroneousNickname, reason: "Nickname looks too much like \(other), who is online")
             }
             if let reserved = reservedSkeletons[skeleton] {
@@ -244,22 +244,22 @@ extension ServerState {
 
     mutating func claimNick(_ nick: String, keys: Set<String>, for user: User) {
         let folded = casemapping.fold(nick)
-        nicks[folded] = user
-        for skeleton in keys { nickSkeletons[skeleton] = user.id }
+        people.nicks[folded] = user
+        for skeleton in keys { people.nickSkeletons[skeleton] = user.id }
         user.nick = nick
-        membership.identityChanged(user.id)
+        roomBook.membership.identityChanged(user.id)
     }
 
     /// Frees a nickname. When its owner was online, MONITOR watchers of it hear it is offline.
     mutating func releaseNick(_ nick: String, of user: User, wasOnline: Bool) {
         let folded = casemapping.fold(nick)
-        if nicks[folded] === user { nicks.removeValue(forKey: folded) }
-        for skeleton in NameKeys.of(nick, casemapping) where nickSkeletons[skeleton] == user.id {
-            nickSkeletons.removeValue(forKey: skeleton)
+        if people.nicks[folded] === user { people.nicks.removeValue(forKey: folded) }
+        for skeleton in NameKeys.of(nick, casemapping) where people.nickSkeletons[skeleton] == user.id {
+            people.nickSkeletons.removeValue(forKey: skeleton)
         }
         guard wasOnline else { return }
-        for watcher in monitors[folded] ?? [] {
-            for session in users[watcher]?.sessions ?? [] { reply(session, .monOffline, nick) }
+        for watcher in people.monitors[folded] ?? [] {
+            for session in people.users[watcher]?.sessions ?? [] { reply(session, .monOffline, nick) }
         }
     }
 
@@ -326,8 +326,8 @@ extension ServerState {
         }
         session.registered = true
         leaveUnregistered(session)
-        registeredCount += 1
-        peakRegistered = max(peakRegistered, registeredCount)
+        people.registeredCount += 1
+        people.peakRegistered = max(people.peakRegistered, people.registeredCount)
         user.nickTS = Int(now)
         log(session, "registered as \(nick) (\(user.prefix))")
         let server = config.name
@@ -352,7 +352,7 @@ extension ServerState {
             let token = session.uploadToken ?? Crypto.hex(Crypto.randomBytes(16))
             if session.uploadToken == nil {
                 session.uploadToken = token
-                uploadTokens[token] = session.connection
+                people.uploadTokens[token] = session.connection
             }
             tokens.append("soju.im/FILEHOST=\(base)/upload/\(token)")
         }
@@ -384,17 +384,17 @@ extension ServerState {
     mutating func sendLusers(_ session: Session) {
         // Every user has one connection today, so registered connections are registered users.
         // Counted network-wide but for 255 and 265 (a linked network's remote users and servers too).
-        let total = registeredCount
-        let global = total + remoteUserCount
-        let invisible = invisibleCount
-        let operators = operatorCount
-        let unknown = sessions.count - registeredCount
-        reply(session, .lUserClient, "There are \(global - invisible) users and \(invisible) invisible on \(servers.count + 1) servers")
+        let total = people.registeredCount
+        let global = total + net.remoteUserCount
+        let invisible = people.invisibleCount
+        let operators = people.operatorCount
+        let unknown = people.sessions.count - people.registeredCount
+        reply(session, .lUserClient, "There are \(global - invisible) users and \(invisible) invisible on \(net.servers.count + 1) servers")
         if operators > 0 { reply(session, .lUserOp, String(operators), "operator(s) online") }
         if unknown > 0 { reply(session, .lUserUnknown, String(unknown), "unknown connection(s)") }
-        if !channels.isEmpty { reply(session, .lUserChannels, String(channels.count), "channels formed") }
-        reply(session, .lUserMe, "I have \(total) clients and \(links.values.filter { $0.server != nil }.count) servers")
-        let peak = max(peakRegistered, total)
+        if !roomBook.channels.isEmpty { reply(session, .lUserChannels, String(roomBook.channels.count), "channels formed") }
+        reply(session, .lUserMe, "I have \(total) clients and \(net.links.values.filter { $0.server != nil }.count) servers")
+        let peak = max(people.peakRegistered, total)
         reply(session, .localUsers, String(total), String(peak), "Current local users \(total), max \(peak)")
         reply(session, .globalUsers, String(global), String(max(peak, global)), "Current global users \(global), max \(max(peak, global))")
     }

@@ -14,11 +14,11 @@ extension ServerState {
         func fail(_ code: String, _ text: String) {
             standardReply(session, "FAIL", command: "RENAME", code: code, context: [oldName, newName], always: true, text)
         }
-        guard let (old, channel) = channel(named: oldName), canSee(user, key: old) || membership.isMember(user.id, of: old) else {
+        guard let (old, channel) = channel(named: oldName), canSee(user, key: old) || roomBook.membership.isMember(user.id, of: old) else {
             reply(session, .noSuchChannel, oldName, "No such channel")
             return
         }
-        guard let status = membership.status(of: user.id, in: old) else {
+        guard let status = roomBook.membership.status(of: user.id, in: old) else {
             reply(session, .notOnChannel, channel.name, "You're not on that channel")
             return
         }
@@ -31,20 +31,20 @@ extension ServerState {
         }
         let new = casemapping.fold(newName)
         if new != old {
-            if channels[new] != nil { return fail("CHANNEL_NAME_IN_USE", "The room name is already taken") }
+            if roomBook.channels[new] != nil { return fail("CHANNEL_NAME_IN_USE", "The room name is already taken") }
             for skeleton in NameKeys.of(newName, casemapping) {
-                if let existing = channelSkeletons[skeleton], existing != old, let other = channels[existing] {
+                if let existing = roomBook.channelSkeletons[skeleton], existing != old, let other = roomBook.channels[existing] {
                     return fail("CHANNEL_NAME_IN_USE", "The name looks too much like \(other.name)")
                 }
             }
-            if roomRecords.saved[new] != nil { return fail("CHANNEL_NAME_IN_USE", "A registered room has that name") }
+            if roomBook.roomRecords.saved[new] != nil { return fail("CHANNEL_NAME_IN_USE", "A registered room has that name") }
             // A closed room that ended keeps its history from whoever takes its name next.
-            if closedRooms.contains(new) { return fail("CHANNEL_NAME_IN_USE", "A closed room of that name kept its history") }
+            if roomBook.closedRooms.contains(new) { return fail("CHANNEL_NAME_IN_USE", "A closed room of that name kept its history") }
         }
         if config.room.map({ casemapping.fold($0) }) == old { return fail("CANNOT_RENAME", "This is the room everyone joins; it keeps its name") }
         // Linked, split from a server that will come back, or set to link: the other side would
         // keep the old name and one room would become two.
-        if !links.isEmpty || !splitSince.isEmpty || !config.links.blocks.isEmpty {
+        if !net.links.isEmpty || !net.splitSince.isEmpty || !config.links.blocks.isEmpty {
             return fail("CANNOT_RENAME", "Rooms cannot be renamed on a linked server (the linked network has no RENAME)")
         }
         if channel.name == newName { return }
@@ -54,12 +54,12 @@ extension ServerState {
         let renamed = IRCMessage(tags: accountTags(user), source: user.prefix, command: "RENAME", params: [channel.name, newName, reason])
         deliver(renamed, toRoom: new, now: request.now, onlyWith: .channelRename, stamp: Stamp(time: request.now, msgid: nil), history: [])
         if new != old {
-            for member in (membership.members[new] ?? [:]).values.map(\.user) {
+            for member in (roomBook.membership.members[new] ?? [:]).values.map(\.user) {
                 for memberSession in member.sessions where memberSession.registered && !memberSession.caps.contains(.channelRename) {
                     send(memberSession, IRCMessage(source: member.prefix, command: "PART", params: [channel.name] + (reason.isEmpty ? [] : [reason])))
                     send(memberSession, IRCMessage(tags: accountTags(member), source: member.prefix, command: "JOIN",
                                                       params: memberSession.caps.contains(.extendedJoin) ? [newName, member.account ?? "*", member.realname] : [newName]))
-                    if let renamedChannel = channels[new] {
+                    if let renamedChannel = roomBook.channels[new] {
                         if !renamedChannel.topic.isEmpty { sendTopic(memberSession, renamedChannel) }
                         sendNames(memberSession, key: new, renamedChannel)
                     }
@@ -71,56 +71,56 @@ extension ServerState {
 
     /// Moves every fact kept under the room's old key to the new one.
     mutating func rename(_ old: String, to new: String, name: String, now: Double) {
-        guard var channel = channels.removeValue(forKey: old) else { return }
+        guard var channel = roomBook.channels.removeValue(forKey: old) else { return }
         let oldName = channel.name
         channel.name = name
-        channels[new] = channel
+        roomBook.channels[new] = channel
         if new != old {
-            sortedChannelKeys.remove(old)
-            sortedChannelKeys.insert(new)
-            for skeleton in NameKeys.of(oldName, casemapping) where channelSkeletons[skeleton] == old { channelSkeletons[skeleton] = nil }
-            membership.rename(old, to: new)
-            for (user, rooms) in invitations where rooms.contains(old) {
-                invitations[user]?.remove(old)
-                invitations[user]?.insert(new)
+            roomBook.sortedChannelKeys.remove(old)
+            roomBook.sortedChannelKeys.insert(new)
+            for skeleton in NameKeys.of(oldName, casemapping) where roomBook.channelSkeletons[skeleton] == old { roomBook.channelSkeletons[skeleton] = nil }
+            roomBook.membership.rename(old, to: new)
+            for (user, rooms) in roomBook.invitations where rooms.contains(old) {
+                roomBook.invitations[user]?.remove(old)
+                roomBook.invitations[user]?.insert(new)
             }
-            if closedRooms.remove(old) != nil { closedRooms.insert(new) }
-            if roomRecords.markedClosed.remove(old) != nil { roomRecords.markedClosed.insert(new) }
+            if roomBook.closedRooms.remove(old) != nil { roomBook.closedRooms.insert(new) }
+            if roomBook.roomRecords.markedClosed.remove(old) != nil { roomBook.roomRecords.markedClosed.insert(new) }
             func retarget(_ rows: [HistoryRow]) -> [HistoryRow] {
                 rows.map { HistoryRow(msgid: $0.msgid, timeMilliseconds: $0.timeMilliseconds, target: new, command: $0.command, line: $0.line) }
             }
-            if let rows = recentHistory.removeValue(forKey: old) { recentHistory[new] = retarget(rows) }
-            if let rows = roomTails.removeValue(forKey: old) { roomTails[new] = retarget(rows) }
+            if let rows = cache.recentHistory.removeValue(forKey: old) { cache.recentHistory[new] = retarget(rows) }
+            if let rows = cache.roomTails.removeValue(forKey: old) { cache.roomTails[new] = retarget(rows) }
             if historyEnabled {
                 outbox.items.append(.renameHistory(from: old, to: new))
                 // The markers held in memory move as the writer moves the stored ones (the later time kept).
-                for account in accountMarkers.keys {
-                    guard let time = accountMarkers[account]![old] else { continue }
-                    accountMarkers[account]![old] = nil
-                    accountMarkers[account]![new] = max(accountMarkers[account]![new] ?? time, time)
+                for account in cache.accountMarkers.keys {
+                    guard let time = cache.accountMarkers[account]![old] else { continue }
+                    cache.accountMarkers[account]![old] = nil
+                    cache.accountMarkers[account]![new] = max(cache.accountMarkers[account]![new] ?? time, time)
                 }
             }
-            if let saved = roomRecords.saved.removeValue(forKey: old) {
-                roomRecords.saved[new] = saved
-                roomRecords.pending[old] = .remove
+            if let saved = roomBook.roomRecords.saved.removeValue(forKey: old) {
+                roomBook.roomRecords.saved[new] = saved
+                roomBook.roomRecords.pending[old] = .remove
             }
             // Bounded: past a thousand, the oldest pointers go (any will do: each is a courtesy).
-            if renamedRooms.count >= 1000, let any = renamedRooms.keys.first { renamedRooms[any] = nil }
-            renamedRooms[old] = new
+            if roomBook.renamedRooms.count >= 1000, let any = roomBook.renamedRooms.keys.first { roomBook.renamedRooms[any] = nil }
+            roomBook.renamedRooms[old] = new
             // Markers of connections without an account follow the room too.
-            for session in sessions.values {
+            for session in people.sessions.values {
                 if let marker = session.readMarkers.removeValue(forKey: old) { session.readMarkers[new] = marker }
             }
         }
-        for skeleton in NameKeys.of(name, casemapping) { channelSkeletons[skeleton] = new }
+        for skeleton in NameKeys.of(name, casemapping) { roomBook.channelSkeletons[skeleton] = new }
         roomChanged(new, now: now)
     }
 
     /// A JOIN of a name a live room was renamed from: where it went, if it still lives.
     mutating func renamedTo(_ key: String) -> String? {
-        guard let new = renamedRooms[key] else { return nil }
-        guard let channel = channels[new] else {
-            renamedRooms[key] = nil
+        guard let new = roomBook.renamedRooms[key] else { return nil }
+        guard let channel = roomBook.channels[new] else {
+            roomBook.renamedRooms[key] = nil
             return nil
         }
         return channel.name

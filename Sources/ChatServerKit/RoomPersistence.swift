@@ -90,9 +90,9 @@ extension ServerState {
                     if record.everClosed { unregistered.append((record.key, .markClosed(since: record.lastActive))) }
                     continue
                 }
-                roomRecords.saved[record.key] = .init(founder: founder, registeredAt: record.registeredAt, everClosed: record.everClosed,
+                roomBook.roomRecords.saved[record.key] = .init(founder: founder, registeredAt: record.registeredAt, everClosed: record.everClosed,
                                                       lastActive: record.lastActive, operatorAccounts: Set(record.operatorAccounts))
-                roomRecords.records[record.key] = record
+                roomBook.roomRecords.records[record.key] = record
             }
             if !unregistered.isEmpty {
                 try store.apply(unregistered)
@@ -104,7 +104,7 @@ extension ServerState {
             if let history {
                 var kept: [(key: String, since: Double)] = []
                 for mark in marks {
-                    let record = roomRecords.records[mark.key]
+                    let record = roomBook.roomRecords.records[mark.key]
                     let floor = record.map { Int64(($0.createdAt * 1000).rounded(.down)) << 16 } ?? Int64.max
                     // A check that fails keeps the mark.
                     if (try? RoomStore.hasHistory(mark.key, before: floor, in: history.database)) ?? true {
@@ -115,16 +115,16 @@ extension ServerState {
                 }
                 marks = kept
             }
-            if marks.count > roomRecords.closedMarkLimit {
-                let dropped = marks.prefix(marks.count - roomRecords.closedMarkLimit)
+            if marks.count > roomBook.roomRecords.closedMarkLimit {
+                let dropped = marks.prefix(marks.count - roomBook.roomRecords.closedMarkLimit)
                 for mark in dropped { try store.unmarkClosed(mark.key) }
                 marks.removeFirst(dropped.count)
-                roomLog("rooms: \(dropped.count) of the oldest closed rooms without a record forgotten (at most \(roomRecords.closedMarkLimit) kept)")
+                roomLog("rooms: \(dropped.count) of the oldest closed rooms without a record forgotten (at most \(roomBook.roomRecords.closedMarkLimit) kept)")
             }
-            closedRooms.formUnion(marks.map(\.key))
-            roomRecords.enabled = true
+            roomBook.closedRooms.formUnion(marks.map(\.key))
+            roomBook.roomRecords.enabled = true
         } catch {
-            roomRecords.unavailable = true
+            roomBook.roomRecords.unavailable = true
             roomLog("rooms: the saved rooms cannot be read (\(error)); rooms made in this run read only their own history")
         }
     }
@@ -132,8 +132,8 @@ extension ServerState {
     /// A room about to be made for a JOIN: from its record when the name has one (nil when the
     /// record's rules refuse the joiner, who has been told), else new. `op`: the joiner runs it.
     mutating func roomToMake(_ key: String, name: String, for session: Session, key given: String?, now: Double) -> (channel: Channel, op: Bool)? {
-        guard let entry = roomRecords.saved[key] else {
-            if roomRecords.unavailable { closedRooms.insert(key) }
+        guard let entry = roomBook.roomRecords.saved[key] else {
+            if roomBook.roomRecords.unavailable { roomBook.closedRooms.insert(key) }
             return (Channel(name: name, createdAt: now), true)
         }
         // Fail closed: without its rules the room is not made, or anyone could make it.
@@ -142,29 +142,29 @@ extension ServerState {
             standardReply(session, "FAIL", command: "JOIN", code: "TEMPORARILY_UNAVAILABLE", context: [name],
                           "The room's rules cannot be read now; try again later")
         }
-        guard roomRecords.enabled else {
+        guard roomBook.roomRecords.enabled else {
             unreadable("the saved rooms could not be read at start")
             return nil
         }
-        guard let record = roomRecords.refusedRecently[key] ?? pendingRecord(key) else {
+        guard let record = roomBook.roomRecords.refusedRecently[key] ?? pendingRecord(key) else {
             // No record behind the summary: a new room, which reads none of a closed one's history.
-            roomRecords.saved[key] = nil
+            roomBook.roomRecords.saved[key] = nil
             if entry.everClosed { forgetClosedRecord(key, now: now) }
             return (Channel(name: name, createdAt: now), true)
         }
         let channel = Self.channel(from: record, casemapping: casemapping)
         // Its founder and access accounts get in past its rules (`admissionProblem` reads them here).
-        roomRecords.saved[key]!.operatorAccounts = Set(record.operatorAccounts)
+        roomBook.roomRecords.saved[key]!.operatorAccounts = Set(record.operatorAccounts)
         if let refusal = admissionProblem(session.user, channel, key: given) {
             // A dormant record keeps only its summary in memory.
-            roomRecords.saved[key] = entry
-            if roomRecords.refusedRecently.count >= RoomRecords.cacheLimit { roomRecords.refusedRecently.removeAll() }
-            roomRecords.refusedRecently[key] = record
+            roomBook.roomRecords.saved[key] = entry
+            if roomBook.roomRecords.refusedRecently.count >= RoomRecords.cacheLimit { roomBook.roomRecords.refusedRecently.removeAll() }
+            roomBook.roomRecords.refusedRecently[key] = record
             reply(session, refusal.numeric, channel.name, refusal.reason)
             return nil
         }
-        roomRecords.refusedRecently[key] = nil
-        roomRecords.saved[key]!.lastActive = now
+        roomBook.roomRecords.refusedRecently[key] = nil
+        roomBook.roomRecords.saved[key]!.lastActive = now
         touchRecord(key, now)
         // Its founder and access accounts run it; nobody else by arriving first.
         return (channel, isSavedOperator(session.user, key: key))
@@ -172,7 +172,7 @@ extension ServerState {
 
     /// Whether `user` runs the registered room `key`: its account founded it or was given access.
     func isSavedOperator(_ user: User, key: String) -> Bool {
-        guard let account = user.account, let entry = roomRecords.saved[key] else { return false }
+        guard let account = user.account, let entry = roomBook.roomRecords.saved[key] else { return false }
         let folded = AccountStore.key(account)
         return entry.founder == folded || entry.operatorAccounts.contains(folded)
     }
@@ -182,51 +182,51 @@ extension ServerState {
     /// closes (a crash then keeps it too). A write that fails is logged and the room goes on in
     /// memory.
     mutating func roomChanged(_ key: String, now: Double) {
-        guard roomRecords.enabled, let channel = channels[key] else { return }
+        guard roomBook.roomRecords.enabled, let channel = roomBook.channels[key] else { return }
         let closed = Self.isClosed(channel)
-        roomRecords.refusedRecently[key] = nil
-        guard var saved = roomRecords.saved[key] else {
-            if closed && roomRecords.markedClosed.insert(key).inserted {
-                roomRecords.pendingMarks.append((key, now))
-                if roomRecords.viaWriter { writeRoomRecords() }
+        roomBook.roomRecords.refusedRecently[key] = nil
+        guard var saved = roomBook.roomRecords.saved[key] else {
+            if closed && roomBook.roomRecords.markedClosed.insert(key).inserted {
+                roomBook.roomRecords.pendingMarks.append((key, now))
+                if roomBook.roomRecords.viaWriter { writeRoomRecords() }
             }
             return
         }
         saved.everClosed = saved.everClosed || closed
         saved.lastActive = now
-        roomRecords.saved[key] = saved
-        roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
-        if roomRecords.viaWriter { writeRoomRecords() }
+        roomBook.roomRecords.saved[key] = saved
+        roomBook.roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
+        if roomBook.roomRecords.viaWriter { writeRoomRecords() }
     }
 
     /// The rooms an account founded.
     func roomsFounded(by account: String) -> Int {
         let folded = AccountStore.key(account)
-        return roomRecords.saved.values.reduce(0) { $0 + ($1.founder == folded ? 1 : 0) }
+        return roomBook.roomRecords.saved.values.reduce(0) { $0 + ($1.founder == folded ? 1 : 0) }
     }
 
     /// A live room registered to `founder` (ChanServ checked who may): its record made now.
     mutating func registerRoom(_ key: String, founder: String, now: Double) {
-        guard let channel = channels[key] else { return }
+        guard let channel = roomBook.channels[key] else { return }
         let saved = RoomRecords.SavedRoom(founder: AccountStore.key(founder), registeredAt: now,
-                                          everClosed: Self.isClosed(channel) || roomRecords.markedClosed.contains(key), lastActive: now)
-        roomRecords.markedClosed.remove(key)
-        roomRecords.saved[key] = saved
-        roomRecords.refusedRecently[key] = nil
-        roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
-        if roomRecords.viaWriter { writeRoomRecords() }
+                                          everClosed: Self.isClosed(channel) || roomBook.roomRecords.markedClosed.contains(key), lastActive: now)
+        roomBook.roomRecords.markedClosed.remove(key)
+        roomBook.roomRecords.saved[key] = saved
+        roomBook.roomRecords.refusedRecently[key] = nil
+        roomBook.roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
+        if roomBook.roomRecords.viaWriter { writeRoomRecords() }
     }
 
     /// A registration dropped: the record goes; a live room goes on until its last member
     /// leaves, a closed one's name stays closed for its history.
     mutating func dropRoom(_ key: String, now: Double) {
-        guard let entry = roomRecords.saved.removeValue(forKey: key) else { return }
-        roomRecords.refusedRecently[key] = nil
-        roomRecords.pending[key] = .remove
+        guard let entry = roomBook.roomRecords.saved.removeValue(forKey: key) else { return }
+        roomBook.roomRecords.refusedRecently[key] = nil
+        roomBook.roomRecords.pending[key] = .remove
         if entry.everClosed {
-            if channels[key] != nil { roomRecords.markedClosed.insert(key) }
+            if roomBook.channels[key] != nil { roomBook.roomRecords.markedClosed.insert(key) }
             forgetClosedRecord(key, now: now)
-        } else if roomRecords.viaWriter {
+        } else if roomBook.roomRecords.viaWriter {
             writeRoomRecords()
         }
     }
@@ -234,67 +234,67 @@ extension ServerState {
     /// An account given access to a registered room, or taken it (false when the room keeps
     /// `operatorLimit` already).
     mutating func setAccess(_ key: String, account: String, on: Bool, now: Double) -> Bool {
-        guard roomRecords.saved[key] != nil else { return false }
+        guard roomBook.roomRecords.saved[key] != nil else { return false }
         let folded = AccountStore.key(account)
         if on {
-            guard roomRecords.saved[key]!.operatorAccounts.count < RoomRecords.operatorLimit else { return false }
-            roomRecords.saved[key]!.operatorAccounts.insert(folded)
+            guard roomBook.roomRecords.saved[key]!.operatorAccounts.count < RoomRecords.operatorLimit else { return false }
+            roomBook.roomRecords.saved[key]!.operatorAccounts.insert(folded)
         } else {
-            roomRecords.saved[key]!.operatorAccounts.remove(folded)
+            roomBook.roomRecords.saved[key]!.operatorAccounts.remove(folded)
         }
-        let saved = roomRecords.saved[key]!
-        if let channel = channels[key] {
-            roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
+        let saved = roomBook.roomRecords.saved[key]!
+        if let channel = roomBook.channels[key] {
+            roomBook.roomRecords.pending[key] = .save(Self.record(of: channel, key: key, saved))
         } else if var record = pendingRecord(key) {
             record.operatorAccounts = saved.operatorAccounts.sorted()
-            roomRecords.pending[key] = .save(record)
+            roomBook.roomRecords.pending[key] = .save(record)
         }
-        roomRecords.refusedRecently[key] = nil
-        if roomRecords.viaWriter { writeRoomRecords() }
+        roomBook.roomRecords.refusedRecently[key] = nil
+        if roomBook.roomRecords.viaWriter { writeRoomRecords() }
         return true
     }
 
     /// The accounts deleted since the directory was last read: the rooms they founded are
     /// registered no more, and their access goes (the database did the same in the deletion).
     mutating func forgetRoomsOfMissingAccounts(now: Double) {
-        guard let directory else { return }
-        for (key, entry) in roomRecords.saved {
+        guard let directory = accountBook.directory else { return }
+        for (key, entry) in roomBook.roomRecords.saved {
             if directory.lookup(entry.founder) == nil {
                 // Gone from the database with the account; memory is brought in line (and a
                 // change still pending must not write it back).
-                roomRecords.saved[key] = nil
-                roomRecords.records[key] = nil
-                roomRecords.pending[key] = .remove
-                roomRecords.refusedRecently[key] = nil
+                roomBook.roomRecords.saved[key] = nil
+                roomBook.roomRecords.records[key] = nil
+                roomBook.roomRecords.pending[key] = .remove
+                roomBook.roomRecords.refusedRecently[key] = nil
                 if entry.everClosed {
-                    if channels[key] != nil { roomRecords.markedClosed.insert(key) } else { closedRooms.insert(key) }
+                    if roomBook.channels[key] != nil { roomBook.roomRecords.markedClosed.insert(key) } else { roomBook.closedRooms.insert(key) }
                 }
             } else {
                 let gone = entry.operatorAccounts.filter { directory.lookup($0) == nil }
-                if !gone.isEmpty { roomRecords.saved[key]!.operatorAccounts.subtract(gone) }
+                if !gone.isEmpty { roomBook.roomRecords.saved[key]!.operatorAccounts.subtract(gone) }
             }
         }
     }
 
     /// A closed room's record is gone: its name stays closed, here and in the database.
     mutating func forgetClosedRecord(_ key: String, now: Double) {
-        closedRooms.insert(key)
-        roomRecords.pendingMarks.append((key, now))
-        if roomRecords.viaWriter { writeRoomRecords() }
+        roomBook.closedRooms.insert(key)
+        roomBook.roomRecords.pendingMarks.append((key, now))
+        if roomBook.roomRecords.viaWriter { writeRoomRecords() }
     }
 
     /// On a JOIN of a live room with a record: the record marked active, at most once an hour
     /// (which records go first when there are too many is by this time).
     mutating func roomUsed(_ key: String, now: Double) {
-        guard roomRecords.enabled, let entry = roomRecords.saved[key], now - entry.lastActive >= 3600 else { return }
-        roomRecords.saved[key]!.lastActive = now
+        guard roomBook.roomRecords.enabled, let entry = roomBook.roomRecords.saved[key], now - entry.lastActive >= 3600 else { return }
+        roomBook.roomRecords.saved[key]!.lastActive = now
         touchRecord(key, now)
     }
 
     /// A record as it is now: the change not handed over yet, else the one handed over.
     func pendingRecord(_ key: String) -> RoomRecord? {
         var touched: Double?
-        for change in [roomRecords.pending[key], roomRecords.inFlight[key]?.change] {
+        for change in [roomBook.roomRecords.pending[key], roomBook.roomRecords.inFlight[key]?.change] {
             switch change {
             case .save(var record)?:
                 if let touched { record.lastActive = touched }
@@ -307,88 +307,88 @@ extension ServerState {
                 continue
             }
         }
-        var record = roomRecords.records[key]
+        var record = roomBook.roomRecords.records[key]
         if let touched { record?.lastActive = touched }
         return record
     }
 
     /// The record's `lastActive` moved, in the next write.
     mutating func touchRecord(_ key: String, _ now: Double) {
-        switch roomRecords.pending[key] {
+        switch roomBook.roomRecords.pending[key] {
         case .save(var record)?:
             record.lastActive = now
-            roomRecords.pending[key] = .save(record)
+            roomBook.roomRecords.pending[key] = .save(record)
         case .remove?:
             break
         default:
-            roomRecords.pending[key] = .touch(lastActive: now)
+            roomBook.roomRecords.pending[key] = .touch(lastActive: now)
         }
-        if roomRecords.viaWriter { writeRoomRecords() }
+        if roomBook.roomRecords.viaWriter { writeRoomRecords() }
     }
 
     /// Hands what changed to be written (from `tick`, and when the server stops), in one
     /// transaction: to the history writer, or with history off to the store worker. A write
     /// that fails is logged and the rooms go on in memory; their records are tried again.
     public mutating func writeRoomRecords() {
-        if roomRecords.viaWriter, let committed = historyHealth?.roomChangesCommitted.load(ordering: .acquiring) {
-            roomRecords.inFlight = roomRecords.inFlight.filter { $0.value.upTo > committed }
+        if roomBook.roomRecords.viaWriter, let committed = historyHealth?.roomChangesCommitted.load(ordering: .acquiring) {
+            roomBook.roomRecords.inFlight = roomBook.roomRecords.inFlight.filter { $0.value.upTo > committed }
         }
-        guard roomRecords.enabled, !roomRecords.atWorker, !roomRecords.pending.isEmpty || !roomRecords.pendingMarks.isEmpty else { return }
-        let changes = roomRecords.pending.sorted { $0.key < $1.key }.map { (key: $0.key, change: $0.value) }
-            + roomRecords.pendingMarks.map { (key: $0.key, change: RoomStore.Change.markClosed(since: $0.since)) }
+        guard roomBook.roomRecords.enabled, !roomBook.roomRecords.atWorker, !roomBook.roomRecords.pending.isEmpty || !roomBook.roomRecords.pendingMarks.isEmpty else { return }
+        let changes = roomBook.roomRecords.pending.sorted { $0.key < $1.key }.map { (key: $0.key, change: $0.value) }
+            + roomBook.roomRecords.pendingMarks.map { (key: $0.key, change: RoomStore.Change.markClosed(since: $0.since)) }
         for (key, change) in changes {
             switch change {
-            case .save(let record): roomRecords.records[key] = record
-            case .remove: roomRecords.records[key] = nil
-            case .touch(let lastActive): roomRecords.records[key]?.lastActive = lastActive
+            case .save(let record): roomBook.roomRecords.records[key] = record
+            case .remove: roomBook.roomRecords.records[key] = nil
+            case .touch(let lastActive): roomBook.roomRecords.records[key]?.lastActive = lastActive
             case .markClosed: continue
             }
         }
-        if roomRecords.viaWriter {
-            roomRecords.handed += changes.count
+        if roomBook.roomRecords.viaWriter {
+            roomBook.roomRecords.handed += changes.count
             for (key, change) in changes {
-                switch (change, roomRecords.inFlight[key]?.change) {
+                switch (change, roomBook.roomRecords.inFlight[key]?.change) {
                 case (.markClosed, _):
                     continue
                 case (.touch(let lastActive), .save(var record)?):
                     // Still the whole record until the writer has it, now with its new time.
                     record.lastActive = lastActive
-                    roomRecords.inFlight[key] = (.save(record), roomRecords.handed)
+                    roomBook.roomRecords.inFlight[key] = (.save(record), roomBook.roomRecords.handed)
                 default:
-                    roomRecords.inFlight[key] = (change, roomRecords.handed)
+                    roomBook.roomRecords.inFlight[key] = (change, roomBook.roomRecords.handed)
                 }
             }
             outbox.items.append(.saveRooms(RoomChanges(list: changes)))
         } else {
-            roomRecords.atWorker = true
+            roomBook.roomRecords.atWorker = true
             outbox.items.append(.store(.saveRooms(RoomChanges(list: changes))))
         }
-        roomRecords.pending.removeAll()
-        roomRecords.pendingMarks.removeAll()
+        roomBook.roomRecords.pending.removeAll()
+        roomBook.roomRecords.pendingMarks.removeAll()
     }
 
     /// The store worker's answer to a write of the saved rooms (history off). A failure puts the
     /// changes back, under any made since, to be tried again with the next.
     mutating func roomsSaved(_ changes: RoomChanges, failure: String?) {
-        roomRecords.atWorker = false
+        roomBook.roomRecords.atWorker = false
         guard let failure else {
-            if roomRecords.writeFailing { roomLog("rooms: the saved rooms are written again") }
-            roomRecords.writeFailing = false
+            if roomBook.roomRecords.writeFailing { roomLog("rooms: the saved rooms are written again") }
+            roomBook.roomRecords.writeFailing = false
             return
         }
-        if !roomRecords.writeFailing {
+        if !roomBook.roomRecords.writeFailing {
             roomLog("rooms: cannot save \(changes.list.count) changes to the saved rooms: \(failure); the rooms go on in memory, tried again each second")
         }
-        roomRecords.writeFailing = true
+        roomBook.roomRecords.writeFailing = true
         for (key, change) in changes.list {
             if case .markClosed(let since) = change {
-                roomRecords.pendingMarks.insert((key, since), at: 0)
-            } else if case .touch(let lastActive)? = roomRecords.pending[key], case .save(var record) = change {
+                roomBook.roomRecords.pendingMarks.insert((key, since), at: 0)
+            } else if case .touch(let lastActive)? = roomBook.roomRecords.pending[key], case .save(var record) = change {
                 // The whole record is still to be written, with its newer time.
                 record.lastActive = lastActive
-                roomRecords.pending[key] = .save(record)
-            } else if roomRecords.pending[key] == nil {
-                roomRecords.pending[key] = change
+                roomBook.roomRecords.pending[key] = .save(record)
+            } else if roomBook.roomRecords.pending[key] == nil {
+                roomBook.roomRecords.pending[key] = change
             }
         }
     }

@@ -473,7 +473,7 @@ final class ServerRuntime {
                 }
             }
             state.connected(connection.id, host: host, peer: peer, secure: connection.tls != nil, now: WallClock.now())
-            connection.session = state.sessions[connection.id]
+            connection.session = state.people.sessions[connection.id]
             // (The local address only when there are uploads: getsockname is a system call per arrival.)
             if fileHost != nil { connection.session?.fileHostBase = fileHostBase(secure: tls != nil, host: SocketAddress.localHost(of: fd)) }
             apply()
@@ -539,7 +539,7 @@ final class ServerRuntime {
             connection.historyKey = ServerState.throttleKey(host)
         }
         state.connected(connection.id, host: host, peer: connection.peer, secure: connection.tls != nil, now: WallClock.now())
-        connection.session = state.sessions[connection.id]
+        connection.session = state.people.sessions[connection.id]
         connection.session?.fileHostBase = fileHostBase(secure: connection.tls != nil, host: requestHost, withPort: true)
             ?? fileHostBase(secure: connection.tls != nil, host: SocketAddress.localHost(of: connection.fd))
         apply()
@@ -1356,7 +1356,7 @@ public final class ServerHandle: Sendable {
         if writer != nil {
             state.historyHealth = health
             // The saved rooms are written by the history writer, off the loop, in order with the rows.
-            state.roomRecords.viaWriter = true
+            state.roomBook.roomRecords.viaWriter = true
         }
         let runtime = try ServerRuntime(state: state, listeners: plain + secure + linkFDs + webFDs,
                                         listenerTLS: plain.map { _ in nil } + secure.map { _ in tls?.context }

@@ -7,126 +7,40 @@ import IRCWire
 /// connection closed, time passed) and records what to send to whom in `outbox`. It does no I/O.
 public struct ServerState {
     public let config: ServerConfig
+    /// The parts, each the one owner of its facts (ServerParts.swift).
+    var people = People()
+    var roomBook = RoomBook()
+    var accountBook = AccountBook()
+    var cache = HistoryCache()
+    var net = LinkedNetwork()
+    var gate = Admission()
+    public var registeredCount: Int { people.registeredCount }
+    public var historyHealth: HistoryHealth? {
+        get { cache.historyHealth }
+        set { cache.historyHealth = newValue }
+    }
     /// How names fold here (`ServerConfig.casemapping`).
     let casemapping: Casemapping
-    var sessions: [ConnectionID: Session] = [:]
-    var users: [UserID: User] = [:]
-    /// Ends the users of connections still open when the last copy of this state goes.
-    let openUsers = OpenUsers()
-    /// Folded nickname to its owner, registered or not. The nickname itself is on `User`.
-    var nicks: [String: User] = [:]
-    /// Skeletons (TR39) of the folded nicknames in use, to their owners, so look-alikes are refused.
-    var nickSkeletons: [String: UserID] = [:]
-    /// Folded room name to room. A room exists while it has members.
-    var channels: [String: Channel] = [:]
-    /// Skeletons of the folded room names, to the folded name.
-    var channelSkeletons: [String: String] = [:]
-    /// The room keys in order, for LIST made in steps.
-    var sortedChannelKeys = SortedKeys()
-    var membership = Membership()
-    /// The rooms each user is invited to (the inverse of `Channel.invited`, changed with it).
-    var invitations: [UserID: Set<String>] = [:]
-    /// Folded nickname to the users who MONITOR it.
-    var monitors: [String: Set<UserID>] = [:]
-    /// Departed users, newest last, at most `config.whowasLimit`.
-    var whowas: [WhowasEntry] = []
     public internal(set) var outbox = Outbox()
     /// The messages whose echo waits for history's commit.
     static func isEchoed(_ command: String) -> Bool { command == "PRIVMSG" || command == "NOTICE" || command == "TAGMSG" }
     /// The replies of the command being handled, flushed by `dispatch` (labeled-response wraps them here).
     var response: ResponseBuffer?
-    var nextUserID: UInt64 = 1
     var messageIDs = MessageIDs()
     var nextBatch: UInt64 = 1
-    public internal(set) var registeredCount = 0
-    /// Wrong server passwords per address in the current minute: past three, PASS from there
-    /// is refused unchecked until the minute is over, and the log says so once.
-    var passwordFailures: [String: (count: Int, since: Double)] = [:]
-    /// Open connections per address key, the times of recent new ones, and the unregistered.
-    var connectionsPerAddress: [String: Int] = [:]
-    var recentConnections: [String: [Double]] = [:]
-    var unregisteredConnections = 0
-    /// The unregistered connections per network (`blockKey`), oldest first.
-    var unregisteredByBlock: [String: [ConnectionID]] = [:]
-    var ticksSincePrune = 0
-    /// Addresses refused in the current window, so the log says so once.
-    var refusedAddresses: Set<String> = []
     /// Whether the server has accounts (SASL, REGISTER, nickname protection).
     let hasAccounts: Bool
-    /// The accounts, held in memory (read at start, and again by the store worker whenever they
-    /// change on disk): no NICK, login or REGISTER waits for the database. Nil while they could
-    /// not be read: then every check fails closed (`accountsUnavailable`).
-    var directory: AccountDirectory?
-    var accountReloadPending = false
-    /// Logins naming an unknown account, waiting for the accounts' read under way (`This`) or
-    /// the one after it (`Next`). Owner: the session's SASL exchange; bound: one an open
-    /// connection; end: that read's answer (a closed connection's is skipped then).
-    var loginsAfterThisReload: [ConnectionID] = []
-    var loginsAfterNextReload: [ConnectionID] = []
-    var accountsFailing = false
     /// The history database, read at start only (the read markers, the closed rooms' checks):
     /// history is read by the history worker (`HistoryQuery`) and written by the writer thread.
     /// Nil: history is off.
     let history: HistoryStore?
-    /// Each account's read markers (folded account, then conversation), read at start and kept
-    /// as they move; written by the history writer. At most `connectionMarkerLimit` per account.
-    var accountMarkers: [String: [String: Int64]] = [:]
-    /// The read markers could not be read at start: MARKREAD of an account fails until a restart.
-    var markersUnavailable = false
-    /// What was handed to the history writer in the last seconds: the writer commits within
-    /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.
-    var recentHistory: [String: [HistoryRow]] = [:]
-    /// The history writer's state (nil: history off): while it cannot store and too many rows
-    /// wait, new messages are refused (`historyRefuses`).
-    public var historyHealth: HistoryHealth?
-    /// Events not kept in history while storing failed, and whether the log has said so this burst.
-    var eventsNotStored = 0
-    var refusingLogged = false
-    /// Each live room's last lines for the replay on joining (PRIVMSG and NOTICE, at most
-    /// `replayOnJoin`), read once from the database and kept up to date as lines are said.
-    var roomTails: [String: [HistoryRow]] = [:]
-    var nextHistorySerial: UInt64 = 0
-    /// Rooms that ended while closed (+i, +k or +s) in this run of the server.
-    var closedRooms: Set<String> = []
-    /// Rooms renamed (RENAME), old folded name to new: a JOIN of the old name is pointed at the
-    /// new while that room lives.
-    var renamedRooms: [String: String] = [:]
-    /// PBKDF2s handed to the worker and not answered yet.
-    var pendingPasswordChecks = 0
-    var pendingChecksPerAddress: [String: Int] = [:]
-    /// Failed logins in the current minute, by `address KEY` and `account NAME`.
-    var loginFailures: [String: (count: Int, since: Double)] = [:]
-    /// Accounts made through REGISTER in the last hour, per address key.
-    var accountsCreated: [String: [Double]] = [:]
-    /// Keys the stand-in credentials of unknown account names (SCRAM salts that stay the same).
-    let standInSecret = Crypto.randomBytes(32)
-    /// The most users registered at once since the start, for 265 and 266.
-    var peakRegistered = 0
-    /// Registered users with +i and with +o, kept as counts so LUSERS (sent on every
-    /// registration) does not walk every user.
-    var invisibleCount = 0
-    var operatorCount = 0
 
-    /// The linked network (LinkState.swift): connections to other servers, the servers beyond
-    /// them by SID, every user by UUID (local ones too), and when to dial each configured link.
-    var links: [ConnectionID: LinkSession] = [:]
-    var servers: [String: RemoteServer] = [:]
-    var usersByUUID: [String: User] = [:]
-    var remoteUserCount = 0
-    var linkRetries: [String: LinkRetry] = [:]
-    /// Failed link authentications by address: repeated ones are refused at accept.
-    var linkFailures = LinkFailures()
-    /// Since when each chat-tui server we were split from (by folded name) may have missed what
-    /// was said here: sent to it when the link heals (LinkHistory.swift).
-    var splitSince: [String: Double] = [:]
     /// Our SID, worked out once.
     let sid: String
 
     /// Worked out once from the configuration: they are read on every message or registration.
     let targetLimits: [String: Int]
     let isupportTokens: [String]
-    /// Upload tokens (`/upload/TOKEN`) to the connection they were given to.
-    var uploadTokens: [String: ConnectionID] = [:]
     /// Skeletons of the reserved nicknames, to the name as configured.
     let reservedSkeletons: [String: String]
 
@@ -148,22 +62,20 @@ public struct ServerState {
         reservedSkeletons = reserved
         if let accounts {
             do {
-                directory = try accounts.directory()
+                accountBook.directory = try accounts.directory()
             } catch {
                 accountsFailed(error.description)
             }
         }
         if let history {
-            do { accountMarkers = try history.allReadMarkers() } catch {
-                markersUnavailable = true
+            do { cache.accountMarkers = try history.allReadMarkers() } catch {
+                cache.markersUnavailable = true
                 outbox.items.append(.log("history: the read markers cannot be read (\(error)); MARKREAD of accounts fails until a restart"))
             }
         }
         loadSavedRooms(accounts?.database)
     }
 
-    /// The rooms kept across restarts (RoomPersistence.swift).
-    var roomRecords = RoomRecords()
 
     /// Takes what has been decided since the last call.
     public mutating func takeOutbox() -> Outbox {
@@ -179,25 +91,25 @@ public struct ServerState {
         swap(&outbox, &taken)
     }
 
-    public var connectionCount: Int { sessions.count }
+    public var connectionCount: Int { people.sessions.count }
 
     /// The nicknames in a room, for tests and logs.
     public func members(of room: String) -> [String] {
-        (membership.members[casemapping.fold(room)] ?? [:]).keys.compactMap { users[$0]?.nick }.sorted()
+        (roomBook.membership.members[casemapping.fold(room)] ?? [:]).keys.compactMap { people.users[$0]?.nick }.sorted()
     }
 
     // MARK: Events from the runtime
 
     public mutating func connected(_ id: ConnectionID, host: String, peer: String, secure: Bool = false, now: Double) {
-        let user = User(id: UserID(nextUserID), host: host, now: now)
-        user.uuid = LinkIDs.uuid(sid: sid, number: nextUserID)
-        nextUserID += 1
+        let user = User(id: UserID(people.nextUserID), host: host, now: now)
+        user.uuid = LinkIDs.uuid(sid: sid, number: people.nextUserID)
+        people.nextUserID += 1
         let session = Session(connection: id, user: user, peer: peer, now: now)
         session.secure = secure
         user.sessions = [session]
-        users[user.id] = user
-        sessions[id] = session
-        openUsers.opened(id, user)
+        people.users[user.id] = user
+        people.sessions[id] = session
+        people.openUsers.opened(id, user)
         log(session, "connected")
         admit(session, now: now)
     }
@@ -205,15 +117,15 @@ public struct ServerState {
     /// Who an upload with this token is from: its connection's nickname, and the owner its
     /// files count against (the account it is logged in to, else its address).
     public func uploader(token: String) -> (nick: String, owner: String)? {
-        guard let id = uploadTokens[token], let session = sessions[id], session.registered else { return nil }
+        guard let id = people.uploadTokens[token], let session = people.sessions[id], session.registered else { return nil }
         let user = session.user
         return (user.nick ?? "*", user.account.map { "account:" + fold($0) } ?? "address:" + Self.throttleKey(user.address))
     }
 
     /// The TLS handshake finished; `certificate` is the SHA-256 of the client's certificate, if it showed one (SASL EXTERNAL).
     public mutating func secured(_ id: ConnectionID, clientCertificate: [UInt8]?) {
-        guard let session = sessions[id] else {
-            links[id]?.certificate = clientCertificate.map { Crypto.hex($0).uppercased() }
+        guard let session = people.sessions[id] else {
+            net.links[id]?.certificate = clientCertificate.map { Crypto.hex($0).uppercased() }
             return
         }
         session.clientCertificate = clientCertificate.map { Crypto.hex($0).uppercased() }
@@ -225,65 +137,65 @@ public struct ServerState {
         let address = session.user.address
         if limits.exemptLoopback && Self.isLoopback(address) { return }
         let key = Self.throttleKey(address)
-        var recent = (recentConnections[key] ?? []).filter { now - $0 < limits.window }
+        var recent = (gate.recentConnections[key] ?? []).filter { now - $0 < limits.window }
         let refusal: String?
-        if (connectionsPerAddress[key] ?? 0) >= limits.perAddress {
+        if (gate.connectionsPerAddress[key] ?? 0) >= limits.perAddress {
             refusal = "Too many connections from your address (\(limits.perAddress))"
         } else if recent.count >= limits.newPerWindow {
             refusal = "Too many new connections from your address; try again in \(Int(limits.window / 60)) minutes"
-        } else if (unregisteredByBlock[Self.blockKey(address)]?.count ?? 0) >= limits.unregisteredPerBlock {
+        } else if (gate.unregisteredByBlock[Self.blockKey(address)]?.count ?? 0) >= limits.unregisteredPerBlock {
             refusal = "Too many connections from your network are registering at once; try again in a moment"
         } else {
             refusal = nil
         }
         if let refusal {
-            if refusedAddresses.insert(key).inserted { log(session, "refused \(key): \(refusal)") }
+            if gate.refusedAddresses.insert(key).inserted { log(session, "refused \(key): \(refusal)") }
             closeLink(session, reason: refusal, now: now)
             return
         }
         recent.append(now)
-        recentConnections[key] = recent
-        connectionsPerAddress[key, default: 0] += 1
+        gate.recentConnections[key] = recent
+        gate.connectionsPerAddress[key, default: 0] += 1
         session.limitKey = key
         // Full: the oldest of those registering from the network with the most of them makes
         // room, so a newcomer from elsewhere always gets in (2,000 silent connections used to
         // lock everyone out for the whole registration timeout).
         // (Between networks with as many, the one whose oldest came first: the same choice every time.)
-        if unregisteredConnections >= limits.unregistered,
-           let crowded = unregisteredByBlock.max(by: { ($0.value.count, $1.value.first?.raw ?? 0) < ($1.value.count, $0.value.first?.raw ?? 0) }),
-           let oldest = crowded.value.first, let evicted = sessions[oldest] {
-            if refusedAddresses.insert("evicting " + crowded.key).inserted {
+        if gate.unregisteredConnections >= limits.unregistered,
+           let crowded = gate.unregisteredByBlock.max(by: { ($0.value.count, $1.value.first?.raw ?? 0) < ($1.value.count, $0.value.first?.raw ?? 0) }),
+           let oldest = crowded.value.first, let evicted = people.sessions[oldest] {
+            if gate.refusedAddresses.insert("evicting " + crowded.key).inserted {
                 log(session, "unregistered connections full (\(limits.unregistered)): closing the oldest from \(crowded.key) to make room")
             }
             closeLink(evicted, reason: "The server is full of connections that have not registered; yours was the oldest", now: now)
         }
-        unregisteredConnections += 1
+        gate.unregisteredConnections += 1
         session.countedUnregistered = true
-        unregisteredByBlock[Self.blockKey(address), default: []].append(session.connection)
+        gate.unregisteredByBlock[Self.blockKey(address), default: []].append(session.connection)
     }
 
     /// Registered or gone: no longer among those registering.
     mutating func leaveUnregistered(_ session: Session) {
         guard session.countedUnregistered else { return }
-        unregisteredConnections -= 1
+        gate.unregisteredConnections -= 1
         session.countedUnregistered = false
         let block = Self.blockKey(session.user.address)
-        unregisteredByBlock[block]?.removeAll { $0 == session.connection }
-        if unregisteredByBlock[block]?.isEmpty == true { unregisteredByBlock[block] = nil }
+        gate.unregisteredByBlock[block]?.removeAll { $0 == session.connection }
+        if gate.unregisteredByBlock[block]?.isEmpty == true { gate.unregisteredByBlock[block] = nil }
     }
 
     /// The registration timeout: shorter once half the room for unregistered connections is
     /// taken, so connections that never register are shed sooner under a flood of them.
     var effectiveRegistrationTimeout: Double {
-        guard let limits = config.connectionLimits, unregisteredConnections >= limits.unregistered / 2 else { return config.registrationTimeout }
+        guard let limits = config.connectionLimits, gate.unregisteredConnections >= limits.unregistered / 2 else { return config.registrationTimeout }
         return min(config.registrationTimeout, limits.registrationTimeoutUnderPressure)
     }
 
     /// A connection leaves the counts it was in.
     mutating func releaseLimits(_ session: Session) {
         if let key = session.limitKey {
-            connectionsPerAddress[key, default: 1] -= 1
-            if connectionsPerAddress[key] == 0 { connectionsPerAddress[key] = nil }
+            gate.connectionsPerAddress[key, default: 1] -= 1
+            if gate.connectionsPerAddress[key] == 0 { gate.connectionsPerAddress[key] = nil }
             session.limitKey = nil
         }
         leaveUnregistered(session)
@@ -291,8 +203,8 @@ public struct ServerState {
 
     /// The connection is gone (closed by the peer, reset, unwritable); tell everyone who shared a room.
     public mutating func disconnected(_ id: ConnectionID, reason: String, now: Double) {
-        guard let session = sessions[id] else {
-            if let link = links[id] { linkLost(link, reason: reason, now: now) }
+        guard let session = people.sessions[id] else {
+            if let link = net.links[id] { linkLost(link, reason: reason, now: now) }
             return
         }
         removeSession(session, quitMessage: reason, now: now)
@@ -300,7 +212,7 @@ public struct ServerState {
 
     /// One complete line from the connection.
     public mutating func received(_ line: [UInt8], from id: ConnectionID, now: Double) {
-        guard let session = sessions[id] else { return }
+        guard let session = people.sessions[id] else { return }
         received(line, session: session, now: now)
     }
 
@@ -338,7 +250,7 @@ public struct ServerState {
 
     /// A line longer than the framer holds arrived and was discarded.
     public mutating func receivedOverlongLine(from id: ConnectionID, discardedBytes: Int) {
-        guard let session = sessions[id] else { return }
+        guard let session = people.sessions[id] else { return }
         sendNow(session, numeric(session, .inputTooLong, "Input line was too long"))
         log(session, "error: line of \(discardedBytes) bytes discarded (417) from \(session.user.replyName)")
     }
@@ -347,10 +259,10 @@ public struct ServerState {
     /// and declares dead those that did not answer.
     public mutating func tick(now: Double) {
         // Password failures older than their minute are forgotten.
-        if !passwordFailures.isEmpty { passwordFailures = passwordFailures.filter { now - $0.value.since < 60 } }
-        if !loginFailures.isEmpty { loginFailures = loginFailures.filter { now - $0.value.since < 60 } }
-        if !accountsCreated.isEmpty, ticksSincePrune >= 60 {
-            accountsCreated = accountsCreated.compactMapValues { times in
+        if !gate.passwordFailures.isEmpty { gate.passwordFailures = gate.passwordFailures.filter { now - $0.value.since < 60 } }
+        if !accountBook.loginFailures.isEmpty { accountBook.loginFailures = accountBook.loginFailures.filter { now - $0.value.since < 60 } }
+        if !accountBook.accountsCreated.isEmpty, gate.ticksSincePrune >= 60 {
+            accountBook.accountsCreated = accountBook.accountsCreated.compactMapValues { times in
                 let kept = times.filter { now - $0 < 3600 }
                 return kept.isEmpty ? nil : kept
             }
@@ -359,20 +271,20 @@ public struct ServerState {
         enforceNickProtection(now: now)
         pruneRecent(now: now)
         // (Links that came to the link port count too: one that never finishes its handshake is closed.)
-        if !links.isEmpty || !config.links.blocks.isEmpty { tickLinks(now: now) }
+        if !net.links.isEmpty || !config.links.blocks.isEmpty { tickLinks(now: now) }
         writeRoomRecords()
-        if let window = config.connectionLimits?.window, ticksSincePrune >= 60 {
-            ticksSincePrune = 0
-            recentConnections = recentConnections.compactMapValues { times in
+        if let window = config.connectionLimits?.window, gate.ticksSincePrune >= 60 {
+            gate.ticksSincePrune = 0
+            gate.recentConnections = gate.recentConnections.compactMapValues { times in
                 let kept = times.filter { now - $0 < window }
                 return kept.isEmpty ? nil : kept
             }
-            refusedAddresses = []
+            gate.refusedAddresses = []
         }
-        ticksSincePrune += 1
+        gate.ticksSincePrune += 1
         var timedOut: [(Session, String)] = []
         let registrationTimeout = effectiveRegistrationTimeout
-        for session in sessions.values {
+        for session in people.sessions.values {
             if !session.registered {
                 if now - session.connectedAt >= registrationTimeout {
                     timedOut.append((session, "Registration timed out"))
@@ -541,7 +453,7 @@ public struct ServerState {
         guard let buffer = response else { return }
         response = nil
         let session = buffer.session
-        guard sessions[session.connection] != nil || !buffer.messages.isEmpty else { return }
+        guard people.sessions[session.connection] != nil || !buffer.messages.isEmpty else { return }
         var variant = session.variant
         if let batch = buffer.batch {
             variant.insert(.batch)
@@ -624,13 +536,13 @@ public struct ServerState {
     // MARK: Lookups
 
     func user(named nick: String) -> User? {
-        guard let user = nicks[casemapping.fold(nick)], user.isOnline else { return nil }
+        guard let user = people.nicks[casemapping.fold(nick)], user.isOnline else { return nil }
         return user
     }
 
     func channel(named name: String) -> (key: String, channel: Channel)? {
         let key = casemapping.fold(name)
-        guard let channel = channels[key] else { return nil }
+        guard let channel = roomBook.channels[key] else { return nil }
         return (key, channel)
     }
 
@@ -646,7 +558,7 @@ public struct ServerState {
     mutating func deliver(_ message: IRCMessage, to recipients: some Sequence<UserID>, now: Double,
                           onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, viaResponse: Bool = true,
                           storable storableOverride: Bool? = nil, stamp given: Stamp? = nil, history: [HistoryEntry]? = nil) {
-        let found = users
+        let found = people.users
         deliver(message, toUsers: recipients.lazy.compactMap { found[$0] }, now: now, onlyWith: required, excluding: excluded,
                 viaResponse: viaResponse, storable: storableOverride, stamp: given, history: history)
     }
@@ -659,8 +571,8 @@ public struct ServerState {
     mutating func deliver(_ message: IRCMessage, toRoom key: String, except: UserID? = nil, leaving: ConnectionID? = nil, now: Double,
                           onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, stamp given: Stamp? = nil,
                           history: [HistoryEntry]? = nil) {
-        guard required == nil && excluded == nil, let fanOut = membership.fanOut[key] else {
-            let members = membership.members[key] ?? [:]
+        guard required == nil && excluded == nil, let fanOut = roomBook.membership.fanOut[key] else {
+            let members = roomBook.membership.members[key] ?? [:]
             deliver(message, toUsers: members.values.lazy.filter { $0.user.id != except }.map(\.user), now: now,
                     onlyWith: required, excluding: excluded, stamp: given, history: history)
             return
@@ -671,11 +583,11 @@ public struct ServerState {
         var skip: [ConnectionID] = []
         if let leaving {
             skip.append(leaving)
-        } else if let except, let session = users[except]?.sessions.first {
+        } else if let except, let session = people.users[except]?.sessions.first {
             skip.append(session.connection)
         }
         if let requester = response?.session, requester.user.id != except, requester.registered,
-           membership.isMember(requester.user.id, of: key) {
+           roomBook.membership.isMember(requester.user.id, of: key) {
             skip.append(requester.connection)
             answerRequester(message, stamp, stored: !entries.isEmpty)
         }
@@ -761,7 +673,7 @@ public struct ServerState {
 
     /// Sends `ERROR`, forgets the user, tells the others it quit, and asks the runtime to close it.
     mutating func closeLink(_ session: Session, reason: String, now: Double) {
-        guard sessions[session.connection] != nil else { return }
+        guard people.sessions[session.connection] != nil else { return }
         send(session, IRCMessage(command: "ERROR", params: ["Closing Link: \(session.user.host) (\(reason))"]))
         // The ERROR must be written before the close.
         if response?.session === session { flushResponse() }
@@ -769,9 +681,9 @@ public struct ServerState {
     }
 
     mutating func removeSession(_ session: Session, quitMessage: String, now: Double) {
-        guard sessions.removeValue(forKey: session.connection) != nil else { return }
-        openUsers.closed(session.connection)
-        if let token = session.uploadToken { uploadTokens[token] = nil }
+        guard people.sessions.removeValue(forKey: session.connection) != nil else { return }
+        people.openUsers.closed(session.connection)
+        if let token = session.uploadToken { people.uploadTokens[token] = nil }
         session.gone = true
         session.lastDirect = nil
         releaseLimits(session)
@@ -781,28 +693,28 @@ public struct ServerState {
         if user.sessions.isEmpty {
             if session.registered {
                 let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [quitMessage])
-                let rooms = membership.rooms(of: user.id), entries = roomEntries(of: user)
+                let rooms = roomBook.membership.rooms(of: user.id), entries = roomEntries(of: user)
                 if rooms.count == 1, let room = rooms.first {
                     // In one room (everyone is in #lobby): its members are the room's kept lists,
                     // with no set of neighbours made and no lookup per member (a crowd leaving at
                     // once cost ~0.6 µs per member per departure that way: 30 s for 10,000).
                     deliver(quit, toRoom: room, except: user.id, leaving: session.connection, now: now, history: entries)
                 } else {
-                    deliver(quit, to: membership.neighbours(of: user.id), now: now, history: entries)
+                    deliver(quit, to: roomBook.membership.neighbours(of: user.id), now: now, history: entries)
                 }
-                registeredCount -= 1
+                people.registeredCount -= 1
                 linkUserEvent(user, "QUIT", [quitMessage])
                 for letter in user.modes { setUserMode(user, letter, false) }
                 rememberDeparture(user, now: now)
             }
-            for key in membership.rooms(of: user.id) { removeMember(user.id, from: key) }
-            for key in invitations[user.id] ?? [] { forgetInvitation(user.id, to: key) }
+            for key in roomBook.membership.rooms(of: user.id) { removeMember(user.id, from: key) }
+            for key in roomBook.invitations[user.id] ?? [] { forgetInvitation(user.id, to: key) }
             if let nick = user.nick { releaseNick(nick, of: user, wasOnline: session.registered) }
             for name in user.monitoring.keys {
-                monitors[name]?.remove(user.id)
-                if monitors[name]?.isEmpty == true { monitors.removeValue(forKey: name) }
+                people.monitors[name]?.remove(user.id)
+                if people.monitors[name]?.isEmpty == true { people.monitors.removeValue(forKey: name) }
             }
-            users.removeValue(forKey: user.id)
+            people.users.removeValue(forKey: user.id)
         }
         log(session, session.registered ? "\(user.replyName) quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
         outbox.items.append(.close(session.connection))
@@ -813,34 +725,34 @@ public struct ServerState {
         guard user.modes.contains(letter) != on else { return }
         if on { user.modes.insert(letter) } else { user.modes.remove(letter) }
         let delta = on ? 1 : -1
-        if letter == "i" { invisibleCount += delta }
-        if letter == "o" { operatorCount += delta }
+        if letter == "i" { people.invisibleCount += delta }
+        if letter == "o" { people.operatorCount += delta }
     }
 
     mutating func removeMember(_ id: UserID, from key: String) {
-        if membership.remove(id, from: key), let channel = channels.removeValue(forKey: key) {
-            sortedChannelKeys.remove(key)
-            roomTails[key] = nil
+        if roomBook.membership.remove(id, from: key), let channel = roomBook.channels.removeValue(forKey: key) {
+            roomBook.sortedChannelKeys.remove(key)
+            cache.roomTails[key] = nil
             // A closed room (invite-only, keyed, secret) keeps its history from whoever makes a
             // room of that name next: they read only what is said from then on.
             // (Or was closed once: `RoomRecords.markedClosed`, its mark already written.)
-            if roomRecords.markedClosed.remove(key) != nil || Self.isClosed(channel) { closedRooms.insert(key) }
-            for key in NameKeys.of(channel.name, casemapping) where channelSkeletons[key] == casemapping.fold(channel.name) {
-                channelSkeletons.removeValue(forKey: key)
+            if roomBook.roomRecords.markedClosed.remove(key) != nil || Self.isClosed(channel) { roomBook.closedRooms.insert(key) }
+            for key in NameKeys.of(channel.name, casemapping) where roomBook.channelSkeletons[key] == casemapping.fold(channel.name) {
+                roomBook.channelSkeletons.removeValue(forKey: key)
             }
-            for invitee in channel.invited { invitations[invitee]?.remove(key) }
+            for invitee in channel.invited { roomBook.invitations[invitee]?.remove(key) }
         }
     }
 
     mutating func forgetInvitation(_ id: UserID, to key: String) {
-        channels[key]?.invited.remove(id)
-        invitations[id]?.remove(key)
-        if invitations[id]?.isEmpty == true { invitations.removeValue(forKey: id) }
+        roomBook.channels[key]?.invited.remove(id)
+        roomBook.invitations[id]?.remove(key)
+        if roomBook.invitations[id]?.isEmpty == true { roomBook.invitations.removeValue(forKey: id) }
     }
 
     /// -i: the room's invitations lapse.
     mutating func clearInvitations(_ key: String) {
-        for invitee in channels[key]?.invited ?? [] { forgetInvitation(invitee, to: key) }
+        for invitee in roomBook.channels[key]?.invited ?? [] { forgetInvitation(invitee, to: key) }
     }
 
     /// A nickname given up (by QUIT or by NICK, as RFC 2812 asks), for WHOWAS.
@@ -848,10 +760,10 @@ public struct ServerState {
     /// else's history out.
     mutating func rememberDeparture(_ user: User, nick given: String? = nil, now: Double) {
         guard let nick = given ?? user.nick, config.whowasLimit > 0 else { return }
-        let mine = whowas.indices.filter { whowas[$0].user == user.id }
-        if mine.count >= 3 { whowas.remove(at: mine[0]) }
-        if whowas.count >= config.whowasLimit { whowas.removeFirst(whowas.count - config.whowasLimit + 1) }
-        whowas.append(WhowasEntry(nick: nick, foldedNick: casemapping.fold(nick), username: user.username ?? "unknown",
+        let mine = people.whowas.indices.filter { people.whowas[$0].user == user.id }
+        if mine.count >= 3 { people.whowas.remove(at: mine[0]) }
+        if people.whowas.count >= config.whowasLimit { people.whowas.removeFirst(people.whowas.count - config.whowasLimit + 1) }
+        people.whowas.append(WhowasEntry(nick: nick, foldedNick: casemapping.fold(nick), username: user.username ?? "unknown",
                                   host: user.host, realname: user.realname, leftAt: now, user: user.id))
     }
 }

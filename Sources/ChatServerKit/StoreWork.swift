@@ -57,46 +57,46 @@ extension ServerState {
     static let accountsUnavailable = "accounts are unavailable right now; try again in a moment"
 
     /// Whether the server has accounts but cannot tell who owns what (they could not be read).
-    var accountsUnreadable: Bool { hasAccounts && directory == nil }
+    var accountsUnreadable: Bool { hasAccounts && accountBook.directory == nil }
 
     /// From `tick`: ask the worker whether the accounts changed (one indexed read there).
     mutating func reloadAccountsIfChanged() {
-        guard hasAccounts, !accountReloadPending else { return }
-        accountReloadPending = true
-        outbox.items.append(.store(.reloadAccounts(known: directory?.version ?? -1)))
+        guard hasAccounts, !accountBook.accountReloadPending else { return }
+        accountBook.accountReloadPending = true
+        outbox.items.append(.store(.reloadAccounts(known: accountBook.directory?.version ?? -1)))
     }
 
     /// The answer to a `StoreJob` the runtime ran off the loop.
     public mutating func storeAnswered(_ job: StoreJob, _ outcome: StoreOutcome, now: Double) {
         switch (job, outcome) {
         case (.reloadAccounts, .unchanged):
-            accountReloadPending = false
+            accountBook.accountReloadPending = false
             accountsFailed(nil)
             resumeParkedLogins(now: now)
         case (.reloadAccounts, .directory(let fresh)):
-            accountReloadPending = false
+            accountBook.accountReloadPending = false
             accountsFailed(nil)
-            let before = directory
-            directory = fresh
+            let before = accountBook.directory
+            accountBook.directory = fresh
             // An account deleted meanwhile takes its read markers with it (the database's went in the same transaction).
             if let before {
-                for key in before.accounts.keys where fresh.accounts[key] == nil { accountMarkers[key] = nil }
+                for key in before.accounts.keys where fresh.accounts[key] == nil { cache.accountMarkers[key] = nil }
                 // And the rooms it registered are registered no more.
                 if before.accounts.keys.contains(where: { fresh.accounts[$0] == nil }) { forgetRoomsOfMissingAccounts(now: now) }
             }
             outbox.items.append(.log("accounts: \(fresh.accounts.count) accounts\(before == nil ? " (readable again)" : " (reloaded: changed on disk)")"))
             resumeParkedLogins(now: now)
         case (.reloadAccounts, .failed(let problem)):
-            accountReloadPending = false
+            accountBook.accountReloadPending = false
             accountsFailed(problem)
             resumeParkedLogins(now: now)
         case (.addAccount(let connection, let name, let credential, _), .added(let problem, let version)):
             if problem == nil {
-                directory?.add(name: name, credential: credential)
+                accountBook.directory?.add(name: name, credential: credential)
                 // Our own write moved the version by one; more means another process changed them too (reloaded then).
-                if let version, let known = directory?.version, version == known + 1 { directory?.version = version }
+                if let version, let known = accountBook.directory?.version, version == known + 1 { accountBook.directory?.version = version }
             }
-            guard let session = sessions[connection] else { return }
+            guard let session = people.sessions[connection] else { return }
             session.verifying = false
             response = ResponseBuffer(session: session, label: session.deferredLabel)
             session.deferredLabel = nil
@@ -114,10 +114,10 @@ extension ServerState {
     /// The accounts could (nil) or could not be read: said once a burst, and again when it ends.
     mutating func accountsFailed(_ problem: String?) {
         if let problem {
-            if !accountsFailing { outbox.items.append(.log("accounts: cannot read the account database (\(problem)); \(directory == nil ? "nicknames, logins and registrations are refused until it can be read" : "the accounts as last read are used")")) }
-            accountsFailing = true
-        } else if accountsFailing {
-            accountsFailing = false
+            if !accountBook.accountsFailing { outbox.items.append(.log("accounts: cannot read the account database (\(problem)); \(accountBook.directory == nil ? "nicknames, logins and registrations are refused until it can be read" : "the accounts as last read are used")")) }
+            accountBook.accountsFailing = true
+        } else if accountBook.accountsFailing {
+            accountBook.accountsFailing = false
             outbox.items.append(.log("accounts: the account database is readable again"))
         }
     }

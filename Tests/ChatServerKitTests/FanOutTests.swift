@@ -46,7 +46,7 @@ struct FanOutTests {
         let alice = h.register("alice")
         let bob = h.register("bob")
         let carol = h.register("carol")
-        let lobby = { h.state.membership.fanOut["#lobby"].map(contents) ?? [:] }
+        let lobby = { h.state.roomBook.membership.fanOut["#lobby"].map(contents) ?? [:] }
         #expect(lobby() == [[]: [alice, bob, carol]])
 
         // bob asks for server-time once in the room: he moves to the lists of that form.
@@ -69,7 +69,7 @@ struct FanOutTests {
         h.send(alice, "QUIT :bye")
         #expect(lobby() == [[]: [dave]])
         h.send(dave, "PART #lobby")
-        #expect(h.state.membership.fanOut["#lobby"] == nil, "an emptied room keeps no lists")
+        #expect(h.state.roomBook.membership.fanOut["#lobby"] == nil, "an emptied room keeps no lists")
     }
 
     @Test("a member's NAMES (kept and extended on join) always equals the list made afresh for an outsider",

@@ -101,11 +101,11 @@ struct LinkStateTests {
         let line = "CAPAB MODULES :" + String(repeating: word, count: 200)
         var lines = 1
         _ = Self.receive(&h, ["CAPAB START 1205"])
-        while h.state.links[Self.link] != nil && lines < 10_000 {
+        while h.state.net.links[Self.link] != nil && lines < 10_000 {
             _ = Self.receive(&h, [line])
             lines += 1
         }
-        #expect(h.state.links[Self.link] == nil, "refused")
+        #expect(h.state.net.links[Self.link] == nil, "refused")
         #expect(lines * line.utf8.count < 2 * LinkSession.preAuthByteLimit, "after \(lines) lines")
         #expect(h.out.closed == [Self.link])
         #expect(h.out.logs.contains { $0.contains("before authenticating: more than a handshake") })
@@ -234,7 +234,7 @@ struct LinkFuzzFindingTests {
     func fjoinOfNobody() {
         var h = Self.linked()
         _ = LinkStateTests.receive(&h, [":1HB FJOIN #ghost 1000 +nt :o,1HBAAAAA9:0 ,0AAAAAAAZ:0"])
-        #expect(h.state.channels["#ghost"] == nil)
+        #expect(h.state.roomBook.channels["#ghost"] == nil)
         _ = LinkStateTests.receive(&h, [":1HB UID 1HBAAAAA1 1000 remote h h u 10.0.0.9 1000 + :real", ":1HB FJOIN #real 1000 +nt :,1HBAAAAA1:0"])
         #expect(h.state.members(of: "#real") == ["remote"])
     }

@@ -200,7 +200,7 @@ struct RoomPersistenceTests {
         h.registered(alice, "#r16")
         #expect(h.chanServ(to: alice) == ["Your account has registered 15 rooms, the most one may; DROP one first"])
         #expect(try server.rooms().summaries().count == 15)
-        h.state.roomRecords.limit = 15
+        h.state.roomBook.roomRecords.limit = 15
         h.registered(carol, "#full")
         #expect(h.chanServ(to: carol) == ["This server keeps no more registered rooms (15); ask its host"])
         h.send(carol, "PRIVMSG ChanServ :FROB #full", "NOTICE ChanServ :REGISTER #full")
@@ -319,10 +319,10 @@ struct RoomPersistenceTests {
         try server.rooms().markClosed("#nohistory", since: 1)
         let restarted = try server.start()
         #expect(try server.rooms().summaries().isEmpty)
-        #expect(restarted.state.roomRecords.saved.isEmpty)
+        #expect(restarted.state.roomBook.roomRecords.saved.isEmpty)
         // #old's mark was written and, like #nohistory's, dropped by the same start's check: no
         // history of it is left to keep private.
-        #expect(restarted.state.closedRooms.isEmpty)
+        #expect(restarted.state.roomBook.closedRooms.isEmpty)
         #expect(try server.rooms().closedMarks().isEmpty)
     }
 
@@ -349,7 +349,7 @@ struct RoomPersistenceTests {
         h.state.tick(now: h.now)
         let retried = h.runChecks(h.state.takeOutbox())
         #expect(!retried.logs.contains { $0.hasPrefix("rooms: cannot save") }, "said once a burst")
-        #expect(h.state.roomRecords.writeFailing)
+        #expect(h.state.roomBook.roomRecords.writeFailing)
         #expect(try server.rooms().record("#room")?.flags == "nt")
         try h.accounts!.database.execute("PRAGMA query_only = OFF")
         h.now += 1
@@ -386,7 +386,7 @@ struct RoomWriteBatchTests {
         #expect(try rooms.record("#club") == nil, "the loop wrote nothing itself")
         for job in jobs { state.storeAnswered(job, job.run(on: accounts), now: 1001) }
         #expect(try rooms.record("#club")?.limit == 100)
-        #expect(state.roomRecords.pending.isEmpty)
+        #expect(state.roomBook.roomRecords.pending.isEmpty)
         #expect(state.pendingRecord("#club")?.limit == 100)
     }
 }

@@ -164,7 +164,7 @@ struct StateAdmissionTests {
         var h = Harness { $0.room = nil }
         let alice = h.register("alice")
         #expect(!h.commands(to: alice).contains("JOIN"))
-        #expect(h.state.channels.isEmpty)
+        #expect(h.state.roomBook.channels.isEmpty)
     }
 
     @Test("CHANLIMIT: the 101st room gets 405")

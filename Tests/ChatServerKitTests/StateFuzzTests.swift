@@ -49,25 +49,25 @@ struct StateFuzzTests {
 
     /// The invariants, checked after each step; a description of the first broken one, or nil.
     static func broken(_ state: ServerState, _ outbox: Outbox) -> String? {
-        let membership = state.membership
+        let membership = state.roomBook.membership
         for (room, members) in membership.members {
             if members.isEmpty { return "room \(room) is kept with no members" }
-            if state.channels[room] == nil { return "members of \(room), which does not exist" }
+            if state.roomBook.channels[room] == nil { return "members of \(room), which does not exist" }
             for user in members.keys {
-                guard state.users[user] != nil else { return "a member of \(room) who is gone" }
+                guard state.people.users[user] != nil else { return "a member of \(room) who is gone" }
                 if !membership.rooms(of: user).contains(room) { return "\(room) lists a member whose rooms leave it out" }
             }
         }
         for (user, rooms) in membership.rooms {
             for room in rooms where membership.members[room]?[user] == nil { return "a user's rooms list \(room), whose members leave them out" }
         }
-        for room in state.channels.keys where membership.members[room] == nil { return "room \(room) has no members list" }
+        for room in state.roomBook.channels.keys where membership.members[room] == nil { return "room \(room) has no members list" }
         var folded: Set<String> = []
         var registered = 0
-        for user in state.users.values {
+        for user in state.people.users.values {
             guard let nick = user.nick else { continue }
             if !folded.insert(state.casemapping.fold(nick)).inserted { return "the nickname \(nick) is held twice" }
-            if state.nicks[state.casemapping.fold(nick)] !== user { return "\(nick) is not found under its own name" }
+            if state.people.nicks[state.casemapping.fold(nick)] !== user { return "\(nick) is not found under its own name" }
             if user.sessions.contains(where: \.registered) { registered += 1 }
         }
         if registered != state.registeredCount { return "LUSERS would count \(state.registeredCount) users, there are \(registered)" }

@@ -542,9 +542,9 @@ struct StateHistoryFullDiskTests {
         let alice = h.register("alice", caps: caps)
         h.send(alice, "PRIVMSG #lobby :waiting")
         _ = h.tick(advance: 60)
-        #expect(h.state.recentHistory["#lobby"]?.contains { $0.line.hasSuffix(":waiting") } == true)
+        #expect(h.state.cache.recentHistory["#lobby"]?.contains { $0.line.hasSuffix(":waiting") } == true)
         health.committed.store(.max, ordering: .relaxed)
         _ = h.tick(advance: 1)
-        #expect(h.state.recentHistory["#lobby"] == nil)
+        #expect(h.state.cache.recentHistory["#lobby"] == nil)
     }
 }

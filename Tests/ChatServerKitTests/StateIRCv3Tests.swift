@@ -143,7 +143,7 @@ struct StateIRCv3Tests {
         var h = Harness()
         let alice = h.register("alice")
         let bob = h.register("bob", caps: ["account-tag", "account-notify"])
-        let user = h.state.users.values.first { $0.nick == "alice" }!
+        let user = h.state.people.users.values.first { $0.nick == "alice" }!
         user.account = "alice"
         h.state.accountChanged(user, now: h.now)
         h.out = h.state.takeOutbox()

@@ -237,7 +237,7 @@ struct ConnectionLimitTests {
         _ = h.connect(from: "203.0.113.5")
         var logs: [String] = []
         for _ in 0..<3 {
-            let id = ConnectionID(UInt64(h.state.sessions.count + 100))
+            let id = ConnectionID(UInt64(h.state.people.sessions.count + 100))
             h.state.connected(id, host: "203.0.113.5", peer: "203.0.113.5:1", now: h.now)
             let out = h.state.takeOutbox()
             logs += out.logs.filter { $0.contains("refused") }
@@ -249,7 +249,7 @@ struct ConnectionLimitTests {
 
 extension ServerState {
     /// Whether the connection is still open (admitted).
-    func sessionCount(for id: ConnectionID) -> Bool { sessions[id] != nil }
+    func sessionCount(for id: ConnectionID) -> Bool { people.sessions[id] != nil }
 }
 
 @Suite("server state: connections that never register (issue 23, item 3)")
@@ -267,21 +267,21 @@ struct UnregisteredFloodTests {
         for block in 0..<3 {
             for n in 0..<(block < 2 ? 16 : 8) { silent.append(h.connect(from: "198.51.\(block).\(n % 8 + 1)")) }
         }
-        #expect(h.state.unregisteredConnections == 40)
+        #expect(h.state.gate.unregisteredConnections == 40)
         // The share: a seventeenth from the first network is refused.
         let extra = h.connect(from: "198.51.0.9")
-        #expect(h.state.sessions[extra] == nil)
+        #expect(h.state.people.sessions[extra] == nil)
         // A newcomer from elsewhere: the oldest of a crowded network goes, the newcomer registers.
         h.state.connected(ConnectionID(999), host: "203.0.113.7", peer: "203.0.113.7:5000", now: h.now)
         let admitted = h.state.takeOutbox()
         #expect(admitted.closed == [silent[0]], "the oldest of the first crowded network")
-        #expect(h.state.sessions[ConnectionID(999)] != nil)
+        #expect(h.state.people.sessions[ConnectionID(999)] != nil)
         h.send(ConnectionID(999), "NICK newcomer", "USER u 0 * :n")
         #expect(h.commands(to: ConnectionID(999)).contains("001"))
         // Under pressure (over half the cap) a silent connection is closed after 10 s, not 60.
         let closed = h.tick(advance: 11).closed
         #expect(closed.count == 39, "every silent one left")
-        #expect(h.state.unregisteredConnections == 0 && h.state.unregisteredByBlock.isEmpty)
+        #expect(h.state.gate.unregisteredConnections == 0 && h.state.gate.unregisteredByBlock.isEmpty)
     }
 
     @Test("below half the cap, the registration timeout is the configured one")

@@ -34,7 +34,7 @@ struct StateQueryTests {
             let id = h.register("gone\(i)")
             h.send(id, "QUIT")
         }
-        #expect(h.state.whowas.map(\.nick) == ["gone7", "gone8", "gone9"])
+        #expect(h.state.people.whowas.map(\.nick) == ["gone7", "gone8", "gone9"])
     }
 
     @Test("TIME, VERSION, ADMIN, INFO, LUSERS")

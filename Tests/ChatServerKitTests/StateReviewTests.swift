@@ -240,7 +240,7 @@ struct StateHostileTests {
         let alice = h.register("alice")
         let flipper = h.register("flip0")
         for i in 1...50 { h.send(flipper, "NICK flip\(i % 2)") }
-        #expect(h.state.whowas.filter { $0.nick.hasPrefix("flip") }.count == 3)
+        #expect(h.state.people.whowas.filter { $0.nick.hasPrefix("flip") }.count == 3)
         for _ in 0..<12 {
             let id = h.register("gone")
             h.send(id, "QUIT")
@@ -287,12 +287,12 @@ struct StateHostileTests {
         let op = h.register("op")
         let guest = h.register("guest")
         h.send(op, "JOIN #r", "MODE #r +i", "INVITE guest #r")
-        #expect(h.state.invitations.count == 1 && h.state.channels["#r"]?.invited.count == 1)
+        #expect(h.state.roomBook.invitations.count == 1 && h.state.roomBook.channels["#r"]?.invited.count == 1)
         h.send(op, "MODE #r -i")
-        #expect(h.state.invitations.isEmpty && h.state.channels["#r"]?.invited.isEmpty == true)
+        #expect(h.state.roomBook.invitations.isEmpty && h.state.roomBook.channels["#r"]?.invited.isEmpty == true)
         h.send(op, "MODE #r +i", "INVITE guest #r")
         h.send(guest, "QUIT")
-        #expect(h.state.invitations.isEmpty && h.state.channels["#r"]?.invited.isEmpty == true)
+        #expect(h.state.roomBook.invitations.isEmpty && h.state.roomBook.channels["#r"]?.invited.isEmpty == true)
     }
 
     @Test("MONITOR entries of a user who left are gone from the server's table")
@@ -301,7 +301,7 @@ struct StateHostileTests {
         let watcher = h.register("watcher")
         h.send(watcher, "MONITOR + a1,a2,a3")
         h.send(watcher, "QUIT")
-        #expect(h.state.monitors.isEmpty)
+        #expect(h.state.people.monitors.isEmpty)
     }
 
     @Test("look-alikes that depend on case are caught: aIice, B0B, GIobal, #l0bby")

@@ -69,13 +69,13 @@ struct StoreFaultTests {
         let nobody = h.saslClient("nobody")
         h.send(nobody, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("nobody", "correct horse"))
         #expect(h.commands(to: nobody).last == "904")
-        #expect(h.state.loginsAfterThisReload.isEmpty && h.state.loginsAfterNextReload.isEmpty)
+        #expect(h.state.accountBook.loginsAfterThisReload.isEmpty && h.state.accountBook.loginsAfterNextReload.isEmpty)
         h.now += 61
         let late = h.saslClient("carol2")
         h.send(late, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("carol", "correct horse"), "CAP END")
         #expect(h.commands(to: late).contains("903"))
         h.send(late, "MARKREAD #room timestamp=2026-01-01T00:00:00.000Z")
-        #expect(h.state.accountMarkers["carol"]?["#room"] != nil, "\(h.lines(to: late))")
+        #expect(h.state.cache.accountMarkers["carol"]?["#room"] != nil, "\(h.lines(to: late))")
         // An unchanged database is one read of the counter, and no reload.
         h.now += 1
         h.state.tick(now: h.now)
@@ -86,7 +86,7 @@ struct StoreFaultTests {
         h.now += 1
         h.state.tick(now: h.now)
         _ = h.runChecks(h.state.takeOutbox())
-        #expect(h.state.accountMarkers["carol"] == nil)
+        #expect(h.state.cache.accountMarkers["carol"] == nil)
         h.send(early, "QUIT")
         let taker = h.register("carolx")
         h.send(taker, "NICK carol")
@@ -103,12 +103,12 @@ struct StoreFaultTests {
         h.send(id, "@label=r1 REGISTER * * :long enough")
         #expect(h.lines(to: id) == ["@label=r1 :test.server FAIL REGISTER TEMPORARILY_UNAVAILABLE dave :The account could not be written (accounts are unavailable right now; try again in a moment)"])
         #expect(h.out.logs.contains { $0.contains("accounts: cannot add dave: database: attempt to write a readonly database") }, "\(h.out.logs)")
-        #expect(h.state.directory?.lookup("dave") == nil)
-        #expect(h.state.accountsCreated.values.allSatisfy { $0.isEmpty })
+        #expect(h.state.accountBook.directory?.lookup("dave") == nil)
+        #expect(h.state.accountBook.accountsCreated.values.allSatisfy { $0.isEmpty })
         try store.database.execute("PRAGMA query_only = OFF")
         h.send(id, "@label=r2 REGISTER * * :long enough")
         #expect(h.lines(to: id).contains("@batch=b1 :test.server REGISTER SUCCESS dave :Account created; you are logged in"), "\(h.lines(to: id))")
-        #expect(h.state.directory?.lookup("dave")?.name == "dave", "known at once, before any reload")
+        #expect(h.state.accountBook.directory?.lookup("dave")?.name == "dave", "known at once, before any reload")
         #expect(try store.lookup("dave") != nil)
     }
 
@@ -133,7 +133,7 @@ struct StoreFaultTests {
         let history = try HistoryStore(database: Database(path: file.path))
         _ = try history.setReadMarker(account: "alice", target: "#before", time: 1_700_000_000_000)
         var h = Harness(historyOf: history, accounts: store)
-        #expect(h.state.accountMarkers["alice"]?["#before"] == 1_700_000_000_000, "read at start")
+        #expect(h.state.cache.accountMarkers["alice"]?["#before"] == 1_700_000_000_000, "read at start")
         let id = h.loggedIn("alice", caps: ["draft/read-marker", "standard-replies"])
         h.send(id, "MARKREAD #before")
         #expect(h.lines(to: id) == [":test.server MARKREAD #before timestamp=2023-11-14T22:13:20.000Z"])
