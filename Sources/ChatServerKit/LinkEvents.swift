@@ -83,7 +83,7 @@ extension ServerState {
         case "METADATA":
             remoteMetadata(message, now: now)
         case "OPERTYPE":
-            if let user = remoteSource(message) { setUserMode(user, "o", true) }
+            if let user = remoteSource(message) { people.setMode(of: user, "o", true) }
         case "FNAME":
             if let user = remoteSource(message), let name = message.params.first {
                 user.realname = name
@@ -135,7 +135,7 @@ extension ServerState {
         net.usersByUUID[uid.uuid] = user
         server.users.insert(user.id)
         net.remoteUserCount += 1
-        for letter in uid.modeLetters where UserModes.mode(letter) != nil { setUserMode(user, letter, true) }
+        for letter in uid.modeLetters where UserModes.mode(letter) != nil { people.setMode(of: user, letter, true) }
         var nick = uid.nick
         if let existing = people.nicks[casemapping.fold(nick)], existing !== user {
             if existing.remote != nil {
@@ -278,7 +278,7 @@ extension ServerState {
             return
         }
         roomBook.membership.add(user.id, to: key, MemberStatus(user: user, op: op, voice: voice))
-        forgetInvitation(user.id, to: key)
+        roomBook.forgetInvitation(user.id, to: key)
         announceJoin(user, key: key, name: channel.name, now: now)
         let statusChanges = (op ? [ModeChange(adding: true, letter: "o", argument: user.replyName)] : [])
             + (voice ? [ModeChange(adding: true, letter: "v", argument: user.replyName)] : [])
@@ -355,7 +355,7 @@ extension ServerState {
         guard message.params.count >= 2, let user = message.params.first.flatMap({ user(uuid: $0) }), user.remote != nil else { return }
         var adding = true
         for letter in message.params[1] {
-            if letter == "+" { adding = true } else if letter == "-" { adding = false } else if UserModes.mode(letter) != nil { setUserMode(user, letter, adding) }
+            if letter == "+" { adding = true } else if letter == "-" { adding = false } else if UserModes.mode(letter) != nil { people.setMode(of: user, letter, adding) }
         }
     }
 

@@ -351,10 +351,10 @@ extension ServerState {
     mutating func removeRemoteUser(_ user: User, reason: String, now: Double) {
         let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [reason])
         deliver(quit, to: roomBook.membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
-        for letter in user.modes { setUserMode(user, letter, false) }
+        for letter in user.modes { people.setMode(of: user, letter, false) }
         rememberDeparture(user, now: now)
         for key in roomBook.membership.rooms(of: user.id) { removeMember(user.id, from: key) }
-        for key in roomBook.invitations[user.id] ?? [] { forgetInvitation(user.id, to: key) }
+        for key in roomBook.invitations[user.id] ?? [] { roomBook.forgetInvitation(user.id, to: key) }
         if let nick = user.nick { releaseNick(nick, of: user, wasOnline: true) }
         people.users.removeValue(forKey: user.id)
         net.usersByUUID.removeValue(forKey: user.uuid)

@@ -36,7 +36,7 @@ extension ServerState {
             // +o comes only from OPER; anyone may drop it.
             if mode.setter == .server && change.adding { continue }
             guard user.modes.contains(change.letter) != change.adding else { continue }
-            setUserMode(user, change.letter, change.adding)
+            people.setMode(of: user, change.letter, change.adding)
             applied.append(change)
         }
         if !applied.isEmpty {
@@ -128,7 +128,7 @@ extension ServerState {
         case .flag:
             guard roomBook.channels[key]!.flags.contains(mode.letter) != change.adding else { return nil }
             if change.adding { roomBook.channels[key]!.flags.insert(mode.letter) } else { roomBook.channels[key]!.flags.remove(mode.letter) }
-            if mode.letter == "i" && !change.adding { clearInvitations(key) }
+            if mode.letter == "i" && !change.adding { roomBook.clearInvitations(key) }
             return ModeChange(adding: change.adding, letter: mode.letter)
         case .alwaysParameter: // +k
             if change.adding {

@@ -40,7 +40,7 @@ extension ServerState {
             return
         }
         if !user.isOperator {
-            setUserMode(user, "o", true)
+            people.setMode(of: user, "o", true)
             linkUserEvent(user, "OPERTYPE", ["Operator"])
             send(session, IRCMessage(source: user.prefix, command: "MODE", params: [user.replyName, "+o"]))
         }

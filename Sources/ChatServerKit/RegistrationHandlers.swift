@@ -325,7 +325,7 @@ extension ServerState {
             return
         }
         session.registered = true
-        leaveUnregistered(session)
+        gate.leaveUnregistered(session)
         people.registeredCount += 1
         people.peakRegistered = max(people.peakRegistered, people.registeredCount)
         user.nickTS = Int(now)

@@ -29,6 +29,15 @@ struct People {
     var operatorCount = 0
     /// Upload tokens (`/upload/TOKEN`) to the connection they were given to.
     var uploadTokens: [String: ConnectionID] = [:]
+
+    /// The one way a user mode changes, so the LUSERS counts stay right.
+    mutating func setMode(of user: User, _ letter: Character, _ on: Bool) {
+        guard user.modes.contains(letter) != on else { return }
+        if on { user.modes.insert(letter) } else { user.modes.remove(letter) }
+        let delta = on ? 1 : -1
+        if letter == "i" { invisibleCount += delta }
+        if letter == "o" { operatorCount += delta }
+    }
 }
 
 /// The rooms: each live room's modes and lists, who is in which room (`Membership`), who is
@@ -51,6 +60,17 @@ struct RoomBook {
     var renamedRooms: [String: String] = [:]
     /// The rooms kept across restarts (RoomPersistence.swift).
     var roomRecords = RoomRecords()
+
+    mutating func forgetInvitation(_ id: UserID, to key: String) {
+        channels[key]?.invited.remove(id)
+        invitations[id]?.remove(key)
+        if invitations[id]?.isEmpty == true { invitations.removeValue(forKey: id) }
+    }
+
+    /// -i: the room's invitations lapse.
+    mutating func clearInvitations(_ key: String) {
+        for invitee in channels[key]?.invited ?? [] { forgetInvitation(invitee, to: key) }
+    }
 }
 
 /// Accounts and credentials: the directory held in memory, its reloads, the password checks
@@ -133,4 +153,24 @@ struct Admission {
     var ticksSincePrune = 0
     /// Addresses refused in the current window, so the log says so once.
     var refusedAddresses: Set<String> = []
+
+    /// Registered or gone: no longer among those registering.
+    mutating func leaveUnregistered(_ session: Session) {
+        guard session.countedUnregistered else { return }
+        unregisteredConnections -= 1
+        session.countedUnregistered = false
+        let block = ServerState.blockKey(session.user.address)
+        unregisteredByBlock[block]?.removeAll { $0 == session.connection }
+        if unregisteredByBlock[block]?.isEmpty == true { unregisteredByBlock[block] = nil }
+    }
+
+    /// A connection leaves the counts it was in.
+    mutating func releaseLimits(_ session: Session) {
+        if let key = session.limitKey {
+            connectionsPerAddress[key, default: 1] -= 1
+            if connectionsPerAddress[key] == 0 { connectionsPerAddress[key] = nil }
+            session.limitKey = nil
+        }
+        leaveUnregistered(session)
+    }
 }

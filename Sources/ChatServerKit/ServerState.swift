@@ -174,31 +174,11 @@ public struct ServerState {
         gate.unregisteredByBlock[Self.blockKey(address), default: []].append(session.connection)
     }
 
-    /// Registered or gone: no longer among those registering.
-    mutating func leaveUnregistered(_ session: Session) {
-        guard session.countedUnregistered else { return }
-        gate.unregisteredConnections -= 1
-        session.countedUnregistered = false
-        let block = Self.blockKey(session.user.address)
-        gate.unregisteredByBlock[block]?.removeAll { $0 == session.connection }
-        if gate.unregisteredByBlock[block]?.isEmpty == true { gate.unregisteredByBlock[block] = nil }
-    }
-
     /// The registration timeout: shorter once half the room for unregistered connections is
     /// taken, so connections that never register are shed sooner under a flood of them.
     var effectiveRegistrationTimeout: Double {
         guard let limits = config.connectionLimits, gate.unregisteredConnections >= limits.unregistered / 2 else { return config.registrationTimeout }
         return min(config.registrationTimeout, limits.registrationTimeoutUnderPressure)
-    }
-
-    /// A connection leaves the counts it was in.
-    mutating func releaseLimits(_ session: Session) {
-        if let key = session.limitKey {
-            gate.connectionsPerAddress[key, default: 1] -= 1
-            if gate.connectionsPerAddress[key] == 0 { gate.connectionsPerAddress[key] = nil }
-            session.limitKey = nil
-        }
-        leaveUnregistered(session)
     }
 
     /// The connection is gone (closed by the peer, reset, unwritable); tell everyone who shared a room.
@@ -686,7 +666,7 @@ public struct ServerState {
         if let token = session.uploadToken { people.uploadTokens[token] = nil }
         session.gone = true
         session.lastDirect = nil
-        releaseLimits(session)
+        gate.releaseLimits(session)
         let user = session.user
         user.sessions.removeAll { $0 === session }
         if response?.session === session { response = nil }
@@ -704,11 +684,11 @@ public struct ServerState {
                 }
                 people.registeredCount -= 1
                 linkUserEvent(user, "QUIT", [quitMessage])
-                for letter in user.modes { setUserMode(user, letter, false) }
+                for letter in user.modes { people.setMode(of: user, letter, false) }
                 rememberDeparture(user, now: now)
             }
             for key in roomBook.membership.rooms(of: user.id) { removeMember(user.id, from: key) }
-            for key in roomBook.invitations[user.id] ?? [] { forgetInvitation(user.id, to: key) }
+            for key in roomBook.invitations[user.id] ?? [] { roomBook.forgetInvitation(user.id, to: key) }
             if let nick = user.nick { releaseNick(nick, of: user, wasOnline: session.registered) }
             for name in user.monitoring.keys {
                 people.monitors[name]?.remove(user.id)
@@ -718,15 +698,6 @@ public struct ServerState {
         }
         log(session, session.registered ? "\(user.replyName) quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
         outbox.items.append(.close(session.connection))
-    }
-
-    /// The one way a user mode changes, so the LUSERS counts stay right.
-    mutating func setUserMode(_ user: User, _ letter: Character, _ on: Bool) {
-        guard user.modes.contains(letter) != on else { return }
-        if on { user.modes.insert(letter) } else { user.modes.remove(letter) }
-        let delta = on ? 1 : -1
-        if letter == "i" { people.invisibleCount += delta }
-        if letter == "o" { people.operatorCount += delta }
     }
 
     mutating func removeMember(_ id: UserID, from key: String) {
@@ -742,17 +713,6 @@ public struct ServerState {
             }
             for invitee in channel.invited { roomBook.invitations[invitee]?.remove(key) }
         }
-    }
-
-    mutating func forgetInvitation(_ id: UserID, to key: String) {
-        roomBook.channels[key]?.invited.remove(id)
-        roomBook.invitations[id]?.remove(key)
-        if roomBook.invitations[id]?.isEmpty == true { roomBook.invitations.removeValue(forKey: id) }
-    }
-
-    /// -i: the room's invitations lapse.
-    mutating func clearInvitations(_ key: String) {
-        for invitee in roomBook.channels[key]?.invited ?? [] { forgetInvitation(invitee, to: key) }
     }
 
     /// A nickname given up (by QUIT or by NICK, as RFC 2812 asks), for WHOWAS.
