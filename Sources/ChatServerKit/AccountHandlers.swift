@@ -72,6 +72,7 @@ extension ServerState {
         case .sasl: return hasAccounts
         case .accountRegistration: return hasAccounts && config.accountRegistration
         case .chathistory, .eventPlayback, .readMarker: return history != nil
+        case .persistence: return hasAccounts && config.alwaysOn != .off
         default: return true
         }
     }
@@ -155,6 +156,16 @@ extension ServerState {
 
     func fold(_ name: String) -> String { AccountStore.key(name) }
 
+    /// A login name with a device after `@` (`alice@phone`): the account and the device's
+    /// name (at most 32 bytes of letters, digits, `-`, `_` and `.`; anything else is no device).
+    static func accountAndDevice(_ name: String) -> (account: String, device: String?) {
+        guard let at = name.lastIndex(of: "@") else { return (name, nil) }
+        let device = String(name[name.index(after: at)...])
+        let valid = !device.isEmpty && device.utf8.count <= 32
+            && device.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+        return (String(name[..<at]), valid ? device : nil)
+    }
+
     /// PLAIN: `authzid NUL authcid NUL password`; the identity asked for must be the one proved.
     mutating func plainLogin(_ session: Session, _ payload: [UInt8], now: Double, reloaded: Bool = false) {
         let parts = payload.split(separator: 0, maxSplits: 2, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
@@ -162,8 +173,12 @@ extension ServerState {
             saslFailed(session, account: nil, reason: "malformed PLAIN message", now: now)
             return
         }
-        if !reloaded && parkUntilReloaded(session, name: parts[1], .plain, payload) { return }
-        let (authzid, authcid, password) = (parts[0], parts[1], parts[2])
+        // `alice@phone`: the account alice, from the device phone (as ergo and soju read it).
+        let (authcid, device) = Self.accountAndDevice(parts[1])
+        let authzid = Self.accountAndDevice(parts[0]).account
+        let password = parts[2]
+        if let device { session.device = device }
+        if !reloaded && parkUntilReloaded(session, name: authcid, .plain, payload) { return }
         guard authzid.isEmpty || fold(authzid) == fold(authcid) else {
             saslFailed(session, account: authcid, reason: "cannot log in as another account", now: now)
             return
@@ -217,11 +232,15 @@ extension ServerState {
         let bare = fields[2]
         var name: String?, clientNonce: String?
         for attribute in bare.split(separator: ",") {
-            if attribute.hasPrefix("n=") { name = Self.scramUnescape(String(attribute.dropFirst(2))) }
+            if attribute.hasPrefix("n=") {
+                let (account, device) = Self.accountAndDevice(Self.scramUnescape(String(attribute.dropFirst(2))))
+                name = account
+                if let device { session.device = device }
+            }
             if attribute.hasPrefix("r=") { clientNonce = String(attribute.dropFirst(2)) }
             if attribute.hasPrefix("m=") { name = nil; break }
         }
-        let authzid = fields[1].hasPrefix("a=") ? Self.scramUnescape(String(fields[1].dropFirst(2))) : nil
+        let authzid = fields[1].hasPrefix("a=") ? Self.accountAndDevice(Self.scramUnescape(String(fields[1].dropFirst(2)))).account : nil
         guard let name, !name.isEmpty, let clientNonce, !clientNonce.isEmpty, authzid.map({ fold($0) == fold(name) }) ?? true else {
             saslFailed(session, account: name, reason: "malformed SCRAM client-first message", now: now)
             return
@@ -418,7 +437,10 @@ extension ServerState {
         if viaSASL { reply(session, .saslSuccess, "SASL authentication successful") }
         log(session, "\(user.replyName) logged in as \(account)")
         if let nick = user.nick, fold(nick) == fold(account) { session.nickProtectionDeadline = nil }
-        if session.registered { accountChanged(user, now: now) }
+        if session.registered {
+            accountChanged(user, now: now)
+            moveToAccountUser(session, now: now)
+        }
     }
 
     /// 904, counted against the address and the account (not when no secret was guessed).

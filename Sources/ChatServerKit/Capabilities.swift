@@ -21,6 +21,7 @@ public enum Capability: String, CaseIterable, Sendable {
     case metadata = "draft/metadata-2"
     case multiline = "draft/multiline"
     case multiPrefix = "multi-prefix"
+    case persistence = "draft/persistence"
     case noImplicitNames = "no-implicit-names"
     case preAway = "draft/pre-away"
     case readMarker = "draft/read-marker"

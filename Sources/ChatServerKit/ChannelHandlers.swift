@@ -87,6 +87,12 @@ extension ServerState {
         if !session.caps.contains(.noImplicitNames) { sendNames(session, key: key, channel) }
         replayOnJoin(session, key: key, name: channel.name)
         metadataOnJoin(session, key: key, name: channel.name)
+        // The user's other sessions saw the JOIN (the room's lists hold them): the room's state too.
+        for other in user.sessions where other !== session && other.registered {
+            if !channel.topic.isEmpty { sendTopic(other, channel) }
+            markerOnJoin(other, key: key, name: channel.name)
+            if !other.caps.contains(.noImplicitNames) { sendNames(other, key: key, channel) }
+        }
     }
 
     /// A new member's JOIN to the room (extended-join's form where asked for) and, to those with
@@ -459,6 +465,11 @@ extension ServerState {
         if let away = target.away { reply(session, .away, targetNick, away) }
         let invite = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "INVITE", params: [targetNick, channel.name])
         deliver(invite, to: CollectionOfOne(target.id), now: request.now)
+        // Nobody connected as them (always-on): kept for the next session that arrives.
+        if target.alwaysOn, !target.sessions.contains(where: \.registered) {
+            if target.missedInvites.count >= Self.missedInvitesLimit { target.missedInvites.removeFirst() }
+            target.missedInvites.append(invite)
+        }
         // invite-notify: the room's operators who asked hear of it (ergo and InspIRCd tell operators only).
         let operators = (roomBook.membership.members[key] ?? [:]).filter { $0.value.op && $0.key != request.user.id }.map(\.key)
         deliver(invite, to: operators, now: request.now, onlyWith: .inviteNotify)

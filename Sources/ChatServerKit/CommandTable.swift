@@ -64,6 +64,7 @@ extension ServerState {
         "INFO": ServerCommand(0) { $0.handleInfo($1) },
         "HELP": ServerCommand(0) { $0.handleHelp($1) },
         "MONITOR": ServerCommand(1) { $0.handleMonitor($1) },
+        "PERSISTENCE": ServerCommand(1) { $0.handlePersistence($1) },
         "SETNAME": ServerCommand(1) { $0.handleSetname($1) },
         "METADATA": ServerCommand(0) { $0.handleMetadata($1) },
         // Operators

@@ -441,7 +441,10 @@ extension ServerState {
         if before != now {
             cache.accountMarkers[account, default: [:]][target] = now
             outbox.items.append(.setMarker(account: account, target: target, time: now))
-            for other in people.users.values where other.account.map(AccountStore.key) == account {
+            // (One user per account with multiclient; without, any number of them.)
+            let holders = config.multiclient ? people.byAccount[account].map { [$0] } ?? []
+                : people.users.values.filter { $0.account.map(AccountStore.key) == account }
+            for other in holders {
                 for connection in other.sessions where connection.caps.contains(.readMarker) && connection !== session {
                     sendNow(connection, line)
                 }

@@ -72,6 +72,10 @@ enum HistoryPurpose: Sendable {
     case splitMerge(key: String, rows: [HistoryRow])
     /// REDACT: the message asked about, to check who sent it.
     case redact(RedactRequest)
+    /// What a device missed while away (Presence.swift): its rooms' lines and its account's
+    /// direct conversations since `since`, up to `upTo` (what came after reached it live).
+    case missed(rooms: [(key: String, name: String)], since: Int64, upTo: Int64)
+    case missedDirect(peers: [(target: String, peer: String)], since: Int64, upTo: Int64)
 }
 
 extension ServerState {
@@ -80,7 +84,7 @@ extension ServerState {
     mutating func requestHistory(_ session: Session, _ reads: [HistoryRead], _ purpose: HistoryPurpose, recent: [HistoryRow] = []) {
         cache.nextHistorySerial += 1
         session.historyQueries.insert(cache.nextHistorySerial)
-        if case .replay = purpose {
+        if purpose.isUnasked {
         } else if response?.session === session {
             response?.deferred = true
             session.deferredLabel = response?.label
@@ -101,7 +105,7 @@ extension ServerState {
             return
         }
         guard let session = people.sessions[query.connection], session.historyQueries.remove(query.serial) != nil else { return }
-        if case .replay = query.purpose {
+        if query.purpose.isUnasked {
             response = ResponseBuffer(session: session, label: nil)
         } else {
             response = ResponseBuffer(session: session, label: session.deferredLabel)
@@ -112,7 +116,7 @@ extension ServerState {
             answer(query, results, session: session, now: now)
         case .failure(let error):
             log(session, "history: \(error)")
-            if case .replay = query.purpose {
+            if query.purpose.isUnasked {
                 break
             } else {
                 standardReply(session, "FAIL", command: "CHATHISTORY", code: "MESSAGE_ERROR", context: [query.purpose.context],
@@ -168,6 +172,10 @@ extension ServerState {
             finishRedact(session, redact, row: stored.first, now: now)
         case .splitOffer, .splitMerge:
             break // a link's, answered by `linkHistoryAnswered`
+        case .missed(let rooms, let since, let upTo):
+            answerMissed(query, results, session: session, rooms: rooms, since: since, upTo: upTo)
+        case .missedDirect(let peers, let since, let upTo):
+            answerMissedDirect(query, results, session: session, peers: peers, since: since, upTo: upTo)
         }
     }
 
@@ -226,6 +234,15 @@ extension HistoryPurpose {
         }
     }
 
+    /// Read for the server's own reasons (a join's replay, what a device missed), not a
+    /// command: no response waits for it, and a failure is only logged.
+    var isUnasked: Bool {
+        switch self {
+        case .replay, .missed, .missedDirect: true
+        default: false
+        }
+    }
+
     /// The FAIL's context: what was asked about.
     var context: String {
         switch self {
@@ -235,6 +252,7 @@ extension HistoryPurpose {
         case .splitOffer: "SPLIT"
         case .splitMerge(let key, _): key
         case .redact(let redact): redact.name
+        case .missed, .missedDirect: "*"
         }
     }
 }

@@ -67,7 +67,8 @@ extension ServerState {
             case .room(let key, let channel):
                 let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [channel.name] + params)
                 let stamp = self.stamp(command, now: request.now)
-                deliver(message, toRoom: key, except: echo ? nil : sender.id, now: request.now, onlyWith: onlyTagged, stamp: stamp)
+                // The sender's other sessions get it whatever they asked for (multiclient).
+                deliver(message, toRoom: key, leaving: echo ? nil : session.connection, now: request.now, onlyWith: onlyTagged, stamp: stamp)
                 linkRoomMessage(message, from: sender, room: key, stamp: stamp)
                 // An outsider's echo (a room without +n): the same event, not stored twice.
                 if echo && !roomBook.membership.isMember(sender.id, of: key) {
@@ -84,8 +85,9 @@ extension ServerState {
                     if echo && (onlyTagged.map(session.caps.contains) ?? true) { response?.messages.append(.message(message, stamp)) }
                 } else {
                     let stamp = self.stamp(command, now: request.now)
-                    deliver(message, toUsers: echo ? [target, sender] : [target], now: request.now, onlyWith: onlyTagged,
-                            stamp: stamp, history: directEntry(sender, target).map { [$0] } ?? [])
+                    // The sender's other sessions get a copy as an echo (multiclient).
+                    deliver(message, toUsers: [target, sender], now: request.now, onlyWith: onlyTagged,
+                            skipping: echo ? nil : session.connection, stamp: stamp, history: directEntry(sender, target).map { [$0] } ?? [])
                     if target.remote != nil { linkDirectMessage(message, from: sender, to: target, stamp: stamp) }
                 }
                 if command == "PRIVMSG", target !== sender, let away = target.away {
@@ -115,8 +117,8 @@ extension ServerState {
         }.map(\.user)
         let echo = session.caps.contains(.echoMessage)
         let message = IRCMessage(tags: tags, source: sender.prefix, command: command, params: [String(status) + channel.name] + params)
-        deliver(message, toUsers: echo ? recipients + [sender] : recipients, now: request.now,
-                onlyWith: command == "TAGMSG" ? .messageTags : nil, storable: false, stamp: stamp(command, now: request.now))
+        deliver(message, toUsers: recipients + [sender], now: request.now, onlyWith: command == "TAGMSG" ? .messageTags : nil,
+                skipping: echo ? nil : session.connection, storable: false, stamp: stamp(command, now: request.now))
     }
 
     /// The most common line of all — `PRIVMSG bob :hi` to one person, from a client without
@@ -128,7 +130,8 @@ extension ServerState {
         guard session.registered, session.openBatch == nil, !session.caps.contains(.echoMessage),
               let plain = PlainTextLine(line) else { return false } // (PlainTextLine is valid UTF-8 only)
         let sender = session.user
-        guard line[plain.target.lowerBound] != UInt8(ascii: "#"),
+        // (A sender with other sessions: they get a copy, which `relay` makes.)
+        guard sender.sessions.count == 1, line[plain.target.lowerBound] != UInt8(ascii: "#"),
               let (target, header) = directTarget(line[plain.target], notice: plain.isNotice, of: session), target !== sender,
               target.remote == nil,
               plain.isNotice || target.away == nil, !historyEnabled || directEntry(sender, target) == nil else { return false }
@@ -204,18 +207,17 @@ extension ServerState {
                 return
             }
             user.away = text.isEmpty ? nil : text
+            session.away = user.away
             return
         }
-        user.away = text.isEmpty ? nil : text
+        // Each session's own: the person is away when every session is (`refreshAway`).
+        session.away = text.isEmpty ? nil : text
         if text.isEmpty {
             reply(session, .unaway, "You are no longer marked as being away")
         } else {
             reply(session, .nowAway, "You have been marked as being away")
         }
-        let message = IRCMessage(tags: accountTags(user), source: user.prefix, command: "AWAY", params: text.isEmpty ? [] : [text])
-        deliver(message, to: roomBook.membership.neighbours(of: user.id), now: request.now, onlyWith: .awayNotify)
-        notifyMonitors(online: user, now: request.now, extendedOnly: .awayNotify, message: message)
-        linkUserEvent(user, "AWAY", text.isEmpty ? [] : [String(Int(request.now)), text])
+        refreshAway(user, now: request.now)
     }
 
     // SETNAME :<realname>

@@ -4,8 +4,15 @@ import IRCWire
 /// state. A class: the state reads it from several tables and must not copy it apart.
 final class Session {
     let connection: ConnectionID
-    /// The user this connection speaks for (created with the connection, known to others once registered).
-    let user: User
+    /// The user this connection speaks for: created with the connection, known to others once
+    /// registered; a connection that logs in to an account whose user exists already becomes one
+    /// more session of that user (multiclient, Presence.swift).
+    var user: User
+    /// The device this session is, as its client named it (SASL `account@device`, or `DEVICE`):
+    /// what its own last-seen time is kept under. Nil: the session's address.
+    var device: String?
+    /// Its own AWAY text: the person is away when every session is (`User.away`).
+    var away: String?
     /// `host:port`, for logs.
     let peer: String
     var registered = false
@@ -118,12 +125,18 @@ final class User {
     /// Counts changes of `prefix`, hence of the nickname (what `Session.lastDirect` checks).
     private(set) var prefixGeneration: UInt64 = 0
     var realname = ""
+    /// Away as others see it: set when every session is away (the latest text), or when no
+    /// session is left (always-on, "not connected").
     var away: String?
+    /// An account's user kept with no session (always-on): in its rooms, its nickname held,
+    /// counted online; what is said to it goes to history for its devices.
+    var alwaysOn = false
     /// User modes that are plain flags (`i`, `w`, `B`, `o`).
     var modes: Set<Character> = []
     /// The account logged in to (SASL, in the trust issue); nil until then.
     var account: String?
-    /// Its connections; exactly one today.
+    /// Its connections: one for a guest; every logged-in device for an account's user
+    /// (multiclient); none for an always-on user nobody is connected as.
     var sessions: [Session] = []
     var lastSpoke: Double
     let signedOnAt: Double
@@ -139,6 +152,11 @@ final class User {
     var remote: RemoteServer?
     /// draft/metadata-2 keys and values, while connected.
     var metadata: [String: String] = [:]
+    /// Invitations that came while no session was connected (always-on), shown to the next
+    /// one to arrive: at most `missedInvitesLimit`, the oldest dropped.
+    var missedInvites: [IRCMessage] = []
+    /// Leaving for good (KILL, GHOST, expiry): its last session's end does not keep it.
+    var ending = false
 
     /// `nick!user@host`, kept ready: every relayed message carries it.
     private(set) var prefix: String { didSet { prefixGeneration &+= 1 } }
@@ -148,7 +166,7 @@ final class User {
     }
     var replyName: String { nick ?? "*" }
     /// Registered on at least one connection: others can see and reach them.
-    var isOnline: Bool { remote != nil || sessions.contains(where: \.registered) }
+    var isOnline: Bool { remote != nil || alwaysOn || sessions.contains(where: \.registered) }
     var isOperator: Bool { modes.contains("o") }
     var isBot: Bool { modes.contains("B") }
     var isInvisible: Bool { modes.contains("i") }
@@ -314,9 +332,9 @@ struct Membership {
     mutating func add(_ user: UserID, to room: String, _ status: MemberStatus) {
         members[room, default: [:]][user] = status
         rooms[user, default: []].insert(room)
-        if let session = status.user.sessions.first(where: \.registered) {
+        for session in status.user.sessions where session.registered {
             if fanOut[room] == nil { fanOut[room] = FanOut(generation: nextGeneration()) }
-            fanOut[room]!.add(user, session.connection, session.variant)
+            fanOut[room]!.add(session.connection, session.variant)
         }
         if var forms = namesCache.removeValue(forKey: room) {
             // Taken out while extended, so each list grows in place rather than being copied.
@@ -365,19 +383,35 @@ struct Membership {
         for room in rooms[session.user.id] ?? [] {
             // Taken out while changed, so the lists are changed in place, not copied.
             var lists = fanOut.removeValue(forKey: room) ?? FanOut()
-            lists.remove(session.user.id)
+            lists.remove(session.connection)
             lists.generation = nextGeneration()
-            lists.add(session.user.id, session.connection, session.variant)
+            lists.add(session.connection, session.variant)
             fanOut[room] = lists
+        }
+    }
+
+    /// One more session of a member (multiclient): it gets what is said in each of its user's rooms.
+    mutating func attach(_ session: Session) {
+        for room in rooms[session.user.id] ?? [] {
+            if fanOut[room] == nil { fanOut[room] = FanOut(generation: nextGeneration()) }
+            fanOut[room]!.add(session.connection, session.variant)
+        }
+    }
+
+    /// A session of a member ended: its user stays in the rooms (another session, or always-on).
+    mutating func detach(_ session: Session) {
+        for room in rooms[session.user.id] ?? [] where fanOut[room] != nil {
+            fanOut[room]!.remove(session.connection)
+            fanOut[room]!.generation = nextGeneration()
         }
     }
 
     /// Removes the membership; says whether the room is now empty.
     @discardableResult
     mutating func remove(_ user: UserID, from room: String) -> Bool {
-        members[room]?.removeValue(forKey: user)
+        let removed = members[room]?.removeValue(forKey: user)
         if fanOut[room] != nil {
-            fanOut[room]!.remove(user)
+            for session in removed?.user.sessions ?? [] { fanOut[room]!.remove(session.connection) }
             fanOut[room]!.generation = nextGeneration()
         }
         namesCache[room] = nil
@@ -412,45 +446,40 @@ struct Membership {
     }
 }
 
-/// One room's connections grouped by render variant, each member's place known so that
-/// leaving is a swap with the last of its group. (A user has one connection.)
+/// One room's connections grouped by render variant, each connection's place known so that
+/// leaving is a swap with the last of its group. (A member has one connection per session.)
 struct FanOut {
     /// Changed by `Membership` on anything but growth: between two equal stamps, each group's
     /// connections only had more appended, and groups only added after the others.
     var generation: UInt64 = 0
     init(generation: UInt64 = 0) { self.generation = generation }
     private(set) var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
-    /// Parallel to `groups[g].connections`: whose each connection is.
-    private var owners: [[UserID]] = []
-    private var place: [UserID: (group: Int, index: Int)] = [:]
+    private var place: [ConnectionID: (group: Int, index: Int)] = [:]
 
     var isEmpty: Bool { place.isEmpty }
 
-    mutating func add(_ user: UserID, _ connection: ConnectionID, _ variant: RenderVariant) {
-        guard place[user] == nil else { return }
+    mutating func add(_ connection: ConnectionID, _ variant: RenderVariant) {
+        guard place[connection] == nil else { return }
         let group: Int
         if let found = groups.firstIndex(where: { $0.variant == variant }) {
             group = found
         } else {
             groups.append((variant, []))
-            owners.append([])
             group = groups.count - 1
         }
-        place[user] = (group, groups[group].connections.count)
+        place[connection] = (group, groups[group].connections.count)
         groups[group].connections.append(connection)
-        owners[group].append(user)
     }
 
-    mutating func remove(_ user: UserID) {
-        guard let (group, index) = place.removeValue(forKey: user) else { return }
+    mutating func remove(_ connection: ConnectionID) {
+        guard let (group, index) = place.removeValue(forKey: connection) else { return }
         let last = groups[group].connections.count - 1
         if index != last {
-            groups[group].connections[index] = groups[group].connections[last]
-            owners[group][index] = owners[group][last]
-            place[owners[group][index]] = (group, index)
+            let moved = groups[group].connections[last]
+            groups[group].connections[index] = moved
+            place[moved] = (group, index)
         }
         groups[group].connections.removeLast()
-        owners[group].removeLast()
         // An emptied group stays (few variants exist; the runtime skips an empty list).
     }
 }

@@ -75,12 +75,15 @@ extension ServerState {
             linkKill(user, target: target, comment: comment, reason: reason, now: request.now)
             return
         }
-        // The killed user sees the KILL and its own QUIT (the modern docs), then ERROR.
+        // The killed user sees the KILL and its own QUIT (the modern docs), then ERROR; every
+        // session of it, and an always-on user leaves too.
+        target.ending = true
         for targetSession in target.sessions {
             send(targetSession, IRCMessage(source: user.prefix, command: "KILL", params: [target.replyName, comment]))
             send(targetSession, IRCMessage(source: target.prefix, command: "QUIT", params: [reason]))
             closeLink(targetSession, reason: reason, now: request.now)
         }
+        endUser(target, quitMessage: reason, leaving: nil, now: request.now)
     }
 
     // CHGHOST <nickname> <new host> (operators; as InspIRCd's). Room mates with `chghost` see

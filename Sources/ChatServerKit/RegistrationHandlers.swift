@@ -139,6 +139,13 @@ extension ServerState {
             completeRegistrationIfReady(session, now: now)
             return
         }
+        // Logged in already, to an account whose user is here: registration makes this one
+        // more session of it, under its nickname (whatever nickname is asked for now).
+        if !session.registered, accountOwner(of: session) != nil {
+            session.pendingNick = wanted
+            completeRegistrationIfReady(session, now: now)
+            return
+        }
         // The look-alike keys, taken once: checked here, stored when the name is claimed.
         let keys = NameKeys.of(wanted, casemapping)
         if let problem = nickProblem(wanted, keys: keys, for: user) {
@@ -302,7 +309,8 @@ extension ServerState {
 
     mutating func completeRegistrationIfReady(_ session: Session, now: Double) {
         let user = session.user
-        guard !session.registered, !session.capNegotiating, user.nick != nil || session.pendingNick != nil, user.username != nil else { return }
+        guard !session.registered, !session.capNegotiating, user.nick != nil || session.pendingNick != nil || accountOwner(of: session) != nil,
+              user.username != nil else { return }
         // A password being checked (SASL PLAIN, REGISTER) holds registration until its answer.
         if session.verifying { return }
         // SASL 3.2: registration completing mid-exchange aborts the exchange.
@@ -316,6 +324,8 @@ extension ServerState {
             closeLink(session, reason: "Bad password", now: now)
             return
         }
+        // Logged in to an account whose user is here already: one more session of it.
+        if registerAsSession(session, now: now) { return }
         guard let nick = user.nick else { return }
         let protectedBy = protectingAccount(of: nick, for: user)
         if protectedBy != nil && config.nickProtection == .strict {
@@ -327,9 +337,26 @@ extension ServerState {
         session.registered = true
         gate.leaveUnregistered(session)
         people.registeredCount += 1
+        people.registeredSessions += 1
         people.peakRegistered = max(people.peakRegistered, people.registeredCount)
         user.nickTS = Int(now)
         log(session, "registered as \(nick) (\(user.prefix))")
+        claimAccount(user)
+        sendWelcome(session)
+        notifyMonitors(online: user, now: now)
+        if let account = protectedBy { warnNickProtected(session, account: account, now: now) }
+        linkIntroduce(user)
+        if user.account != nil {
+            touchPresence(user, now: now)
+            markDeviceSeen(session, now: now)
+        }
+        if let room = config.room { join(session, channelName: room, key: nil, now: now) }
+    }
+
+    /// 001 to 005, LUSERS and the MOTD (and, to a client that asked for draft/persistence, the
+    /// account's always-on setting before the MOTD ends).
+    mutating func sendWelcome(_ session: Session) {
+        let user = session.user
         let server = config.name
         reply(session, .welcome, "Welcome to the \(config.network) IRC network, \(user.prefix)")
         reply(session, .yourHost, "Your host is \(server), running version \(config.version)")
@@ -337,11 +364,8 @@ extension ServerState {
         reply(session, .myInfo, server, config.version, UserModes.letters, ChannelModes.letters, ChannelModes.lettersWithParameter)
         sendISupport(session)
         sendLusers(session)
+        if session.caps.contains(.persistence), let account = user.account { sendPersistenceStatus(session, account: fold(account)) }
         sendMotd(session)
-        notifyMonitors(online: user, now: now)
-        if let account = protectedBy { warnNickProtected(session, account: account, now: now) }
-        linkIntroduce(user)
-        if let room = config.room { join(session, channelName: room, key: nil, now: now) }
     }
 
     /// 005 in lines of 12 tokens; with extended-isupport and batch, in a `draft/isupport` batch.
@@ -388,7 +412,7 @@ extension ServerState {
         let global = total + net.remoteUserCount
         let invisible = people.invisibleCount
         let operators = people.operatorCount
-        let unknown = people.sessions.count - people.registeredCount
+        let unknown = people.sessions.count - people.registeredSessions
         reply(session, .lUserClient, "There are \(global - invisible) users and \(invisible) invisible on \(net.servers.count + 1) servers")
         if operators > 0 { reply(session, .lUserOp, String(operators), "operator(s) online") }
         if unknown > 0 { reply(session, .lUserUnknown, String(unknown), "unknown connection(s)") }

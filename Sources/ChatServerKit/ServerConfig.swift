@@ -134,6 +134,18 @@ public struct ServerConfig: Sendable {
     public var accountRegistration = true
     /// What happens to someone using an account's name without logging in to it.
     public var nickProtection = NickProtection.rename(after: 30)
+    /// One person on every device: every connection logged in to an account is a session of
+    /// that account's one user (`--multiclient on|off`).
+    public var multiclient = true
+    /// Accounts whose user stays with no session left (`--always-on opt-in|opt-out|off`): opt-out,
+    /// every account unless it says otherwise (PERSISTENCE, NickServ SET ALWAYS-ON).
+    public var alwaysOn = AlwaysOnPolicy.optOut
+    /// An always-on account nobody logged in to for this many days stops being always-on.
+    public var alwaysOnExpireDays = 30.0
+    /// Always-on users kept at once, server-wide; rooms kept per always-on user (past it, the
+    /// rooms it joined last are not kept across a restart).
+    public var alwaysOnLimit = 10_000
+    public var alwaysOnRoomLimit = 50
     /// PBKDF2 iterations of accounts made with REGISTER.
     public var accountIterations = 100_000
     /// Failed logins allowed per minute from one address (an IPv6 /64) and for one account.
@@ -244,4 +256,14 @@ public struct ConnectionLimits: Sendable, Equatable {
         self.linesPerSecond = linesPerSecond
         self.queuedLines = queuedLines
     }
+}
+
+/// Whether accounts stay present with no session (`--always-on`).
+public enum AlwaysOnPolicy: String, Sendable {
+    /// Always-on only for accounts that asked for it.
+    case optIn = "opt-in"
+    /// Always-on unless the account said otherwise.
+    case optOut = "opt-out"
+    /// Never: an account's user leaves with its last session.
+    case off
 }

@@ -25,6 +25,7 @@ enum ServerHelp {
         "MODE": ["MODE <#room> [+|-<modes> [<parameters>]] | MODE <nick> [+|-<modes>]",
                  "Room modes: b e I (lists), k (key), l (limit), i m n s t, o v.", "User modes: i w B; o from OPER."],
         "MONITOR": ["MONITOR + <nicks> | - <nicks> | C | L | S", "Tells you when the nicknames come online or go offline."],
+        "PERSISTENCE": ["PERSISTENCE GET | SET ON|OFF|DEFAULT", "Whether your account stays in its rooms, away, while none of your devices is connected (always-on)."],
         "MOTD": ["MOTD", "The message of the day."],
         "NAMES": ["NAMES [<#room>]", "Who is in a room."],
         "NICK": ["NICK <nickname>", "Sets or changes your nickname. Look-alikes of names in use are refused."],

@@ -29,6 +29,26 @@ struct People {
     var operatorCount = 0
     /// Upload tokens (`/upload/TOKEN`) to the connection they were given to.
     var uploadTokens: [String: ConnectionID] = [:]
+    /// Registered connections (a user may have several, or none: `registeredCount` counts users).
+    var registeredSessions = 0
+    /// Folded account name to the user that speaks for it: one per account, whatever its
+    /// sessions (Presence.swift). Owner: registration and `forgetUser`; bound: one per account
+    /// with a user; end: that user leaving.
+    var byAccount: [String: User] = [:]
+    /// Users kept with no session (always-on), counted against `ServerConfig.alwaysOnLimit`.
+    var alwaysOnCount = 0
+    /// Each account's presence record (always-on setting, what its user was, each device's
+    /// last-seen), read at start and written by the store worker when it changes. Owner:
+    /// `Presence.swift`; bound: one per account that has logged in, each with at most
+    /// `devicesPerAccount` devices; end: the account's deletion (its row goes with it).
+    var presence: [String: PresenceRecord] = [:]
+    /// Accounts whose record changed and is not written yet, whether a write is at the worker,
+    /// whether the last failed, and the ticks counted for the periodic checks.
+    var presenceDirty: Set<String> = []
+    var presenceAtWorker = false
+    var presenceFailing = false
+    var presenceTicks = 0
+    var expiryCheckedAt: Double = 0
 
     /// The one way a user mode changes, so the LUSERS counts stay right.
     mutating func setMode(of user: User, _ letter: Character, _ on: Bool) {

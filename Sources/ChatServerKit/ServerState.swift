@@ -74,6 +74,7 @@ public struct ServerState {
             }
         }
         loadSavedRooms(accounts?.database)
+        loadPresence(accounts?.database)
     }
 
 
@@ -253,6 +254,7 @@ public struct ServerState {
         // (Links that came to the link port count too: one that never finishes its handshake is closed.)
         if !net.links.isEmpty || !config.links.blocks.isEmpty { tickLinks(now: now) }
         writeRoomRecords()
+        tickPresence(now: now)
         if let window = config.connectionLimits?.window, gate.ticksSincePrune >= 60 {
             gate.ticksSincePrune = 0
             gate.recentConnections = gate.recentConnections.compactMapValues { times in
@@ -554,19 +556,18 @@ public struct ServerState {
         guard required == nil && excluded == nil, let fanOut = roomBook.membership.fanOut[key] else {
             let members = roomBook.membership.members[key] ?? [:]
             deliver(message, toUsers: members.values.lazy.filter { $0.user.id != except }.map(\.user), now: now,
-                    onlyWith: required, excluding: excluded, stamp: given, history: history)
+                    onlyWith: required, excluding: excluded, skipping: leaving, stamp: given, history: history)
             return
         }
         let storable = Delivery.isStorable(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
         let entries = historyEntries(message, storable: storable, given: history)
         var skip: [ConnectionID] = []
-        if let leaving {
-            skip.append(leaving)
-        } else if let except, let session = people.users[except]?.sessions.first {
-            skip.append(session.connection)
+        if let leaving { skip.append(leaving) }
+        if let except, let user = people.users[except] {
+            for session in user.sessions where session.connection != leaving { skip.append(session.connection) }
         }
-        if let requester = response?.session, requester.user.id != except, requester.registered,
+        if let requester = response?.session, requester.user.id != except, requester.registered, requester.connection != leaving,
            roomBook.membership.isMember(requester.user.id, of: key) {
             skip.append(requester.connection)
             answerRequester(message, stamp, stored: !entries.isEmpty)
@@ -598,8 +599,11 @@ public struct ServerState {
         return entries
     }
 
+    /// `skipping`: a connection that does not get it (a sender without echo-message, whose
+    /// other sessions do).
     mutating func deliver(_ message: IRCMessage, toUsers recipients: some Sequence<User>, now: Double,
                           onlyWith required: Capability? = nil, excluding excluded: Capability? = nil, viaResponse: Bool = true,
+                          skipping: ConnectionID? = nil,
                           storable storableOverride: Bool? = nil, stamp given: Stamp? = nil, history: [HistoryEntry]? = nil) {
         let storable = storableOverride ?? Delivery.isStorable(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
@@ -608,7 +612,7 @@ public struct ServerState {
         // Few forms among the recipients, usually one: a short list searched linearly.
         var groups: [(variant: RenderVariant, connections: [ConnectionID])] = []
         for user in recipients {
-            for session in user.sessions where session.registered {
+            for session in user.sessions where session.registered && session.connection != skipping {
                 if let required, !session.caps.contains(required) { continue }
                 if let excluded, session.caps.contains(excluded) { continue }
                 if session === requester {
@@ -670,31 +674,19 @@ public struct ServerState {
         let user = session.user
         user.sessions.removeAll { $0 === session }
         if response?.session === session { response = nil }
+        // Another session goes on, or the account stays present (always-on): nobody is told.
+        if session.registered, sessionLeft(session, now: now) {
+            let left = user.sessions.filter(\.registered).count
+            log(session, "a session of \(user.replyName) ended (\(quitMessage)); " + (left > 0 ? "\(left) still connected" : "kept present (always-on)"))
+            outbox.items.append(.close(session.connection))
+            return
+        }
         if user.sessions.isEmpty {
             if session.registered {
-                let quit = IRCMessage(tags: accountTags(user), source: user.prefix, command: "QUIT", params: [quitMessage])
-                let rooms = roomBook.membership.rooms(of: user.id), entries = roomEntries(of: user)
-                if rooms.count == 1, let room = rooms.first {
-                    // In one room (everyone is in #lobby): its members are the room's kept lists,
-                    // with no set of neighbours made and no lookup per member (a crowd leaving at
-                    // once cost ~0.6 µs per member per departure that way: 30 s for 10,000).
-                    deliver(quit, toRoom: room, except: user.id, leaving: session.connection, now: now, history: entries)
-                } else {
-                    deliver(quit, to: roomBook.membership.neighbours(of: user.id), now: now, history: entries)
-                }
-                people.registeredCount -= 1
-                linkUserEvent(user, "QUIT", [quitMessage])
-                for letter in user.modes { people.setMode(of: user, letter, false) }
-                rememberDeparture(user, now: now)
+                endUser(user, quitMessage: quitMessage, leaving: session.connection, now: now)
+            } else {
+                forgetUser(user, wasOnline: false)
             }
-            for key in roomBook.membership.rooms(of: user.id) { removeMember(user.id, from: key) }
-            for key in roomBook.invitations[user.id] ?? [] { roomBook.forgetInvitation(user.id, to: key) }
-            if let nick = user.nick { releaseNick(nick, of: user, wasOnline: session.registered) }
-            for name in user.monitoring.keys {
-                people.monitors[name]?.remove(user.id)
-                if people.monitors[name]?.isEmpty == true { people.monitors.removeValue(forKey: name) }
-            }
-            people.users.removeValue(forKey: user.id)
         }
         log(session, session.registered ? "\(user.replyName) quit: \(quitMessage)" : "closed before registering: \(quitMessage)")
         outbox.items.append(.close(session.connection))

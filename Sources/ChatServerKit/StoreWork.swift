@@ -13,6 +13,8 @@ public enum StoreJob: Sendable, Equatable {
     case addAccount(connection: ConnectionID, name: String, credential: SCRAMCredential, now: Double)
     /// Saved rooms' changes when there is no history writer (history off).
     case saveRooms(RoomChanges)
+    /// Accounts' presence records that changed (Presence.swift).
+    case savePresence([PresenceStore.Change])
 
     /// The work itself, on the worker's thread (inline in tests).
     public func run(on accounts: AccountStore) -> StoreOutcome {
@@ -38,6 +40,13 @@ public enum StoreJob: Sendable, Equatable {
             } catch {
                 return .roomsSaved(failure: error.description)
             }
+        case .savePresence(let changes):
+            do {
+                try PresenceStore(database: accounts.database).apply(changes)
+                return .presenceSaved(failure: nil)
+            } catch {
+                return .presenceSaved(failure: error.description)
+            }
         }
     }
 }
@@ -49,6 +58,7 @@ public enum StoreOutcome: Sendable, Equatable {
     /// `version`: the accounts' version after the write, so the next reload is not made for our own change.
     case added(AccountStore.Problem?, version: Int64?)
     case roomsSaved(failure: String?)
+    case presenceSaved(failure: String?)
 }
 
 extension ServerState {
@@ -106,6 +116,8 @@ extension ServerState {
             resumeHeldLines(session, now: now)
         case (.saveRooms(let changes), .roomsSaved(let failure)):
             roomsSaved(changes, failure: failure)
+        case (.savePresence(let changes), .presenceSaved(let failure)):
+            presenceSaved(changes, failure: failure)
         default:
             break
         }

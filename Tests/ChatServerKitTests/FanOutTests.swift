@@ -14,7 +14,7 @@ struct FanOutTests {
     @Test("adds and swap-removes in any order agree with a plain table of who is in")
     func againstAModel() {
         var fanOut = FanOut()
-        var model: [UserID: (ConnectionID, RenderVariant)] = [:]
+        var model: [ConnectionID: RenderVariant] = [:]
         let variants: [RenderVariant] = [[], [.time], [.time, .tags], [.tags, .account, .extendedJoin]]
         // A fixed pseudo-random walk (a linear congruential generator): the same every run.
         var seed: UInt64 = 12345
@@ -23,17 +23,17 @@ struct FanOutTests {
             return Int((seed >> 33) % UInt64(n))
         }
         for step in 0..<3000 {
-            let user = UserID(UInt64(next(60)))
-            if next(3) == 0 || model[user] != nil && next(2) == 0 {
-                fanOut.remove(user)
-                model[user] = nil
-            } else if model[user] == nil {
-                let entry = (ConnectionID(user.raw + 1000), variants[next(variants.count)])
-                fanOut.add(user, entry.0, entry.1)
-                model[user] = entry
+            let connection = ConnectionID(UInt64(next(60)) + 1000)
+            if next(3) == 0 || model[connection] != nil && next(2) == 0 {
+                fanOut.remove(connection)
+                model[connection] = nil
+            } else if model[connection] == nil {
+                let variant = variants[next(variants.count)]
+                fanOut.add(connection, variant)
+                model[connection] = variant
             }
             var expected: [RenderVariant: [ConnectionID]] = [:]
-            for (connection, variant) in model.values { expected[variant, default: []].append(connection) }
+            for (connection, variant) in model { expected[variant, default: []].append(connection) }
             #expect(contents(fanOut) == expected.mapValues { $0.sorted() }, "step \(step)")
             if contents(fanOut) != expected.mapValues({ $0.sorted() }) { return }
         }

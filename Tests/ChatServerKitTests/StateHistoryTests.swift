@@ -133,7 +133,8 @@ struct StateHistoryTests {
     @Test("privacy: direct messages are served only to a client logged in to one of the two accounts, never to a nickname thief")
     func directPrivacy() throws {
         let accounts = try accountStore(["alice", "bob"])
-        var h = Harness(historyOf: try historyStore(), accounts: accounts)
+        // Not always-on: bob's nickname is free once he leaves (always-on holds it: PresenceTests).
+        var h = Harness(historyOf: try historyStore(), accounts: accounts) { $0.alwaysOn = .off }
         let alice = h.loggedIn("alice", caps: caps)
         let bob = h.loggedIn("bob", caps: caps)
         h.send(alice, "PRIVMSG bob :just between us")

@@ -1,0 +1,289 @@
+import Foundation
+import Testing
+@testable import ChatServerKit
+import ChatStore
+import IRCTestSupport
+import IRCWire
+
+extension Harness {
+    /// The messages to `id` in the last exchange with this command.
+    func said(_ command: String, to id: ConnectionID) -> [IRCMessage] { out.messages(to: id).filter { $0.command == command } }
+}
+
+/// Multiclient and always-on (issue 45): one person on every device, present while away.
+@Suite("server state: one person on every device, present while away (issue 45)")
+struct PresenceTests {
+    let plainCaps: [String] = []
+    let modern = ["draft/chathistory", "batch", "server-time", "message-tags", "echo-message", "draft/read-marker"]
+
+    @Test("three devices of one account are one person: one nickname, one member, each line on every device, away only when all are")
+    func threeDevices() throws {
+        let server = try RestartableServer(accounts: ["alice", "bob"])
+        var h = try server.start()
+        let bob = h.loggedIn("bob", caps: ["away-notify"])
+        h.send(bob, "JOIN #lobby")
+        let laptop = h.loggedIn("alice", account: "alice@laptop", caps: ["echo-message"])
+        h.send(laptop, "JOIN #lobby")
+        // The phone asks for another nickname: it is alice all the same, put in her room.
+        let phone = h.loggedIn("alice_phone", account: "alice@phone", caps: plainCaps)
+        #expect(h.said("001", to: phone).first?.params.first == "alice")
+        #expect(h.lines(to: phone).contains(":alice!alice@127.0.0.1 JOIN #lobby"), "\(h.lines(to: phone))")
+        #expect(h.names(to: phone) == ["@bob", "alice"])
+        let page = h.loggedIn("alice", account: "alice@page", caps: modern)
+        #expect(h.said("JOIN", to: page).map { $0.params[0] } == ["#lobby"])
+        #expect(h.state.members(of: "#lobby") == ["alice", "bob"], "one member, whatever the devices")
+        #expect(h.state.people.users.values.filter { $0.account == "alice" }.count == 1)
+        #expect(h.state.people.byAccount["alice"]?.sessions.count == 3)
+        h.send(bob, "LUSERS")
+        #expect(h.said("251", to: bob).first?.params.last?.hasPrefix("There are 2 users") == true, "two people, four connections")
+
+        // A line from one device reaches the others (the phone did not ask for echo-message).
+        h.send(laptop, "PRIVMSG #lobby :from the laptop")
+        #expect(h.lines(to: laptop) == [":alice!alice@127.0.0.1 PRIVMSG #lobby :from the laptop"], "its echo, once")
+        #expect(h.lines(to: phone) == [":alice!alice@127.0.0.1 PRIVMSG #lobby :from the laptop"])
+        #expect(h.said("PRIVMSG", to: page).map { $0.params.last } == ["from the laptop"])
+        #expect(h.lines(to: bob) == [":alice!alice@127.0.0.1 PRIVMSG #lobby :from the laptop"])
+        h.send(phone, "PRIVMSG bob :from the phone")
+        #expect(h.lines(to: phone).isEmpty, "no echo asked for by the phone itself")
+        #expect(h.lines(to: laptop) == [":alice!alice@127.0.0.1 PRIVMSG bob :from the phone"], "the others see what it said")
+        #expect(h.said("PRIVMSG", to: bob).map { $0.params.last } == ["from the phone"])
+        h.send(bob, "PRIVMSG alice :to all of you")
+        for device in [laptop, phone, page] {
+            #expect(h.said("PRIVMSG", to: device).map { $0.params.last } == ["to all of you"])
+        }
+
+        // Away per device: the person is away only when every device is.
+        h.send(phone, "AWAY :on the bus")
+        #expect(h.lines(to: phone) == [":test.server 306 alice :You have been marked as being away"])
+        #expect(h.lines(to: bob).isEmpty, "two devices are still here")
+        h.send(laptop, "AWAY :lunch")
+        h.send(page, "AWAY :gone")
+        #expect(h.lines(to: bob) == [":alice!alice@127.0.0.1 AWAY :gone"])
+        h.send(laptop, "AWAY")
+        #expect(h.lines(to: bob) == [":alice!alice@127.0.0.1 AWAY"])
+
+        // A nickname change on one device is the person's.
+        h.send(page, "NICK alice2")
+        #expect(h.lines(to: phone) == [":alice!alice@127.0.0.1 NICK :alice2"] || h.lines(to: phone) == [":alice!alice@127.0.0.1 NICK alice2"])
+        #expect(h.state.members(of: "#lobby") == ["alice2", "bob"])
+    }
+
+    @Test("all devices gone: still in the rooms, away \"not connected\", the nickname held, an invitation kept; one comes back to its rooms and what it missed, once")
+    func alwaysOn() throws {
+        let server = try RestartableServer(accounts: ["alice", "bob"])
+        var h = try server.start()
+        let bob = h.loggedIn("bob", caps: ["away-notify"])
+        h.send(bob, "JOIN #lobby", "JOIN #side", "MODE #side +i")
+        let laptop = h.loggedIn("alice", account: "alice@laptop", caps: plainCaps)
+        h.send(laptop, "JOIN #lobby")
+        let phone = h.loggedIn("alice", account: "alice@phone", caps: ["batch", "server-time"])
+        h.send(laptop, "QUIT :closing the lid")
+        #expect(h.lines(to: bob).isEmpty, "the phone is still here: nobody is told")
+        h.send(phone, "QUIT :tunnel")
+        #expect(h.lines(to: bob) == [":alice!alice@127.0.0.1 AWAY :not connected"], "away, not gone: no QUIT")
+        #expect(h.state.members(of: "#lobby") == ["alice", "bob"])
+
+        h.send(bob, "PRIVMSG #lobby :said while she was away", "PRIVMSG alice :a word for you", "INVITE alice #side", "WHOIS alice")
+        #expect(h.said("301", to: bob).first?.params.last == "not connected")
+        #expect(h.said("341", to: bob).count == 1)
+        let guest = h.register("alice")
+        #expect(h.said("433", to: guest).count == 1, "the nickname is held")
+        #expect(h.said("001", to: guest).isEmpty)
+
+        // The phone comes back: its rooms, the invitation, and what it missed, in batches with times.
+        h.holdingReads = true
+        let back = h.loggedIn("alice", account: "alice@phone", caps: ["batch", "server-time"])
+        #expect(h.said("JOIN", to: back).map { $0.params[0] } == ["#lobby"])
+        #expect(h.said("INVITE", to: back).map { $0.params } == [["alice", "#side"]])
+        #expect(h.lines(to: bob) == [":alice!alice@127.0.0.1 AWAY"], "back: no longer away")
+        var missed: [IRCMessage] = []
+        while !h.heldReads.isEmpty {
+            h.releaseReads()
+            missed += h.said("PRIVMSG", to: back)
+        }
+        #expect(missed.map { $0.params.last ?? "" } == ["said while she was away", "a word for you"])
+    }
+
+    @Test("a device that cannot ask for history is shown what it missed in its rooms and direct conversations, each line once, with times")
+    func missedLinesOnce() throws {
+        let server = try RestartableServer(accounts: ["alice", "bob"])
+        var h = try server.start()
+        let bob = h.loggedIn("bob", caps: [])
+        h.send(bob, "JOIN #lobby")
+        let phone = h.loggedIn("alice", account: "alice@phone", caps: ["batch", "server-time"])
+        h.send(phone, "JOIN #lobby")
+        h.send(bob, "PRIVMSG #lobby :before she left")
+        h.send(phone, "QUIT")
+        h.now += 1
+        h.send(bob, "PRIVMSG #lobby :one", "PRIVMSG alice :two")
+        h.now += 1
+        h.holdingReads = true
+        let back = h.loggedIn("alice", account: "alice@phone", caps: ["batch", "server-time"])
+        var seen: [IRCMessage] = []
+        while !h.heldReads.isEmpty {
+            h.releaseReads()
+            seen += h.out.messages(to: back)
+        }
+        let texts = seen.filter { $0.command == "PRIVMSG" }.map { $0.params.last ?? "" }
+        #expect(texts == ["one", "two"], "\(seen.map(\.line))")
+        #expect(seen.filter { $0.command == "PRIVMSG" }.allSatisfy { $0.tag("time") != nil })
+        #expect(seen.contains { $0.command == "BATCH" && $0.params.count > 1 && $0.params[1] == "chathistory" })
+        #expect(seen.contains { $0.command == "NOTICE" && $0.params.last?.contains("1 message you missed") == true })
+        #expect(seen.contains { $0.command == "NOTICE" && $0.params.last?.contains("1 direct message you missed") == true })
+
+        // Back again at once: nothing is shown twice.
+        h.send(back, "QUIT")
+        let again = h.loggedIn("alice", account: "alice@phone", caps: ["batch", "server-time"])
+        var more: [IRCMessage] = h.out.messages(to: again)
+        while !h.heldReads.isEmpty {
+            h.releaseReads()
+            more += h.out.messages(to: again)
+        }
+        #expect(!more.contains { $0.command == "PRIVMSG" }, "\(more.map(\.line))")
+
+        // Another device, never seen before, is not replayed to (it reads history as it likes).
+        let laptop = h.loggedIn("alice", account: "alice@laptop", caps: ["batch", "server-time"])
+        #expect(h.heldReads.isEmpty)
+        #expect(!h.said("PRIVMSG", to: laptop).contains { $0.params.last == "one" })
+    }
+
+    @Test("always-on users survive a restart: back in their rooms, away, their nickname held; a guest does not stay")
+    func restart() throws {
+        let server = try RestartableServer(accounts: ["alice", "bob"])
+        var h = try server.start()
+        let alice = h.loggedIn("alice", caps: [])
+        h.send(alice, "JOIN #lobby", "JOIN #dev")
+        let guest = h.register("visitor")
+        h.send(guest, "JOIN #lobby")
+        h.send(alice, "QUIT")
+        h.send(guest, "QUIT")
+        #expect(h.state.members(of: "#lobby") == ["alice"], "the guest left for good")
+        _ = h.tick(advance: 5)
+
+        var after = try server.start(at: 1_000_100)
+        #expect(after.state.members(of: "#lobby") == ["alice"])
+        #expect(after.state.members(of: "#dev") == ["alice"])
+        let bob = after.loggedIn("bob", caps: [])
+        after.send(bob, "WHOIS alice", "NICK alice")
+        #expect(after.said("301", to: bob).first?.params.last == "not connected")
+        #expect(after.said("433", to: bob).count == 1)
+        let back = after.loggedIn("alice", caps: [])
+        #expect(Set(after.said("JOIN", to: back).map { $0.params[0] }) == ["#lobby", "#dev"])
+    }
+
+    @Test("a guest is one connection as before; multiclient off keeps a second login apart; always-on off lets the account go")
+    func policies() throws {
+        let server = try RestartableServer(accounts: ["alice"])
+        var h = try server.start()
+        let guest = h.register("visitor")
+        let second = h.register("visitor")
+        #expect(h.said("433", to: second).count == 1, "a guest's nickname is its own")
+        _ = guest
+
+        var apart = Harness(historyOf: try historyStore(), accounts: try accountStore()) { $0.multiclient = false }
+        let one = apart.loggedIn("alice", caps: [])
+        let two = apart.loggedIn("alice_", account: "alice", caps: [])
+        #expect(apart.said("001", to: two).first?.params.first == "alice_")
+        #expect(apart.state.people.users.values.filter { $0.account == "alice" }.count == 2)
+        apart.send(one, "QUIT")
+        apart.send(two, "QUIT")
+        #expect(apart.state.people.users.isEmpty, "no always-on without multiclient")
+
+        var off = Harness(historyOf: try historyStore(), accounts: try accountStore()) { $0.alwaysOn = .off }
+        let watcher = off.register("watcher")
+        let alice = off.loggedIn("alice", caps: [])
+        off.send(alice, "QUIT :bye")
+        #expect(off.lines(to: watcher).contains(":alice!alice@127.0.0.1 QUIT :Quit: bye"))
+        #expect(off.state.people.users.count == 1)
+    }
+
+    @Test("PERSISTENCE: STATUS before the MOTD ends, GET, SET ON|OFF|DEFAULT under opt-in and opt-out; errors for guests and bad words")
+    func persistence() throws {
+        var h = Harness(historyOf: try historyStore(), accounts: try accountStore())
+        let alice = h.loggedIn("alice", caps: ["draft/persistence", "standard-replies"])
+        let commands = h.commands(to: alice)
+        let status = try #require(commands.firstIndex(of: "PERSISTENCE"))
+        let motdEnd = try #require(commands.firstIndex { $0 == "376" || $0 == "422" })
+        #expect(status < motdEnd, "said before the end of the MOTD")
+        #expect(h.said("PERSISTENCE", to: alice).first?.params == ["STATUS", "DEFAULT", "ON"], "opt-out: on by default")
+        h.send(alice, "PERSISTENCE SET OFF")
+        #expect(h.said("PERSISTENCE", to: alice).map(\.params) == [["STATUS", "OFF", "OFF"]])
+        h.send(alice, "PERSISTENCE SET sideways")
+        #expect(h.lines(to: alice) == [":test.server FAIL PERSISTENCE INVALID_PARAMS SET :PERSISTENCE SET takes ON, OFF or DEFAULT"])
+        let watcher = h.register("watcher")
+        h.send(alice, "QUIT")
+        #expect(h.state.people.users.count == 1, "off: she left")
+        h.send(watcher, "PERSISTENCE GET")
+        #expect(h.lines(to: watcher).first?.hasPrefix(":test.server FAIL PERSISTENCE ACCOUNT_REQUIRED") == true)
+
+        var optIn = Harness(historyOf: try historyStore(), accounts: try accountStore()) { $0.alwaysOn = .optIn }
+        let carol = optIn.loggedIn("alice", caps: ["draft/persistence"])
+        #expect(optIn.said("PERSISTENCE", to: carol).first?.params == ["STATUS", "DEFAULT", "OFF"])
+        optIn.send(carol, "PERSISTENCE SET ON")
+        #expect(optIn.said("PERSISTENCE", to: carol).first?.params == ["STATUS", "ON", "ON"])
+        optIn.send(carol, "QUIT")
+        #expect(optIn.state.people.byAccount["alice"] != nil, "opted in: kept")
+
+        var none = Harness(historyOf: try historyStore(), accounts: try accountStore()) { $0.alwaysOn = .off }
+        let cap = none.connect()
+        none.send(cap, "CAP LS 302")
+        #expect(!(none.lines(to: cap).first ?? "").contains("draft/persistence"), "not offered when the server keeps nobody")
+    }
+
+    @Test("read markers move on every device; KILL ends an always-on user; one unused for the expiry leaves")
+    func markersKillExpiry() throws {
+        var h = Harness(historyOf: try historyStore(), accounts: try accountStore()) {
+            $0.operators = [OperatorBlock(name: "root", passwordHash: OperatorBlock.hash("pw", salt: "s"))]
+            $0.alwaysOnExpireDays = 1
+        }
+        let laptop = h.loggedIn("alice", account: "alice@laptop", caps: modern)
+        let phone = h.loggedIn("alice", account: "alice@phone", caps: modern)
+        h.send(laptop, "MARKREAD #lobby timestamp=2026-12-01T10:00:00.000Z")
+        #expect(h.said("MARKREAD", to: phone).map(\.params) == [["#lobby", "timestamp=2026-12-01T10:00:00.000Z"]])
+
+        let root = h.register("root")
+        h.send(root, "OPER root pw")
+        h.send(laptop, "QUIT")
+        h.send(phone, "QUIT")
+        #expect(h.state.members(of: "#lobby").contains("alice"))
+        h.send(root, "KILL alice :enough")
+        #expect(h.lines(to: root).contains { $0.contains("QUIT :Killed (root (enough))") })
+        #expect(!h.state.members(of: "#lobby").contains("alice"))
+        #expect(h.state.people.byAccount["alice"] == nil)
+
+        let again = h.loggedIn("alice", caps: [])
+        h.send(again, "QUIT")
+        #expect(h.state.members(of: "#lobby").contains("alice"))
+        // A day and a minute later, nobody having used it: it leaves (checked once a minute).
+        for _ in 0..<3 { _ = h.tick(advance: 30_000) }
+        #expect(!h.state.members(of: "#lobby").contains("alice"))
+    }
+
+    @Test("bounds: devices per account, invitations kept, and the server-wide count of always-on users")
+    func bounds() throws {
+        var h = Harness(historyOf: try historyStore(), accounts: try accountStore(["alice", "bob", "carol"])) { $0.alwaysOnLimit = 2 }
+        for n in 0..<(ServerState.devicesPerAccount + 5) {
+            let id = h.loggedIn("alice", account: "alice@d\(n)", caps: [])
+            h.now += 1
+            h.send(id, "QUIT")
+        }
+        #expect(h.state.people.presence["alice"]?.devices.count == ServerState.devicesPerAccount)
+        #expect(h.state.people.presence["alice"]?.devices["d0"] == nil, "the least recently seen went first")
+        let bob = h.loggedIn("bob", caps: [])
+        h.send(bob, "JOIN #a")
+        for n in 0..<(ServerState.missedInvitesLimit + 3) {
+            h.send(bob, "JOIN #r\(n)", "MODE #r\(n) +i", "INVITE alice #r\(n)")
+        }
+        let alice = h.state.people.byAccount["alice"]!
+        #expect(alice.missedInvites.count == ServerState.missedInvitesLimit)
+        #expect(alice.missedInvites.first?.params.last == "#r3", "the oldest dropped")
+        h.send(bob, "QUIT")
+        #expect(h.state.people.alwaysOnCount == 2)
+        let carol = h.loggedIn("carol", caps: [])
+        let watcher = h.register("watcher")
+        h.send(carol, "QUIT")
+        #expect(h.state.people.alwaysOnCount == 2, "full: carol leaves")
+        #expect(h.state.people.byAccount["carol"] == nil)
+        #expect(h.lines(to: watcher).contains { $0.hasPrefix(":carol!") && $0.contains(" QUIT ") }, "\(h.lines(to: watcher))")
+    }
+}
