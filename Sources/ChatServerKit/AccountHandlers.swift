@@ -408,6 +408,8 @@ extension ServerState {
 
     mutating func answer(_ check: PasswordCheck, _ outcome: PasswordOutcome, session: Session, now: Double) {
         switch (check.purpose, outcome) {
+        case (.login(let account, _), .matched(let matched)) where session.viaNickServ:
+            identified(session, account: account, matched: matched && !session.loginOfUnknownAccount, now: now)
         case (.login(let account, _), .matched(let matched)):
             let unknown = session.loginOfUnknownAccount
             session.loginOfUnknownAccount = false
@@ -561,7 +563,12 @@ extension ServerState {
         let session = request.session
         let asked = request.params[0]
         func fail(_ code: String, _ account: String, _ text: String) {
-            standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
+            if session.viaNickServ {
+                session.viaNickServ = false
+                nickServSays(session, text)
+            } else {
+                standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
+            }
         }
         guard hasAccounts, config.accountRegistration else {
             fail("TEMPORARILY_UNAVAILABLE", asked, "Accounts are made by the host on this server (chat-tui account add)")
@@ -644,13 +651,23 @@ extension ServerState {
                 text = "The account could not be written (" + Self.accountsUnavailable + ")"
             }
             log(session, "accounts: cannot add \(account): \(problem)")
-            standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
+            if session.viaNickServ {
+                nickServSays(session, text)
+            } else {
+                standardReply(session, "FAIL", command: "REGISTER", code: code, context: [account], always: true, text)
+            }
+            session.viaNickServ = false
             let address = Self.throttleKey(session.user.address)
             if let index = accountBook.accountsCreated[address]?.indices.last { accountBook.accountsCreated[address]?.remove(at: index) }
             return
         }
         log(session, "account \(account) registered by \(session.user.replyName)")
-        send(session, IRCMessage(source: config.name, command: "REGISTER", params: ["SUCCESS", account, "Account created; you are logged in"]))
+        if session.viaNickServ {
+            session.viaNickServ = false
+            nickServSays(session, "Account \(account) created; you are logged in")
+        } else {
+            send(session, IRCMessage(source: config.name, command: "REGISTER", params: ["SUCCESS", account, "Account created; you are logged in"]))
+        }
         loggedIn(session, account: account, viaSASL: false, now: now)
     }
 

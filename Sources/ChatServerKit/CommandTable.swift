@@ -65,6 +65,11 @@ extension ServerState {
         "HELP": ServerCommand(0) { $0.handleHelp($1) },
         "MONITOR": ServerCommand(1) { $0.handleMonitor($1) },
         "PERSISTENCE": ServerCommand(1) { $0.handlePersistence($1) },
+        // `/ns IDENTIFY …`, `/cs REGISTER #room`: the services' own commands, as ergo takes them.
+        "NICKSERV": ServerCommand(0) { $0.nickServ($1, text: $1.params.joined(separator: " ")) },
+        "NS": ServerCommand(0) { $0.nickServ($1, text: $1.params.joined(separator: " ")) },
+        "CHANSERV": ServerCommand(0) { $0.chanServ($1, text: $1.params.joined(separator: " ")) },
+        "CS": ServerCommand(0) { $0.chanServ($1, text: $1.params.joined(separator: " ")) },
         "SETNAME": ServerCommand(1) { $0.handleSetname($1) },
         "METADATA": ServerCommand(0) { $0.handleMetadata($1) },
         // Operators

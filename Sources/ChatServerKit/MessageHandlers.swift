@@ -47,7 +47,13 @@ extension ServerState {
                 relayToStatus(request, command: command, status: status, room: String(name.dropFirst()), tags: tags, params: params, quiet: quiet)
                 continue
             }
-            // The built-in ChanServ takes PRIVMSG; a NOTICE or TAGMSG to it is dropped, as to any service.
+            // The built-in ChanServ and NickServ take PRIVMSG; a NOTICE or TAGMSG to them is dropped, as to any service.
+            if isNickServ(name) {
+                guard command == "PRIVMSG", let text = params.first else { continue }
+                if echo { send(session, IRCMessage(tags: tags, source: sender.prefix, command: command, params: [name, text])) }
+                nickServ(request, text: text)
+                continue
+            }
             if isChanServ(name) {
                 guard command == "PRIVMSG", let text = params.first else { continue }
                 // Echoed first (echo-message), as ergo echoes what is said to its services: a

@@ -45,6 +45,8 @@ final class Session {
     /// A PBKDF2 for this connection (PLAIN, REGISTER, OPER) is on the worker: registration waits for it.
     var verifying = false
     var loginOfUnknownAccount = false
+    /// The exchange under way (IDENTIFY, REGISTER) was asked of NickServ: it answers in NOTICEs.
+    var viaNickServ = false
     /// Lines that arrived while `verifying`, handled in order once the answer is in.
     var heldLines: [[UInt8]] = []
     /// The label of the command whose answer is being checked (labeled-response).

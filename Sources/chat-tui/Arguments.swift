@@ -83,6 +83,9 @@ struct Arguments {
     var replayOnJoin = 20
     var historyBacklog = 1000
     var nickProtection = NickProtection.rename(after: 30)
+    var multiclient = true
+    var alwaysOn = AlwaysOnPolicy.optOut
+    var alwaysOnExpireDays = 30.0
     /// Linking with other servers (`--sid`, `--link-port`, `--link`, `--link-password`,
     /// `--link-fingerprint`, `--link-tls`): the blocks are completed by `linkSettings`.
     var sid: String?
@@ -344,6 +347,18 @@ struct Arguments {
             case "off": a.nickProtection = .off
             default: throw Problem(description: "--nick-protection wants rename, strict or off, not \(v)")
             }
+        },
+        Flag(name: "multiclient", value: "on|off", scope: .hosting, help: "every connection logged in to an account is one more session of that account's one user, on every device (default on)") { a, v throws(Problem) in
+            guard v == "on" || v == "off" else { throw Problem(description: "--multiclient wants on or off, not \(v)") }
+            a.multiclient = v == "on"
+        },
+        Flag(name: "always-on", value: "opt-in|opt-out|off", scope: .hosting, help: "accounts stay in their rooms, away, with no device connected: unless they say otherwise (opt-out, default), only if they ask (opt-in), or never") { a, v throws(Problem) in
+            guard let policy = AlwaysOnPolicy(rawValue: v) else { throw Problem(description: "--always-on wants opt-in, opt-out or off, not \(v)") }
+            a.alwaysOn = policy
+        },
+        Flag(name: "always-on-expire", value: "DAYS", scope: .hosting, help: "an always-on account nobody connected as for this many days leaves (default 30)") { a, v throws(Problem) in
+            guard let days = Double(v), days > 0 else { throw Problem(description: "--always-on-expire wants a number of days") }
+            a.alwaysOnExpireDays = days
         },
         Flag(name: "sid", value: "XYZ", scope: .hosting, help: "linking: this server's ID, a digit and two of A-Z, 0-9 (default: made from --name)") { a, v throws(Problem) in
             guard LinkIDs.isValidSID(v) else { throw Problem(description: "--sid wants a digit and two of A-Z and 0-9, such as 0AB, not \"\(v)\"") }

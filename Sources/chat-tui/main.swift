@@ -294,6 +294,9 @@ func runServer(_ arguments: Arguments) async -> Never {
     config.connectionLimits = arguments.limits
     config.accountRegistration = arguments.registrationOpen
     config.nickProtection = arguments.nickProtection
+    config.multiclient = arguments.multiclient
+    config.alwaysOn = arguments.alwaysOn
+    config.alwaysOnExpireDays = arguments.alwaysOnExpireDays
     config.replayOnJoin = arguments.replayOnJoin
     config.historyBacklog = arguments.historyBacklog
     do { config.links = try arguments.linkSettings() } catch { fail(error.description) }

@@ -287,3 +287,59 @@ struct PresenceTests {
         #expect(h.lines(to: watcher).contains { $0.hasPrefix(":carol!") && $0.contains(" QUIT ") }, "\(h.lines(to: watcher))")
     }
 }
+
+@Suite("server state: the built-in NickServ (issue 45)")
+struct NickServTests {
+    func nickServ(_ h: Harness, to id: ConnectionID) -> [String] {
+        h.out.messages(to: id).filter { $0.command == "NOTICE" && $0.source?.hasPrefix("NickServ!") == true }.map { $0.params.last ?? "" }
+    }
+
+    @Test("IDENTIFY from a client without SASL: logged in, and the connection becomes the account's user (its nickname, its rooms)")
+    func identify() throws {
+        var h = Harness(historyOf: try historyStore(), accounts: try accountStore(["alice"]))
+        let laptop = h.loggedIn("alice", caps: [])
+        h.send(laptop, "JOIN #dev")
+        let old = h.register("oldclient")
+        h.send(old, "PRIVMSG NickServ :IDENTIFY alice wrong")
+        #expect(nickServ(h, to: old) == ["Wrong account name or password"])
+        h.send(old, "PRIVMSG NickServ :IDENTIFY alice correct horse")
+        #expect(nickServ(h, to: old) == ["You are now logged in as alice"])
+        #expect(h.lines(to: old).contains(":oldclient!u@127.0.0.1 NICK alice"), "\(h.lines(to: old))")
+        #expect(h.said("JOIN", to: old).map { $0.params[0] }.sorted() == ["#dev", "#lobby"])
+        #expect(h.state.people.byAccount["alice"]?.sessions.count == 2)
+        #expect(h.state.members(of: "#lobby") == ["alice"], "oldclient, the guest it was, left")
+        h.send(old, "NAMES #lobby")
+        #expect(!h.names(to: old).contains { $0.lowercased().contains("nickserv") }, "never a member")
+        h.send(old, "NS INFO")
+        #expect(nickServ(h, to: old).first == "Account alice is registered")
+        #expect(nickServ(h, to: old).contains { $0.hasPrefix("Devices seen:") && $0.contains("connected now: 2") })
+        h.send(old, "PRIVMSG NickServ :SET ALWAYS-ON OFF")
+        #expect(nickServ(h, to: old) == ["Always-on is off for alice"])
+        h.send(laptop, "QUIT")
+        h.send(old, "QUIT")
+        #expect(h.state.people.byAccount["alice"] == nil, "off: she left with her last device")
+    }
+
+    @Test("REGISTER makes an account of the nickname; GHOST ends another login of one's account; REGAIN renames whoever holds its name")
+    func registerGhostRegain() throws {
+        var h = Harness(historyOf: try historyStore(), accounts: try accountStore(["alice"])) { $0.multiclient = false; $0.nickProtection = .off }
+        let newcomer = h.register("dana")
+        h.send(newcomer, "PRIVMSG NickServ :REGISTER hunter2hunter2")
+        #expect(nickServ(h, to: newcomer) == ["Account dana created; you are logged in"])
+        #expect(h.state.accountBook.directory?.lookup("dana") != nil)
+        h.send(newcomer, "PRIVMSG NickServ :REGISTER again")
+        #expect(nickServ(h, to: newcomer).first?.contains("already logged in") == true)
+
+        let one = h.loggedIn("alice_", account: "alice", caps: [])
+        let two = h.loggedIn("alice__", account: "alice", caps: [])
+        h.send(two, "PRIVMSG NickServ :GHOST alice_")
+        #expect(nickServ(h, to: two) == ["alice_ has been ended"])
+        #expect(h.lines(to: one).contains { $0.hasPrefix("ERROR") }, "\(h.lines(to: one))")
+        let squatter = h.register("alice")
+        h.send(two, "PRIVMSG NickServ :REGAIN")
+        #expect(h.lines(to: squatter).contains { $0.contains("you are now Guest") })
+        #expect(nickServ(h, to: two) == ["You are alice"])
+        h.send(squatter, "PRIVMSG NickServ :GHOST alice")
+        #expect(nickServ(h, to: squatter) == ["Log in first (IDENTIFY)"])
+    }
+}
