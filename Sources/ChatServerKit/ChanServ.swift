@@ -15,16 +15,24 @@ extension ServerState {
     var chanServPrefix: String { "ChanServ!ChanServ@" + config.name }
 
     /// One line from ChanServ to the person asking.
-    mutating func chanServSays(_ session: Session, _ text: String) {
-        send(session, IRCMessage(source: chanServPrefix, command: "NOTICE", params: [session.user.replyName, text]))
+    mutating func chanServSays(_ session: Session, _ text: String) { serviceSays(chanServPrefix, session, text) }
+
+    /// One line from a built-in service (ChanServ, NickServ) to the person asking.
+    mutating func serviceSays(_ prefix: String, _ session: Session, _ text: String) {
+        send(session, IRCMessage(source: prefix, command: "NOTICE", params: [session.user.replyName, text]))
+    }
+
+    /// A service command's words: the command, upper-cased, and its arguments (nil: no words).
+    static func serviceCommand(_ text: String) -> (command: String, arguments: [String])? {
+        let words = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let command = words.first?.uppercased() else { return nil }
+        return (command, Array(words.dropFirst()))
     }
 
     // PRIVMSG ChanServ :<command> [<room> [<arguments>]]
     mutating func chanServ(_ request: Request, text: String) {
         let session = request.session
-        let words = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-        guard let command = words.first?.uppercased() else { return chanServHelp(session) }
-        let arguments = Array(words.dropFirst())
+        guard let (command, arguments) = Self.serviceCommand(text) else { return chanServHelp(session) }
         switch command {
         case "HELP": chanServHelp(session)
         case "REGISTER": chanServRegister(request, arguments)

@@ -12,16 +12,12 @@ extension ServerState {
 
     var nickServPrefix: String { "NickServ!NickServ@" + config.name }
 
-    mutating func nickServSays(_ session: Session, _ text: String) {
-        send(session, IRCMessage(source: nickServPrefix, command: "NOTICE", params: [session.user.replyName, text]))
-    }
+    mutating func nickServSays(_ session: Session, _ text: String) { serviceSays(nickServPrefix, session, text) }
 
     // PRIVMSG NickServ :<command> [<arguments>]
     mutating func nickServ(_ request: Request, text: String) {
         let session = request.session
-        let words = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
-        guard let command = words.first?.uppercased() else { return nickServHelp(session) }
-        let arguments = Array(words.dropFirst())
+        guard let (command, arguments) = Self.serviceCommand(text) else { return nickServHelp(session) }
         guard hasAccounts else {
             return nickServSays(session, "This server has no accounts")
         }

@@ -165,6 +165,35 @@ class Tmux:
         self.run("send-keys", "-t", self.target, "Enter")
 
 
+def irssi_sasl_home(home, port, sasl_user, password, nick):
+    """An irssi home whose one server (TLS, not verified) logs in with SASL PLAIN as `sasl_user`."""
+    home.mkdir()
+    (home / "config").write_text(f"""
+servers = (
+  {{ address = "127.0.0.1"; chatnet = "room"; port = "{port}"; use_tls = "yes"; tls_verify = "no"; autoconnect = "yes"; }}
+);
+chatnets = {{ room = {{ type = "IRC"; sasl_mechanism = "PLAIN"; sasl_username = "{sasl_user}"; sasl_password = "{password}"; }}; }};
+settings = {{ core = {{ nick = "{nick}"; user_name = "{nick}"; real_name = "{nick.capitalize()}"; }}; }};
+""")
+    return home
+
+
+def weechat_sasl_command(home, port, nick, username, sasl_user, password):
+    """The command line of a WeeChat (in `home`) that connects over TLS, not verified, and logs in with SASL PLAIN."""
+    import shlex
+    home.mkdir()
+    startup = ";".join([
+        # WeeChat 3.8 still calls TLS "ssl" (4.0 renamed the options).
+        f"/server add room 127.0.0.1/{port} -ssl -nicks={nick} -username={username}",
+        "/set irc.server.room.ssl_verify off",
+        "/set irc.server.room.sasl_mechanism plain",
+        f"/set irc.server.room.sasl_username {sasl_user}",
+        f"/set irc.server.room.sasl_password {password}",
+        "/connect room",
+    ])
+    return f"LANG=C.UTF-8 weechat-curses --dir {shlex.quote(str(home))} -r {shlex.quote(startup)}"
+
+
 def end_tmux(socket_name):
     """Ends a test's tmux server and removes its socket file (kill-server leaves it behind)."""
     subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)

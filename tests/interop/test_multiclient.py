@@ -3,13 +3,12 @@ account, each naming its device in the SASL user name (`alice@irssi`, `alice@wee
 one alice; what one says shows on the other; when both have quit, alice stays in her room, away
 "not connected", and a client that comes back is put back in it."""
 import os
-import shlex
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import BINARY, RawClient, Server, Tmux, end_tmux, wait_for
+from conftest import irssi_sasl_home, weechat_sasl_command, BINARY, RawClient, Server, Tmux, end_tmux, wait_for
 
 SOCKET = f"chat-tui-multiclient-{os.getpid()}"
 PASSWORD = "correct-horse-battery"
@@ -57,34 +56,16 @@ def test_irssi_and_weechat_are_one_person(multiclient_server, tmp_path):
     server = multiclient_server
     peer = peer_client(server.port)
 
-    irssi_home = tmp_path / "irssi"
-    irssi_home.mkdir()
-    (irssi_home / "config").write_text(f"""
-servers = (
-  {{ address = "127.0.0.1"; chatnet = "room"; port = "{server.tls_port}"; use_tls = "yes"; tls_verify = "no"; autoconnect = "yes"; }}
-);
-chatnets = {{ room = {{ type = "IRC"; sasl_mechanism = "PLAIN"; sasl_username = "alice@irssi"; sasl_password = "{PASSWORD}"; }}; }};
-settings = {{ core = {{ nick = "alice"; user_name = "alice"; real_name = "Alice"; }}; }};
-""")
+    irssi_home = irssi_sasl_home(tmp_path / "irssi", server.tls_port, "alice@irssi", PASSWORD, "alice")
     tmux = Tmux(SOCKET, "irssi")
     # A session that outlives the clients: the tmux server stays up for irssi's second start.
     tmux.run("new-session", "-d", "-s", "keep", "sleep 3600")
     tmux.run("new-session", "-d", "-s", "irssi", "-x", "120", "-y", "40", f"LANG=C.UTF-8 irssi --home={irssi_home}")
     wait_for(lambda: "registered as alice" in server.log_text(), 30, "irssi to register", server.log_text)
 
-    weechat_home = tmp_path / "weechat"
-    weechat_home.mkdir()
-    startup = ";".join([
-        f"/server add room 127.0.0.1/{server.tls_port} -ssl -nicks=alice_wee -username=alice",
-        "/set irc.server.room.ssl_verify off",
-        "/set irc.server.room.sasl_mechanism plain",
-        "/set irc.server.room.sasl_username alice@weechat",
-        f"/set irc.server.room.sasl_password {PASSWORD}",
-        "/connect room",
-    ])
     wee = Tmux(SOCKET, "weechat")
     wee.run("new-session", "-d", "-s", "weechat", "-x", "120", "-y", "40",
-            f"LANG=C.UTF-8 weechat-curses --dir {shlex.quote(str(weechat_home))} -r {shlex.quote(startup)}")
+            weechat_sasl_command(tmp_path / "weechat", server.tls_port, "alice_wee", "alice", "alice@weechat", PASSWORD))
     wait_for(lambda: "registered as a session of alice" in server.log_text(), 30, "WeeChat to join alice", server.log_text)
 
     # Others see one alice, whatever nickname WeeChat asked for.

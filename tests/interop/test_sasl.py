@@ -2,14 +2,13 @@
 catgirl with PLAIN and with EXTERNAL (a client certificate registered to the account). Each
 login shows in the server's log and in another user's WHOIS (330)."""
 import os
-import shlex
 import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import BINARY, RawClient, Server, free_port, wait_for, end_tmux
+from conftest import irssi_sasl_home, weechat_sasl_command, BINARY, RawClient, Server, free_port, wait_for, end_tmux
 
 SOCKET = f"chat-tui-sasl-{os.getpid()}"
 PASSWORD = "correct-horse-battery"
@@ -59,34 +58,15 @@ def logged_in(server, nick, account):
 
 
 def test_irssi_logs_in_with_sasl_plain_over_tls(sasl_server, tmp_path):
-    home = tmp_path / "irssi"
-    home.mkdir()
-    (home / "config").write_text(f"""
-servers = (
-  {{ address = "127.0.0.1"; chatnet = "room"; port = "{sasl_server.tls_port}"; use_tls = "yes"; tls_verify = "no"; autoconnect = "yes"; }}
-);
-chatnets = {{ room = {{ type = "IRC"; sasl_mechanism = "PLAIN"; sasl_username = "alice"; sasl_password = "{PASSWORD}"; }}; }};
-settings = {{ core = {{ nick = "alice"; user_name = "alice"; real_name = "Alice"; }}; }};
-""")
+    home = irssi_sasl_home(tmp_path / "irssi", sasl_server.tls_port, "alice", PASSWORD, "alice")
     tmux("new-session", "-d", "-s", "irssi", "-x", "120", "-y", "40", f"LANG=C.UTF-8 irssi --home={home}")
     logged_in(sasl_server, "alice", "alice")
     wait_for(lambda: "SASL authentication succeeded" in screen("irssi"), 20, "irssi to say it logged in", lambda: screen("irssi"))
 
 
 def test_weechat_logs_in_with_sasl_plain_over_tls(sasl_server, tmp_path):
-    home = tmp_path / "weechat"
-    home.mkdir()
-    startup = ";".join([
-        # WeeChat 3.8 still calls TLS "ssl" (4.0 renamed the options).
-        f"/server add room 127.0.0.1/{sasl_server.tls_port} -ssl -nicks=wee -username=wee",
-        "/set irc.server.room.ssl_verify off",
-        "/set irc.server.room.sasl_mechanism plain",
-        "/set irc.server.room.sasl_username wee",
-        f"/set irc.server.room.sasl_password {PASSWORD}",
-        "/connect room",
-    ])
     tmux("new-session", "-d", "-s", "weechat", "-x", "120", "-y", "40",
-         f"LANG=C.UTF-8 weechat-curses --dir {shlex.quote(str(home))} -r {shlex.quote(startup)}")
+         weechat_sasl_command(tmp_path / "weechat", sasl_server.tls_port, "wee", "wee", "wee", PASSWORD))
     logged_in(sasl_server, "wee", "wee")
 
 
