@@ -50,7 +50,9 @@ public struct ClientConfig: Sendable {
                                                "batch", "draft/chathistory", "draft/read-marker", "draft/multiline",
                                                "draft/message-redaction", "draft/channel-rename", "draft/metadata-2",
                                                // Who is logged in to which account: held lines are for a person (HeldDirect).
-                                               "account-tag", "extended-join", "account-notify", "extended-monitor"]
+                                               "account-tag", "extended-join", "account-notify", "extended-monitor",
+                                               // The server keeps our account present while we are away.
+                                               "draft/persistence"]
 
     public init(host: String, port: Int = 6667, nick: String) {
         self.host = host
@@ -77,6 +79,10 @@ public struct ClientConfig: Sendable {
     /// only over TLS unless `saslPlainInsecure`, EXTERNAL with a client certificate.
     public var saslAccount: String?
     public var saslPassword: String?
+    /// This device's name, sent after the account (`alice@laptop`) to a server that keeps an
+    /// account present across devices (it offers `draft/persistence`): it then remembers what
+    /// this device has seen (`--device`; nil: not sent).
+    public var device: String?
     public var saslPlainInsecure = false
     /// A client certificate (PEM) to present over TLS, and its key (nil: in the same file).
     public var tlsClientCertificate: String?
@@ -84,7 +90,7 @@ public struct ClientConfig: Sendable {
 
     var sasl: SASLLogin? {
         saslAccount.map { SASLLogin(account: $0, password: saslPassword, allowPlain: tls || saslPlainInsecure,
-                                    external: tls && tlsClientCertificate != nil) }
+                                    external: tls && tlsClientCertificate != nil, device: device) }
     }
 
     /// A USER name: our nickname when it is plain ASCII, else a safe stand-in.

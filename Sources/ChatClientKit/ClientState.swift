@@ -136,6 +136,9 @@ public struct ClientState: Sendable {
     var markersRefused = false
     /// The server window has said once why read markers are not kept.
     var toldOfMarkers = false
+    /// The server keeps our account present while none of our devices is connected
+    /// (`PERSISTENCE STATUS … ON`): said once in the server window per connection.
+    public internal(set) var serverKeepsPresence = false
     /// Direct messages waiting for their person to come back (MONITOR).
     public internal(set) var held = HeldDirect()
     /// Who was logged in to which account, as the server said: held lines are bound to it.
@@ -547,6 +550,17 @@ public struct ClientState: Sendable {
             state.emit(.markedRead(id))
         },
         "ERROR": { state, c in state.say(ChatLine(time: c.time, kind: .error, text: c.p.first ?? "closing"), to: .server) },
+        // PERSISTENCE STATUS <ours> <applied>: whether the server keeps us present while away.
+        "PERSISTENCE": { state, c in
+            guard c.p.count >= 3, c.p[0] == "STATUS" else { return }
+            let keeps = c.p[2] == "ON"
+            if keeps != state.serverKeepsPresence {
+                state.say(ChatLine(time: c.time, kind: .info, text: keeps
+                    ? "The server keeps you in your rooms, away, while none of your devices is connected; what is said meanwhile waits for you"
+                    : "The server lets you leave your rooms when your last device disconnects"), to: .server)
+            }
+            state.serverKeepsPresence = keeps
+        },
         "INVITE": { $0.invited($1) },
         "TAGMSG": { $0.tagMessage($1) },
         // 770: subscribed; the rooms we are in already (the server's own JOIN came first) are synced.

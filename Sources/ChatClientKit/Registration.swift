@@ -10,12 +10,31 @@ public struct SASLLogin: Sendable, Equatable {
     public var allowPlain: Bool
     /// A client certificate is presented (EXTERNAL).
     public var external: Bool
+    /// This device's name (`ClientConfig.device`).
+    public var device: String?
 
-    public init(account: String, password: String?, allowPlain: Bool, external: Bool = false) {
+    public init(account: String, password: String?, allowPlain: Bool, external: Bool = false, device: String? = nil) {
         self.account = account
         self.password = password
         self.allowPlain = allowPlain
         self.external = external
+        self.device = device.flatMap(Self.deviceName)
+    }
+
+    /// A device name as servers take it after `@`: letters, digits, `-`, `_` and `.`, at most
+    /// 32 bytes (others dropped; nil when nothing is left).
+    public static func deviceName(_ given: String) -> String? {
+        let kept = given.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }
+        let name = String(String.UnicodeScalarView(kept.prefix(32)))
+        return name.isEmpty ? nil : name
+    }
+
+    /// The name logged in with: the account, and this device after `@` where the server keeps
+    /// each device's place (`persistent`); otherwise the account alone (another server would
+    /// take `alice@laptop` for an account of that name).
+    func loginName(persistent: Bool) -> String {
+        guard persistent, let device else { return account }
+        return account + "@" + device
     }
 
     /// The mechanisms we would use, best first: EXTERNAL with a certificate, SCRAM-SHA-256
@@ -286,6 +305,9 @@ public struct Registration: Sendable {
         return [.send(IRCMessage("CAP", "REQ", wanted.joined(separator: " ")))]
     }
 
+    /// The server keeps accounts present across devices, and so reads `account@device`.
+    var offersPersistence: Bool { offered["draft/persistence"] != nil }
+
     /// Starts the next mechanism to try.
     mutating func nextMechanism() -> [Action] {
         guard !mechanisms.isEmpty, let sasl = settings.sasl else {
@@ -295,7 +317,7 @@ public struct Registration: Sendable {
         mechanism = next
         step = 0
         incoming = ""
-        scram = next == "SCRAM-SHA-256" ? SCRAMClient(user: sasl.account, password: sasl.password ?? "", nonce: settings.nonce) : nil
+        scram = next == "SCRAM-SHA-256" ? SCRAMClient(user: sasl.loginName(persistent: offersPersistence), password: sasl.password ?? "", nonce: settings.nonce) : nil
         return [.send(IRCMessage("AUTHENTICATE", next))]
     }
 
@@ -306,7 +328,8 @@ public struct Registration: Sendable {
         defer { step += 1 }
         switch (mechanism, step) {
         case ("PLAIN", 0):
-            return sendAuthenticate(Array("\(sasl.account)\u{0}\(sasl.account)\u{0}\(sasl.password ?? "")".utf8))
+            let name = sasl.loginName(persistent: offersPersistence)
+            return sendAuthenticate(Array("\(name)\u{0}\(name)\u{0}\(sasl.password ?? "")".utf8))
         case ("EXTERNAL", 0):
             // Empty: the account is the one the certificate belongs to.
             return [.send(IRCMessage("AUTHENTICATE", "+"))]

@@ -59,6 +59,7 @@ struct Arguments {
     var tls: Bool?
     var tlsFingerprint: String?
     var saslUser: String?
+    var device: String?
     var saslPassword: String?
     var saslPlainInsecure = false
     /// Keep the local log (`--no-logs` turns it off).
@@ -390,6 +391,10 @@ struct Arguments {
             guard KnownServers.normalise(v).count == 64 else { throw Problem(description: "--tls-fingerprint wants the certificate's SHA-256: 64 hex digits, colons optional") }
             a.tlsFingerprint = v
             a.tls = true
+        },
+        Flag(name: "device", value: "NAME", scope: .joining, help: "this device's name, sent as ACCOUNT@NAME to servers that keep an account present across devices, so each device is shown what it missed (default: the host name)") { a, v throws(Problem) in
+            guard SASLLogin.deviceName(v) == v else { throw Problem(description: "--device wants letters, digits, -, _ and . (at most 32), not \"\(v)\"") }
+            a.device = v
         },
         Flag(name: "sasl-user", value: "ACCOUNT", scope: .joining, help: "log in to this account (SASL: SCRAM-SHA-256, PLAIN only over TLS, EXTERNAL with --tls-cert); a failed login stops") { a, v in a.saslUser = v },
         Flag(name: "sasl-password", value: "SECRET", scope: .joining, help: "the account's password (else the config file's sasl-password, else asked for)") { a, v in a.saslPassword = v },

@@ -239,6 +239,8 @@ func clientConfig(_ arguments: Arguments, network: NetworkSettings? = nil, inter
     }
     let saslUser = network?.saslUser ?? arguments.saslUser
     config.saslAccount = saslUser
+    // This machine's name unless given: a server that keeps us present remembers what each device saw.
+    config.device = arguments.device ?? machineName()
     config.saslPassword = network?.saslUser != nil ? network?.saslPassword : (network?.saslPassword ?? arguments.saslPassword)
     config.saslPlainInsecure = arguments.saslPlainInsecure
     // No password and no certificate to log in with: asked for now, before the screen starts.
@@ -473,4 +475,12 @@ func runServer(_ arguments: Arguments) async -> Never {
         try? await Task.sleep(for: .seconds(3600))
         withExtendedLifetime((signals, reload)) {}
     }
+}
+
+/// This machine's short host name (up to the first dot), for `--device`'s default.
+func machineName() -> String? {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+    let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return name.split(separator: ".").first.map(String.init)
 }

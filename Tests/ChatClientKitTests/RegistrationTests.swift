@@ -49,6 +49,20 @@ let registrationCases: [RegistrationCase] = [
         ":srv 903 * :SASL authentication successful",
     ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE PLAIN"),
                   send("AUTHENTICATE YWxpY2UAYWxpY2UAc2VjcmV0"), .notice("Logged in as alice"), send("CAP END")], phase: .welcoming),
+    RegistrationCase(name: "a server that keeps accounts present (it offers draft/persistence) is told our device: alice@laptop",
+                     sasl: SASLLogin(account: "alice", password: "secret", allowPlain: true, device: "laptop"), received: [
+        ":srv CAP * LS :sasl=PLAIN draft/persistence",
+        ":srv CAP * ACK :sasl",
+        "AUTHENTICATE +",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE PLAIN"),
+                  send("AUTHENTICATE YWxpY2VAbGFwdG9wAGFsaWNlQGxhcHRvcABzZWNyZXQ=")], phase: .authenticating),
+    RegistrationCase(name: "any other server gets the account alone, device or not (it would read alice@laptop as an account)",
+                     sasl: SASLLogin(account: "alice", password: "secret", allowPlain: true, device: "laptop"), received: [
+        ":srv CAP * LS :sasl=PLAIN",
+        ":srv CAP * ACK :sasl",
+        "AUTHENTICATE +",
+    ], expected: [send("CAP REQ sasl"), .capabilities(["sasl"]), send("AUTHENTICATE PLAIN"),
+                  send("AUTHENTICATE YWxpY2UAYWxpY2UAc2VjcmV0")], phase: .authenticating),
     RegistrationCase(name: "a failed login (904) is a clear stop, with the server's reason, not a registration without the account",
                      sasl: SASLLogin(account: "alice", password: "wrong", allowPlain: true), received: [
         ":srv CAP * LS :sasl=PLAIN", ":srv CAP * ACK :sasl", "AUTHENTICATE +",
