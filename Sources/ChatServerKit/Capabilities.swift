@@ -22,6 +22,8 @@ public enum Capability: String, CaseIterable, Sendable {
     case multiline = "draft/multiline"
     case multiPrefix = "multi-prefix"
     case persistence = "draft/persistence"
+    /// Ours: a guest may come back within a minute as the same user (`RESUME`, Presence.swift).
+    case resume = "chat-tui.org/resume"
     case noImplicitNames = "no-implicit-names"
     case preAway = "draft/pre-away"
     case readMarker = "draft/read-marker"

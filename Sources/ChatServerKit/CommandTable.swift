@@ -65,6 +65,7 @@ extension ServerState {
         "HELP": ServerCommand(0) { $0.handleHelp($1) },
         "MONITOR": ServerCommand(1) { $0.handleMonitor($1) },
         "PERSISTENCE": ServerCommand(1) { $0.handlePersistence($1) },
+        "RESUME": ServerCommand(1, beforeRegistration: true) { $0.handleResume($1) },
         // `/ns IDENTIFY …`, `/cs REGISTER #room`: the services' own commands, as ergo takes them.
         "NICKSERV": ServerCommand(0) { $0.nickServ($1, text: $1.params.joined(separator: " ")) },
         "NS": ServerCommand(0) { $0.nickServ($1, text: $1.params.joined(separator: " ")) },

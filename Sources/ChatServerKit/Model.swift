@@ -13,6 +13,8 @@ final class Session {
     var device: String?
     /// Its own AWAY text: the person is away when every session is (`User.away`).
     var away: String?
+    /// RESUME before registering: the guest this connection comes back as.
+    var resumes: User?
     /// `host:port`, for logs.
     let peer: String
     var registered = false
@@ -159,6 +161,10 @@ final class User {
     var missedInvites: [IRCMessage] = []
     /// Leaving for good (KILL, GHOST, expiry): its last session's end does not keep it.
     var ending = false
+    /// A guest's secret for coming back as this user within a minute (`RESUME`), and until
+    /// when it is kept with no session.
+    var resumeToken: String?
+    var resumeDeadline: Double?
 
     /// `nick!user@host`, kept ready: every relayed message carries it.
     private(set) var prefix: String { didSet { prefixGeneration &+= 1 } }

@@ -1,5 +1,6 @@
 import ChatLink
 import ChatStore
+import ChatTransport
 import IRCWire
 
 /// One person on every device, present while away (multiclient and always-on).
@@ -50,6 +51,7 @@ extension ServerState {
 
     /// The user a connection logged in to an account will be a session of (multiclient), if any.
     func accountOwner(of session: Session) -> User? {
+        if let resumed = session.resumes, people.users[resumed.id] === resumed, !resumed.ending, session.user.account == nil { return resumed }
         guard config.multiclient, let account = session.user.account, let owner = people.byAccount[fold(account)],
               owner !== session.user, owner.remote == nil else { return nil }
         return owner
@@ -58,12 +60,28 @@ extension ServerState {
     /// Registration, for a session logged in to an account whose user exists already: it
     /// becomes a session of that user. False: it registers as a user of its own.
     mutating func registerAsSession(_ session: Session, now: Double) -> Bool {
-        guard let owner = accountOwner(of: session), let account = owner.account else { return false }
+        guard let owner = accountOwner(of: session) else { return false }
+        if owner.account == nil {
+            // A guest coming back (RESUME): whatever connection it still had gives way.
+            for old in owner.sessions where people.sessions[old.connection] != nil {
+                closeLink(old, reason: "Resumed in another window", now: now)
+            }
+            if owner.resumeDeadline != nil {
+                owner.resumeDeadline = nil
+                people.resumableCount -= 1
+            }
+            owner.alwaysOn = false
+            // (Full of guests kept: the one it was has left meanwhile; it registers as itself.)
+            guard people.users[owner.id] === owner else {
+                session.resumes = nil
+                return false
+            }
+        }
         adopt(session, into: owner)
         session.registered = true
         gate.leaveUnregistered(session)
         people.registeredSessions += 1
-        log(session, "registered as a session of \(owner.replyName) (account \(account), device \(deviceName(session)); \(owner.sessions.count) connected)")
+        log(session, "registered as a session of \(owner.replyName) (\(owner.account.map { "account \($0)" } ?? "a guest resuming"), device \(deviceName(session)); \(owner.sessions.count) connected)")
         sendWelcome(session)
         arrive(session, now: now)
         return true
@@ -142,6 +160,64 @@ extension ServerState {
         if session.caps.contains(.persistence), let account = user.account {
             sendPersistenceStatus(session, account: fold(account))
         }
+        giveResumeToken(session)
+    }
+
+    // MARK: A guest back within a minute (chat-tui.org/resume)
+
+    /// How long a guest whose connection dropped (not by QUIT) is kept for RESUME, and how many
+    /// are kept at once.
+    static let resumeGrace = 60.0
+    static let resumableLimit = 1_000
+
+    /// A guest whose client asked for resume gets a fresh token (the last one is spent).
+    mutating func giveResumeToken(_ session: Session) {
+        let user = session.user
+        guard user.account == nil, session.caps.contains(.resume) else { return }
+        if let old = user.resumeToken { people.resumeTokens[old] = nil }
+        let token = Crypto.hex(Crypto.randomBytes(16))
+        user.resumeToken = token
+        people.resumeTokens[token] = user
+        send(session, IRCMessage(source: config.name, command: "RESUME", params: ["TOKEN", token]))
+    }
+
+    // RESUME <token>: before registering, to come back as the guest the token was given to.
+    mutating func handleResume(_ request: Request) {
+        let session = request.session
+        guard !session.registered else {
+            return standardReply(session, "FAIL", command: "RESUME", code: "REGISTRATION_IS_COMPLETED", always: true, "RESUME comes before registering")
+        }
+        // The token is the proof (128 random bits, given only to that guest's connection): not
+        // the address, which a phone changes between networks.
+        guard let user = people.resumeTokens[request.params[0]], people.users[user.id] === user, !user.ending, user.account == nil else {
+            return standardReply(session, "FAIL", command: "RESUME", code: "INVALID_TOKEN", always: true,
+                                 "That token is unknown or spent; you join as someone new")
+        }
+        session.resumes = user
+        completeRegistrationIfReady(session, now: request.now)
+    }
+
+    /// A guest with a resume token whose connection dropped: kept a minute, nickname and rooms
+    /// held, unless too many are kept already. True when kept.
+    mutating func keepForResume(_ user: User, now: Double) -> Bool {
+        guard user.account == nil, user.resumeToken != nil, !user.ending, user.remote == nil,
+              people.resumableCount < Self.resumableLimit else { return false }
+        user.resumeDeadline = now + Self.resumeGrace
+        user.alwaysOn = true
+        people.resumableCount += 1
+        return true
+    }
+
+    /// From `tick`: guests not back in time leave.
+    mutating func endUnresumed(now: Double) {
+        guard people.resumableCount > 0 else { return }
+        let due = people.users.values.filter { ($0.resumeDeadline ?? .infinity) <= now }.sorted { $0.id < $1.id }
+        for user in due {
+            user.resumeDeadline = nil
+            people.resumableCount -= 1
+            user.alwaysOn = false
+            endUser(user, quitMessage: "Connection closed", leaving: nil, now: now)
+        }
     }
 
     /// A registered session ended. True when its user stays (another session, or always-on).
@@ -154,6 +230,7 @@ extension ServerState {
             refreshAway(user, now: now)
             return true
         }
+        if user.account == nil { return keepForResume(user, now: now) }
         guard config.multiclient, let account = user.account, user.remote == nil, !user.ending, alwaysOnWanted(fold(account)) else { return false }
         guard user.alwaysOn || people.alwaysOnCount < config.alwaysOnLimit else {
             log("always-on: \(config.alwaysOnLimit) users are kept already; \(user.replyName) leaves")
@@ -233,6 +310,7 @@ extension ServerState {
     /// user nobody has used for `alwaysOnExpireDays` leaves; rooms and nicknames of users
     /// kept are written as they change.
     mutating func tickPresence(now: Double) {
+        endUnresumed(now: now)
         guard hasAccounts else { return }
         if people.presenceTicks % 5 == 0 {
             for user in people.byAccount.values where user.alwaysOn || !user.sessions.isEmpty {
@@ -384,7 +462,8 @@ extension ServerState {
             deliver(quit, to: roomBook.membership.neighbours(of: user.id), now: now, history: entries)
         }
         people.registeredCount -= 1
-        if user.alwaysOn { people.alwaysOnCount -= 1 }
+        if user.alwaysOn && user.account != nil { people.alwaysOnCount -= 1 }
+        if user.resumeDeadline != nil { people.resumableCount -= 1 }
         linkUserEvent(user, "QUIT", [quitMessage])
         for letter in user.modes { people.setMode(of: user, letter, false) }
         rememberDeparture(user, now: now)
@@ -401,6 +480,7 @@ extension ServerState {
             if people.monitors[name]?.isEmpty == true { people.monitors.removeValue(forKey: name) }
         }
         if let account = user.account, people.byAccount[fold(account)] === user { people.byAccount[fold(account)] = nil }
+        if let token = user.resumeToken, people.resumeTokens[token] === user { people.resumeTokens[token] = nil }
         people.users.removeValue(forKey: user.id)
     }
 

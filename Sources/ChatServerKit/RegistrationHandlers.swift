@@ -304,6 +304,8 @@ extension ServerState {
     mutating func handleQuit(_ request: Request) {
         // "Quit: " even when the reason is empty (the modern docs), so nobody can fake a server's own QUIT reasons.
         let reason = "Quit: " + (request.params.first.map { UTF8Boundary.prefix(PlainText.cleanFreeText($0), maxBytes: config.kickLength) } ?? "")
+        // A guest who quits is gone (no minute to come back in); an account stays as it would.
+        if request.user.account == nil { request.user.ending = true }
         closeLink(request.session, reason: reason, now: request.now)
     }
 
@@ -343,6 +345,7 @@ extension ServerState {
         log(session, "registered as \(nick) (\(user.prefix))")
         claimAccount(user)
         sendWelcome(session)
+        giveResumeToken(session)
         notifyMonitors(online: user, now: now)
         if let account = protectedBy { warnNickProtected(session, account: account, now: now) }
         linkIntroduce(user)

@@ -29,6 +29,7 @@ enum ServerHelp {
         "NS": ["NS <command>", "The same as NICKSERV."],
         "CHANSERV": ["CHANSERV <command> (or CS, or PRIVMSG ChanServ)", "Registers rooms so they last across restarts; CS HELP lists it all."],
         "CS": ["CS <command>", "The same as CHANSERV."],
+        "RESUME": ["RESUME <token> (before registering)", "Comes back as the guest the token was given to (chat-tui.org/resume), within a minute of its connection dropping."],
         "PERSISTENCE": ["PERSISTENCE GET | SET ON|OFF|DEFAULT", "Whether your account stays in its rooms, away, while none of your devices is connected (always-on)."],
         "MOTD": ["MOTD", "The message of the day."],
         "NAMES": ["NAMES [<#room>]", "Who is in a room."],

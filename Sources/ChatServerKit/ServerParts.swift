@@ -49,6 +49,11 @@ struct People {
     var presenceFailing = false
     var presenceTicks = 0
     var expiryCheckedAt: Double = 0
+    /// Guests' resume tokens to their user. Owner: Presence.swift; bound: one per guest whose
+    /// client asked for `chat-tui.org/resume`; end: the guest's end, or its token's use (a new
+    /// one is given). Guests kept with no session are at most `resumableLimit`.
+    var resumeTokens: [String: User] = [:]
+    var resumableCount = 0
 
     /// The one way a user mode changes, so the LUSERS counts stay right.
     mutating func setMode(of user: User, _ letter: Character, _ on: Bool) {

@@ -677,7 +677,8 @@ public struct ServerState {
         // Another session goes on, or the account stays present (always-on): nobody is told.
         if session.registered, sessionLeft(session, now: now) {
             let left = user.sessions.filter(\.registered).count
-            log(session, "a session of \(user.replyName) ended (\(quitMessage)); " + (left > 0 ? "\(left) still connected" : "kept present (always-on)"))
+            log(session, "a session of \(user.replyName) ended (\(quitMessage)); " + (left > 0 ? "\(left) still connected"
+                : user.account == nil ? "kept \(Int(Self.resumeGrace)) s for it to come back (RESUME)" : "kept present (always-on)"))
             outbox.items.append(.close(session.connection))
             return
         }

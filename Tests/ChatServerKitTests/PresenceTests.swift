@@ -343,3 +343,65 @@ struct NickServTests {
         #expect(nickServ(h, to: squatter) == ["Log in first (IDENTIFY)"])
     }
 }
+
+@Suite("server state: a guest back within a minute (chat-tui.org/resume, issue 45)")
+struct ResumeTests {
+    mutating func resumeClient(_ h: inout Harness, token: String?, nick: String) -> ConnectionID {
+        let id = h.connect()
+        var lines = ["CAP LS 302", "CAP REQ :chat-tui.org/resume"]
+        if let token { lines.append("RESUME \(token)") }
+        lines += ["NICK \(nick)", "USER web 0 * :web", "CAP END"]
+        for line in lines { h.state.received(Array(line.utf8), from: id, now: h.now) }
+        h.out = h.runChecks(h.state.takeOutbox())
+        return id
+    }
+
+    @Test("a dropped guest keeps its nickname and rooms for a minute; RESUME with its token makes a new connection that guest again, once")
+    mutating func resume() {
+        var h = Harness()
+        let watcher = h.register("watcher")
+        let first = resumeClient(&h, token: nil, nick: "visitor")
+        let token = try! #require(h.said("RESUME", to: first).first?.params.last)
+        #expect(h.said("RESUME", to: first).first?.params.first == "TOKEN")
+        h.send(first, "JOIN #dev")
+        h.state.disconnected(first, reason: "Connection reset", now: h.now)
+        h.out = h.runChecks(h.state.takeOutbox())
+        #expect(!h.lines(to: watcher).contains { $0.contains("QUIT") }, "kept, not gone")
+        #expect(h.state.members(of: "#dev") == ["visitor"])
+
+        h.now += 20
+        let second = resumeClient(&h, token: token, nick: "someone")
+        #expect(h.said("001", to: second).first?.params.first == "visitor")
+        #expect(Set(h.said("JOIN", to: second).map { $0.params[0] }) == ["#lobby", "#dev"])
+        let fresh = h.said("RESUME", to: second).first?.params.last
+        #expect(fresh != nil && fresh != token, "a new token: the old one is spent")
+        #expect(!h.lines(to: watcher).contains { $0.contains("QUIT") })
+
+        let thief = resumeClient(&h, token: token, nick: "thief")
+        #expect(h.lines(to: thief).contains { $0.contains("FAIL RESUME INVALID_TOKEN") })
+        #expect(h.said("001", to: thief).first?.params.first == "thief")
+
+        // Dropped again and not back in a minute: it leaves.
+        h.state.disconnected(second, reason: "Connection reset", now: h.now)
+        h.out = h.runChecks(h.state.takeOutbox())
+        _ = h.tick(advance: 61)
+        #expect(h.lines(to: watcher).contains(":visitor!web@127.0.0.1 QUIT :Connection closed"), "\(h.lines(to: watcher))")
+        #expect(!h.state.members(of: "#dev").contains("visitor"))
+        #expect(h.state.people.resumableCount == 0)
+        #expect(h.state.people.resumeTokens.values.map { $0.replyName } == ["thief"], "visitor's token went with it")
+    }
+
+    @Test("a guest who QUITs is gone at once; a client that did not ask for resume gets no token and is not kept")
+    mutating func quitAndNoCap() {
+        var h = Harness()
+        let watcher = h.register("watcher")
+        let guest = resumeClient(&h, token: nil, nick: "visitor")
+        h.send(guest, "QUIT :bye")
+        #expect(h.lines(to: watcher) == [":visitor!web@127.0.0.1 QUIT :Quit: bye"])
+        let plain = h.register("plain")
+        #expect(h.said("RESUME", to: plain).isEmpty)
+        h.state.disconnected(plain, reason: "Connection reset", now: h.now)
+        h.out = h.runChecks(h.state.takeOutbox())
+        #expect(h.lines(to: watcher).contains { $0.hasPrefix(":plain!") && $0.contains("QUIT") })
+    }
+}

@@ -72,7 +72,7 @@ const WANT = ['message-tags', 'server-time', 'echo-message', 'batch', 'labeled-r
   'draft/chathistory', 'draft/event-playback', 'draft/read-marker', 'multi-prefix', 'away-notify',
   'account-notify', 'account-tag', 'extended-join', 'chghost', 'setname', 'invite-notify',
   'userhost-in-names', 'draft/message-redaction', 'draft/multiline', 'cap-notify',
-  'standard-replies'];
+  'standard-replies', 'draft/persistence', 'chat-tui.org/resume'];
 const QUICK = ['👍', '❤️', '😂', '🎉', '😮', '😢'];
 const DELAYS = [1, 2, 5, 10, 30];
 const S = {
@@ -148,6 +148,9 @@ function connect() {
   ws.onopen = () => {
     S.lastRecv = Date.now();
     send('CAP', ['LS', '302']);
+    // A guest comes back as itself (its nickname, its rooms) within a minute of this tab's last connection.
+    const token = !S.creds && resumeToken();
+    if (token) send('RESUME', [token]);
     send('NICK', [S.tryNick]);
     send('USER', ['web', '0', '*', S.tryNick]);
   };
@@ -160,6 +163,28 @@ function connect() {
   };
   ws.onclose = (ev) => { if (ws === S.ws) onClose(ev); };
 }
+// ---------- one person on every device ----------
+// The token the server gave this tab's guest (chat-tui.org/resume), kept for the tab only.
+function resumeToken() { try { return sessionStorage.getItem('chat-tui.resume') || ''; } catch (e) { return ''; } }
+function setResumeToken(token) {
+  try { if (token) sessionStorage.setItem('chat-tui.resume', token); else sessionStorage.removeItem('chat-tui.resume'); } catch (e) { /* storage off */ }
+}
+// This browser's device name (account@web-xxxxxx) for a server that keeps an account present.
+function deviceName() {
+  try {
+    let d = localStorage.getItem('chat-tui.device');
+    if (!d) { d = 'web-' + Math.random().toString(36).slice(2, 8); localStorage.setItem('chat-tui.device', d); }
+    return d;
+  } catch (e) { return 'web'; }
+}
+// A guest without a way back (no resume token) is asked before a reload or close loses its rooms.
+window.addEventListener('beforeunload', (e) => {
+  if (S.creds || !S.registered || resumeToken()) return;
+  if (![...S.convs.values()].some((c) => c.kind === 'channel' && c.joined)) return;
+  e.preventDefault();
+  e.returnValue = '';
+});
+
 function closeSocket() {
   const ws = S.ws;
   S.ws = null;
@@ -317,6 +342,8 @@ function dispatch(m, ctx) {
     }
     case 'INVITE': localLine(m.nick + ' invites ' + (isMe(p[0]) ? 'you' : p[0]) + ' to ' + p[1] + (isMe(p[0]) ? ' — type /join ' + p[1] : '')); return;
     case 'MARKREAD': onMarkread(m); return;
+    case 'RESUME': if ((p[0] || '').toUpperCase() === 'TOKEN') setResumeToken(p[1] || ''); return;
+    case 'PERSISTENCE': S.persistent = (p[2] || '') === 'ON'; return;
     case 'FAIL': case 'WARN': case 'NOTE': onStandardReply(m); return;
   }
   if (/^\d{3}$/.test(m.command)) onNumeric(m);
@@ -356,7 +383,9 @@ function afterCaps() {
 function capEnd() { if (!S.capEnded) { S.capEnded = true; send('CAP', ['END']); } }
 function onAuthenticate(m) {
   if (m.params[0] !== '+' || !S.creds) return;
-  const payload = b64('\0' + S.creds.account + '\0' + S.creds.password);
+  // account@device where the server keeps each device's place (draft/persistence).
+  const login = S.offered.has('draft/persistence') ? S.creds.account + '@' + deviceName() : S.creds.account;
+  const payload = b64('\0' + login + '\0' + S.creds.password);
   for (let i = 0; i < payload.length; i += 400) send('AUTHENTICATE', [payload.slice(i, i + 400)]);
   if (payload.length % 400 === 0) send('AUTHENTICATE', ['+']);
 }
@@ -464,6 +493,7 @@ function onNumeric(m) {
 }
 function onStandardReply(m) {
   const p = m.params, desc = p[p.length - 1] || '';
+  if (p[0] === 'RESUME') { setResumeToken(''); localLine('This tab\'s last visit could not be taken up again (more than a minute ago?): you joined anew.', 'local'); return; }
   if (p[0] === 'CHATHISTORY') {
     const c = findConv(p[3]);
     if (c) { c.hist = null; c.histDone = c.histNone = true; if (c === cur()) renderMessages('keep'); }
@@ -1614,6 +1644,12 @@ try {
 } catch (e) { /* storage off */ }
 renderTLS();
 $('nick').focus();
+// A guest's tab reloaded: straight back in as itself (the server keeps it a minute for the token).
+if (resumeToken() && $('nick').value) {
+  Object.assign(S, { creds: null, wantNick: $('nick').value, userQuit: false, attempt: 0 });
+  $('login-error').textContent = 'Coming back as ' + $('nick').value + '…';
+  connect();
+}
 // /info.json: the server's name, room and certificate; a server without it gets the defaults.
 fetch('/info.json', { cache: 'no-store' }).then((r) => (r.ok ? r.json() : null)).catch(() => null).then((info) => {
   if (!info || typeof info !== 'object') return;
