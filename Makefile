@@ -97,6 +97,7 @@ soak: deps
 bench: deps release
 	$(SWIFT) build -c release --static-swift-stdlib --product chat-bench
 	$(ISOLATED) python3 bench/run.py
+	$(ISOLATED) python3 bench/always_on_bench.py 10000 .build/release/chat-tui
 
 clean:
 	rm -rf .build

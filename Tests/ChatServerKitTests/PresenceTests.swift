@@ -405,3 +405,30 @@ struct ResumeTests {
         #expect(h.lines(to: watcher).contains { $0.hasPrefix(":plain!") && $0.contains("QUIT") })
     }
 }
+
+@Suite("server state: one person per account across a link (issue 45)")
+struct PresenceLinkTests {
+    @Test("a linked server sees one user for an account's two devices; when both go it sees alice away, never a QUIT; a session arriving later adds nobody")
+    func oneUserAcrossTheLink() throws {
+        var h = Harness(historyOf: try historyStore(), accounts: try accountStore()) { config in
+            config.links.sid = "0AA"
+            config.links.blocks = [LinkBlock(name: "hub.test", password: "pw", tls: false)]
+        }
+        let laptop = h.loggedIn("alice", account: "alice@laptop", caps: [])
+        let phone = h.loggedIn("alice", account: "alice@phone", caps: [])
+        h.state.linkConnected(LinkStateTests.link, peer: "127.0.0.1:7000", dialled: nil, secure: false, now: h.now)
+        var sent = LinkStateTests.linkLines(h.state.takeOutbox())
+        sent += LinkStateTests.linkLines(LinkStateTests.receive(&h, ["CAPAB START 1205", "CAPAB CAPABILITIES :CASEMAPPING=rfc1459", "CAPAB END",
+                                                                    "SERVER hub.test pw 0 1HB :The hub", ":1HB BURST 1", ":1HB ENDBURST"]))
+        #expect(sent.filter { $0.contains(" UID ") }.count == 1, "\(sent)")
+        h.send(laptop, "QUIT")
+        h.send(phone, "QUIT")
+        let after = LinkStateTests.linkLines(h.out)
+        #expect(after.contains { $0.hasSuffix("AWAY \(Int(h.now)) :not connected") }, "\(after)")
+        #expect(!after.contains { $0.contains(" QUIT") })
+        _ = h.loggedIn("alice", account: "alice@laptop", caps: [])
+        let back = LinkStateTests.linkLines(h.out)
+        #expect(!back.contains { $0.contains(" UID ") }, "no second user: \(back)")
+        #expect(back.contains { $0.hasSuffix(" AWAY") }, "back from away: \(back)")
+    }
+}
