@@ -146,6 +146,17 @@ def test_one_room_over_three_servers(tmp_path):
         alice.send("WHOIS dora")
         alice.wait_for(lambda l: " 330 alice dora dora " in l)
         dora.close()
+        # An account stays present when its last device goes (always-on): the other servers see
+        # it away, not gone.
+        alice.wait_for(lambda l: l.startswith(":dora!") and " AWAY :not connected" in l)
+        # dora comes back through NickServ on another connection, turns always-on off and quits: gone everywhere.
+        again = client(b.port, "dora_again")
+        again.send("PRIVMSG NickServ :IDENTIFY dora correct-horse-battery")
+        again.wait_for(lambda l: "You are now logged in as dora" in l)
+        again.wait_for(lambda l: " NICK " in l and "dora" in l.split(" NICK ", 1)[1])
+        again.send("PRIVMSG NickServ :SET ALWAYS-ON OFF")
+        again.wait_for(lambda l: "Always-on is off for dora" in l)
+        again.send("QUIT :done")
         alice.wait_for(lambda l: l.startswith(":dora!") and " QUIT " in l)
         # An invitation from one server lets a remote user into a +i room on its own.
         alice.send("JOIN #private")
