@@ -71,6 +71,7 @@ extension ServerState {
         // The first member of a new room runs it (a registered room: its founder and access accounts).
         let status = MemberStatus(user: user, op: op)
         roomBook.membership.add(user.id, to: key, status)
+        presenceMayChange(user)
         roomBook.forgetInvitation(user.id, to: key)
         linkJoin(user, key: key)
         let channel = roomBook.channels[key]!

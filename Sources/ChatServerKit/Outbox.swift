@@ -28,8 +28,8 @@ public struct Delivery: Sendable, Equatable {
     /// Recipients grouped by the form they get.
     public let groups: [(variant: RenderVariant, connections: [ConnectionID])]
     /// Connections in `groups` that do not get it (a room's sender without echo-message, and
-    /// the requester, whose copy goes with its reply): at most two, so the lists can be a
-    /// room's own, handed over without copying.
+    /// the requester, whose copy goes with its reply; a user's every session when the user is
+    /// excluded): a few, so the lists can be a room's own, handed over without copying.
     public var skipping: [ConnectionID] = []
     /// For a room's own lists: the room and their stamp (`FanOut.generation`).
     public var lists: (room: String, generation: UInt64)?

@@ -78,6 +78,7 @@ extension ServerState {
             }
         }
         adopt(session, into: owner)
+        session.resumes = nil
         session.registered = true
         gate.leaveUnregistered(session)
         people.registeredSessions += 1
@@ -265,6 +266,13 @@ extension ServerState {
 
     // MARK: What is kept of each account (PresenceRecord)
 
+    /// The user's rooms or nickname changed: its account's record is compared at the next check
+    /// (not every account's every time: 10,000 always-on users cost nothing while nothing moves).
+    mutating func presenceMayChange(_ user: User) {
+        guard hasAccounts, user.remote == nil, let account = user.account else { return }
+        people.presenceStale.insert(fold(account))
+    }
+
     /// The account's record, made from its user as it is now.
     mutating func touchPresence(_ user: User, now: Double) {
         guard let account = user.account else { return }
@@ -312,9 +320,11 @@ extension ServerState {
     mutating func tickPresence(now: Double) {
         endUnresumed(now: now)
         guard hasAccounts else { return }
-        if people.presenceTicks % 5 == 0 {
-            for user in people.byAccount.values where user.alwaysOn || !user.sessions.isEmpty {
-                guard let account = user.account, let record = people.presence[fold(account)] else { continue }
+        if people.presenceTicks % 5 == 0, !people.presenceStale.isEmpty {
+            let stale = people.presenceStale
+            people.presenceStale.removeAll()
+            for key in stale.sorted() {
+                guard let user = people.byAccount[key], let record = people.presence[key] else { continue }
                 let rooms = roomBook.membership.rooms(of: user.id).sorted().compactMap { roomBook.channels[$0]?.name }
                 if record.rooms != rooms || record.nick != user.nick {
                     var changed = record

@@ -174,6 +174,7 @@ extension ServerState {
             let change = IRCMessage(tags: accountTags(user), source: oldPrefix, command: "NICK", params: [wanted])
             deliver(change, to: [user.id] + roomBook.membership.neighbours(of: user.id), now: now, history: roomEntries(of: user))
             user.nickTS = Int(now)
+            presenceMayChange(user)
             linkUserEvent(user, "NICK", [wanted, String(user.nickTS)])
             log(session, "\(oldNick ?? "*") is now known as \(wanted)")
             if !sameName { notifyMonitors(online: user, now: now) }

@@ -80,6 +80,7 @@ extension ServerState {
             roomBook.sortedChannelKeys.insert(new)
             for skeleton in NameKeys.of(oldName, casemapping) where roomBook.channelSkeletons[skeleton] == old { roomBook.channelSkeletons[skeleton] = nil }
             roomBook.membership.rename(old, to: new)
+            for member in (roomBook.membership.members[new] ?? [:]).values { presenceMayChange(member.user) }
             for (user, rooms) in roomBook.invitations where rooms.contains(old) {
                 roomBook.invitations[user]?.remove(old)
                 roomBook.invitations[user]?.insert(new)

@@ -48,6 +48,8 @@ struct People {
     var presenceAtWorker = false
     var presenceFailing = false
     var presenceTicks = 0
+    /// Accounts whose user's rooms or nickname changed since their record was last compared.
+    var presenceStale: Set<String> = []
     var expiryCheckedAt: Double = 0
     /// Guests' resume tokens to their user. Owner: Presence.swift; bound: one per guest whose
     /// client asked for `chat-tui.org/resume`; end: the guest's end, or its token's use (a new

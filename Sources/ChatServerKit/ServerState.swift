@@ -694,6 +694,7 @@ public struct ServerState {
     }
 
     mutating func removeMember(_ id: UserID, from key: String) {
+        if let user = people.users[id] { presenceMayChange(user) }
         if roomBook.membership.remove(id, from: key), let channel = roomBook.channels.removeValue(forKey: key) {
             roomBook.sortedChannelKeys.remove(key)
             cache.roomTails[key] = nil

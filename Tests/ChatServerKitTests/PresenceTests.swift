@@ -171,6 +171,22 @@ struct PresenceTests {
         #expect(Set(after.said("JOIN", to: back).map { $0.params[0] }) == ["#lobby", "#dev"])
     }
 
+    @Test("rooms joined and nicknames taken while connected are written within seconds: a crash (no goodbye) keeps them")
+    func writtenWhileConnected() throws {
+        let server = try RestartableServer(accounts: ["alice"])
+        var h = try server.start()
+        let alice = h.loggedIn("alice", caps: [])
+        h.send(alice, "JOIN #first")
+        _ = h.tick(advance: 1)
+        h.send(alice, "JOIN #late", "PART #first", "NICK alicia")
+        for _ in 0..<5 { _ = h.tick(advance: 1) }
+        #expect(try PresenceStore(database: Database(path: server.path)).all().first?.rooms == ["#late"])
+        // The server is gone without a word (kill -9): what was written is what comes back.
+        let after = try server.start(at: 1_000_100)
+        #expect(after.state.members(of: "#late") == ["alicia"])
+        #expect(after.state.members(of: "#first").isEmpty)
+    }
+
     @Test("a guest is one connection as before; multiclient off keeps a second login apart; always-on off lets the account go")
     func policies() throws {
         let server = try RestartableServer(accounts: ["alice"])
