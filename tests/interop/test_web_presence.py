@@ -129,3 +129,34 @@ def test_two_windows_of_an_account_are_one_person_and_the_account_stays(web):
     open_page(web, again, "alice", account="alice")
     wait_until(lambda: "alice" in members(again), "alice back in #lobby", shows=lambda: web.log_text()[-2000:])
     peer.close()
+
+
+def test_the_chat_screen_and_the_page_are_two_devices_of_one_account(web, tmp_path):
+    """chat-tui in tmux as alice@laptop and the page as alice: one member, each line on both."""
+    from conftest import Tmux, end_tmux
+    if not shutil.which("tmux"):
+        pytest.fail("tmux is missing: make deps installs it")
+    socket_name = f"chat-tui-web-presence-{os.getpid()}"
+    screen = Tmux(socket_name, "laptop")
+    home = tmp_path / "laptop-home"
+    home.mkdir()
+    try:
+        screen.run("new-session", "-d", "-s", "laptop", "-x", "110", "-y", "30",
+                   f"HOME={home} LANG=C.UTF-8 TERM=xterm-256color {BINARY} --host 127.0.0.1 --port {web.port} "
+                   f"--nick alice --sasl-user alice --sasl-password {PASSWORD} --device laptop; sleep 60")
+        screen.wait(lambda s: "#lobby" in s and "connected" in s, "the chat screen to join")
+        page = browser(web)
+        open_page(web, page, "alice", account="alice")
+        wait_until(lambda: "alice" in members(page), "alice on the page", shows=lambda: web.log_text()[-2000:])
+        assert "registered as a session of alice (account alice, device web-" in web.log_text()
+        peer = RawClient(web.port)
+        peer.register("peer")
+        peer.send("PRIVMSG #lobby :seen on the screen and the page")
+        screen.wait(lambda s: "seen on the screen and the page" in s, "the line on the chat screen")
+        wait_until(lambda: "seen on the screen and the page" in texts(page), "the line on the page")
+        type_line(page, "typed on the page")
+        screen.wait(lambda s: "typed on the page" in s, "the page's line on the chat screen")
+        shoot(web, page, "presence-screen-and-page")
+        peer.close()
+    finally:
+        end_tmux(socket_name)
