@@ -146,6 +146,14 @@ extension ServerState {
             completeRegistrationIfReady(session, now: now)
             return
         }
+        // Still negotiating (a SASL login may follow) and the name is an account user's: it may
+        // be this connection's own account, so the answer waits for registration (a 433 now
+        // would send the client to `alice_` only for it to be alice after all).
+        if !session.registered, session.capNegotiating, hasAccounts, config.multiclient,
+           people.nicks[casemapping.fold(wanted)]?.account != nil {
+            session.pendingNick = wanted
+            return
+        }
         // The look-alike keys, taken once: checked here, stored when the name is claimed.
         let keys = NameKeys.of(wanted, casemapping)
         if let problem = nickProblem(wanted, keys: keys, for: user) {
@@ -329,6 +337,12 @@ extension ServerState {
         }
         // Logged in to an account whose user is here already: one more session of it.
         if registerAsSession(session, now: now) { return }
+        // A nickname that waited for the login: taken now, or refused now (433), as any.
+        if user.nick == nil, let pending = session.pendingNick {
+            session.pendingNick = nil
+            changeNick(pending, session: session, now: now)
+            return
+        }
         guard let nick = user.nick else { return }
         let protectedBy = protectingAccount(of: nick, for: user)
         if protectedBy != nil && config.nickProtection == .strict {

@@ -68,6 +68,24 @@ struct PresenceTests {
         #expect(h.state.members(of: "#lobby") == ["alice2", "bob"])
     }
 
+    @Test("NICK before the login (as most clients send it): no 433 for the account's own nickname; a guest asking for it gets 433 when it registers")
+    func nickBeforeLogin() throws {
+        var h = Harness(historyOf: try historyStore(), accounts: try accountStore())
+        let first = h.loggedIn("alice", caps: [])
+        _ = first
+        let second = h.saslClient("alice", caps: "sasl")
+        #expect(h.said("433", to: second).isEmpty, "not refused before the login had a chance")
+        h.send(second, "AUTHENTICATE PLAIN", "AUTHENTICATE " + plain("alice", "correct horse"), "CAP END")
+        #expect(h.said("433", to: second).isEmpty)
+        #expect(h.said("001", to: second).first?.params.first == "alice")
+        let guest = h.saslClient("alice", caps: "server-time")
+        #expect(h.said("433", to: guest).isEmpty)
+        h.send(guest, "CAP END")
+        #expect(h.said("433", to: guest).count == 1, "a guest is told at registration")
+        h.send(guest, "NICK visitor")
+        #expect(h.said("001", to: guest).first?.params.first == "visitor")
+    }
+
     @Test("all devices gone: still in the rooms, away \"not connected\", the nickname held, an invitation kept; one comes back to its rooms and what it missed, once")
     func alwaysOn() throws {
         let server = try RestartableServer(accounts: ["alice", "bob"])
