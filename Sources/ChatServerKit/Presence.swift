@@ -156,7 +156,14 @@ extension ServerState {
             touchPresence(user, now: now)
             // From now on this device gets the lines as they come.
             markDeviceSeen(session, now: now)
-            if let seen { replayMissed(session, since: seen, now: now) }
+            if let seen {
+                replayMissed(session, since: seen, now: now)
+            } else {
+                // A device never seen: each room's last lines, as a JOIN would give it.
+                for key in roomBook.membership.rooms(of: user.id).sorted() {
+                    if let channel = roomBook.channels[key] { replayOnJoin(session, key: key, name: channel.name) }
+                }
+            }
         }
         if session.caps.contains(.persistence), let account = user.account {
             sendPersistenceStatus(session, account: fold(account))
@@ -336,6 +343,9 @@ extension ServerState {
         }
         if now - people.expiryCheckedAt >= 60 {
             people.expiryCheckedAt = now
+            // Connected devices have seen what was said until now: a crash loses a minute of
+            // that at most (a device shown a line twice, never one missed).
+            markConnectedDevicesSeen(now: now)
             let expiry = config.alwaysOnExpireDays * 86_400
             let expired = people.byAccount.values.filter { user in
                 guard user.alwaysOn, !user.sessions.contains(where: \.registered), let account = user.account else { return false }
@@ -347,6 +357,11 @@ extension ServerState {
             }
         }
         people.presenceTicks += 1
+        writePresence()
+    }
+
+    /// What changed goes to the store worker, unless a write is there already.
+    mutating func writePresence() {
         guard !people.presenceAtWorker, !people.presenceDirty.isEmpty else { return }
         let changes: [PresenceStore.Change] = people.presenceDirty.sorted().map { key in
             people.presence[key].map { .save($0) } ?? .remove(account: key)
@@ -354,6 +369,21 @@ extension ServerState {
         people.presenceDirty.removeAll()
         people.presenceAtWorker = true
         outbox.items.append(.store(.savePresence(changes)))
+    }
+
+    /// Every connected device of an account has seen everything said until now.
+    mutating func markConnectedDevicesSeen(now: Double) {
+        for user in people.byAccount.values {
+            for session in user.sessions where session.registered { markDeviceSeen(session, now: now) }
+        }
+    }
+
+    /// At shutdown: the connected devices' marks, and every record not written yet, to the
+    /// store worker (it finishes them before the server ends).
+    public mutating func flushPresence(now: Double) {
+        guard hasAccounts else { return }
+        markConnectedDevicesSeen(now: now)
+        writePresence()
     }
 
     /// The store worker's answer to a presence write: a failure puts the accounts back to be written again.

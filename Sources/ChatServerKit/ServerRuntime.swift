@@ -1198,6 +1198,7 @@ final class ServerRuntime {
 
     private func shutdown() {
         state.writeRoomRecords()
+        state.flushPresence(now: WallClock.now())
         apply()
         // The store worker's writes (the saved rooms with history off) end before the server does.
         if let store {
@@ -1205,6 +1206,8 @@ final class ServerRuntime {
             storeFinished = true
             for (job, outcome) in store.takeResults() { state.storeAnswered(job, outcome, now: WallClock.now()) }
             state.writeRoomRecords()
+            // (What waited for an answer the worker gave only now is written here, at once.)
+            state.flushPresence(now: WallClock.now())
             apply()
         }
         var sink = Sink(runtime: self)

@@ -159,10 +159,38 @@ struct PresenceTests {
         }
         #expect(!more.contains { $0.command == "PRIVMSG" }, "\(more.map(\.line))")
 
-        // Another device, never seen before, is not replayed to (it reads history as it likes).
+        // Another device, never seen before: each room's last lines, as a JOIN gives them.
         let laptop = h.loggedIn("alice", account: "alice@laptop", caps: ["batch", "server-time"])
-        #expect(h.heldReads.isEmpty)
-        #expect(!h.said("PRIVMSG", to: laptop).contains { $0.params.last == "one" })
+        var first: [IRCMessage] = h.out.messages(to: laptop)
+        while !h.heldReads.isEmpty {
+            h.releaseReads()
+            first += h.out.messages(to: laptop)
+        }
+        #expect(first.filter { $0.command == "PRIVMSG" }.map { $0.params.last ?? "" } == ["before she left", "one"], "\(first.map(\.line))")
+    }
+
+    @Test("a device connected when the server stops has seen what was said: after the restart nothing is replayed to it (tour 3: a plain client got lines it had read)")
+    func seenAtShutdown() throws {
+        let server = try RestartableServer(accounts: ["alice", "bob"])
+        var h = try server.start()
+        let bob = h.loggedIn("bob", caps: [])
+        h.send(bob, "JOIN #lobby")
+        let alice = h.loggedIn("alice", caps: [])
+        h.send(alice, "JOIN #lobby")
+        h.now += 1
+        h.send(bob, "PRIVMSG #lobby :read live", "PRIVMSG alice :also read live")
+        h.now += 1
+        h.state.flushPresence(now: h.now)
+        h.out = h.runChecks(h.state.takeOutbox())
+        var after = try server.start(at: h.now + 10)
+        after.holdingReads = true
+        let back = after.loggedIn("alice", caps: [])
+        var seen: [IRCMessage] = after.out.messages(to: back)
+        while !after.heldReads.isEmpty {
+            after.releaseReads()
+            seen += after.out.messages(to: back)
+        }
+        #expect(!seen.contains { $0.command == "PRIVMSG" }, "\(seen.map(\.line))")
     }
 
     @Test("always-on users survive a restart: back in their rooms, away, their nickname held; a guest does not stay")
