@@ -58,7 +58,7 @@ public actor ChatClient {
     /// The connection dropped: lines not echoed are shown as held, with their text (the state
     /// keeps them: `ClientState.sent`).
     private func holdUnconfirmed() {
-        for event in state.holdUnconfirmed(now: WallClock.now()) { emit(event) }
+        perform(state.holdUnconfirmed(now: WallClock.now()))
     }
 
     // MARK: The local log
@@ -87,7 +87,7 @@ public actor ChatClient {
         if (problem != nil) != toldLogProblem {
             toldLogProblem = problem != nil
             let text = problem ?? "the log is written again; nothing shown was lost"
-            for event in state.line(ChatLine(time: line.time, kind: problem != nil ? .error : .info, text: text), to: .server) { publish(event) }
+            for event in state.show(ChatLine(time: line.time, kind: problem != nil ? .error : .info, text: text), in: .server).events { publish(event) }
         }
     }
     private var toldLogProblem = false
@@ -107,14 +107,14 @@ public actor ChatClient {
                 line.isHistory = true
                 line.isOldNews = true
                 // Straight to the views: these are in the log already.
-                for event in state.line(line, to: id, name: name) { publish(event) }
+                for event in state.show(line, in: id, name: name).events { publish(event) }
             }
             // The boundary: above it the local log, below it this session (an info line, never logged).
             if let last = lines.map(\.time).max() {
                 var marker = ChatLine(time: last + 0.0001, kind: .info, text: Self.earlierMarker)
                 marker.isHistory = true
                 marker.isOldNews = true
-                for event in state.line(marker, to: id, name: name) { publish(event) }
+                for event in state.show(marker, in: id, name: name).events { publish(event) }
             }
             // Restored lines are not unread.
             publish(state.record(.markedRead(id)))
@@ -128,8 +128,7 @@ public actor ChatClient {
 
     /// Scrolling past the oldest line of a room: the lines before it, from the server's history.
     public func fetchOlder(_ room: String, before msgid: String) {
-        guard let connection, let request = state.olderRequest(for: state.id(for: room), room: room, before: msgid) else { return }
-        write(request, over: connection)
+        perform(state.older(in: room, before: msgid))
     }
 
     /// Searches the log (on its reader thread): the hits arrive as `.searchResults`.
@@ -162,13 +161,13 @@ public actor ChatClient {
         for logged in lines {
             var line = logged.chatLine
             line.isHistory = true
-            for event in state.line(line, to: hit.conversation, name: hit.name) { publish(event) }
+            for event in state.show(line, in: hit.conversation, name: hit.name).events { publish(event) }
         }
         // A nickname from the log may be someone else's now: said before anything is typed here.
         if case .direct = hit.conversation {
             let warning = ChatLine(time: WallClock.now(), kind: .info,
                                    text: "These lines are from your log (\(ServerTime.format(time).prefix(10))): whoever has the nickname \(hit.name) now may be someone else, and what you type here goes to them")
-            for event in state.line(warning, to: hit.conversation, name: hit.name) { publish(event) }
+            for event in state.show(warning, in: hit.conversation, name: hit.name).events { publish(event) }
         }
     }
 
@@ -177,7 +176,7 @@ public actor ChatClient {
     /// Connects, and keeps reconnecting until `quit` or `disconnect`.
     public func start() {
         guard runTask == nil else { return }
-        if let logProblem { for event in state.line(ChatLine(time: WallClock.now(), kind: .error, text: logProblem), to: .server) { emit(event) } }
+        if let logProblem { perform(state.show(ChatLine(time: WallClock.now(), kind: .error, text: logProblem), in: .server)) }
         keepConnected = true
         userStopReason = nil
         state.userStopping = false
@@ -275,12 +274,12 @@ public actor ChatClient {
 
     /// Opens a direct conversation (or a room's window) by name, if it is not open.
     public func openConversation(_ name: String) {
-        for event in state.open(name, now: WallClock.now()) { emit(event) }
+        perform(state.open(name, now: WallClock.now()))
     }
 
     public func closeConversation(_ id: ConversationID) {
         guard id != .server, state[id] != nil else { return }
-        emit(state.close(id))
+        perform(state.close(id))
     }
 
     /// Adds a client-side note (an error the user should see) to a conversation.
@@ -288,7 +287,7 @@ public actor ChatClient {
     public func note(_ text: String, in conversation: ConversationID, isError: Bool = true, name: String? = nil) {
         let place = state[conversation] == nil && conversation.kind != .direct ? .server : conversation
         let line = ChatLine(time: WallClock.now(), kind: isError ? .error : .info, text: text)
-        for event in state.line(line, to: place, name: name) { emit(event) }
+        perform(state.show(line, in: place, name: name))
     }
 
     /// A note about a person or a room, by name, in the conversation with them.
@@ -372,7 +371,7 @@ public actor ChatClient {
                     connection.close(reason: refusal)
                     fatalReason = refusal
                     lastReason = refusal
-                    for event in state.connectionLost(reason: lastReason, now: WallClock.now()) { emit(event) }
+                    perform(state.connectionLost(reason: lastReason, now: WallClock.now()))
                     holdUnconfirmed()
                     keepConnected = false
                     emit(.status(.stopped(reason: refusal)))
@@ -402,7 +401,7 @@ public actor ChatClient {
                     fatalReason = "\(config.host) was not found after \(unresolved) tries (\(lastReason)); check the name"
                 }
             }
-            for event in state.connectionLost(reason: lastReason, now: WallClock.now(), byUser: userStopReason != nil) { emit(event) }
+            perform(state.connectionLost(reason: lastReason, now: WallClock.now(), byUser: userStopReason != nil))
             holdUnconfirmed()
             if let fatalReason {
                 keepConnected = false

@@ -184,7 +184,7 @@ public struct ClientState: Sendable {
 
     /// Applies an event to the book and returns it, to be published.
     @discardableResult
-    public mutating func record(_ event: ClientEvent) -> ClientEvent {
+    mutating func record(_ event: ClientEvent) -> ClientEvent {
         book.apply(event)
         return event
     }
@@ -197,7 +197,7 @@ public struct ClientState: Sendable {
     /// A line for the conversation a name (a room, a person) or id names, opening a direct
     /// conversation when it is new.
     @discardableResult
-    public mutating func line(_ line: ChatLine, to id: ConversationID, name: String? = nil) -> [ClientEvent] {
+    mutating func line(_ line: ChatLine, to id: ConversationID, name: String? = nil) -> [ClientEvent] {
         var events: [ClientEvent] = []
         var line = line
         // A file shared through the host: "bob shared report.pdf (1.2 MiB) — /download 3".
@@ -236,10 +236,16 @@ public struct ClientState: Sendable {
         return (stranger ?? any)?.id
     }
 
+    /// A line shown in a conversation that did not come from the server (a note of the
+    /// client's, a line restored from the log), opening a direct conversation when it is new.
+    public mutating func show(_ line: ChatLine, in id: ConversationID, name: String? = nil) -> Reduction {
+        Reduction(events: self.line(line, to: id, name: name))
+    }
+
     /// Opens a conversation the user asked for (/query), if it is not open.
-    public mutating func open(_ name: String, now: Double) -> [ClientEvent] {
+    public mutating func open(_ name: String, now: Double) -> Reduction {
         let id = id(for: name)
-        return book[id] == nil ? opening(id, name: name, time: now) : []
+        return Reduction(events: book[id] == nil ? opening(id, name: name, time: now) : [])
     }
 
     /// Opens a conversation; a direct one past the limit closes the least recently active
@@ -249,7 +255,7 @@ public struct ClientState: Sendable {
         guard id.kind == .direct else { return events }
         active(id)
         while let old = directConversationToClose(keeping: id) {
-            events.append(close(old))
+            events.append(closing(old))
             if !toldOfDirectLimit {
                 toldOfDirectLimit = true
                 let text = "More than \(directLimit) direct conversations: the least recently active are closed "
@@ -260,8 +266,13 @@ public struct ClientState: Sendable {
         return events
     }
 
+    /// The user closed a conversation (/close).
+    public mutating func close(_ id: ConversationID) -> Reduction {
+        Reduction(events: [closing(id)])
+    }
+
     /// Closes a conversation and forgets what was kept about it.
-    public mutating func close(_ id: ConversationID) -> ClientEvent {
+    mutating func closing(_ id: ConversationID) -> ClientEvent {
         latestMsgid[id] = nil
         latestMsgidTime[id] = nil
         latestTime[id] = nil
@@ -297,7 +308,7 @@ public struct ClientState: Sendable {
     /// shown greyed until NAMES replaces them. When we had been registered, every room and
     /// direct conversation gets a line marking where the connection dropped, unless the user
     /// ended it (`byUser`: /quit, /disconnect): nothing dropped then, and nothing is held.
-    public mutating func connectionLost(reason: String = "", now: Double = 0, byUser: Bool = false) -> [ClientEvent] {
+    public mutating func connectionLost(reason: String = "", now: Double = 0, byUser: Bool = false) -> Reduction {
         let wasRegistered = isRegistered
         registration = Registration(registrationSettings)
         capabilities = []
@@ -333,11 +344,11 @@ public struct ClientState: Sendable {
                 droppedAt[id] = at
             }
         }
-        return produced
+        return reduction()
     }
 
     /// Registered again after a drop: the conversations marked then get a line saying so.
-    public mutating func connectionBack(now: Double) -> [ClientEvent] {
+    mutating func connectionBack(now: Double) -> [ClientEvent] {
         let start = produced.count
         // With history the gap is filled when each room is joined again (`CHATHISTORY AFTER`);
         // without, nobody can say what was missed.
@@ -355,7 +366,7 @@ public struct ClientState: Sendable {
     /// `onlyAfterDrop`: nothing when there is no gap to fill (a direct conversation has no LATEST on joining).
     /// A conversation with a held line of ours always reads history first: the server may have
     /// stored it before the drop.
-    public mutating func historyRequest(for id: ConversationID, room: String, limit: Int = 50, onlyAfterDrop: Bool = false) -> IRCMessage? {
+    mutating func historyRequest(for id: ConversationID, room: String, limit: Int = 50, onlyAfterDrop: Bool = false) -> IRCMessage? {
         guard capabilities.contains("draft/chathistory"), capabilities.contains("batch") else { return nil }
         let book = self.book
         let held = sent.oldestHeld { book.id(for: $0.target) == id }
@@ -419,11 +430,13 @@ public struct ClientState: Sendable {
         return false
     }
 
-    /// Older lines of a room, before the oldest one shown (scrolling up past it).
-    public mutating func olderRequest(for id: ConversationID, room: String, before msgid: String) -> IRCMessage? {
-        guard capabilities.contains("draft/chathistory"), capabilities.contains("batch"), historyRequests[id] == nil else { return nil }
+    /// Older lines of a room, before the oldest one shown (scrolling up past it): asked once
+    /// at a time, where the server keeps history.
+    public mutating func older(in room: String, before msgid: String) -> Reduction {
+        let id = id(for: room)
+        guard capabilities.contains("draft/chathistory"), capabilities.contains("batch"), historyRequests[id] == nil else { return Reduction() }
         historyRequests[id] = .older
-        return IRCMessage("CHATHISTORY", "BEFORE", room, "msgid=" + msgid, "100")
+        return Reduction(actions: [.send(IRCMessage("CHATHISTORY", "BEFORE", room, "msgid=" + msgid, "100"))])
     }
 
     // BATCH +ref type [params] | BATCH -ref
@@ -475,7 +488,7 @@ public struct ClientState: Sendable {
 
     /// Applies one message from the server and returns what changed, for a view that only
     /// folds lines (tests, the screen's fixtures): `receive`'s events, its actions not performed.
-    public mutating func apply(_ message: IRCMessage, now: Double) -> [ClientEvent] {
+    mutating func apply(_ message: IRCMessage, now: Double) -> [ClientEvent] {
         receive(message, now: now).events
     }
 

@@ -48,7 +48,7 @@ extension ClientState {
 
     /// A direct message the server could not deliver (401: `nick` is not here now): held until
     /// they are back.
-    public mutating func holdForPerson(_ nick: String, text: String, isAction: Bool, now: Double) -> [ClientEvent] {
+    mutating func holdForPerson(_ nick: String, text: String, isAction: Bool, now: Double) -> [ClientEvent] {
         let start = produced.count
         let key = key(for: nick)
         let id = id(for: nick)
@@ -151,7 +151,7 @@ extension ClientState {
     }
 
     /// The user gave up on what is held for `nick`: shown as not sent, with its text.
-    public mutating func cancelHeld(for nick: String) -> [ClientEvent] {
+    mutating func cancelHeld(for nick: String) -> [ClientEvent] {
         let start = produced.count
         let key = key(for: nick)
         guard let entry = held.waiting.removeValue(forKey: key) else { return [] }

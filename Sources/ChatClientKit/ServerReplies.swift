@@ -49,7 +49,7 @@ extension ClientState {
     }
 
     /// The connection dropped: the lines not confirmed are shown as held, with their text.
-    public mutating func holdUnconfirmed(now: Double) -> [ClientEvent] {
+    public mutating func holdUnconfirmed(now: Double) -> Reduction {
         var serial = lastSerial
         let held = sent.hold { serial += 1; return serial }
         lastSerial = serial
@@ -58,12 +58,12 @@ extension ClientState {
             events += self.line(heldLine(outgoing.text, isAction: outgoing.isAction, serial: outgoing.serial, now: now),
                                 to: id(for: outgoing.target), name: outgoing.target)
         }
-        return events
+        return Reduction(events: events)
     }
 
     /// The held lines of the conversations `belongs` chooses, to be sent again (history did
     /// not have them): their held copies go.
-    public mutating func takeHeld(where belongs: (ConversationID) -> Bool) -> (lines: [SentLines.Line], events: [ClientEvent]) {
+    mutating func takeHeld(where belongs: (ConversationID) -> Bool) -> (lines: [SentLines.Line], events: [ClientEvent]) {
         let book = self.book
         let taken = sent.takeHeld { belongs(book.id(for: $0.target)) }
         return (taken, taken.map { record(.pendingDone(book.id(for: $0.target), serial: $0.serial)) })

@@ -93,7 +93,7 @@ func fuzzClient(_ bytes: [UInt8]) {
     var now = 1_000_000.0
     for line in bytes.split(separator: 10, omittingEmptySubsequences: true).prefix(64) {
         guard let message = try? IRCMessage(bytes: Array(line)) else { continue }
-        _ = state.apply(message, now: now)
+        _ = state.receive(message, now: now)
         now += 1
     }
 }

@@ -234,7 +234,7 @@ struct ClientStateTests {
     @Test("a lost connection keeps rooms and their members (greyed) for rejoining, and marks where it dropped and came back")
     func connectionLost() {
         var (state, _) = fold(welcome + [":bob!b@h PRIVMSG alice :hi"])
-        let events = state.connectionLost(reason: "connection reset", now: 2000)
+        let events = state.connectionLost(reason: "connection reset", now: 2000).events
         #expect(state.conversation("#lobby")?.isJoined == false && state.conversation("#lobby")?.awaitingRejoin == true)
         #expect(state.conversation("#lobby")?.members.count == 3, "the list stays, greyed, until NAMES replaces it")
         #expect(state.rooms.map(\.name) == ["#lobby"])
@@ -244,7 +244,7 @@ struct ClientStateTests {
                 "one marker in #lobby, one in the conversation with bob")
         #expect(state.conversation("bob")?.lines.last?.text == "── connection lost: connection reset — what you type is held until it is back ──")
         // A failed retry adds nothing; coming back marks the same conversations.
-        #expect(state.connectionLost(reason: "refused", now: 2001) == [.connectionLost])
+        #expect(state.connectionLost(reason: "refused", now: 2001).events == [.connectionLost])
         // The welcome marks them (the reducer's welcome step), once.
         let back = state.apply(try! IRCMessage(parsing: ":srv 001 alice :Welcome"), now: 2002)
         #expect(back.filter { if case .line(_, let line) = $0 { return line.text.hasPrefix("── connected again") } else { return false } }.count == 2)

@@ -65,7 +65,7 @@ struct DirectLimitTests {
     @Test("/query opens a conversation under the same limit")
     func queryCounts() {
         var (state, _) = flood(strangers(0..<5))
-        let events = state.open("newfriend", now: 1000)
+        let events = state.open("newfriend", now: 1000).events
         #expect(directs(state).count == 5 && state.book[.direct("newfriend")] != nil && state.book[.direct("s0")] == nil)
         #expect(events.contains(.closed(.direct("s0"))))
     }

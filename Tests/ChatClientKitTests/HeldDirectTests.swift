@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import ChatClientKit
+@testable import ChatClientKit
 import ChatTransport
 import IRCTestSupport
 import IRCWire

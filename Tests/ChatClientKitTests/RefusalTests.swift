@@ -183,7 +183,7 @@ struct ServerReplyWordsTests {
         let events = state.apply(try IRCMessage(parsing: ":srv FAIL PRIVMSG TEMPORARILY_UNAVAILABLE #room :Try later"), now: 1)
         #expect(events == [.notSent(target: "#room", text: "hello", reason: "refused by the server: Try later (TEMPORARILY_UNAVAILABLE)")])
         _ = state.connectionLost(now: 2)
-        #expect(state.holdUnconfirmed(now: 2).isEmpty)
+        #expect(state.holdUnconfirmed(now: 2).events.isEmpty)
         #expect(state.takeHeld(where: { _ in true }).lines.isEmpty)
     }
 }

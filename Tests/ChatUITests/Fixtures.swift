@@ -1,5 +1,5 @@
 @testable import ChatUI
-import ChatClientKit
+@testable import ChatClientKit
 import IRCWire
 
 /// A model as alice, registered, in #lobby with bob, 小明 and carol, drawn at `width`×`height`.
@@ -49,7 +49,7 @@ extension ChatModel {
     @discardableResult
     mutating func lose(reason: String, now: Double) -> [UICommand] {
         var client = ClientState(continuing: state, registered: everRegistered)
-        return client.connectionLost(reason: reason, now: now).flatMap { update(.client($0)) }
+        return client.connectionLost(reason: reason, now: now).events.flatMap { update(.client($0)) }
     }
 
     /// One event from the client.

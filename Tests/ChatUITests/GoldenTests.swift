@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import ChatUI
-import ChatClientKit
+@testable import ChatClientKit
 import IRCWire
 
 /// Whole screens compared row by row with golden text, as ratatui's TestBackend tests do: a

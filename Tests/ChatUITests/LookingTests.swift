@@ -1,6 +1,6 @@
 import Testing
 @testable import ChatUI
-import ChatClientKit
+@testable import ChatClientKit
 import IRCWire
 
 /// Where news for the user goes: the screen tells its client which conversation is on screen,
@@ -85,7 +85,7 @@ struct LookingTests {
         let usage = model.type("/cancel")
         #expect(usage.contains(.note("Usage: /cancel ID|NICK", conversation: .room("#lobby"), isError: true)), "\(usage)")
         var client = ClientState(continuing: model.state, registered: true)
-        for event in client.open("Bob", now: 1) { _ = model.update(.client(event)) }
+        for event in client.open("Bob", now: 1).events { _ = model.update(.client(event)) }
         model.selection = .conversation(.direct("bob"))
         #expect(model.type("/cancel").contains(.cancelHeld("Bob")))
     }

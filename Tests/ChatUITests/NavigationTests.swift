@@ -1,6 +1,6 @@
 import Testing
 @testable import ChatUI
-import ChatClientKit
+@testable import ChatClientKit
 import IRCWire
 
 /// alice in three rooms of `size` people each (names like dev7), plus a direct conversation with unread lines.

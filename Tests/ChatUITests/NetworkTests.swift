@@ -1,6 +1,6 @@
 import Testing
 @testable import ChatUI
-import ChatClientKit
+@testable import ChatClientKit
 import IRCWire
 
 /// The lobby model (network "home", our server) and a second network, "libera", where alice is
@@ -34,7 +34,7 @@ extension ChatModel {
     /// Network `index`'s connection dropped.
     mutating func lose(network index: Int, reason: String, now: Double) {
         var client = ClientState(continuing: networks[index].state, registered: networks[index].everRegistered)
-        for event in client.connectionLost(reason: reason, now: now) { _ = update(.fromNetwork(index, event)) }
+        for event in client.connectionLost(reason: reason, now: now).events { _ = update(.fromNetwork(index, event)) }
     }
 }
 
