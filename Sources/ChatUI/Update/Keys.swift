@@ -1,0 +1,153 @@
+import ChatTransport
+import ChatClientKit
+import IRCWire
+
+// Keys: what a key does when no prompt or picker has it: the input line, the selection,
+// scrolling.
+extension ChatModel {
+    mutating func press(_ key: Key) -> [UICommand] {
+        revealing = nil
+        switch key {
+        // With text in the input line, Up and Down walk your earlier lines (as in irssi and
+        // WeeChat), so a draft never changes recipient; with an empty line they pick the recipient.
+        case .up:
+            if !editor.isEmpty { editor.historyPrevious(); return [] }
+            return moveSelection(by: -1)
+        case .down:
+            if !editor.isEmpty { editor.historyNext(); return [] }
+            return moveSelection(by: 1)
+        case .pageUp:
+            // At the top of what is loaded, a room asks the server for the lines before it.
+            if scrollPane(by: max(1, paneHeight - 1)), let room = viewedConversation, room.kind == .room,
+               let oldest = room.lines.first(where: { $0.msgid != nil })?.msgid, olderAsked[room.id] != oldest {
+                olderAsked[room.id] = oldest
+                return [.fetchOlder(room: room.name, before: oldest)]
+            }
+            return []
+        case .pageDown: scrollPane(by: -max(1, paneHeight - 1)); return []
+        case .home:
+            if editor.isEmpty { return selectIndex(0) }
+            editor.home()
+        case .end:
+            if editor.isEmpty { return selectIndex(sidebarRows.count - 1) }
+            editor.end()
+        case .left: editor.left()
+        case .right: editor.right()
+        case .backspace: editor.backspace()
+        case .delete: editor.deleteForward()
+        case .tab:
+            let words = editor.text.split(separator: " ", omittingEmptySubsequences: false).count
+            if (editor.text.hasPrefix("/send ") && words >= 3) || (editor.text.hasPrefix("/upload ") && words >= 2) {
+                // A second Tab cycles through the names already listed; a first asks the shell.
+                if editor.isCompleting {
+                    editor.complete(nicks: [], commands: [], atLineStart: false)
+                } else if !editor.currentWord.isEmpty {
+                    return [.listFiles(word: editor.currentWord)]
+                }
+            } else {
+                editor.complete(nicks: completionNames, commands: SlashCommands.completions)
+            }
+        case .escape: replyingTo = nil
+        case .messageUp, .messageDown: break
+        case .character(let character): editor.insert(String(character))
+        case .paste(let text): return paste(text)
+        case .enter: return submit(editor.submit())
+        case .control(let letter):
+            switch letter {
+            case "a": editor.home()
+            case "e": editor.end()
+            case "b": editor.left()
+            case "f": editor.right()
+            case "d": editor.deleteForward()
+            case "h": editor.backspace()
+            case "w": editor.deleteWordBackward()
+            case "u": editor.killToStart()
+            case "k": editor.killToEnd()
+            case "y": editor.yank()
+            case "p": editor.historyPrevious()
+            case "n": editor.historyNext()
+            case "l": return [.redraw]
+            case "c":
+                // The host's Ctrl-C closes the room for everyone: ask first when others are in it.
+                if isHost && othersOnline > 0 {
+                    confirmingQuit = true
+                    return []
+                }
+                return [.quit(reason: "Leaving")]
+            default: break
+            }
+        }
+        return []
+    }
+
+    var paneHeight: Int { max(0, height - 3) }
+
+    /// Scrolls the viewed conversation so the search hit being opened is in the middle of the pane.
+    mutating func reveal() {
+        guard let target = revealing, let conversation = state[target.id] else { return }
+        let layout = Layout(width: width, height: height)
+        var below = 0
+        for line in conversation.lines.reversed() {
+            let (spans, indent) = format(line, width: layout.paneWidth)
+            let rows = Wrapper.wrap(spans, width: layout.paneWidth, indent: indent).count
+            if line.time == target.time && line.text == target.text {
+                scroll[target.id] = max(0, below + rows - (layout.paneHeight + 1) / 2)
+                return
+            }
+            below += rows
+        }
+    }
+
+    /// Scrolls; true when it stopped at the oldest line (it wanted to go further).
+    @discardableResult
+    mutating func scrollPane(by rows: Int) -> Bool {
+        let id = viewedID
+        var wanted = max(0, (scroll[id] ?? 0) + rows)
+        var atTop = false
+        // Never past the oldest line: at most as many rows up as there are above the pane.
+        let layout = Layout(width: width, height: height)
+        if wanted > 0, let conversation = viewedConversation {
+            let height = max(0, layout.paneHeight - 1)
+            // One row more than would fill the pane: exactly as many as needed is not the top.
+            let available = paneRows(conversation, width: layout.paneWidth, needed: wanted + height + 1).count
+            atTop = wanted >= max(0, available - height)
+            wanted = min(wanted, max(0, available - height))
+        }
+        scroll[id] = wanted
+        return atTop && rows > 0
+    }
+
+    /// Moves to the next row you can pick, skipping your own (and, with several networks, from
+    /// one network's rows to the next). Nothing is opened or marked read.
+    mutating func moveSelection(by delta: Int) -> [UICommand] {
+        let rows = sidebarRows
+        guard !rows.isEmpty else { return [] }
+        var index = rows.firstIndex(of: SidebarRow(network: selectedNetwork, item: selection)) ?? 0
+        repeat {
+            let next = index + delta
+            guard rows.indices.contains(next) else { return [] }
+            index = next
+        } while !isSelectable(rows[index])
+        return selectIndex(index)
+    }
+
+    mutating func selectIndex(_ index: Int) -> [UICommand] {
+        let rows = sidebarRows
+        guard rows.indices.contains(index) else { return [] }
+        var index = index
+        // Home and End land on the nearest row that can be picked.
+        while !isSelectable(rows[index]) && index + 1 < rows.count { index += 1 }
+        selectNetwork(rows[index].network)
+        selection = rows[index].item
+        switch selection {
+        case .conversation(let id):
+            if id.kind == .room, let room = state[id] { currentRoom = room.name }
+        case .user(_, let room):
+            if let room = state[room] { currentRoom = room.name }
+        case .heading, .networkHeading:
+            break
+        }
+        return []
+    }
+
+}
