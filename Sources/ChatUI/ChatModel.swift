@@ -78,6 +78,15 @@ public enum UICommand: Equatable, Sendable {
     case cancelHeld(String)
     /// `/send-held NICK`: send what is held for this person to whoever has the nickname now.
     case sendHeld(String)
+    /// `/set` (no name: list; no value: show one; `reset`: back to the default).
+    case setting(name: String?, value: String?, reset: Bool)
+    /// `/save`: the shell writes `settings` and `aliases` to the config file.
+    case saveSettings
+    /// `/reload`: the shell reads the config file and answers with `UIEvent.settingsLoaded`.
+    case reloadSettings
+    /// `/alias` (no name: list; no expansion: show one), `/unalias`.
+    case alias(name: String?, expansion: String?)
+    case unalias(String)
     /// Tab after `/send NICK`: list the directory `word` (a path being typed) is in; the shell
     /// answers with `UIEvent.filesListed`, so `update` never reads the disk.
     case listFiles(word: String)
@@ -105,6 +114,18 @@ public enum UIEvent: Equatable, Sendable {
     /// The shell's answer to `UICommand.listFiles`: the entries of the directory `word` is in
     /// whose names start like its last part.
     case filesListed(word: String, entries: [FileEntry])
+    /// The config file read again (`/reload`), or why it could not be.
+    case settingsLoaded(Result<ConfigValues, SettingProblem>)
+}
+
+/// What the config file says of the screen's settings and aliases.
+public struct ConfigValues: Equatable, Sendable {
+    public var settings: Settings
+    public var aliases: Aliases
+    public init(settings: Settings, aliases: Aliases) {
+        self.settings = settings
+        self.aliases = aliases
+    }
 }
 
 /// Everything the chat screen shows and remembers, as a value.
@@ -175,12 +196,27 @@ public struct ChatModel: Sendable {
     public var height: Int
     /// Seconds east of UTC for timestamps.
     public var utcOffset = 0
-    public var showSeconds = false
-    public var bellEnabled = true
+    /// The settings (`Setting.all`): the flags and the config file's, then `/set`'s.
+    public var settings = Settings()
+    /// `/alias`: the user's own commands.
+    public var aliases = Aliases()
+    public var showSeconds: Bool {
+        get { settings["timestamps"] == "HH:MM:SS" }
+        set { settings.set("timestamps", newValue ? "HH:MM:SS" : "HH:MM") }
+    }
+    public var bellEnabled: Bool {
+        get { settings.isOn("bell") }
+        set { settings.set("bell", newValue ? "on" : "off") }
+    }
     /// Lines of a paste waiting for a yes or no.
     public var pendingPaste: [String]?
     /// Pastes of more lines than this ask first.
-    public var pasteConfirmThreshold = 3
+    public var pasteConfirmThreshold: Int {
+        get { settings.number("paste-lines") }
+        set { settings.set("paste-lines", String(newValue)) }
+    }
+    /// Where each part of the screen goes now.
+    public var layout: Layout { Layout(width: width, height: height, sidebar: settings.number("sidebar-width")) }
     public var lastTitle = ""
     /// On the host's own screen (`--serve`): how others join, shown in the server window and in
     /// /help; and Ctrl-C asks before closing a room others are in.

@@ -90,7 +90,8 @@ public enum CommandInterpreter {
         case "away":
             return [.irc(IRCMessage(command: "AWAY", params: rest.isEmpty ? [] : [String(rest)]))]
         case "whois":
-            return [.irc(IRCMessage("WHOIS", words[0]))]
+            // `/whois bob bob` (irssi's /wii): asked of bob's own server, which knows the idle time.
+            return [.irc(IRCMessage(command: "WHOIS", params: Array(words.prefix(2))))]
         case "names":
             guard let room, let conversation = state.conversation(room) else {
                 return [.note("Not in a room", conversation: here, isError: true)]
@@ -136,11 +137,25 @@ public enum CommandInterpreter {
             let text = String(rest.drop(while: { $0 != " " }).dropFirst())
             return messageAction(command.name, on: reference.msgid, in: conversation.name, text: text, context)
         case "set":
-            guard words[0].lowercased() == "display-name" else {
-                return [.note("/set knows display-name: /set display-name NAME", conversation: here, isError: true)]
+            let value = words.isEmpty ? nil : String(rest.dropFirst(words[0].count).drop(while: { $0 == " " }))
+            if words.first?.lowercased() == "display-name" {
+                let name = value ?? ""
+                return [.irc(IRCMessage(command: "METADATA", params: ["*", "SET", "display-name"] + (name.isEmpty ? [] : [name])))]
             }
-            let name = String(rest.dropFirst(words[0].count).drop(while: { $0 == " " }))
-            return [.irc(IRCMessage(command: "METADATA", params: ["*", "SET", "display-name"] + (name.isEmpty ? [] : [name])))]
+            if words.first == "-default" {
+                guard words.count == 2 else { return [.note("Usage: /set -default NAME", conversation: here, isError: true)] }
+                return [.setting(name: words[1], value: nil, reset: true)]
+            }
+            return [.setting(name: words.first, value: value?.isEmpty == true ? nil : value, reset: false)]
+        case "save":
+            return [.saveSettings]
+        case "reload":
+            return [.reloadSettings]
+        case "alias":
+            let expansion = words.isEmpty ? nil : String(rest.dropFirst(words[0].count).drop(while: { $0 == " " }))
+            return [.alias(name: words.first, expansion: expansion?.isEmpty == true ? nil : expansion)]
+        case "unalias":
+            return [.unalias(words[0])]
         case "quote":
             guard let message = try? IRCMessage(parsing: String(rest)) else {
                 return [.note("Not an IRC line: \(rest)", conversation: here, isError: true)]

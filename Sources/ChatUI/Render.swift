@@ -13,11 +13,18 @@ public struct Layout: Equatable, Sendable {
     public var statusRow: Int { height - 2 }
     public var inputRow: Int { height - 1 }
 
-    public init(width: Int, height: Int) {
+    /// `sidebar`: the sidebar-width setting (0: a fifth of the width, 12 to 24 columns).
+    public init(width: Int, height: Int, sidebar: Int = 0) {
         self.width = width
         self.height = height
-        // Narrow terminals give the messages the whole width.
-        sidebarWidth = width >= 40 ? min(24, max(12, width / 5)) : 0
+        // Narrow terminals give the messages the whole width; a chosen width leaves the pane 20.
+        if width < 40 {
+            sidebarWidth = 0
+        } else if sidebar > 0 {
+            sidebarWidth = min(sidebar, width - 21)
+        } else {
+            sidebarWidth = min(24, max(12, width / 5))
+        }
     }
 }
 
@@ -45,7 +52,7 @@ extension ChatModel {
     public func render(into screen: inout Screen) {
         screen.clear()
         guard width > 0 && height > 0 else { return }
-        let layout = Layout(width: width, height: height)
+        let layout = self.layout
         if layout.paneTop == 1 { renderTitle(into: &screen, layout) }
         if layout.paneHeight > 0 { renderMessages(into: &screen, layout) }
         if layout.sidebarWidth > 0 && layout.paneHeight > 0 { renderSidebar(into: &screen, layout) }
@@ -276,13 +283,13 @@ extension ChatModel {
         switch line.kind {
         case .message:
             spans.append(Span("<", Palette.dim))
-            spans.append(Span(sender, Palette.nickStyle(sender, own: line.isOwn)))
+            spans.append(Span(sender, nickStyle(sender, own: line.isOwn)))
             spans.append(Span("> ", Palette.dim))
         case .action:
             spans.append(Span("* ", Palette.dim))
-            spans.append(Span(sender + " ", Palette.nickStyle(sender, own: line.isOwn)))
+            spans.append(Span(sender + " ", nickStyle(sender, own: line.isOwn)))
         case .notice:
-            spans.append(Span("-" + sender + "- ", Palette.nickStyle(sender, own: line.isOwn)))
+            spans.append(Span("-" + sender + "- ", nickStyle(sender, own: line.isOwn)))
         case .error:
             spans.append(Span("!!! ", Palette.error))
             textStyle = Palette.error
@@ -301,6 +308,11 @@ extension ChatModel {
         // The first line of a multiline message here; `paneRows` draws the rest.
         let first = line.text.firstIndex(of: "\n").map { String(line.text[..<$0]) } ?? line.text
         return (spans + FormattedText.spans(first, base: textStyle) + pending, indent)
+    }
+
+    /// A nickname's colour, or none with nick-colors off (your own still bold).
+    func nickStyle(_ nick: String, own: Bool) -> Style {
+        settings.isOn("nick-colors") ? Palette.nickStyle(nick, own: own) : Style(bold: own)
     }
 
     func clock(_ time: Double) -> String {
@@ -394,7 +406,7 @@ extension ChatModel {
             let member = state[room]?.members[state.key(for: nick)]
             let prefix = member?.highestPrefix ?? ""
             let isMe = state.isMe(nick)
-            var style = Palette.nickStyle(nick, own: isMe)
+            var style = nickStyle(nick, own: isMe)
             // Away people, and everyone while the connection is down (the list may be stale).
             if member?.isAway == true || state[room]?.isJoined == false { style = Palette.dim }
             // A display name (draft/metadata-2) beside the nickname, never instead of it.

@@ -34,6 +34,8 @@ extension ChatModel {
             guard editor.text.hasPrefix("/send ") || editor.text.hasPrefix("/upload "), editor.currentWord == word else { return [] }
             editor.complete(nicks: PathCompletion.candidates(for: word, entries: entries), commands: [], atLineStart: false)
             return []
+        case .settingsLoaded(let result):
+            return settingsLoaded(result)
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
             if confirmingQuit { return answerQuit(key) }
@@ -139,7 +141,7 @@ extension ChatModel {
             // Scrolled up, the view stays on the lines being read (as irssi and WeeChat keep a
             // scrolled-back window still): a line added below moves the bottom, not the view.
             if let rows = scroll[id], rows > 0, let conversation = state[id], let last = conversation.lines.last, last == line, lastBefore != last {
-                scroll[id] = rows + lineRows(line, in: conversation, width: Layout(width: width, height: height).paneWidth).count
+                scroll[id] = rows + lineRows(line, in: conversation, width: layout.paneWidth).count
             }
             var commands: [UICommand] = []
             if inView && id == viewedID {

@@ -2,6 +2,7 @@ import ChatLink
 import ChatTransport
 import ChatClientKit
 import ChatServerKit
+import ChatUI
 import IRCWire
 
 /// The command line, parsed. Every flag is documented in `usage`.
@@ -64,15 +65,19 @@ struct Arguments {
     var saslPlainInsecure = false
     /// Keep the local log (`--no-logs` turns it off).
     var logs = true
-    var bell = true
-    var typing = true
-    var timestampSeconds = false
-    var scrollback = 4_096
-    var downloadDirectory: String?
+    /// The chat screen's settings (`Setting.all`): flags and the config file; read below.
+    var settings = Settings()
+    /// The config file's `[aliases]` (nil: none, the defaults).
+    var aliases: [String: String]?
+    var bell: Bool { settings.isOn("bell") }
+    var typing: Bool { settings.isOn("typing") }
+    var timestampSeconds: Bool { settings["timestamps"] == "HH:MM:SS" }
+    var scrollback: Int { settings.number("scrollback") }
+    var downloadDirectory: String? { settings["download-dir"].isEmpty ? nil : settings["download-dir"] }
     var dccPorts: ClosedRange<Int>?
     var dccAddress: String?
     var dccMaxSize: UInt64?
-    var dccAutoAccept: [String] = []
+    var dccAutoAccept: [String] { settings.words("dcc-auto-accept-from") }
     var ignore: [String] = []
     /// Where the server logs when the chat screen owns the terminal.
     var logPath: String?
@@ -203,7 +208,18 @@ struct Arguments {
         return number
     }
 
-    static let flags: [Flag] = [
+    /// The chat screen's settings (`Setting.all`) as flags: `--bell off`, the same names as in the
+    /// config file and `/set`.
+    static let settingFlags: [Flag] = Setting.all.map { setting in
+        let shownDefault = setting.defaultValue.isEmpty ? "" : " (default \(setting.defaultValue))"
+        return Flag(name: setting.name, value: setting.placeholder, scope: .both, help: setting.help + shownDefault) { a, v throws(Problem) in
+            if let problem = a.settings.set(setting.name, v) { throw Problem(description: "--" + problem.description) }
+        }
+    }
+
+    static let flags: [Flag] = baseFlags + settingFlags
+
+    static let baseFlags: [Flag] = [
         Flag(name: "serve", value: nil, scope: .mode, help: "host a room: an IRC server, with the chat screen as your own user") { a, _ in a.mode = .serve },
         Flag(name: "host", value: "HOST[:PORT]", scope: .mode, help: "join the server at HOST (a name, an IPv4 or an IPv6 address; [::1]:6697 with a port); repeat it for several networks") { a, v throws(Problem) in
             a.hosts.append(try HostPort.parse(v))
@@ -424,23 +440,6 @@ struct Arguments {
         },
         Flag(name: "ping-interval", value: "SECS", scope: .both, help: "silence before PING is sent (default: 90 hosting, 30 joining)") { a, v throws(Problem) in a.pingInterval = try positive("ping-interval", v) },
         Flag(name: "ping-timeout", value: "SECS", scope: .both, help: "no answer to that PING for this long means the connection is dead (default 60)") { a, v throws(Problem) in a.pingTimeout = try positive("ping-timeout", v) },
-        Flag(name: "bell", value: "on|off", scope: .both, help: "ring on a direct message or a mention elsewhere (default on)") { a, v throws(Problem) in
-            let text = v.lowercased()
-            guard ["on", "off", "true", "false", "yes", "no"].contains(text) else { throw Problem(description: "--bell needs on or off, not \"\(v)\"") }
-            a.bell = ["on", "true", "yes"].contains(text)
-        },
-        Flag(name: "typing", value: "on|off", scope: .both, help: "tell others when you are writing to them (+typing; default on)") { a, v throws(Problem) in
-            let text = v.lowercased()
-            guard ["on", "off", "true", "false", "yes", "no"].contains(text) else { throw Problem(description: "--typing needs on or off, not \"\(v)\"") }
-            a.typing = ["on", "true", "yes"].contains(text)
-        },
-        Flag(name: "timestamps", value: "FORMAT", scope: .both, help: "HH:MM or HH:MM:SS (default HH:MM)") { a, v throws(Problem) in
-            let text = v.uppercased()
-            guard text == "HH:MM" || text == "HH:MM:SS" else { throw Problem(description: "--timestamps needs HH:MM or HH:MM:SS, not \"\(v)\"") }
-            a.timestampSeconds = text == "HH:MM:SS"
-        },
-        Flag(name: "scrollback", value: "N", scope: .both, help: "lines kept per conversation (default 4096)") { a, v throws(Problem) in a.scrollback = max(100, Int(try positive("scrollback", v))) },
-        Flag(name: "download-dir", value: "DIR", scope: .both, help: "where received files go (default ~/Downloads/chat-tui)") { a, v in a.downloadDirectory = v },
         Flag(name: "dcc-ports", value: "A-B", scope: .both, help: "ports to listen on for file transfers (default: any free port)") { a, v throws(Problem) in
             let bounds = v.split(separator: "-").compactMap { Int($0) }
             guard bounds.count == 2, bounds[0] > 0, bounds[0] <= bounds[1], bounds[1] <= 65535 else {
@@ -453,7 +452,6 @@ struct Arguments {
             guard let size = Arguments.parseSize(v) else { throw Problem(description: "--dcc-max-size needs a size like 500M or 2G, not \"\(v)\"") }
             a.dccMaxSize = size
         },
-        Flag(name: "dcc-auto-accept-from", value: "NICK,…", scope: .both, help: "take files from these people without asking") { a, v in a.dccAutoAccept = v.split(separator: ",").map(String.init) },
         Flag(name: "ignore", value: "MASK,…", scope: .both, help: "hide these people's messages (nicknames or nick!user@host masks; /ignore keeps it here)") { a, v in a.ignore = v.split(separator: ",").map(String.init) },
     ]
 
@@ -526,6 +524,8 @@ struct Arguments {
         var flags: [String] = []
         var networks: [NetworkSettings] = []
         var links: [LinkSection] = []
+        /// `[aliases]`: `NAME = EXPANSION` (nil: no such section, the default aliases).
+        var aliases: [String: String]?
     }
 
     static func truth(_ text: String) -> Bool? {
@@ -574,15 +574,33 @@ struct Arguments {
             }
             section = nil
         }
+        var inAliases = false
         for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
-            let line = withoutComment(raw)
+            // In [aliases] a `#` is text (`j = /join #$1`): only a line that starts with one is a comment.
+            let line = inAliases && !raw.trimmedOfWhitespace().hasPrefix("#") && !raw.trimmedOfWhitespace().hasPrefix("[") ? String(raw) : withoutComment(raw)
             let trimmed = line.trimmedOfWhitespace()
             if trimmed.isEmpty { continue }
+            if trimmed == "[aliases]" {
+                try finish()
+                guard file.aliases == nil else { throw Problem(description: "\(path) line \(number + 1): a second [aliases]") }
+                file.aliases = [:]
+                inAliases = true
+                continue
+            }
+            if inAliases && !trimmed.hasPrefix("[") {
+                guard let eq = line.firstIndex(of: "=") else { throw Problem(description: "\(path) line \(number + 1): an alias is written `NAME = EXPANSION`") }
+                let name = line[..<eq].trimmedOfWhitespace().lowercased()
+                let expansion = line[line.index(after: eq)...].trimmedOfWhitespace()
+                guard !name.isEmpty, !expansion.isEmpty else { throw Problem(description: "\(path) line \(number + 1): an alias is written `NAME = EXPANSION`") }
+                file.aliases![name] = expansion
+                continue
+            }
             if trimmed.hasPrefix("[") {
+                inAliases = false
                 let words = trimmed.dropFirst().split(separator: "]", omittingEmptySubsequences: false)
                 let inside = words.first.map { $0.split(separator: " ", omittingEmptySubsequences: true) } ?? []
                 guard trimmed.hasSuffix("]"), words.count == 2, inside.count == 2, inside[0] == "network" || inside[0] == "link" else {
-                    throw Problem(description: "\(path) line \(number + 1): a section is written [network NAME] or [link NAME] (NAME without spaces)")
+                    throw Problem(description: "\(path) line \(number + 1): a section is written [network NAME], [link NAME] (NAME without spaces) or [aliases]")
                 }
                 try finish()
                 let kind = String(inside[0]), name = String(inside[1])
@@ -652,6 +670,7 @@ struct Arguments {
             if arguments.mode == .help && !file.networks.isEmpty { arguments.mode = .connect }
             if arguments.mode == .connect { arguments.sections = file.networks }
             if arguments.mode == .serve { arguments.linkSections = file.links }
+            arguments.aliases = file.aliases
             return arguments
         }
         let onCommandLine = try Arguments(given)
@@ -678,7 +697,41 @@ struct Arguments {
         if arguments.mode == .connect && !givenHosts { arguments.sections = file.networks }
         // The file's links count when hosting, with the command line's --link ones.
         if arguments.mode == .serve { arguments.linkSections = file.links }
+        arguments.aliases = file.aliases
         return arguments
+    }
+
+    /// `/reload`: the config file's settings and aliases alone (the command line's flags are
+    /// not read again), or why the file cannot be read.
+    static func screenSettings(fromConfig path: String) -> Result<ConfigValues, SettingProblem> {
+        let file: ConfigFile
+        do { file = try fromConfigFile(path) } catch { return .failure(SettingProblem(error.description)) }
+        var settings = Settings()
+        var rest = file.flags[...]
+        while let word = rest.popFirst() {
+            let name = String(word.drop { $0 == "-" })
+            let value = flags.first { $0.name == name }?.value != nil ? rest.popFirst() : nil
+            guard Setting.named(name) != nil, let value else { continue }
+            if let problem = settings.set(name, value) { return .failure(SettingProblem("\(path): \(problem.description)")) }
+        }
+        var aliases = Aliases()
+        if let table = file.aliases {
+            aliases = Aliases([:])
+            for (name, expansion) in table {
+                if let problem = aliases.set(name, expansion) { return .failure(SettingProblem("\(path) [aliases] \(name): \(problem)")) }
+            }
+        }
+        return .success(ConfigValues(settings: settings, aliases: aliases))
+    }
+
+    /// `/save`: the screen's settings and aliases into the config file, through its one writer.
+    static func saveScreenSettings(_ settings: Settings, _ aliases: Aliases, to path: String) throws {
+        let global = settings.all.map { setting, value in
+            ChatClientKit.ConfigFile.Entry(name: setting.name, value: value, onlyIfPresent: value == setting.defaultValue)
+        }
+        // Always written: a section replaces the default aliases, so one removed stays removed.
+        let section = (name: "aliases", entries: aliases.table.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) })
+        try ChatClientKit.ConfigFile.write(global: global, section: section, in: path)
     }
 
     /// Refuses flags that contradict each other: `--serve --host x`, `--lines` when hosting,

@@ -34,8 +34,11 @@ final class ChatApp {
         model.networks[0].key = first.network
         for (name, client) in clients.dropFirst() { model.addNetwork(name: name, key: client.network, state: Self.book(for: client)) }
         model.hostHint = hostHint
-        model.bellEnabled = options.bell
-        model.showSeconds = options.timestampSeconds
+        model.settings = options.settings
+        if let table = options.aliases {
+            model.aliases = Aliases([:])
+            for (name, expansion) in table { _ = model.aliases.set(name, expansion) }
+        }
         var now = time(nil)
         var local = tm()
         localtime_r(&now, &local)
@@ -134,6 +137,15 @@ final class ChatApp {
         case .copy(let text): terminal.copyToClipboard(text)
         case .redraw: terminal.forceRedraw()
         case .listFiles(let word): handle(.filesListed(word: word, entries: Self.listFiles(completing: word)))
+        case .saveSettings:
+            let here = network == model.selectedNetwork ? model.viewedID : .server
+            do {
+                try Arguments.saveScreenSettings(model.settings, model.aliases, to: configPath)
+                await clients[network].note("Settings and aliases saved in \(configPath)", in: here, isError: false)
+            } catch {
+                await clients[network].note("Not saved in \(configPath): \(error)", in: here)
+            }
+        case .reloadSettings: handle(.settingsLoaded(Arguments.screenSettings(fromConfig: configPath)))
         default: break
         }
         scheduleRender()

@@ -74,7 +74,8 @@ enum CommandRunner {
         case .sendHeld(let nick):
             await client.replyIn(here)
             await client.sendHeld(for: nick)
-        case .quit, .bell, .redraw, .copy, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on:
+        case .quit, .bell, .redraw, .copy, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on,
+             .setting, .alias, .unalias, .saveSettings, .reloadSettings:
             return false
         }
         return true

@@ -99,7 +99,9 @@ enum ManPages {
                       + "\\fBtrue\\fR makes a bare option, \\fBfalse\\fR leaves it out; # starts a comment where it starts the line "
                       + "or follows a blank (not the # that starts a value: \\fBjoin = #swift\\fR). Options on the command line "
                       + "win; with none, the file alone decides. \\fB/ignore\\fR writes its \\fBignore\\fR line here, in the part "
-                      + "before the first section.",
+                      + "before the first section. The chat screen's \\fB/save\\fR writes its settings there too (one line each, "
+                      + "changed in place, comments and sections kept) and its aliases in \\fB[aliases]\\fR; \\fB/reload\\fR reads "
+                      + "them back.",
                   ".SH SECTIONS",
                   ".TP", "\\fB[network \\fINAME\\fB]\\fR",
                   "One more network to join, with its own \\fBhost\\fR, \\fBport\\fR, \\fBtls\\fR, \\fBtls\\-fingerprint\\fR, "
@@ -108,6 +110,11 @@ enum ManPages {
                   ".TP", "\\fB[link \\fINAME\\fB]\\fR",
                   "Hosting: one more server to link with: \\fBaddress\\fR = \\fIHOST:PORT\\fR (to dial it; without, it dials us), "
                       + "\\fBpassword\\fR, \\fBfingerprint\\fR, \\fBtls\\fR = on|off.",
+                  ".TP", "\\fB[aliases]\\fR",
+                  "The chat screen's own commands, \\fIname\\fR = \\fIexpansion\\fR (\\fBj = /join $*\\fR): \\fB$1\\fR to "
+                      + "\\fB$9\\fR are the words typed after it, \\fB$2\\-\\fR the second on, \\fB$*\\fR all, \\fB$nick\\fR and "
+                      + "\\fB$target\\fR yours and where Enter sends; \\fB;\\fR separates commands. Here a # is text; only a line "
+                      + "that starts with one is a comment. Without this section: \\fBwc = /close\\fR, \\fBwii = /whois $1 $1\\fR.",
                   ".SH KEYS", "Every long option of \\fBchat\\-tui\\fR(1):"]
         for flag in Arguments.flags where flag.scope != .mode || flag.name == "serve" || flag.name == "headless" {
             lines += [".TP", "\\fB" + roff(flag.name) + "\\fR" + (flag.value.map { " = \\fI" + roff($0) + "\\fR" } ?? " = true"), roff(flag.help)]

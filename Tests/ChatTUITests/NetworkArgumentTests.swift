@@ -1,6 +1,7 @@
 import Foundation
 import ChatClientKit
 import Testing
+import ChatUI
 import ChatServerKit
 import IRCWire
 @testable import chat_tui
@@ -154,9 +155,9 @@ struct NetworkArgumentTests {
     }
 
     @Test("bad sections say where and why", arguments: [
-        ("[network]\nhost = a\n", "config line 1: a section is written [network NAME] or [link NAME] (NAME without spaces)"),
-        ("[server a]\nhost = a\n", "config line 1: a section is written [network NAME] or [link NAME] (NAME without spaces)"),
-        ("[network a b]\nhost = a\n", "config line 1: a section is written [network NAME] or [link NAME] (NAME without spaces)"),
+        ("[network]\nhost = a\n", "config line 1: a section is written [network NAME], [link NAME] (NAME without spaces) or [aliases]"),
+        ("[server a]\nhost = a\n", "config line 1: a section is written [network NAME], [link NAME] (NAME without spaces) or [aliases]"),
+        ("[network a b]\nhost = a\n", "config line 1: a section is written [network NAME], [link NAME] (NAME without spaces) or [aliases]"),
         ("[network a]\nport = 7000\n", "config line 1 [network a]: a network needs host = HOST"),
         ("[network a]\nhost = a\nbell = off\n", "config line 1 [network a]: bell is not a network setting (host, port, tls, tls-fingerprint, nick, sasl-user, sasl-password, join)"),
         ("[network a]\nhost = a:99999\n", "config line 1 [network a]: --host a:99999: the port after the colon must be a number from 1 to 65535"),
@@ -264,5 +265,77 @@ struct ConfigCommentTests {
     ])
     func comments(_ line: String, _ kept: String) {
         #expect(Arguments.withoutComment(Substring(line)) == kept)
+    }
+}
+
+@Suite("the settings table is the flags', the config file's and --help's (issue 46)")
+struct SettingsTableTests {
+    @Test("every setting is a flag of the same name, value and help, in --help and the man page")
+    func flags() {
+        for setting in Setting.all {
+            let flag = Arguments.flags.first { $0.name == setting.name }
+            #expect(flag?.value == setting.placeholder, "--\(setting.name)")
+            #expect(flag?.help.hasPrefix(setting.help) == true, "--\(setting.name)")
+            #expect(Arguments.usage.contains("--\(setting.name) \(setting.placeholder)"))
+            #expect(ManPages.config().contains(ManPages.roff(setting.name)))
+        }
+        #expect(Set(Arguments.flags.map(\.name)).count == Arguments.flags.count, "no flag twice")
+    }
+
+    @Test("flags and the config file set them, checked by the table; the command line wins")
+    func reading() throws {
+        let file = try Arguments.parseConfig("bell = off\nhighlights = deploy\ntimestamps = hh:mm:ss\n[aliases]\nj = /join #$1 # not a comment\n", path: "config")
+        #expect(file.aliases == ["j": "/join #$1 # not a comment"])
+        let arguments = try Arguments.merging(file: file, given: ["--host", "x", "--highlights", "a,b"])
+        #expect(!arguments.bell && arguments.timestampSeconds)
+        #expect(arguments.settings.words("highlights") == ["a", "b"])
+        #expect(arguments.aliases == ["j": "/join #$1 # not a comment"])
+        #expect(throws: Arguments.Problem(description: "--bell is on or off, not \"loud\"")) { try Arguments(["--host", "x", "--bell", "loud"]) }
+        #expect(throws: Arguments.Problem(description: "--scrollback is a number from 100 to 1000000, not \"5\"")) { try Arguments(["--host", "x", "--scrollback", "5"]) }
+    }
+
+    @Test("/save then /reload: the file keeps its comments and sections and gives back what was saved")
+    func roundTrip() throws {
+        let directory = NSTemporaryDirectory() + "chat-tui-settings-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/config"
+        try "# zoe's\nnick = zoe\nbell = on\n\n[network libera]\nhost = irc.libera.chat:6697\n".write(toFile: path, atomically: true, encoding: .utf8)
+        var settings = Settings()
+        settings.set("mouse", "off")
+        settings.set("highlights", "deploy,release")
+        var aliases = Aliases()
+        _ = aliases.set("hi", "/msg $1 hello")
+        aliases.remove("wc")
+        try Arguments.saveScreenSettings(settings, aliases, to: path)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text == """
+        # zoe's
+        nick = zoe
+        bell = on
+        highlights = deploy,release
+        mouse = off
+
+        [network libera]
+        host = irc.libera.chat:6697
+
+        [aliases]
+        hi = /msg $1 hello
+        wii = /whois $1 $1
+
+        """)
+        guard case .success(let values) = Arguments.screenSettings(fromConfig: path) else { Issue.record("not read"); return }
+        #expect(values.settings == settings.setting("bell", "on"))
+        #expect(values.aliases == aliases)
+        try "bell = loud\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(Arguments.screenSettings(fromConfig: path) == .failure(SettingProblem(path + ": bell is on or off, not \"loud\"")))
+    }
+}
+
+extension Settings {
+    func setting(_ name: String, _ value: String) -> Settings {
+        var copy = self
+        copy.set(name, value)
+        return copy
     }
 }

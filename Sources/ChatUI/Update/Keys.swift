@@ -44,8 +44,10 @@ extension ChatModel {
                 } else if !editor.currentWord.isEmpty {
                     return [.listFiles(word: editor.currentWord)]
                 }
+            } else if let candidates = settingCompletions {
+                editor.complete(nicks: candidates, commands: [], atLineStart: false)
             } else {
-                editor.complete(nicks: completionNames, commands: SlashCommands.completions)
+                editor.complete(nicks: completionNames, commands: SlashCommands.completions + aliases.table.keys.map { "/" + $0 })
             }
         case .escape: replyingTo = nil
         case .messageUp, .messageDown: break
@@ -80,12 +82,24 @@ extension ChatModel {
         return []
     }
 
+    /// What Tab offers in `/set NAME VALUE` (names, then a setting's values) and `/unalias NAME`;
+    /// nil elsewhere (nicknames and commands).
+    var settingCompletions: [String]? {
+        let words = editor.text.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        switch (words.first?.lowercased(), words.count) {
+        case ("/set", 2): return Setting.all.map(\.name) + ["display-name", "-default"]
+        case ("/set", 3): return words[1] == "-default" ? Setting.all.map(\.name) : Setting.named(words[1])?.completions ?? []
+        case ("/unalias", 2), ("/alias", 2): return aliases.table.keys.sorted()
+        default: return nil
+        }
+    }
+
     var paneHeight: Int { max(0, height - 3) }
 
     /// Scrolls the viewed conversation so the search hit being opened is in the middle of the pane.
     mutating func reveal() {
         guard let target = revealing, let conversation = state[target.id] else { return }
-        let layout = Layout(width: width, height: height)
+        let layout = self.layout
         var below = 0
         for line in conversation.lines.reversed() {
             let (spans, indent) = format(line, width: layout.paneWidth)
@@ -105,7 +119,7 @@ extension ChatModel {
         var wanted = max(0, (scroll[id] ?? 0) + rows)
         var atTop = false
         // Never past the oldest line: at most as many rows up as there are above the pane.
-        let layout = Layout(width: width, height: height)
+        let layout = self.layout
         if wanted > 0, let conversation = viewedConversation {
             let height = max(0, layout.paneHeight - 1)
             // One row more than would fill the pane: exactly as many as needed is not the top.

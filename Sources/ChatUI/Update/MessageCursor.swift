@@ -93,7 +93,7 @@ extension ChatModel {
 
     /// Scrolls so the highlighted line is on screen (at the bottom when it was below, the top when above).
     mutating func keepCursorInView(_ conversation: Conversation, index: Int) {
-        let layout = Layout(width: width, height: height)
+        let layout = self.layout
         var below = 0
         for line in conversation.lines[(index + 1)...] { below += lineRows(line, in: conversation, width: layout.paneWidth).count }
         let own = lineRows(conversation.lines[index], in: conversation, width: layout.paneWidth).count

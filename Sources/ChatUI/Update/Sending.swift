@@ -76,9 +76,17 @@ extension ChatModel {
 
     /// A `/command` typed on the chat screen: the shared interpreter decides, and what it says
     /// about the view (go to a conversation, wait for /list) is done here.
-    mutating func runCommand(_ line: String) -> [UICommand] {
+    mutating func runCommand(_ line: String, depth: Int = 0) -> [UICommand] {
+        // An alias of the user's: its lines, each run in turn (an alias may use another, four deep).
+        if let lines = aliases.expand(line, nick: state.nick, target: target) {
+            guard depth < 4 else { return [.note("Aliases within aliases go four deep at most: \(line)", conversation: viewedID, isError: true)] }
+            return lines.flatMap { runCommand($0, depth: depth + 1) }
+        }
         var out: [UICommand] = []
         for command in CommandInterpreter.run(line, commandContext) {
+            if case .setting = command { out += settingsCommand(command); continue }
+            if case .alias = command { out += settingsCommand(command); continue }
+            if case .unalias = command { out += settingsCommand(command); continue }
             if let meant = networkCommand(command) {
                 out += meant
                 continue
