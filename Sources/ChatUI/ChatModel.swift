@@ -87,6 +87,10 @@ public enum UICommand: Equatable, Sendable {
     /// `/alias` (no name: list; no expansion: show one), `/unalias`.
     case alias(name: String?, expansion: String?)
     case unalias(String)
+    /// `/window`, `/buffer`: the words after it (the screen goes to a conversation).
+    case window([String])
+    /// `/scroll end|top`.
+    case scroll(toEnd: Bool)
     /// Tab after `/send NICK`: list the directory `word` (a path being typed) is in; the shell
     /// answers with `UIEvent.filesListed`, so `update` never reads the disk.
     case listFiles(word: String)
@@ -268,6 +272,8 @@ public struct ChatModel: Sendable {
     /// The typing notice last sent: to whom, which, when; and when the input last changed.
     var typingSent: (target: String, state: String, at: Double)?
     var lastEditAt: Double = 0
+    /// Where the first Alt-a of a run was pressed: with no news left, Alt-a goes back there.
+    public var beforeActivityJump: SidebarRow?
     /// The message cursor (Alt-Up): the msgid of the highlighted message in the conversation in view.
     public var messageCursor: String?
     /// Choosing an emoji for the highlighted message (`e` or `+`): digits pick one of the common ones.
@@ -339,9 +345,11 @@ public struct ChatModel: Sendable {
                 listed.insert(state.key(for: member.nick))
             }
         }
-        // Direct conversations with people in none of our rooms, under a heading so they do
-        // not read as members of the last room.
-        let directs = state.orderedConversations.filter { $0.kind == .direct && !listed.contains($0.id.key) }
+        // Every direct conversation has a row of its own (and so a number), under a heading so
+        // they do not read as members of the last room; the people in our rooms are also
+        // reached through their rows there.
+        _ = listed
+        let directs = state.orderedConversations.filter { $0.kind == .direct }
         if !directs.isEmpty { items.append(.heading("direct")) }
         for conversation in directs { items.append(.conversation(conversation.id)) }
         items.append(.conversation(.server))
@@ -368,11 +376,6 @@ public struct ChatModel: Sendable {
         if items.contains(selection) { return }
         func row(of key: String) -> SidebarItem? {
             items.first { if case .user(let n, _) = $0 { return state.key(for: n) == key } else { return false } }
-        }
-        if case .conversation(.direct(let key)) = selection, state[.direct(key)] != nil, let row = row(of: key) {
-            // A direct conversation with someone in one of our rooms is reached through their row.
-            selection = row
-            return
         }
         if case .user(let nick, _) = selection {
             let key = state.key(for: nick)

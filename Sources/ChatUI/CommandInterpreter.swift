@@ -156,6 +156,11 @@ public enum CommandInterpreter {
             return [.alias(name: words.first, expansion: expansion?.isEmpty == true ? nil : expansion)]
         case "unalias":
             return [.unalias(words[0])]
+        case "window", "buffer":
+            return [.window(words)]
+        case "scroll":
+            guard ["end", "top", "bottom", "home"].contains(words[0].lowercased()) else { return [.note("Usage: \(command.usage)", conversation: here, isError: true)] }
+            return [.scroll(toEnd: ["end", "bottom"].contains(words[0].lowercased()))]
         case "quote":
             guard let message = try? IRCMessage(parsing: String(rest)) else {
                 return [.note("Not an IRC line: \(rest)", conversation: here, isError: true)]

@@ -7,6 +7,11 @@ public enum Key: Equatable, Sendable {
     case up, down, left, right, home, end, pageUp, pageDown
     /// Alt-Up or Ctrl-Up, Alt-Down or Ctrl-Down: the message cursor.
     case messageUp, messageDown
+    /// Alt with a character (ESC then the character): Alt-1…Alt-0, Alt-a.
+    case alt(Character)
+    /// Alt-Left, Alt-Right: the previous and next conversation; Alt-Home, Alt-End: the top of
+    /// what is loaded and back to the bottom.
+    case altLeft, altRight, altHome, altEnd
     /// Text that arrived as one bracketed paste.
     case paste(String)
 }
@@ -26,9 +31,9 @@ public struct KeyDecoder: Sendable {
             return normal(scalar)
         case .escape(let sequence):
             if sequence.isEmpty && scalar != "[" && scalar != "O" {
-                // Alt+key: ignored, but a second ESC starts a new sequence.
+                // Alt+key (a second ESC starts a new sequence; Alt with a control character is dropped).
                 mode = scalar == "\u{1B}" ? .escape("") : .normal
-                return []
+                return scalar.value >= 0x20 && scalar.value != 0x7F ? [.alt(Character(scalar))] : []
             }
             let extended = sequence + String(scalar)
             if extended.count > 1, (0x40...0x7E).contains(scalar.value) {
@@ -69,17 +74,18 @@ public struct KeyDecoder: Sendable {
         let number = body.split(separator: ";").first.map(String.init) ?? ""
         // `1;3` (Alt) or `1;5` (Ctrl) on Up and Down moves the message cursor.
         let modifier = body.split(separator: ";").dropFirst().first.map(String.init)
+        let alt = modifier == "3"
         switch final {
-        case "A": return modifier == "3" || modifier == "5" ? .messageUp : .up
-        case "B": return modifier == "3" || modifier == "5" ? .messageDown : .down
-        case "C": return .right
-        case "D": return .left
-        case "H": return .home
-        case "F": return .end
+        case "A": return alt || modifier == "5" ? .messageUp : .up
+        case "B": return alt || modifier == "5" ? .messageDown : .down
+        case "C": return alt ? .altRight : .right
+        case "D": return alt ? .altLeft : .left
+        case "H": return alt ? .altHome : .home
+        case "F": return alt ? .altEnd : .end
         case "~":
             switch number {
-            case "1", "7": return .home
-            case "4", "8": return .end
+            case "1", "7": return alt ? .altHome : .home
+            case "4", "8": return alt ? .altEnd : .end
             case "3": return .delete
             case "5": return .pageUp
             case "6": return .pageDown

@@ -333,11 +333,28 @@ extension ChatModel {
         let chosen = SidebarRow(network: selectedNetwork, item: selection)
         let selected = items.firstIndex(of: chosen) ?? 0
         let top = max(0, min(selected - layout.paneHeight / 2, items.count - layout.paneHeight))
+        // Conversations are numbered (Alt-1…Alt-0, /window N); the numbers line up, and the
+        // people under a room are indented by as much.
+        var numbers: [Int] = []
+        var counted = 0
+        for item in items {
+            if case .conversation = item.item { counted += 1; numbers.append(counted) } else { numbers.append(0) }
+        }
+        let digits = String(counted).count
         for (row, item) in items.dropFirst(top).prefix(layout.paneHeight).enumerated() {
             let y = layout.paneTop + row
             let isSelected = item == chosen
             let network = networks[item.network]
             var (label, badge, style) = item.item == .networkHeading ? networkHeading(network, width: layout.sidebarWidth) : sidebarEntry(item.item, network.state)
+            switch item.item {
+            case .conversation:
+                let number = String(numbers[top + row])
+                label = String(repeating: " ", count: digits - number.count) + number + " " + label
+            case .user:
+                label = String(repeating: " ", count: digits) + label
+            case .heading, .networkHeading:
+                break
+            }
             // With several networks, one that is down greys its own rows only.
             if hasSeveralNetworks && network.isDown { style = Palette.dim }
             if isSelected { style.reverse = true; screen.fill(x: x, y: y, width: layout.sidebarWidth, height: 1, style: Style(reverse: true)) }
@@ -423,6 +440,9 @@ extension ChatModel {
         var parts = [" " + PlainText.visible(state.nick) + (isAway ? " (away)" : "")]
         // With several networks, the state is the shown network's, and says whose.
         parts.append((hasSeveralNetworks ? networks[selectedNetwork].name + ": " : "") + statusText)
+        // The hotlist: the numbers of conversations with news, `!` for yours (Alt-a goes there).
+        let news = hotlist
+        if !news.isEmpty { parts.append(news) }
         if case .conversation(.server) = selection {
             parts.append("pick a room or a person with Up/Down")
         } else if choosingReaction {

@@ -13,7 +13,8 @@ public final class CursesTerminal {
     private var previous: Screen?
     private var decoder = KeyDecoder()
     /// The codes curses gives Alt-Up and Ctrl-Up (and Down) where the terminal describes them
-    /// (terminfo's kUP3, kUP5, kDN3, kDN5): the message cursor.
+    /// (terminfo's kUP3, kUP5, kDN3, kDN5): the message cursor; Alt-Left, Alt-Right, Alt-Home,
+    /// Alt-End (kLFT3, kRIT3, kHOM3, kEND3).
     private var messageKeys: [Int32: Key] = [:]
     private var pairs: [Int: Int32] = [:]
     private var hasColors = false
@@ -35,7 +36,8 @@ public final class CursesTerminal {
         noecho()
         nonl()
         keypad(chat_stdscr(), true)
-        for (capability, key) in [("kUP3", Key.messageUp), ("kUP5", .messageUp), ("kDN3", .messageDown), ("kDN5", .messageDown)] {
+        for (capability, key) in [("kUP3", Key.messageUp), ("kUP5", .messageUp), ("kDN3", .messageDown), ("kDN5", .messageDown),
+                                  ("kLFT3", .altLeft), ("kRIT3", .altRight), ("kHOM3", .altHome), ("kEND3", .altEnd)] {
             if let code = Self.extendedKeyCode(capability) { messageKeys[code] = key }
         }
         // No insert/delete-character shifts: a cluster written past curses must stay where it was put.

@@ -75,7 +75,7 @@ enum CommandRunner {
             await client.replyIn(here)
             await client.sendHeld(for: nick)
         case .quit, .bell, .redraw, .copy, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on,
-             .setting, .alias, .unalias, .saveSettings, .reloadSettings:
+             .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll:
             return false
         }
         return true

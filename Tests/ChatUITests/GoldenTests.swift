@@ -16,8 +16,8 @@ func expectScreen(_ model: ChatModel, _ golden: [String], styles: [String]? = ni
     let letters = styles.map { _ in StyleLegend.rows(of: screen, legend: legend) }
     if ProcessInfo.processInfo.environment["PRINT_GOLDEN"] != nil, lines != golden || letters != styles {
         // For writing a new golden: the screen as Swift literals, to be read and checked by eye.
-        print("GOLDEN \(sourceLocation.line)\n" + lines.map { "            \"" + $0 + "\"," }.joined(separator: "\n"))
-        if let letters { print("STYLES \(sourceLocation.line)\n" + letters.map { "            \"" + $0 + "\"," }.joined(separator: "\n")) }
+        print("GOLDEN \(sourceLocation.fileName):\(sourceLocation.line)\n" + lines.map { "            \"" + $0 + "\"," }.joined(separator: "\n"))
+        if let letters { print("STYLES \(sourceLocation.fileName):\(sourceLocation.line)\n" + letters.map { "            \"" + $0 + "\"," }.joined(separator: "\n")) }
     }
     #expect(lines.count == golden.count, sourceLocation: sourceLocation)
     for (y, (actual, expected)) in zip(lines, golden).enumerated() {
@@ -111,12 +111,12 @@ struct GoldenTests {
         let model = lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :see \(url)"])
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │#lobby      ",
-            "                                               │@alice (you)",
-            "                                               │+bob        ",
-            "                                               │ carol      ",
-            "                                               │ 小明       ",
-            "10:05 -!- You joined #lobby                    │(server)    ",
+            "                                               │1 #lobby    ",
+            "                                               │ @alice…    ",
+            "                                               │ +bob       ",
+            "                                               │  carol     ",
+            "                                               │  小明      ",
+            "10:05 -!- You joined #lobby                    │2 (server)  ",
             "10:05 <bob> see https://example.com/xxxxxxxxxxx│            ",
             "            xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx│            ",
             "            xxxxxxxxxxxxxxxxxxxxxxxx/end       │            ",
@@ -124,12 +124,12 @@ struct GoldenTests {
             ">                                                           ",
         ], styles: [
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
-            "                                               dRRRRRRrrrrrr",
-            "                                               dAAAAAAAAAAAA",
-            "                                               dBBBB        ",
-            "                                               dCCCCCC      ",
-            "                                               dXXXXX       ",
-            "ddddddddddddddddddddddddddd                    ddddddddd    ",
+            "                                               dRRRRRRRRrrrr",
+            "                                               dAAAAAAAA    ",
+            "                                               dBBBBB       ",
+            "                                               dCCCCCCC     ",
+            "                                               dXXXXXX      ",
+            "ddddddddddddddddddddddddddd                    ddddddddddd  ",
             "dddddddBBBdd                                   d            ",
             "                                               d            ",
             "                                               d            ",
@@ -155,12 +155,12 @@ func goldenBidi() {
     ])
     expectScreen(model, [
         " #lobby (4)                                                 ",
-        "                                               │#lobby      ",
-        "                                               │@alice (you)",
-        "                                               │+bob        ",
-        "                                               │ carol      ",
-        "                                               │ 小明       ",
-        "10:05 -!- You joined #lobby                    │(server)    ",
+        "                                               │1 #lobby    ",
+        "                                               │ @alice…    ",
+        "                                               │ +bob       ",
+        "                                               │  carol     ",
+        "                                               │  小明      ",
+        "10:05 -!- You joined #lobby                    │2 (server)  ",
         "10:05 <bob> see holiday<U+202E>gpj.exe now     │            ",
         "10:05 <m<U+2067>allory> <U+2066><U+202B>hidden<│            ",
         "                       U+2069> text            │            ",
@@ -168,12 +168,12 @@ func goldenBidi() {
         ">                                                           ",
     ], styles: [
         "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
-        "                                               dRRRRRRrrrrrr",
-        "                                               dAAAAAAAAAAAA",
-        "                                               dBBBB        ",
-        "                                               dCCCCCC      ",
-        "                                               dXXXXX       ",
-        "ddddddddddddddddddddddddddd                    ddddddddd    ",
+        "                                               dRRRRRRRRrrrr",
+        "                                               dAAAAAAAA    ",
+        "                                               dBBBBB       ",
+        "                                               dCCCCCCC     ",
+        "                                               dXXXXXX      ",
+        "ddddddddddddddddddddddddddd                    ddddddddddd  ",
         // The invisible characters' notation in reverse, so it cannot pass for text.
         "dddddddBBBdd           rrrrrrrr                d            ",
         "dddddddBBBBBBBBBBBBBBBddrrrrrrrrrrrrrrrr      rd            ",
@@ -194,27 +194,27 @@ struct EchoGoldenTests {
         model.receive(":alice!a@h PRIVMSG 小明 :你好，晚上见", now: 36300)
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │#lobby      ",
-            "                                               │@alice (you)",
-            "                                               │+bob        ",
-            "                                               │ carol      ",
-            "                                               │ 小明       ",
-            "                                               │(server)    ",
-            "                                               │            ",
-            "10:05 -!- You joined #lobby                    │            ",
+            "                                               │1 #lobby    ",
+            "                                               │ @alice…    ",
+            "                                               │ +bob       ",
+            "                                               │  carol     ",
+            "                                               │  小明      ",
+            "                                               │── direct ──",
+            "                                               │2 小明      ",
+            "10:05 -!- You joined #lobby                    │3 (server)  ",
             "10:05 -!- -> 小明: 你好，晚上见                │            ",
             " alice │ connected │ Enter sends to #lobby                  ",
             ">                                                           ",
         ], styles: [
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
-            "                                               dRRRRRRrrrrrr",
-            "                                               dAAAAAAAAAAAA",
-            "                                               dBBBB        ",
-            "                                               dCCCCCC      ",
-            "                                               dXXXXX       ",
-            "                                               ddddddddd    ",
+            "                                               dRRRRRRRRrrrr",
+            "                                               dAAAAAAAA    ",
+            "                                               dBBBBB       ",
+            "                                               dCCCCCCC     ",
+            "                                               dXXXXXX      ",
+            "                                               ddddddddddddd",
             "                                               d            ",
-            "ddddddddddddddddddddddddddd                    d            ",
+            "ddddddddddddddddddddddddddd                    ddddddddddd  ",
             "ddddddddddddddddddddddddddddddd                d            ",
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
             "dd                                                          ",
@@ -233,12 +233,12 @@ struct EchoGoldenTests {
         model.performNotes(commands, now: 36300)
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │#lobby      ",
-            "10:05 -!- You joined #lobby                    │@alice (you)",
-            "10:05 -!- Offering cake.jpg to carol (how it   │+bob        ",
-            "          goes is in the conversation with     │ carol      ",
-            "          carol)                               │ 小明       ",
-            "10:05 -!- Accepting slow.dat from bob (transfer│(server)    ",
+            "                                               │1 #lobby    ",
+            "10:05 -!- You joined #lobby                    │ @alice…    ",
+            "10:05 -!- Offering cake.jpg to carol (how it   │ +bob       ",
+            "          goes is in the conversation with     │  carol     ",
+            "          carol)                               │  小明      ",
+            "10:05 -!- Accepting slow.dat from bob (transfer│2 (server)  ",
             "          1; its progress is in the            │            ",
             "          conversation with bob)               │            ",
             "10:05 -!- Sent to the server: WHO #lobby       │            ",
@@ -246,12 +246,12 @@ struct EchoGoldenTests {
             ">                                                           ",
         ], styles: [
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
-            "                                               dRRRRRRrrrrrr",
-            "ddddddddddddddddddddddddddd                    dAAAAAAAAAAAA",
-            "dddddddddddddddddddddddddddddddddddddddddddd   dBBBB        ",
-            "          dddddddddddddddddddddddddddddddd     dCCCCCC      ",
-            "          dddddd                               dXXXXX       ",
-            "dddddddddddddddddddddddddddddddddddddddddddddddddddddddd    ",
+            "                                               dRRRRRRRRrrrr",
+            "ddddddddddddddddddddddddddd                    dAAAAAAAA    ",
+            "dddddddddddddddddddddddddddddddddddddddddddd   dBBBBB       ",
+            "          dddddddddddddddddddddddddddddddd     dCCCCCCC     ",
+            "          dddddd                               dXXXXXX      ",
+            "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddd  ",
             "          ddddddddddddddddddddddddd            d            ",
             "          dddddddddddddddddddddd               d            ",
             "dddddddddddddddddddddddddddddddddddddddd       d            ",
@@ -288,7 +288,7 @@ struct ConnectionReasonGoldenTests {
         }
         expectScreen(model, [
             " server messages                                            ",
-            "                                               │(server)    ",
+            "                                               │1 (server)  ",
             "                                               │            ",
             "                                               │            ",
             "                                               │            ",
@@ -301,7 +301,7 @@ struct ConnectionReasonGoldenTests {
             ">                                                           ",
         ], styles: [
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
-            "                                               dDDDDDDDDrrrr",
+            "                                               dDDDDDDDDDDrr",
             "                                               d            ",
             "                                               d            ",
             "                                               d            ",
@@ -322,7 +322,7 @@ struct ConnectionReasonGoldenTests {
         model.performNotes(model.receive(.status(.stopped(reason: "login failed for alice: Invalid credentials"))), now: 36300)
         expectScreen(model, [
             " server messages                                            ",
-            "                                               │(server)    ",
+            "                                               │1 (server)  ",
             "                                               │            ",
             "                                               │            ",
             "                                               │            ",
@@ -367,9 +367,9 @@ struct HostHintGoldenTests {
         model.receive(.markedRead(.room("#lobby")))
         expectScreen(model, [
             " #lobby (1)                                                 ",
-            "          (SHA-256 above); from irssi:         │#lobby      ",
-            "10:05 -!-   /connect -tls -notls_verify        │@alice (you)",
-            "          -tls_pinned_cert 0B:30:55:7A:9F:C4:E9│(server)    ",
+            "          (SHA-256 above); from irssi:         │1 #lobby    ",
+            "10:05 -!-   /connect -tls -notls_verify        │ @alice…    ",
+            "          -tls_pinned_cert 0B:30:55:7A:9F:C4:E9│2 (server)  ",
             "          :0E:33:58:7D:A2:C7:EC:11:36:5B:80:A5:│            ",
             "          CA:EF:14:39:5E:83:A8:CD:F2:17:3C:61:8│            ",
             "          6 192.168.1.20 6697                  │            ",

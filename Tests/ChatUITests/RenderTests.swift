@@ -11,12 +11,12 @@ struct RenderTests {
         // Every row, whole.
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │#lobby      ",
-            "                                               │@alice (you)",
-            "                                               │+bob        ",
-            "                                               │ carol      ",
-            "                                               │ 小明       ",
-            "                                               │(server)    ",
+            "                                               │1 #lobby    ",
+            "                                               │ @alice…    ",
+            "                                               │ +bob       ",
+            "                                               │  carol     ",
+            "                                               │  小明      ",
+            "                                               │2 (server)  ",
             "                                               │            ",
             "10:05 -!- You joined #lobby                    │            ",
             "10:05 <bob> hello there                        │            ",
@@ -53,12 +53,12 @@ struct RenderTests {
         // Continuation rows start under the text, not under the time.
         expectScreen(model, [
             " #lobby (4)                             ",
-            "                           │#lobby      ",
-            "                           │@alice (you)",
-            "10:05 -!- You joined #lobby│+bob        ",
-            "10:05 <bob> one two three  │ carol      ",
-            "            four five six  │ 小明       ",
-            "            seven eight    │(server)    ",
+            "                           │1 #lobby    ",
+            "                           │ @alice…    ",
+            "10:05 -!- You joined #lobby│ +bob       ",
+            "10:05 <bob> one two three  │  carol     ",
+            "            four five six  │  小明      ",
+            "            seven eight    │2 (server)  ",
             "            nine           │            ",
             " alice │ connected │ Enter sends to…    ",
             ">                                       ",
@@ -94,19 +94,20 @@ struct RenderTests {
             ":bob!b@h PRIVMSG alice :are you there?",
             ":dave!d@h PRIVMSG alice :hi from outside",
         ])
-        // bob's 2! (a direct message counts as a mention), dave (in no room) listed with 1! under a heading.
+        // bob's 2! (a direct message counts as a mention) on his row and on the direct conversation's,
+        // numbered under the heading with dave's; the hotlist names both.
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │#lobby      ",
-            "                                               │@alice (you)",
-            "                                               │+bob      2!",
-            "                                               │ carol      ",
-            "                                               │ 小明       ",
+            "                                               │1 #lobby    ",
+            "                                               │ @alice…    ",
+            "                                               │ +bob     2!",
+            "                                               │  carol     ",
+            "                                               │  小明      ",
             "                                               │── direct ──",
-            "                                               │dave      1!",
-            "                                               │(server)    ",
-            "10:05 -!- You joined #lobby                    │            ",
-            " alice │ connected │ Enter sends to #lobby                  ",
+            "                                               │2 bob     2!",
+            "                                               │3 dave    1!",
+            "10:05 -!- You joined #lobby                    │4 (server)  ",
+            " alice │ connected │ [2!,3!] │ Enter sends to #lobby        ",
             ">                                                           ",
         ])
     }
@@ -114,8 +115,8 @@ struct RenderTests {
     @Test("away members are dimmed")
     func away() {
         let screen = draw(lobbyModel(extra: [":carol!c@h AWAY :lunch", ":srv 352 alice #lobby c h srv carol G :0 C"]))
-        let y = screen.lines.firstIndex { $0.hasSuffix("│ carol      ") }!
-        let x = Layout(width: 60, height: 12).paneWidth + 2
+        let y = screen.lines.firstIndex { $0.hasSuffix("│  carol     ") }!
+        let x = Layout(width: 60, height: 12).paneWidth + 3
         #expect(screen[x, y].style.dim)
     }
 
@@ -127,12 +128,12 @@ struct RenderTests {
         model.reconnectAt = 104
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │#lobby              ",
-            "                                                                               │@alice (you)        ",
-            "                                                                               │+bob                ",
-            "                                                                               │ carol              ",
-            "                                                                               │ 小明               ",
-            "                                                                               │(server)            ",
+            "                                                                               │1 #lobby            ",
+            "                                                                               │ @alice (you)       ",
+            "                                                                               │ +bob               ",
+            "                                                                               │  carol             ",
+            "                                                                               │  小明              ",
+            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -145,12 +146,12 @@ struct RenderTests {
         model.reconnectAt = 103
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │#lobby              ",
-            "                                                                               │@alice (you)        ",
-            "                                                                               │+bob                ",
-            "                                                                               │ carol              ",
-            "                                                                               │ 小明               ",
-            "                                                                               │(server)            ",
+            "                                                                               │1 #lobby            ",
+            "                                                                               │ @alice (you)       ",
+            "                                                                               │ +bob               ",
+            "                                                                               │  carol             ",
+            "                                                                               │  小明              ",
+            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -161,12 +162,12 @@ struct RenderTests {
         model.lag = 1.25
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │#lobby              ",
-            "                                                                               │@alice (you)        ",
-            "                                                                               │+bob                ",
-            "                                                                               │ carol              ",
-            "                                                                               │ 小明               ",
-            "                                                                               │(server)            ",
+            "                                                                               │1 #lobby            ",
+            "                                                                               │ @alice (you)       ",
+            "                                                                               │ +bob               ",
+            "                                                                               │  carol             ",
+            "                                                                               │  小明              ",
+            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -176,12 +177,12 @@ struct RenderTests {
         model.status = .stopped(reason: "you quit")
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │#lobby              ",
-            "                                                                               │@alice (you)        ",
-            "                                                                               │+bob                ",
-            "                                                                               │ carol              ",
-            "                                                                               │ 小明               ",
-            "                                                                               │(server)            ",
+            "                                                                               │1 #lobby            ",
+            "                                                                               │ @alice (you)       ",
+            "                                                                               │ +bob               ",
+            "                                                                               │  carol             ",
+            "                                                                               │  小明              ",
+            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -335,12 +336,12 @@ struct UpdateTests {
         var model = lobbyModel(extra: (0..<40).map { ":bob!b@h PRIVMSG #lobby :line \($0)" })
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "10:05 <bob> line 31                            │#lobby      ",
-            "10:05 <bob> line 32                            │@alice (you)",
-            "10:05 <bob> line 33                            │+bob        ",
-            "10:05 <bob> line 34                            │ carol      ",
-            "10:05 <bob> line 35                            │ 小明       ",
-            "10:05 <bob> line 36                            │(server)    ",
+            "10:05 <bob> line 31                            │1 #lobby    ",
+            "10:05 <bob> line 32                            │ @alice…    ",
+            "10:05 <bob> line 33                            │ +bob       ",
+            "10:05 <bob> line 34                            │  carol     ",
+            "10:05 <bob> line 35                            │  小明      ",
+            "10:05 <bob> line 36                            │2 (server)  ",
             "10:05 <bob> line 37                            │            ",
             "10:05 <bob> line 38                            │            ",
             "10:05 <bob> line 39                            │            ",
@@ -351,12 +352,12 @@ struct UpdateTests {
         // Eight rows up, and the pane says so.
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "10:05 <bob> line 24                            │#lobby      ",
-            "10:05 <bob> line 25                            │@alice (you)",
-            "10:05 <bob> line 26                            │+bob        ",
-            "10:05 <bob> line 27                            │ carol      ",
-            "10:05 <bob> line 28                            │ 小明       ",
-            "10:05 <bob> line 29                            │(server)    ",
+            "10:05 <bob> line 24                            │1 #lobby    ",
+            "10:05 <bob> line 25                            │ @alice…    ",
+            "10:05 <bob> line 26                            │ +bob       ",
+            "10:05 <bob> line 27                            │  carol     ",
+            "10:05 <bob> line 28                            │  小明      ",
+            "10:05 <bob> line 29                            │2 (server)  ",
             "10:05 <bob> line 30                            │            ",
             "10:05 <bob> line 31                            │            ",
             "                      8 more rows below (PgDn) │            ",
@@ -366,12 +367,12 @@ struct UpdateTests {
         _ = model.update(.key(.pageDown))
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "10:05 <bob> line 31                            │#lobby      ",
-            "10:05 <bob> line 32                            │@alice (you)",
-            "10:05 <bob> line 33                            │+bob        ",
-            "10:05 <bob> line 34                            │ carol      ",
-            "10:05 <bob> line 35                            │ 小明       ",
-            "10:05 <bob> line 36                            │(server)    ",
+            "10:05 <bob> line 31                            │1 #lobby    ",
+            "10:05 <bob> line 32                            │ @alice…    ",
+            "10:05 <bob> line 33                            │ +bob       ",
+            "10:05 <bob> line 34                            │  carol     ",
+            "10:05 <bob> line 35                            │  小明      ",
+            "10:05 <bob> line 36                            │2 (server)  ",
             "10:05 <bob> line 37                            │            ",
             "10:05 <bob> line 38                            │            ",
             "10:05 <bob> line 39                            │            ",
@@ -465,11 +466,11 @@ struct TransferRenderTests {
         // The progress has a row of its own saying what happens now, under the (answered) offer.
         expectScreen(model, [
             " bob (direct)                                                           ",
-            "                                                         │#lobby        ",
-            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │@alice (you)  ",
-            "          /reject 7                                      │+bob          ",
-            "          receiving big.iso  [####-------] 45%  15.0     │ carol        ",
-            "          MiB/s  4 s left                                │ 小明         ",
+            "                                                         │  carol       ",
+            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │  小明        ",
+            "          /reject 7                                      │── direct ──  ",
+            "          receiving big.iso  [####-------] 45%  15.0     │2 bob         ",
+            "          MiB/s  4 s left                                │3 (server)    ",
             " alice │ connected │ Enter sends to bob                                 ",
             ">                                                                       ",
         ])
@@ -477,11 +478,11 @@ struct TransferRenderTests {
         model.receive(.transfer(info))
         expectScreen(model, [
             " bob (direct)                                                           ",
-            "                                                         │#lobby        ",
-            "                                                         │@alice (you)  ",
-            "                                                         │+bob          ",
-            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │ carol        ",
-            "          /reject 7                                      │ 小明         ",
+            "                                                         │  carol       ",
+            "                                                         │  小明        ",
+            "                                                         │── direct ──  ",
+            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │2 bob         ",
+            "          /reject 7                                      │3 (server)    ",
             " alice │ connected │ Enter sends to bob                                 ",
             ">                                                                       ",
         ])

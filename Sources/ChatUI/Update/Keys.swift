@@ -51,6 +51,13 @@ extension ChatModel {
             }
         case .escape: replyingTo = nil
         case .messageUp, .messageDown: break
+        case .alt(let character):
+            if let digit = character.wholeNumberValue, character.isASCII { return goToConversation(number: digit == 0 ? 10 : digit) }
+            if character == "a" || character == "A" { return jumpToActivity() }
+        case .altLeft: return stepConversation(by: -1)
+        case .altRight: return stepConversation(by: 1)
+        case .altEnd: scroll[viewedID] = 0
+        case .altHome: scrollPane(by: Int.max / 4)
         case .character(let character): editor.insert(String(character))
         case .paste(let text): return paste(text)
         case .enter: return submit(editor.submit())

@@ -1,0 +1,171 @@
+import Testing
+@testable import ChatUI
+@testable import ChatClientKit
+import IRCWire
+
+@Suite("conversations by number and by activity (issue 46)")
+struct HotlistTests {
+    /// #lobby, #dev, #ops with 44 in #lobby (as the tour had it), then lines from elsewhere.
+    func busy(size: Int = 44) -> ChatModel {
+        var model = threeRooms(size: size, width: 80, height: 20)
+        model.receive(":dev3!d@h PRIVMSG #dev :a build is red", now: 36400)
+        model.receive(":ops2!o@h PRIVMSG #ops :alice: can you look?", now: 36401)
+        model.receive(":zed!z@h PRIVMSG alice :hello from outside", now: 36402)
+        return model
+    }
+
+    @Test("the sidebar numbers rooms, direct conversations and the server window; Alt-2 goes to #dev without 45 Downs")
+    func altNumber() {
+        var model = busy()
+        #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "zed", "(server)"])
+        #expect(model.update(.key(.alt("2"))) == [.markRead(.room("#dev"))])
+        #expect(model.viewedID == .room("#dev") && model.currentRoom == "#dev")
+        _ = model.update(.key(.alt("4")))
+        #expect(model.viewedID == .direct("zed"))
+        _ = model.update(.key(.alt("1")))
+        #expect(model.viewedID == .room("#lobby"))
+        #expect(notes(model.update(.key(.alt("9")))) == ["No conversation 9: there are 5"])
+        #expect(model.viewedID == .room("#lobby"))
+    }
+
+    @Test("the hotlist says which have news, ! for mentions and direct messages; Alt-a takes them in that order, then goes back")
+    func altA() {
+        var model = busy()
+        let status = draw(model).lines[18]
+        #expect(status.contains("│ [2,3!,4!] │"), "status: \(status)")
+        // #ops (a mention) and zed (a direct message) before #dev (messages); the lower number first.
+        _ = model.update(.key(.alt("a")))
+        #expect(model.viewedID == .room("#ops"))
+        model.state.apply(.markedRead(.room("#ops")))
+        _ = model.update(.key(.alt("a")))
+        #expect(model.viewedID == .direct("zed"))
+        model.state.apply(.markedRead(.direct("zed")))
+        _ = model.update(.key(.alt("a")))
+        #expect(model.viewedID == .room("#dev"))
+        model.state.apply(.markedRead(.room("#dev")))
+        #expect(model.hotlist == "")
+        // Nothing new anywhere: back to where the first Alt-a was pressed.
+        _ = model.update(.key(.alt("a")))
+        #expect(model.viewedID == .room("#lobby"))
+        #expect(model.update(.key(.alt("a"))) == [])
+        #expect(model.viewedID == .room("#lobby"))
+    }
+
+    @Test("Alt-Left and Alt-Right step through the conversations by number, round the ends")
+    func altArrows() {
+        var model = busy()
+        _ = model.update(.key(.altRight))
+        #expect(model.viewedID == .room("#dev"))
+        _ = model.update(.key(.altLeft))
+        _ = model.update(.key(.altLeft))
+        #expect(model.viewedID == .server)
+        _ = model.update(.key(.altRight))
+        #expect(model.viewedID == .room("#lobby"))
+    }
+
+    @Test("/window N, /window NAME, /buffer N, /window next; an unknown name says so; /window alone lists them")
+    func windowCommand() {
+        var model = busy()
+        _ = model.type("/window 3")
+        #expect(model.viewedID == .room("#ops"))
+        _ = model.type("/buffer 2")
+        #expect(model.viewedID == .room("#dev"))
+        _ = model.type("/window goto ze")
+        #expect(model.viewedID == .direct("zed"))
+        _ = model.type("/window #lobby")
+        #expect(model.viewedID == .room("#lobby"))
+        _ = model.type("/window next")
+        #expect(model.viewedID == .room("#dev"))
+        #expect(notes(model.type("/window #nowhere")) == ["No conversation called #nowhere (/window lists them)"])
+        #expect(notes(model.type("/window")) == ["1 #lobby  2 #dev  3 #ops  4 zed  5 (server)"])
+    }
+
+    @Test("Alt-End (and /scroll end) back to the newest line after PgUp; Alt-Home (and /scroll top) to the oldest loaded")
+    func scrollEnds() {
+        var model = lobbyModel(width: 60, height: 12)
+        for n in 1...100 { model.receive(":bob!b@h PRIVMSG #lobby :line \(n)", now: 36300 + Double(n)) }
+        _ = model.update(.key(.pageUp))
+        _ = model.update(.key(.pageUp))
+        #expect((model.scroll[.room("#lobby")] ?? 0) > 0)
+        _ = model.update(.key(.altEnd))
+        #expect(model.scroll[.room("#lobby")] == 0)
+        #expect(draw(model).lines[9].contains("line 100"))
+        _ = model.update(.key(.altHome))
+        #expect(draw(model).lines[1].contains("You joined #lobby"))
+        #expect(model.update(.key(.altHome)) == [], "the top of what is loaded: no history asked")
+        _ = model.type("/scroll end")
+        #expect(model.scroll[.room("#lobby")] == 0)
+        _ = model.type("/scroll top")
+        #expect(draw(model).lines[1].contains("You joined #lobby"))
+    }
+
+    @Test("a numbered sidebar with a hotlist, the whole 80×20 screen with attributes")
+    func golden() {
+        let model = busy(size: 2)
+        expectScreen(model, [
+            " #lobby (3)                                                                     ",
+            "                                                               │1 #lobby        ",
+            "                                                               │ @alice (you)   ",
+            "                                                               │  lobby1        ",
+            "                                                               │  lobby2        ",
+            "                                                               │2 #dev         1",
+            "                                                               │ @alice (you)   ",
+            "                                                               │  dev1          ",
+            "                                                               │  dev2          ",
+            "                                                               │3 #ops        1!",
+            "                                                               │ @alice (you)   ",
+            "                                                               │  ops1          ",
+            "                                                               │  ops2          ",
+            "                                                               │── direct ──    ",
+            "                                                               │4 zed         1!",
+            "                                                               │5 (server)      ",
+            "                                                               │                ",
+            "10:05 -!- You joined #lobby                                    │                ",
+            " alice │ connected │ [2,3!,4!] │ Enter sends to #lobby                          ",
+            ">                                                                               ",
+        ], styles: [
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                                               dRRRRRRRRrrrrrrrr",
+            "                                                               dAAAAAAAAAAAAA   ",
+            "                                                               dBBBBBBBB        ",
+            "                                                               dCCCCCCCC        ",
+            "                                                               dbbbbbb         h",
+            "                                                               dAAAAAAAAAAAAA   ",
+            "                                                               dCCCCCC          ",
+            "                                                               dBBBBBB          ",
+            "                                                               dbbbbbb        hh",
+            "                                                               dAAAAAAAAAAAAA   ",
+            "                                                               dFFFFFF          ",
+            "                                                               dGGGGGG          ",
+            "                                                               ddddddddddddd    ",
+            "                                                               d              hh",
+            "                                                               ddddddddddd      ",
+            "                                                               d                ",
+            "ddddddddddddddddddddddddddd                                    d                ",
+            "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "dd                                                                              ",
+        ], legend: StyleLegend.nicks(["alice": "A", "lobby1": "B", "lobby2": "C", "dev1": "D", "dev2": "E", "ops1": "F", "ops2": "G", "zed": "Z"]))
+    }
+}
+
+@Suite("Alt keys from the terminal (issue 46)")
+struct AltKeyTests {
+    func keys(_ text: String) -> [Key] {
+        var decoder = KeyDecoder()
+        var keys: [Key] = []
+        for scalar in text.unicodeScalars { keys += decoder.feed(scalar) }
+        return keys + decoder.flush()
+    }
+
+    @Test("ESC then a character is Alt with it; xterm's modified arrows, Home and End with Alt; Ctrl-Up stays the message cursor")
+    func decoding() {
+        #expect(keys("\u{1B}2") == [.alt("2")])
+        #expect(keys("\u{1B}a") == [.alt("a")])
+        #expect(keys("\u{1B}[1;3D\u{1B}[1;3C") == [.altLeft, .altRight])
+        #expect(keys("\u{1B}[1;3H\u{1B}[1;3F\u{1B}[1;3~\u{1B}[4;3~") == [.altHome, .altEnd, .altHome, .altEnd])
+        #expect(keys("\u{1B}[1;5A\u{1B}[1;3B") == [.messageUp, .messageDown])
+        #expect(keys("\u{1B}\u{1B}x") == [.alt("x")])
+        #expect(keys("\u{1B}") == [.escape])
+        #expect(keys("\u{1B}\u{7F}") == [], "Alt-Backspace is not a character")
+    }
+}
