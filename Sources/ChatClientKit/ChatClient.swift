@@ -265,6 +265,9 @@ public actor ChatClient {
     /// The `/ignore` list, as completed masks.
     public var ignoreMasks: [String] { state.ignoreMasks }
 
+    /// The highlight words and pattern changed (`/set`, `/reload`).
+    public func setHighlights(_ highlights: Highlights) { perform(state.setHighlights(highlights)) }
+
     /// Adds a mask (a bare nick means `nick!*@*`); returns the list, or nil when the mask is not valid.
     public func ignore(_ mask: String) -> [String]? { state.ignore(mask) }
 

@@ -13,6 +13,8 @@ public struct ClientConfig: Sendable {
     /// `/ignore` masks (`nick!user@host`, `*` and `?`): their messages, notices, actions and
     /// file offers are dropped on arrival.
     public var ignoreMasks: [String] = []
+    /// Words and a pattern that mark a line like a mention.
+    public var highlights = Highlights()
     /// Rooms to join after registering (and to rejoin after a reconnect).
     public var rooms: [String] = []
     /// Seconds to wait for the TCP connection.

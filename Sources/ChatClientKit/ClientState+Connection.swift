@@ -41,6 +41,7 @@ extension ClientState {
         operLogin = config.operLogin
         offlineQueueLimit = config.offlineQueueLimit
         for mask in config.ignoreMasks { _ = ignore(mask) }
+        highlights = config.highlights
     }
 
     /// Collects what the change being made produced.
@@ -476,6 +477,12 @@ extension ClientState {
     // MARK: /ignore
 
     /// Adds a mask (a bare nick means `nick!*@*`); returns the list, or nil when the mask is not valid.
+    /// `/set highlights`, `/set highlight-regex`: lines from now on are marked by these.
+    public mutating func setHighlights(_ new: Highlights) -> Reduction {
+        highlights = new
+        return Reduction()
+    }
+
     public mutating func ignore(_ mask: String) -> [String]? {
         guard let full = Self.ignoreMask(mask) else { return nil }
         if !ignoreMasks.contains(where: { casemapping.equal($0, full) }) { ignoreMasks.append(full) }

@@ -28,6 +28,9 @@ public struct ClientState: Sendable {
     public var userStopping = false
     /// The `/ignore` list, as completed masks.
     public internal(set) var ignoreMasks: [String] = []
+    /// Highlights (the highlights and highlight-regex settings): words (whole, any case) and a
+    /// pattern that mark a line like a mention of our nickname.
+    public internal(set) var highlights = Highlights()
     private var collectingList: [ListedRoom] = []
     /// Capabilities the server acknowledged.
     public var capabilities: Set<String> = []
@@ -862,6 +865,10 @@ public struct ClientState: Sendable {
     }
 
     public func mentions(_ text: String) -> Bool {
+        mentionsNick(text) || highlights.matches(text)
+    }
+
+    func mentionsNick(_ text: String) -> Bool {
         let me = key(for: nick)
         // Most lines do not hold the nickname at all: found out over bytes.
         guard book.casemapping.mayHold(me, in: text) else { return false }

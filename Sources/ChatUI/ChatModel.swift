@@ -87,6 +87,10 @@ public enum UICommand: Equatable, Sendable {
     /// `/alias` (no name: list; no expansion: show one), `/unalias`.
     case alias(name: String?, expansion: String?)
     case unalias(String)
+    /// The highlight settings changed: the client marks lines by these from now on.
+    case highlights(Highlights)
+    /// `/highlights`: the picker of lines that highlighted you, in every room and network.
+    case showHighlights
     /// `/window`, `/buffer`: the words after it (the screen goes to a conversation).
     case window([String])
     /// `/scroll end|top`.

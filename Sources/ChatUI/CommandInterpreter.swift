@@ -156,6 +156,8 @@ public enum CommandInterpreter {
             return [.alias(name: words.first, expansion: expansion?.isEmpty == true ? nil : expansion)]
         case "unalias":
             return [.unalias(words[0])]
+        case "highlights":
+            return [.showHighlights]
         case "window", "buffer":
             return [.window(words)]
         case "scroll":

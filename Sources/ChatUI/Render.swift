@@ -152,7 +152,10 @@ extension ChatModel {
     func renderSearchPicker(into screen: inout Screen, _ layout: Layout, _ picker: (query: String, hits: [SearchHit], selected: Int)) {
         let paneWidth = layout.paneWidth
         guard paneWidth > 0, layout.paneHeight > 0 else { return }
-        let header = "\(picker.hits.count) line\(picker.hits.count == 1 ? "" : "s") with \(PlainText.visible(picker.query)) — Up/Down, Enter opens, Esc closes"
+        // No query: the highlights view (/highlights).
+        let header = picker.query.isEmpty
+            ? "\(picker.hits.count) highlight\(picker.hits.count == 1 ? "" : "s"), newest first — Up/Down, Enter opens, Esc closes"
+            : "\(picker.hits.count) line\(picker.hits.count == 1 ? "" : "s") with \(PlainText.visible(picker.query)) — Up/Down, Enter opens, Esc closes"
         screen.put(Ellipsis.fit(header, width: paneWidth), x: 0, y: layout.paneTop, limit: paneWidth, style: Palette.highlight)
         let visible = layout.paneHeight - 1
         guard visible > 0 else { return }

@@ -57,6 +57,7 @@ public enum SlashCommands {
         SlashCommand(name: "reconnect", usage: "/reconnect", minArguments: 0, summary: "connect again now"),
         SlashCommand(name: "connect", usage: "/connect HOST[:PORT]|NETWORK", minArguments: 1, summary: "join another network as well (or connect a network again)"),
         SlashCommand(name: "network", usage: "/network [NAME]", minArguments: 0, summary: "show that network; alone: list the networks and their state"),
+        SlashCommand(name: "highlights", usage: "/highlights", minArguments: 0, summary: "the lines that named you or a highlight word, in every room (Up/Down, Enter opens one, Esc closes)"),
         SlashCommand(name: "window", usage: "/window [N|NAME|next|prev|close]", minArguments: 0, summary: "go to conversation N (the sidebar's numbers; Alt-1…Alt-0 too) or the one called NAME; alone: the list"),
         SlashCommand(name: "buffer", usage: "/buffer [N|NAME|close]", minArguments: 0, summary: "the same as /window (WeeChat's name)"),
         SlashCommand(name: "scroll", usage: "/scroll end|top", minArguments: 1, summary: "back to the newest line (Alt-End), or to the oldest loaded (Alt-Home)"),

@@ -68,6 +68,7 @@ enum CommandRunner {
         case .showAround(let hit): await client.showAround(hit)
         case .fetchOlder(let room, let msgid): await client.fetchOlder(room, before: msgid)
         case .looking(let conversation): await client.looking(at: conversation)
+        case .highlights(let highlights): await client.setHighlights(highlights)
         case .cancelHeld(let nick):
             await client.replyIn(here)
             await client.cancelHeld(for: nick)
@@ -75,7 +76,7 @@ enum CommandRunner {
             await client.replyIn(here)
             await client.sendHeld(for: nick)
         case .quit, .bell, .redraw, .copy, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on,
-             .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll:
+             .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll, .showHighlights:
             return false
         }
         return true

@@ -272,6 +272,7 @@ func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> Clien
     if let size = arguments.dccMaxSize { config.dccMaxSize = size }
     config.dccAutoAcceptFrom = arguments.dccAutoAccept
     config.ignoreMasks = arguments.ignore
+    config.highlights = Highlights(words: arguments.settings.words("highlights"), pattern: arguments.settings["highlight-regex"]) ?? Highlights()
     return config
 }
 

@@ -169,3 +169,42 @@ struct AltKeyTests {
         #expect(keys("\u{1B}\u{7F}") == [], "Alt-Backspace is not a character")
     }
 }
+
+@Suite("highlights (issue 46)")
+struct HighlightTests {
+    @Test("highlight words (whole words, any case) and a pattern mark a room line like a mention; your own lines never")
+    func marking() {
+        var state = ClientState(nick: "alice")
+        _ = state.setHighlights(Highlights(words: ["deploy", "Release"], pattern: #"build \d+ failed"#)!)
+        for line in [":srv 001 alice :Welcome", ":alice!a@h JOIN #dev", ":srv 353 alice = #dev :alice bob", ":srv 366 alice #dev :End",
+                     ":bob!b@h PRIVMSG #dev :the DEPLOY is done", ":bob!b@h PRIVMSG #dev :redeployed nothing",
+                     ":bob!b@h PRIVMSG #dev :release: tomorrow", ":bob!b@h PRIVMSG #dev :Build 42 FAILED again",
+                     ":bob!b@h PRIVMSG #dev :nothing here", ":alice!a@h PRIVMSG #dev :deploy now"] {
+            _ = state.receive(try! IRCMessage(parsing: line), now: 1)
+        }
+        let lines = state.book[.room("#dev")]!.lines.filter { $0.kind == .message }
+        #expect(lines.map(\.isHighlight) == [true, false, true, true, false, false])
+        #expect(state.book[.room("#dev")]!.mentioned)
+        #expect(Highlights(words: [], pattern: "(") == nil)
+    }
+
+    @Test("/set highlights tells every network's client; /highlights lists what named you, newest first, and opens one")
+    func view() {
+        var model = lobbyModel(width: 60, height: 12)
+        let commands = model.type("/set highlights deploy")
+        #expect(commands.contains(.on(network: 0, .highlights(Highlights(words: ["deploy"], pattern: "")!))))
+        #expect(notes(model.type("/highlights")) == ["Nothing has highlighted you yet (lines naming you; /set highlights WORD,WORD adds words)"])
+        model.receive(":bob!b@h PRIVMSG #lobby :alice: lunch?", now: 36400)
+        model.receive(":carol!c@h PRIVMSG #lobby :not for you", now: 36401)
+        model.receive(":carol!c@h PRIVMSG #lobby :alice, the review", now: 36402)
+        _ = model.type("/highlights")
+        let screen = draw(model).lines
+        #expect(screen[1].hasPrefix("2 highlights, newest first — Up/Down"))
+        #expect(screen[2].contains("#lobby") && screen[2].contains("<carol> alice, the review"))
+        #expect(screen[3].contains("<bob> alice: lunch?"))
+        _ = model.update(.key(.down))
+        let opened = model.update(.key(.enter))
+        #expect(opened.contains { if case .showAround(let hit) = $0 { return hit.line.text == "alice: lunch?" } else { return false } })
+        #expect(model.searchPicker == nil && model.viewedID == .room("#lobby"))
+    }
+}

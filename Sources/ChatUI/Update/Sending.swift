@@ -88,6 +88,7 @@ extension ChatModel {
             if case .alias = command { out += settingsCommand(command); continue }
             if case .unalias = command { out += settingsCommand(command); continue }
             if case .window(let words) = command { out += windowCommand(words); continue }
+            if case .showHighlights = command { out += showHighlights(); continue }
             if case .scroll(let toEnd) = command {
                 if toEnd { scroll[viewedID] = 0 } else { scrollPane(by: Int.max / 4) }
                 continue

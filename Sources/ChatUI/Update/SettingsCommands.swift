@@ -24,7 +24,11 @@ extension ChatModel {
                 settings.reset(setting.name)
             } else if let value {
                 if let problem = settings.set(setting.name, value) { return [say(problem.description, error: true)] }
-            } else {
+            }
+            if value != nil || reset, setting.name.hasPrefix("highlight") {
+                return [say("\(setting.name) = \(settings[setting.name].isEmpty ? "(none)" : settings[setting.name])")] + highlightsChanged()
+            }
+            if value == nil && !reset {
                 let shown = settings[setting.name].isEmpty ? "(none)" : settings[setting.name]
                 let kind = setting.placeholder + "; default " + (setting.defaultValue.isEmpty ? "none" : setting.defaultValue)
                 return [say("\(setting.name) = \(shown)  (\(kind)) — \(setting.help)")]
@@ -48,13 +52,40 @@ extension ChatModel {
         }
     }
 
+    /// The highlight settings for every network's client (a line is marked by the client that receives it).
+    func highlightsChanged() -> [UICommand] {
+        let highlights = Highlights(words: settings.words("highlights"), pattern: settings["highlight-regex"]) ?? Highlights()
+        return networks.indices.map { .on(network: $0, .highlights(highlights)) }
+    }
+
+    /// `/highlights`: the lines that highlighted you in any room of any network, newest first
+    /// (up to 500), in the picker `/search` uses; Enter opens one in its conversation.
+    mutating func showHighlights() -> [UICommand] {
+        var found: [(network: Int, hit: SearchHit)] = []
+        for (index, network) in networks.enumerated() {
+            for conversation in network.state.rooms {
+                for line in conversation.lines where line.isHighlight && !line.isOwn && (line.kind == .message || line.kind == .action || line.kind == .notice) {
+                    found.append((index, SearchHit(conversation: conversation.id, name: conversation.name, line: line, network: network.key)))
+                }
+            }
+        }
+        guard !found.isEmpty else {
+            return [.note("Nothing has highlighted you yet (lines naming you; /set highlights WORD,WORD adds words)", conversation: viewedID, isError: false)]
+        }
+        found.sort { $0.hit.line.time > $1.hit.line.time }
+        found = Array(found.prefix(500))
+        searchPicker = ("", found.map(\.hit), 0)
+        searchHitNetworks = found.map(\.network)
+        return []
+    }
+
     /// `/reload`: the file's settings and aliases replace the running ones.
     mutating func settingsLoaded(_ result: Result<ConfigValues, SettingProblem>) -> [UICommand] {
         switch result {
         case .success(let values):
             settings = values.settings
             aliases = values.aliases
-            return [.note("Settings and aliases read from the config file", conversation: viewedID, isError: false)]
+            return [.note("Settings and aliases read from the config file", conversation: viewedID, isError: false)] + highlightsChanged()
         case .failure(let problem):
             return [.note("Not reloaded: \(problem.description)", conversation: viewedID, isError: true)]
         }
