@@ -58,6 +58,15 @@ public enum Environment {
         guard let value = getenv(name) else { return nil }
         return String(cString: value)
     }
+
+    /// The variables the notification style is chosen by (the few it reads, not the whole environment).
+    public static var all: [String: String] {
+        var found: [String: String] = [:]
+        for name in ["TERM", "TERM_PROGRAM", "KITTY_WINDOW_ID", "ITERM_SESSION_ID", "WT_SESSION", "ConEmuPID", "TMUX", "VTE_VERSION"] {
+            if let value = self[name] { found[name] = value }
+        }
+        return found
+    }
 }
 
 /// Paths as text, the way the shell sees them ("/a/b/c": directory "/a/b", last component "c").

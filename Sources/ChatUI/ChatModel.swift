@@ -23,6 +23,9 @@ public enum UICommand: Equatable, Sendable {
     /// `+typing` to a conversation: `active`, `paused` or `done` (the client sends it only where
     /// the server takes message tags).
     case typing(String, to: String)
+    /// A desktop notification (a direct message or a highlight out of sight): the shell writes
+    /// the terminal's sequence or runs the notify command, as the notify setting says.
+    case notify(title: String, body: String)
     /// A message answering another (`/reply N TEXT`, `r` on a highlighted message).
     case reply(text: String, to: String, parent: String)
     case action(text: String, to: String)
@@ -276,6 +279,8 @@ public struct ChatModel: Sendable {
     /// The typing notice last sent: to whom, which, when; and when the input last changed.
     var typingSent: (target: String, state: String, at: Double)?
     var lastEditAt: Double = 0
+    /// Whether the terminal has the focus (focus reporting; assumed until it says otherwise).
+    public var terminalFocused = true
     /// Where the first Alt-a of a run was pressed: with no news left, Alt-a goes back there.
     public var beforeActivityJump: SidebarRow?
     /// The message cursor (Alt-Up): the msgid of the highlighted message in the conversation in view.

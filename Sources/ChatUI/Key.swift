@@ -12,6 +12,8 @@ public enum Key: Equatable, Sendable {
     /// Alt-Left, Alt-Right: the previous and next conversation; Alt-Home, Alt-End: the top of
     /// what is loaded and back to the bottom.
     case altLeft, altRight, altHome, altEnd
+    /// The terminal gained or lost the focus (focus reporting, `CSI ? 1004 h`: `ESC [ I`, `ESC [ O`).
+    case focus(Bool)
     /// Text that arrived as one bracketed paste.
     case paste(String)
 }
@@ -75,6 +77,8 @@ public struct KeyDecoder: Sendable {
         // `1;3` (Alt) or `1;5` (Ctrl) on Up and Down moves the message cursor.
         let modifier = body.split(separator: ";").dropFirst().first.map(String.init)
         let alt = modifier == "3"
+        if sequence == "[I" { return .focus(true) }
+        if sequence == "[O" { return .focus(false) }
         switch final {
         case "A": return alt || modifier == "5" ? .messageUp : .up
         case "B": return alt || modifier == "5" ? .messageDown : .down

@@ -36,6 +36,9 @@ extension ChatModel {
             return []
         case .settingsLoaded(let result):
             return settingsLoaded(result)
+        case .key(.focus(let focused)):
+            terminalFocused = focused
+            return []
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
             if confirmingQuit { return answerQuit(key) }
@@ -143,7 +146,7 @@ extension ChatModel {
             if let rows = scroll[id], rows > 0, let conversation = state[id], let last = conversation.lines.last, last == line, lastBefore != last {
                 scroll[id] = rows + lineRows(line, in: conversation, width: layout.paneWidth).count
             }
-            var commands: [UICommand] = []
+            var commands: [UICommand] = notification(for: line, in: id, seen: inView && id == viewedID && terminalFocused)
             if inView && id == viewedID {
                 // In view: read as it arrives. Asked once per round trip (when the first unread
                 // line appears), not once per line: a flood must not queue a command per line.
@@ -170,6 +173,23 @@ extension ChatModel {
             return []
         default:
             return []
+        }
+    }
+
+    /// A line for you (a direct message, a mention, a highlight; never your own or a join) that
+    /// you cannot see now (another conversation, or the terminal not focused): a notification,
+    /// or the bell with notify = bell.
+    func notification(for line: ChatLine, in id: ConversationID, seen: Bool) -> [UICommand] {
+        guard !seen, !line.isOwn, line.isHighlight || id.kind == .direct,
+              line.kind == .message || line.kind == .action || line.kind == .notice else { return [] }
+        let sender = PlainText.visible(line.sender ?? "")
+        let place = id.kind == .direct ? sender : sender + " in " + PlainText.visible(state[id]?.name ?? id.key)
+        let first = line.text.split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let body = PlainText.visible(line.kind == .action ? "* \(sender) \(first)" : first)
+        switch settings["notify"] {
+        case "osc", "command": return [.notify(title: (hasSeveralNetworks ? "[\(networks[focus].name)] " : "") + place, body: body)]
+        case "bell": return bellEnabled ? [] : [.bell]
+        default: return []
         }
     }
 

@@ -52,6 +52,7 @@ public final class CursesTerminal {
         }
         isActive = true
         CursesTerminal.writeRaw("\u{1B}[?2004h") // bracketed paste on
+        CursesTerminal.writeRaw("\u{1B}[?1004h") // focus reporting on (notifications while it is elsewhere)
         CursesTerminal.installCrashHandlers()
     }
 
@@ -59,7 +60,7 @@ public final class CursesTerminal {
     public func shutdown() {
         guard isActive else { return }
         isActive = false
-        CursesTerminal.writeRaw("\u{1B}[?2004l")
+        CursesTerminal.writeRaw("\u{1B}[?2004l\u{1B}[?1004l")
         endwin()
     }
 
@@ -215,6 +216,9 @@ public final class CursesTerminal {
     public func copyToClipboard(_ text: String) {
         CursesTerminal.writeRaw("\u{1B}]52;c;" + Base64.encode(Array(text.utf8)) + "\u{7}")
     }
+
+    /// Writes a desktop notification's sequence (`DesktopNotification.sequence`).
+    public func writeSequence(_ bytes: String) { CursesTerminal.writeRaw(bytes) }
 
     /// Sets the terminal window's title (xterm-style OSC 0).
     public func setTitle(_ title: String) {

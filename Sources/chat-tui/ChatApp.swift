@@ -134,6 +134,7 @@ final class ChatApp {
         case .quit(let reason): await quit(reason: reason)
         case .connect(let word): await connect(word, from: network)
         case .bell: terminal.bell()
+        case .notify(let title, let body): notify(title: title, body: body)
         case .copy(let text): terminal.copyToClipboard(text)
         case .redraw: terminal.forceRedraw()
         case .listFiles(let word): handle(.filesListed(word: word, entries: Self.listFiles(completing: word)))
@@ -149,6 +150,22 @@ final class ChatApp {
         default: break
         }
         scheduleRender()
+    }
+
+    /// A notification as the notify setting says: the terminal's own sequence (through tmux when
+    /// inside it), or the user's command with the title and the text as its last arguments.
+    func notify(title: String, body: String) {
+        switch model.settings["notify"] {
+        case "osc":
+            let environment = Environment.all
+            terminal.writeSequence(DesktopNotification.sequence(DesktopNotification.style(environment: environment), title: title, body: body,
+                                                                inTmux: environment["TMUX"] != nil))
+        case "command":
+            guard let arguments = DesktopNotification.commandArguments(model.settings["notify-command"], title: title, body: body) else { return }
+            Spawn.detached(arguments)
+        default:
+            break
+        }
     }
 
     /// The disk half of Tab after `/send`: the entries of the directory the path is in that

@@ -325,8 +325,9 @@ struct UpdateTests {
     func bell() {
         var model = lobbyModel()
         let line = ChatLine(time: 0, kind: .message, sender: "bob", text: "psst", isHighlight: true)
-        #expect(model.update(.client(.line(.direct("bob"), line))) == [.bell])
+        #expect(model.update(.client(.line(.direct("bob"), line))) == [.notify(title: "bob", body: "psst"), .bell])
         model.bellEnabled = false
+        model.settings.set("notify", "off")
         #expect(model.update(.client(.line(.direct("bob"), line))) == [])
         #expect(model.update(.client(.line(.room("#lobby"), line))) == [.markRead(.room("#lobby"))])
     }

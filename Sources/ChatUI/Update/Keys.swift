@@ -50,7 +50,7 @@ extension ChatModel {
                 editor.complete(nicks: completionNames, commands: SlashCommands.completions + aliases.table.keys.map { "/" + $0 })
             }
         case .escape: replyingTo = nil
-        case .messageUp, .messageDown: break
+        case .messageUp, .messageDown, .focus: break
         case .alt(let character):
             if let digit = character.wholeNumberValue, character.isASCII { return goToConversation(number: digit == 0 ? 10 : digit) }
             if character == "a" || character == "A" { return jumpToActivity() }
