@@ -23,6 +23,8 @@ public enum UICommand: Equatable, Sendable {
     /// `+typing` to a conversation: `active`, `paused` or `done` (the client sends it only where
     /// the server takes message tags).
     case typing(String, to: String)
+    /// Mouse reporting on or off (the mouse setting, at start and when it changes).
+    case mouseReporting(Bool)
     /// A desktop notification (a direct message or a highlight out of sight): the shell writes
     /// the terminal's sequence or runs the notify command, as the notify setting says.
     case notify(title: String, body: String)
@@ -279,6 +281,8 @@ public struct ChatModel: Sendable {
     /// The typing notice last sent: to whom, which, when; and when the input last changed.
     var typingSent: (target: String, state: String, at: Double)?
     var lastEditAt: Double = 0
+    /// The sidebar scrolled by the wheel: its first row, while the selection is still this one.
+    public var sidebarOffset: (top: Int, selection: SidebarRow)?
     /// Whether the terminal has the focus (focus reporting; assumed until it says otherwise).
     public var terminalFocused = true
     /// Where the first Alt-a of a run was pressed: with no news left, Alt-a goes back there.

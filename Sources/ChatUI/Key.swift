@@ -12,10 +12,44 @@ public enum Key: Equatable, Sendable {
     /// Alt-Left, Alt-Right: the previous and next conversation; Alt-Home, Alt-End: the top of
     /// what is loaded and back to the bottom.
     case altLeft, altRight, altHome, altEnd
+    /// A mouse event (SGR reporting, `CSI ? 1006 h`), at 0-based cell `x`, `y`.
+    case mouse(MouseEvent)
     /// The terminal gained or lost the focus (focus reporting, `CSI ? 1004 h`: `ESC [ I`, `ESC [ O`).
     case focus(Bool)
     /// Text that arrived as one bracketed paste.
     case paste(String)
+}
+
+public struct MouseEvent: Equatable, Sendable {
+    public enum Button: Equatable, Sendable { case left, middle, right, wheelUp, wheelDown, other }
+    public var button: Button
+    public var x: Int
+    public var y: Int
+    /// A press (`M`), not a release (`m`).
+    public var pressed: Bool
+    public init(button: Button, x: Int, y: Int, pressed: Bool) {
+        self.button = button
+        self.x = x
+        self.y = y
+        self.pressed = pressed
+    }
+
+    /// `[<B;X;YM` or `…m` (the sequence after ESC), with 1-based X and Y.
+    static func sgr(_ sequence: String) -> MouseEvent? {
+        guard sequence.hasPrefix("[<"), let final = sequence.last, final == "M" || final == "m" else { return nil }
+        let numbers = sequence.dropFirst(2).dropLast().split(separator: ";").compactMap { Int($0) }
+        guard numbers.count == 3, numbers[1] >= 1, numbers[2] >= 1 else { return nil }
+        let code = numbers[0]
+        // Motion (32) is not asked for; the modifier bits (4, 8, 16) do not change the button.
+        guard code & 32 == 0 else { return nil }
+        let button: Button
+        if code & 64 != 0 {
+            button = code & 1 == 0 ? .wheelUp : .wheelDown
+        } else {
+            button = [.left, .middle, .right, .other][code & 3]
+        }
+        return MouseEvent(button: button, x: numbers[1] - 1, y: numbers[2] - 1, pressed: final == "M")
+    }
 }
 
 /// Turns the raw characters a terminal sends into keys, recognising bracketed paste
@@ -77,6 +111,7 @@ public struct KeyDecoder: Sendable {
         // `1;3` (Alt) or `1;5` (Ctrl) on Up and Down moves the message cursor.
         let modifier = body.split(separator: ";").dropFirst().first.map(String.init)
         let alt = modifier == "3"
+        if sequence.hasPrefix("[<") { return MouseEvent.sgr(sequence).map { .mouse($0) } }
         if sequence == "[I" { return .focus(true) }
         if sequence == "[O" { return .focus(false) }
         switch final {

@@ -180,6 +180,27 @@ public struct LineEditor: Equatable, Sendable {
         return (shown.text, shown.cursorColumn)
     }
 
+    /// A click in the input row: the cursor to the character at `column` of the window shown
+    /// at `width` (the end when past the text).
+    public mutating func moveCursor(toColumn column: Int, width: Int) {
+        var start = 0
+        var columnsBeforeCursor = characters[..<cursor].reduce(0) { $0 + DisplayWidth.of($1) }
+        while columnsBeforeCursor > width - 1 && start < cursor {
+            columnsBeforeCursor -= DisplayWidth.of(characters[start])
+            start += 1
+        }
+        var used = 0
+        var index = start
+        while index < characters.count {
+            let w = DisplayWidth.of(characters[index])
+            if used + w > column { break }
+            used += w
+            index += 1
+        }
+        cursor = index
+        completion = nil
+    }
+
     /// The part of the line that fits in `width` columns around the cursor, and whether text is
     /// hidden before or after it (the input row marks both).
     public func window(width: Int) -> (text: String, cursorColumn: Int, hiddenBefore: Bool, hiddenAfter: Bool) {

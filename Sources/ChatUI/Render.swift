@@ -105,13 +105,15 @@ extension ChatModel {
 
     /// The pane's rows from the newest back (bottom row first), formatted only as far as
     /// `needed` rows: what render draws and how far PgUp may go.
-    func paneRows(_ conversation: Conversation, width paneWidth: Int, needed: Int) -> [(spans: [Span], indent: Int)] {
-        var rows: [(spans: [Span], indent: Int)] = []
+    /// Each row says which line it belongs to (`line`: its index in the conversation; -1 for the
+    /// read marker), for a click on a message.
+    func paneRows(_ conversation: Conversation, width paneWidth: Int, needed: Int) -> [(spans: [Span], indent: Int, line: Int)] {
+        var rows: [(spans: [Span], indent: Int, line: Int)] = []
         var progressShown = Set<Int>()
         // The read marker: a line between what was read and what came after, when both are here.
         var newerThanMarker = false
         var dividerDrawn = conversation.readMarker == nil
-        for line in conversation.lines.reversed() {
+        for (index, line) in zip(conversation.lines.indices.reversed(), conversation.lines.reversed()) {
             if !dividerDrawn, let marker = conversation.readMarker {
                 if line.time > marker {
                     if !line.isOwn && (line.kind == .message || line.kind == .action || line.kind == .notice) { newerThanMarker = true }
@@ -119,7 +121,7 @@ extension ChatModel {
                     dividerDrawn = true
                     if newerThanMarker {
                         let text = "── new since you last read ──"
-                        rows.append(([Span(text, Palette.highlight)], 0))
+                        rows.append(([Span(text, Palette.highlight)], 0, -1))
                     }
                 }
             }
@@ -133,7 +135,7 @@ extension ChatModel {
                     let name = info.direction == .receiving ? Paths.lastComponent(of: info.localPath) : info.offeredName
                     let doing = (info.direction == .receiving ? "receiving " : "sending ") + PlainText.visible(name)
                     let progress = [Span(doing + "  " + bar, Palette.highlight)]
-                    for row in Wrapper.wrap(progress, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent)) }
+                    for row in Wrapper.wrap(progress, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent, index)) }
                 }
             }
             _ = spans
@@ -142,7 +144,7 @@ extension ChatModel {
             if let cursor = messageCursor, line.msgid == cursor {
                 own = own.map { row in (row.spans.map { Span($0.text, Style(bold: $0.style.bold, reverse: true)) }, row.indent) }
             }
-            rows += own.reversed()
+            rows += own.reversed().map { ($0.spans, $0.indent, index) }
             if rows.count >= needed { break }
         }
         return rows
@@ -334,8 +336,7 @@ extension ChatModel {
         }
         let items = sidebarRows
         let chosen = SidebarRow(network: selectedNetwork, item: selection)
-        let selected = items.firstIndex(of: chosen) ?? 0
-        let top = max(0, min(selected - layout.paneHeight / 2, items.count - layout.paneHeight))
+        let top = sidebarTop(items, layout)
         // Conversations are numbered (Alt-1…Alt-0, /window N); the numbers line up, and the
         // people under a room are indented by as much.
         var numbers: [Int] = []
@@ -371,6 +372,16 @@ extension ChatModel {
                 screen.put(badge, x: x + layout.sidebarWidth - badgeWidth, y: y, limit: badgeWidth, style: badgeStyle)
             }
         }
+    }
+
+    /// The first sidebar row shown: the selection in the middle, unless the wheel moved the list
+    /// (for as long as the selection stays where it was).
+    func sidebarTop(_ items: [SidebarRow], _ layout: Layout) -> Int {
+        let chosen = SidebarRow(network: selectedNetwork, item: selection)
+        let most = max(0, items.count - layout.paneHeight)
+        if let offset = sidebarOffset, offset.selection == chosen { return min(max(0, offset.top), most) }
+        let selected = items.firstIndex(of: chosen) ?? 0
+        return max(0, min(selected - layout.paneHeight / 2, most))
     }
 
     /// The row over a network's rows: `[name]`, what is wrong with its connection, its unread

@@ -39,6 +39,10 @@ extension ChatModel {
         case .key(.focus(let focused)):
             terminalFocused = focused
             return []
+        case .key(.mouse(let event)):
+            // A question waiting for y or n keeps the screen as it is.
+            if pendingPaste != nil || confirmingQuit || pendingTrust != nil { return [] }
+            return mouse(event)
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
             if confirmingQuit { return answerQuit(key) }

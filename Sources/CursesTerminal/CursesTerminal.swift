@@ -53,6 +53,9 @@ public final class CursesTerminal {
         isActive = true
         CursesTerminal.writeRaw("\u{1B}[?2004h") // bracketed paste on
         CursesTerminal.writeRaw("\u{1B}[?1004h") // focus reporting on (notifications while it is elsewhere)
+        // Mouse events reach the key decoder as they come (SGR, `ESC [ < B ; X ; Y M`): curses
+        // must not take their start for its own KEY_MOUSE (xterm's terminfo says kmous=\E[<).
+        keyok(KEY_MOUSE, false)
         CursesTerminal.installCrashHandlers()
     }
 
@@ -61,6 +64,7 @@ public final class CursesTerminal {
         guard isActive else { return }
         isActive = false
         CursesTerminal.writeRaw("\u{1B}[?2004l\u{1B}[?1004l")
+        setMouse(false)
         endwin()
     }
 
@@ -215,6 +219,12 @@ public final class CursesTerminal {
     /// Puts text on the terminal's clipboard (OSC 52; terminals that do not allow it ignore it).
     public func copyToClipboard(_ text: String) {
         CursesTerminal.writeRaw("\u{1B}]52;c;" + Base64.encode(Array(text.utf8)) + "\u{7}")
+    }
+
+    /// Mouse reporting on or off (clicks and the wheel, SGR-encoded; Shift keeps the terminal's
+    /// own selection).
+    public func setMouse(_ on: Bool) {
+        CursesTerminal.writeRaw(on ? "\u{1B}[?1000h\u{1B}[?1006h" : "\u{1B}[?1006l\u{1B}[?1000l")
     }
 
     /// Writes a desktop notification's sequence (`DesktopNotification.sequence`).

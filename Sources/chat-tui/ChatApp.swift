@@ -63,6 +63,7 @@ final class ChatApp {
 
     func run() async -> Int32 {
         terminal.start()
+        terminal.setMouse(model.settings.isOn("mouse"))
         let (width, height) = terminal.size
         _ = model.update(.resize(width: width, height: height))
         model.now = WallClock.now()
@@ -135,6 +136,7 @@ final class ChatApp {
         case .connect(let word): await connect(word, from: network)
         case .bell: terminal.bell()
         case .notify(let title, let body): notify(title: title, body: body)
+        case .mouseReporting(let on): terminal.setMouse(on)
         case .copy(let text): terminal.copyToClipboard(text)
         case .redraw: terminal.forceRedraw()
         case .listFiles(let word): handle(.filesListed(word: word, entries: Self.listFiles(completing: word)))

@@ -234,7 +234,7 @@ enum LinesMode {
             switch command {
             case .quit(let reason):
                 await CommandRunner.quitAll(await session.clients, reason: reason)
-            case .notify:
+            case .notify, .mouseReporting:
                 break
             case .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll, .showHighlights:
                 writeLine("\(clock(WallClock.now())) !!! /set, /alias, /save, /reload, /window and /scroll are the chat screen's (here: flags and the config file)", to: 1)

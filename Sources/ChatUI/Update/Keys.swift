@@ -51,6 +51,7 @@ extension ChatModel {
             }
         case .escape: replyingTo = nil
         case .messageUp, .messageDown, .focus: break
+        case .mouse(let event): return mouse(event)
         case .alt(let character):
             if let digit = character.wholeNumberValue, character.isASCII { return goToConversation(number: digit == 0 ? 10 : digit) }
             if character == "a" || character == "A" { return jumpToActivity() }

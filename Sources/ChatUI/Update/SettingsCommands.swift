@@ -28,6 +28,9 @@ extension ChatModel {
             if value != nil || reset, setting.name.hasPrefix("highlight") {
                 return [say("\(setting.name) = \(settings[setting.name].isEmpty ? "(none)" : settings[setting.name])")] + highlightsChanged()
             }
+            if value != nil || reset, setting.name == "mouse" {
+                return [say("mouse = \(settings["mouse"])"), .mouseReporting(settings.isOn("mouse"))]
+            }
             if value == nil && !reset {
                 let shown = settings[setting.name].isEmpty ? "(none)" : settings[setting.name]
                 let kind = setting.placeholder + "; default " + (setting.defaultValue.isEmpty ? "none" : setting.defaultValue)
@@ -85,7 +88,8 @@ extension ChatModel {
         case .success(let values):
             settings = values.settings
             aliases = values.aliases
-            return [.note("Settings and aliases read from the config file", conversation: viewedID, isError: false)] + highlightsChanged()
+            return [.note("Settings and aliases read from the config file", conversation: viewedID, isError: false),
+                    .mouseReporting(settings.isOn("mouse"))] + highlightsChanged()
         case .failure(let problem):
             return [.note("Not reloaded: \(problem.description)", conversation: viewedID, isError: true)]
         }
