@@ -41,6 +41,9 @@ public struct ChatLine: Sendable, Equatable {
     public var isOldNews = false
     /// Rings even in the conversation on screen (an invitation: news put where the user looks).
     public var rings = false
+    /// A join, part, quit or rename of someone who had not spoken in the room for 10 minutes
+    /// (and, for a join, has not spoken since): the smart filter folds these (`Conversation.noteSpeaker`).
+    public var isQuiet = false
 
     /// The fields few lines have, shared and never changed in place (a change makes a new box,
     /// so copies of a line stay values).
@@ -240,6 +243,43 @@ public struct Conversation: Sendable, Equatable {
             if line.isHighlight { mentioned = true }
         }
         return true
+    }
+
+    /// When each person last spoke here (folded nicknames), for the smart filter; entries older
+    /// than the filter's 10 minutes are dropped whenever there are more than 1,000 (bounded by
+    /// the people who spoke in the last 10 minutes, and a rename carries the entry).
+    var lastSpoke: [String: Double] = [:]
+    static let quietAfter: Double = 600
+    /// A join stays folded only while its person keeps silent for 30 minutes after it.
+    static let joinUnmaskedWithin: Double = 1800
+
+    /// A room line, before it is placed: a presence line of someone who has been silent is
+    /// marked quiet; a message shows its sender's recent quiet join again (they spoke after all).
+    mutating func noteSpeaker(_ line: inout ChatLine, key: (String) -> String, isMe: (String) -> Bool) {
+        guard let sender = line.sender, !isMe(sender) else { return }
+        let who = key(sender)
+        switch line.kind {
+        case .message, .action, .notice:
+            lastSpoke[who] = line.time
+            if lastSpoke.count > 1_000 { lastSpoke = lastSpoke.filter { $0.value > line.time - Self.quietAfter } }
+            // Their join, if it was folded and is recent: theirs again.
+            for index in lines.indices.reversed().prefix(500) {
+                let earlier = lines[index]
+                if line.time - earlier.time > Self.joinUnmaskedWithin { break }
+                if earlier.kind == .join, earlier.isQuiet, earlier.sender.map(key) == who {
+                    lines[index].isQuiet = false
+                    break
+                }
+            }
+        case .join, .part, .quit, .nick:
+            line.isQuiet = (lastSpoke[who] ?? -.infinity) < line.time - Self.quietAfter
+            // A renamed person who spoke keeps counting as one under the new name.
+            if line.kind == .nick, let spoke = lastSpoke[who], let new = line.text.split(separator: " ").last {
+                lastSpoke[key(String(new))] = spoke
+            }
+        default:
+            break
+        }
     }
 
     /// Lines kept (or their keys).

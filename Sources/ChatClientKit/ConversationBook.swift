@@ -104,8 +104,10 @@ public struct ConversationBook: Sendable {
                 conversations[id]!.isJoined = false
                 conversations[id]!.awaitingRejoin = true
             }
-        case .line(let id, let line):
+        case .line(let id, var line):
             if conversations[id] == nil { insertConversation(id, name: line.sender ?? id.key) }
+            // The screen's book (lines kept) marks what the smart filter folds.
+            if id.kind == .room && keepsLines && !keepsOnlyKeys { conversations[id]!.noteSpeaker(&line, key: key(for:), isMe: isMe) }
             if conversations[id]!.insert(line), numbersMessages, let msgid = line.msgid, referenceOf[msgid] == nil,
                line.kind == .message || line.kind == .action || line.kind == .notice {
                 lastReference += 1

@@ -113,23 +113,47 @@ extension ChatModel {
         // The read marker: a line between what was read and what came after, when both are here.
         var newerThanMarker = false
         var dividerDrawn = conversation.readMarker == nil
+        // The smart filter: a run of quiet joins, parts, quits and renames, folded into one row.
+        let folding = settings.isOn("smart-filter")
+        var burst: [(index: Int, line: ChatLine)] = []
+        func flushBurst() {
+            defer { burst = [] }
+            guard let newest = burst.first else { return }
+            if burst.count == 1 {
+                rows += lineRows(newest.line, in: conversation, width: paneWidth).reversed().map { ($0.spans, $0.indent, newest.index) }
+                return
+            }
+            var counts: [ChatLine.Kind: Int] = [:]
+            for item in burst { counts[item.line.kind, default: 0] += 1 }
+            let words = [(ChatLine.Kind.join, "joined"), (.part, "left"), (.quit, "quit"), (.nick, "renamed")]
+                .compactMap { kind, word in counts[kind].map { "\($0) \(word)" } }
+            let spans = [Span(clock(newest.line.time) + " ", Palette.timestamp), Span("-!- " + words.joined(separator: ", "), Palette.dim)]
+            let wrapped = Wrapper.wrap(spans, width: paneWidth, indent: 10)
+            for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : 10, -1)) }
+        }
         for (index, line) in zip(conversation.lines.indices.reversed(), conversation.lines.reversed()) {
             if !dividerDrawn, let marker = conversation.readMarker {
                 if line.time > marker {
                     if !line.isOwn && (line.kind == .message || line.kind == .action || line.kind == .notice) { newerThanMarker = true }
                 } else {
                     dividerDrawn = true
+                    flushBurst()
                     if newerThanMarker {
                         let text = "── new since you last read ──"
                         rows.append(([Span(text, Palette.highlight)], 0, -1))
                     }
                 }
             }
-            let (spans, indent) = format(line, width: paneWidth)
+            if folding && line.isQuiet {
+                burst.append((index, line))
+                continue
+            }
+            flushBurst()
             // Under the newest line of a running transfer, a row of its own with its live
             // progress and what it is doing now (the line above may be the offer, long answered).
             if case .transfer(let id) = line.kind, !progressShown.contains(id), let info = transfers[id] {
                 progressShown.insert(id)
+                let indent = format(line, width: paneWidth).1
                 if let bar = progressText(info, width: paneWidth - indent) {
                     // A received file is named as saved ("slow (1).dat" when slow.dat was taken).
                     let name = info.direction == .receiving ? Paths.lastComponent(of: info.localPath) : info.offeredName
@@ -138,7 +162,6 @@ extension ChatModel {
                     for row in Wrapper.wrap(progress, width: paneWidth - indent, indent: 0).reversed() { rows.append((row, indent, index)) }
                 }
             }
-            _ = spans
             var own = lineRows(line, in: conversation, width: paneWidth)
             // The message cursor's line, reversed (the quote and reactions around it too).
             if let cursor = messageCursor, line.msgid == cursor {
@@ -147,6 +170,7 @@ extension ChatModel {
             rows += own.reversed().map { ($0.spans, $0.indent, index) }
             if rows.count >= needed { break }
         }
+        flushBurst()
         return rows
     }
 

@@ -147,7 +147,9 @@ extension ChatModel {
         case .line(let id, let line):
             // Scrolled up, the view stays on the lines being read (as irssi and WeeChat keep a
             // scrolled-back window still): a line added below moves the bottom, not the view.
-            if let rows = scroll[id], rows > 0, let conversation = state[id], let last = conversation.lines.last, last == line, lastBefore != last {
+            // (The book may have marked the line quiet for the smart filter: compared by what was said.)
+            if let rows = scroll[id], rows > 0, let conversation = state[id], let last = conversation.lines.last,
+               last.time == line.time && last.text == line.text && last.sender == line.sender, lastBefore != last {
                 scroll[id] = rows + lineRows(line, in: conversation, width: layout.paneWidth).count
             }
             var commands: [UICommand] = notification(for: line, in: id, seen: inView && id == viewedID && terminalFocused)

@@ -83,6 +83,7 @@ struct OwnerBookTests {
                 var conversation = conversation
                 conversation.clearLines()
                 conversation.keepsOnlyKeys = false
+                conversation.lastSpoke = [:] // the screen's smart filter only
                 return conversation
             }
         }

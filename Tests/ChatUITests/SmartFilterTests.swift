@@ -1,0 +1,53 @@
+import Testing
+@testable import ChatUI
+@testable import ChatClientKit
+import IRCWire
+
+@Suite("the smart filter (issue 46)")
+struct SmartFilterTests {
+    /// A restart of a big room: twelve people quit and come back, two renames, while bob (who
+    /// spoke) quits and joins with lines of his own.
+    func restart() -> ChatModel {
+        var model = lobbyModel(width: 60, height: 14)
+        model.receive(":bob!b@h PRIVMSG #lobby :back in five", now: 36400)
+        for n in 1...12 { model.receive(":guest\(n)!g@h JOIN #lobby", now: 36500 + Double(n)) }
+        model.receive(":guest1!g@h NICK :visitor", now: 36590)
+        model.receive(":bob!b@h QUIT :restart", now: 36600)
+        for n in 1...12 { model.receive(":\(n == 1 ? "visitor" : "guest\(n)")!g@h QUIT :restart", now: 36600 + Double(n)) }
+        model.receive(":bob!b@h JOIN #lobby", now: 36630)
+        model.receive(":guest2!g@h JOIN #lobby", now: 36640)
+        model.receive(":guest2!g@h PRIVMSG #lobby :hello all", now: 36650)
+        return model
+    }
+
+    @Test("quiet joins, quits and renames fold into one dim line per burst; bob, who spoke, keeps his; a join whose person then speaks shows again")
+    func folded() {
+        expectScreen(restart(), [
+            " #lobby (5)                                                 ",
+            "                                               │1 #lobby   2",
+            "                                               │ @alice…    ",
+            "                                               │  bob       ",
+            "10:05 -!- You joined #lobby                    │  carol     ",
+            "10:06 <bob> back in five                       │  guest2    ",
+            "10:09 -!- 12 joined, 1 renamed                 │  小明      ",
+            "10:10 -!- bob quit (restart)                   │2 (server)  ",
+            "10:10 -!- 12 quit                              │            ",
+            "10:10 -!- bob joined #lobby                    │            ",
+            "10:10 -!- guest2 joined #lobby                 │            ",
+            "10:10 <guest2> hello all                       │            ",
+            " alice │ connected │ Enter sends to #lobby                  ",
+            ">                                                           ",
+        ])
+    }
+
+    @Test("/set smart-filter off shows every line again")
+    func off() {
+        var model = restart()
+        _ = model.type("/set smart-filter off")
+        let lines = draw(model).lines
+        #expect(lines[11].hasPrefix("10:10 <guest2> hello all"))
+        #expect(lines[10].hasPrefix("10:10 -!- guest2 joined #lobby"))
+        #expect(lines[9].hasPrefix("10:10 -!- bob joined #lobby"))
+        #expect(lines[8].hasPrefix("10:10 -!- guest12 quit (restart)"))
+    }
+}
