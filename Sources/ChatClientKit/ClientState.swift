@@ -800,9 +800,15 @@ public struct ClientState: Sendable {
                 kind = .action
                 text = String(body.dropFirst(min(body.count, 7)))
             } else {
+                var reply = "CTCP \(verb) reply from \(from): " + body.dropFirst(verb.count).drop { $0 == " " }
+                // Our /ctcp PING sent the time in milliseconds: the answer gives the round trip.
+                if verb == "PING", let sent = Double(body.dropFirst(5)), sent > 1e12 {
+                    let tenths = Int(((c.time * 1000 - sent) / 100).rounded())
+                    reply = "CTCP PING reply from \(from): \(max(0, tenths) / 10).\(max(0, tenths) % 10) s"
+                }
                 let line = command == "PRIVMSG"
                     ? ChatLine(time: c.time, kind: .info, sender: from, text: "CTCP \(body) from \(from)")
-                    : ChatLine(time: c.time, kind: .notice, sender: from, text: "CTCP reply \(body)")
+                    : ChatLine(time: c.time, kind: .notice, sender: from, text: reply)
                 say(line, to: .direct(key(for: from)), name: from)
                 return
             }

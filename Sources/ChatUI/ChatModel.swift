@@ -63,6 +63,8 @@ public enum UICommand: Equatable, Sendable {
     case unignore(String)
     /// `/search WORDS`: the log is searched; the hits open a picker.
     case search([String])
+    /// `/lastlog WORDS`: the log is searched, and the picker shows the hits in the conversation in view.
+    case lastlog([String])
     /// Enter on a hit: its conversation gets the lines around it from the log.
     case showAround(SearchHit)
     /// Scrolled past a room's oldest line: ask the server's history for the lines before it.
@@ -263,6 +265,8 @@ public struct ChatModel: Sendable {
     /// waiting for some networks' answers (their hits gathered so far).
     public var searchHitNetworks: [Int] = []
     public var searchWaiting: (query: String, pending: Set<Int>, hits: [(network: Int, hit: SearchHit)])?
+    /// `/lastlog`: the search asked for is for this conversation only.
+    public var lastlogIn: (id: ConversationID, name: String)?
     /// A search hit being opened: its conversation and line; the view scrolls to it as the lines
     /// around it arrive, until the next key.
     public var revealing: (id: ConversationID, time: Double, text: String)?
@@ -278,6 +282,9 @@ public struct ChatModel: Sendable {
     public var trustNetwork = 0
     /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
     public var confirmingQuit = false
+    /// `d` on a highlighted message: waiting for y or n before it is deleted (its msgid, where,
+    /// and how the question names it).
+    public var confirmingDelete: (msgid: String, target: String, what: String)?
     /// The typing notice last sent: to whom, which, when; and when the input last changed.
     var typingSent: (target: String, state: String, at: Double)?
     var lastEditAt: Double = 0

@@ -15,6 +15,8 @@ public struct CommandContext: Sendable {
     public var registered: Bool
     /// Lines /help adds after the command table (the screen's keys, the host's join hint).
     public var extraHelp: [String]
+    /// The time now (seconds since 1970), for what a command stamps (/ctcp PING).
+    public var now: Double = 0
 
     public init(book: ConversationBook, here: ConversationID, room: String?, target: String, registered: Bool, extraHelp: [String] = []) {
         self.book = book
@@ -66,6 +68,20 @@ public enum CommandInterpreter {
             return [.open(words[0]), .show(.direct(state.key(for: words[0])))]
         case "me":
             return send(String(rest), to: target, isAction: true, context)
+        case "notice":
+            let text = String(rest.drop(while: { $0 != " " }).dropFirst())
+            if let reason = refusal(sendingTo: words[0], context) { return [.note(reason, conversation: here, isError: true)] }
+            return [.irc(IRCMessage("NOTICE", words[0], text))]
+        case "ctcp":
+            let verb = words[1].uppercased()
+            guard verb != "ACTION", verb.allSatisfy({ $0.isLetter || $0.isNumber }) else {
+                return [.note("Usage: \(command.usage) (/me for an action)", conversation: here, isError: true)]
+            }
+            // PING carries the time it was asked in milliseconds: the answer gives it back.
+            let argument = verb == "PING" ? " \(Int((context.now * 1000).rounded()))" : words.dropFirst(2).map { " " + $0 }.joined()
+            return [.irc(IRCMessage("PRIVMSG", words[0], "\u{1}\(verb)\(argument)\u{1}"))]
+        case "lastlog":
+            return [.lastlog(words)]
         case "nick":
             if let problem = IRCNames.nickProblem(words[0], maxBytes: state.isupport.nickLength ?? 30) {
                 return [.note("\(words[0]): \(problem)", conversation: here, isError: true)]

@@ -62,7 +62,8 @@ extension ChatModel {
 
     func renderTitle(into screen: inout Screen, _ layout: Layout) {
         screen.fill(x: 0, y: 0, width: width, height: 1, style: Palette.bar)
-        var title = " "
+        // With several networks, whose conversation this is comes first.
+        var title = hasSeveralNetworks ? " [" + PlainText.visible(networks[selectedNetwork].name) + "] " : " "
         if sendsToNewConversation {
             // A person picked for the first time: the pane still shows their room.
             title += PlainText.visible(target) + " (new direct conversation; showing \(PlainText.visible(viewedConversation?.name ?? "")))"
@@ -532,6 +533,11 @@ extension ChatModel {
         if confirmingQuit {
             let text = "Close the room for \(othersOnline) \(othersOnline == 1 ? "person" : "people")? y/n"
             screen.put(text, x: 0, y: y, limit: width, style: Palette.highlight)
+            screen.cursor = nil
+            return
+        }
+        if let deleting = confirmingDelete {
+            screen.put(Ellipsis.fit("Delete \(deleting.what)? y/n", width: width), x: 0, y: y, limit: width, style: Palette.highlight)
             screen.cursor = nil
             return
         }

@@ -41,11 +41,12 @@ extension ChatModel {
             return []
         case .key(.mouse(let event)):
             // A question waiting for y or n keeps the screen as it is.
-            if pendingPaste != nil || confirmingQuit || pendingTrust != nil { return [] }
+            if pendingPaste != nil || confirmingQuit || pendingTrust != nil || confirmingDelete != nil { return [] }
             return mouse(event)
         case .key(let key):
             if let pending = pendingPaste { return answerPaste(key, lines: pending) }
             if confirmingQuit { return answerQuit(key) }
+            if let deleting = confirmingDelete { return answerDelete(key, deleting) }
             if let trust = pendingTrust { return answerTrust(key, fingerprint: trust.fingerprint) }
             if roomPicker != nil { return pickRoom(key) }
             if searchPicker != nil { return pickHit(key) }
@@ -85,7 +86,14 @@ extension ChatModel {
         case .lag(let seconds):
             lag = seconds
             return []
-        case .searchResults(let query, let hits, let failure):
+        case .searchResults(let query, var hits, let failure):
+            // /lastlog: only this conversation's lines.
+            var query = query
+            if let only = lastlogIn, failure == nil {
+                lastlogIn = nil
+                hits = hits.filter { $0.conversation == only.id && ($0.network == nil || $0.network == networks[focus].key) }
+                query += " in " + only.name
+            }
             if let failure {
                 searchWaiting = nil
                 return [.note("Could not search your log for \(query): \(failure)", conversation: viewedID, isError: true)]

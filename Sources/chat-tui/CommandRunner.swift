@@ -76,7 +76,7 @@ enum CommandRunner {
             await client.replyIn(here)
             await client.sendHeld(for: nick)
         case .quit, .bell, .redraw, .copy, .show, .awaitRoomList, .listFiles, .connect, .disconnectNetwork, .network, .on,
-             .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll, .showHighlights, .notify, .mouseReporting:
+             .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll, .showHighlights, .notify, .mouseReporting, .lastlog:
             return false
         }
         return true

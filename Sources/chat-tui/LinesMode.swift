@@ -236,7 +236,7 @@ enum LinesMode {
                 await CommandRunner.quitAll(await session.clients, reason: reason)
             case .notify, .mouseReporting:
                 break
-            case .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll, .showHighlights:
+            case .setting, .alias, .unalias, .saveSettings, .reloadSettings, .window, .scroll, .showHighlights, .lastlog:
                 writeLine("\(clock(WallClock.now())) !!! /set, /alias, /save, /reload, /window and /scroll are the chat screen's (here: flags and the config file)", to: 1)
             case .network(nil):
                 for text in await session.list() { writeLine("\(clock(WallClock.now())) -!- " + PlainText.visible(text), to: 1) }

@@ -48,7 +48,7 @@ struct NetworkTests {
         let model = twoNetworks()
         #expect(model.selectedNetwork == 0 && model.viewedID == .room("#lobby"))
         expectScreen(model, [
-            " #lobby (4)                                                                                         ",
+            " [home] #lobby (4)                                                                                  ",
             "                                                                               │[home]              ",
             "                                                                               │1 #lobby            ",
             "                                                                               │ @alice (you)       ",
@@ -124,7 +124,7 @@ struct NetworkTests {
         var model = twoNetworks()
         Self.liberaDown(&model)
         expectScreen(model, [
-            " #lobby (4)                                                                                         ",
+            " [home] #lobby (4)                                                                                  ",
             "                                                                               │[home]              ",
             "                                                                               │1 #lobby            ",
             "                                                                               │ @alice (you)       ",
@@ -190,7 +190,7 @@ struct NetworkTests {
         #expect(model.type("/network libera") == [])
         #expect(model.selectedNetwork == 1 && model.viewedID == .room("#swift"))
         expectScreen(model, [
-            " #swift (3)                                                                                         ",
+            " [libera] #swift (3)                                                                                ",
             "                                                                               │[home]              ",
             "                                                                               │1 #lobby            ",
             "                                                                               │ @alice (you)       ",
@@ -265,7 +265,7 @@ struct NetworkTests {
         model.receive(":carol!c@h PRIVMSG alice :psst", now: 36330)
         #expect(model.totalUnread == 2, "the title counts lines for you on every network: carol's and dave's")
         expectScreen(model, [
-            " #lobby (4)                                                 ",
+            " [home] #lobby (4)                                          ",
             "                                               │[home]    1!",
             "                                               │1 #lobby    ",
             "                                               │ @alice…    ",
@@ -300,7 +300,7 @@ struct NetworkTests {
         // libera drops: its heading says so, its rows grey, its counts stay; home's rows are as they were.
         Self.liberaDown(&model)
         expectScreen(model, [
-            " #lobby (4)                                                 ",
+            " [home] #lobby (4)                                          ",
             "                                               │[home]    1!",
             "                                               │1 #lobby    ",
             "                                               │ @alice…    ",
@@ -345,7 +345,7 @@ struct NetworkTests {
         _ = model.update(.key(.down))
         #expect(model.selectedNetwork == 1 && model.selection == .conversation(.room("#swift")))
         expectScreen(model, [
-            " #swift (3)                                                 ",
+            " [libera] #swift (3)                                        ",
             "                                               │1 #lobby    ",
             "                                               │ @alice…    ",
             "                                               │ +bob       ",
@@ -440,7 +440,7 @@ struct NetworkTests {
         #expect(model.receive(.searchResults(query: "cake", hits)) == [])
         #expect(model.searchPicker?.hits == hits && model.searchHitNetworks == [1, 0])
         expectScreen(model, [
-            " #lobby (4)                                                                                         ",
+            " [home] #lobby (4)                                                                                  ",
             "2 lines with cake — Up/Down, Enter opens, Esc closes                           │[home]              ",
             "[libera] #swift 01-01 10:05 <dave> cake at four                                │1 #lobby            ",
             "[home] #lobby 01-01 10:03 <bob> any cake left?                                 │ @alice (you)       ",

@@ -5,7 +5,7 @@ import IRCWire
 // MARK: The message cursor
 
 extension ChatModel {
-    static let cursorHelp = "Alt-Up (or Ctrl-Up) highlights a message: Up/Down move, r replies, e or + reacts, d deletes, y copies, p goes to the message a reply answers, Esc leaves"
+    static let cursorHelp = "Alt-Up (or Ctrl-Up) highlights a message: Up/Down move, r replies, e or + reacts, d deletes (after y to \"Delete …? y/n\"), y copies, p goes to the message a reply answers, Esc leaves"
 
     /// The messages the cursor can stop on: those with a msgid, not deleted.
     func cursorStops(_ conversation: Conversation) -> [Int] {
@@ -65,8 +65,11 @@ extension ChatModel {
             case "e", "+":
                 choosingReaction = true
             case "d":
+                // Asked first: a deletion cannot be taken back.
                 messageCursor = nil
-                return CommandInterpreter.messageAction("delete", on: msgid, in: conversation.name, text: "", commandContext)
+                let first = line.text.split(separator: "\n").first.map(String.init) ?? ""
+                let whose = line.isOwn ? "your message" : "\(PlainText.visible(line.sender ?? "someone"))'s message"
+                confirmingDelete = (msgid, conversation.name, whose + " \"" + Ellipsis.fit(PlainText.visible(first), width: 30) + "\"")
             case "p":
                 // A reply: to the message it answers, if it is here.
                 if let parent = line.replyTo, let index = conversation.index(ofMessage: parent), stops.contains(index) {

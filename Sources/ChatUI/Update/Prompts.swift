@@ -85,6 +85,17 @@ extension ChatModel {
         trustNetwork == selectedNetwork ? command : .on(network: trustNetwork, command)
     }
 
+    /// "Delete bob's message "…"? y/n": y deletes, anything else keeps it.
+    mutating func answerDelete(_ key: Key, _ deleting: (msgid: String, target: String, what: String)) -> [UICommand] {
+        confirmingDelete = nil
+        switch key {
+        case .character("y"), .character("Y"):
+            return CommandInterpreter.messageAction("delete", on: deleting.msgid, in: deleting.target, text: "", commandContext)
+        default:
+            return [.note("Not deleted", conversation: viewedID, isError: false)]
+        }
+    }
+
     mutating func answerQuit(_ key: Key) -> [UICommand] {
         switch key {
         case .character("y"), .character("Y"), .control("c"):

@@ -24,8 +24,10 @@ extension ChatModel {
     }
 
     var commandContext: CommandContext {
-        CommandContext(book: state, here: viewedID, room: viewedConversation?.kind == .room ? viewedConversation?.name : currentRoom,
-                       target: target, registered: everRegistered, extraHelp: Self.keyHelp + hostHintInPane)
+        var context = CommandContext(book: state, here: viewedID, room: viewedConversation?.kind == .room ? viewedConversation?.name : currentRoom,
+                                     target: target, registered: everRegistered, extraHelp: Self.keyHelp + hostHintInPane)
+        context.now = now
+        return context
     }
 
     mutating func sendText(_ text: String, to target: String, isAction: Bool) -> [UICommand] {
@@ -89,6 +91,11 @@ extension ChatModel {
             if case .unalias = command { out += settingsCommand(command); continue }
             if case .window(let words) = command { out += windowCommand(words); continue }
             if case .showHighlights = command { out += showHighlights(); continue }
+            if case .lastlog(let words) = command {
+                lastlogIn = (viewedID, viewedConversation?.name ?? "this conversation")
+                out.append(.search(words))
+                continue
+            }
             if case .scroll(let toEnd) = command {
                 if toEnd { scroll[viewedID] = 0 } else { scrollPane(by: Int.max / 4) }
                 continue

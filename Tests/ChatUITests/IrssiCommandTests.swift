@@ -1,0 +1,55 @@
+import Testing
+@testable import ChatUI
+@testable import ChatClientKit
+import IRCWire
+
+@Suite("the rest an irssi user types (issue 46)")
+struct IrssiCommandTests {
+    @Test("/notice sends a NOTICE; /ctcp asks a client (PING with the time in ms); the answer says the round trip")
+    func noticeAndCTCP() {
+        var model = lobbyModel()
+        model.now = 1_800_000_000.25
+        #expect(model.type("/notice bob the build is green") == [.irc(IRCMessage("NOTICE", "bob", "the build is green"))])
+        #expect(model.type("/ctcp bob version") == [.irc(IRCMessage("PRIVMSG", "bob", "\u{1}VERSION\u{1}"))])
+        #expect(model.type("/ctcp bob PING") == [.irc(IRCMessage("PRIVMSG", "bob", "\u{1}PING 1800000000250\u{1}"))])
+        #expect(notes(model.type("/ctcp bob ACTION waves")) == ["Usage: /ctcp NICK VERSION|PING|TIME|CLIENTINFO (/me for an action)"])
+        var state = ClientState(nick: "alice")
+        _ = state.receive(try! IRCMessage(parsing: ":srv 001 alice :Welcome"), now: 1)
+        _ = state.receive(try! IRCMessage(parsing: "@time=2027-01-15T08:00:00.370Z :bob!b@h NOTICE alice :\u{1}PING 1800000000250\u{1}"), now: 2)
+        _ = state.receive(try! IRCMessage(parsing: ":bob!b@h NOTICE alice :\u{1}VERSION irssi 1.4.5\u{1}"), now: 2)
+        #expect(state.book[.direct("bob")]?.lines.map(\.text) == ["CTCP PING reply from bob: 0.1 s", "CTCP VERSION reply from bob: irssi 1.4.5"])
+    }
+
+    @Test("/lastlog searches the log and shows this conversation's hits only")
+    func lastlog() {
+        var model = lobbyModel()
+        #expect(model.type("/lastlog deploy") == [.search(["deploy"])])
+        let here = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36400, kind: .message, sender: "bob", text: "deploy at 5"))
+        let elsewhere = SearchHit(conversation: .room("#dev"), name: "#dev", line: ChatLine(time: 36401, kind: .message, sender: "bob", text: "deploy done"))
+        _ = model.receive(.searchResults(query: "deploy", [elsewhere, here], failure: nil))
+        #expect(model.searchPicker?.hits == [here])
+        #expect(draw(model).lines[1].hasPrefix("1 line with deploy in #lobby — Up/Down"))
+    }
+
+    @Test("d on a highlighted message asks first: y deletes, anything else keeps it")
+    func deleteAsks() {
+        var model = lobbyModel(width: 60, height: 12)
+        model.receive("@msgid=m1 :alice!a@h PRIVMSG #lobby :oops, wrong room", now: 36400)
+        _ = model.update(.key(.messageUp))
+        #expect(model.update(.key(.character("d"))) == [])
+        #expect(draw(model).lines[11].hasPrefix("Delete your message \"oops, wrong room\"? y/n"))
+        #expect(notes(model.update(.key(.character("n")))) == ["Not deleted"])
+        _ = model.update(.key(.messageUp))
+        _ = model.update(.key(.character("d")))
+        #expect(model.update(.key(.character("y"))) == [.irc(IRCMessage("REDACT", "#lobby", "m1"))])
+        #expect(model.confirmingDelete == nil)
+    }
+
+    @Test("with several networks the title names the network shown")
+    func networkInTitle() {
+        var model = lobbyModel(width: 60, height: 12)
+        model.networks[0].name = "home"
+        model.addNetwork(name: "libera", key: "irc.libera.chat:6697", state: ConversationBook(nick: "alice"))
+        #expect(draw(model).lines[0].hasPrefix(" [home] #lobby (4)"))
+    }
+}
