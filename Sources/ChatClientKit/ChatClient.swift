@@ -92,6 +92,24 @@ public actor ChatClient {
     }
     private var toldLogProblem = false
 
+    /// The text-logs setting: plain files beside the log, for grep (nil: off).
+    private lazy var textLog: TextLog? = config.textLogDirectory.map { TextLog(directory: $0, network: network) }
+
+    /// `/set text-logs on|off`: from the next line on.
+    public func setTextLogs(_ directory: String?) {
+        textLog = directory.map { TextLog(directory: $0, network: network) }
+    }
+
+    private func textLogged(_ id: ConversationID, _ line: ChatLine) {
+        guard textLog != nil else { return }
+        let before = textLog!.problem
+        textLog!.write(line, conversation: id == .server ? "server" : state[id]?.name ?? id.key, utcOffset: config.utcOffset)
+        // Told once when it starts failing.
+        if let problem = textLog!.problem, before == nil {
+            for event in state.show(ChatLine(time: line.time, kind: .error, text: problem), in: .server).events { publish(event) }
+        }
+    }
+
     /// On start: each conversation of this network opens with its last lines from the log
     /// (as history: in their place by time, once per msgid, not news), read on the log's
     /// reader thread.
@@ -598,7 +616,10 @@ public actor ChatClient {
     }
 
     func emit(_ event: ClientEvent) {
-        if case .line(let id, let line) = event { logged(id, line) }
+        if case .line(let id, let line) = event {
+            logged(id, line)
+            textLogged(id, line)
+        }
         // A deleted message leaves the local log and its search index too.
         if case .redacted(let id, let msgid, _) = event, let log {
             log.append([LoggedLine(network: network, conversation: id.key, name: "", time: 0, kind: ClientLog.deletion, sender: nil,

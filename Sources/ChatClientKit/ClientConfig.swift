@@ -15,6 +15,10 @@ public struct ClientConfig: Sendable {
     public var ignoreMasks: [String] = []
     /// Words and a pattern that mark a line like a mention.
     public var highlights = Highlights()
+    /// Where plain-text logs go (the text-logs setting; nil: none), and the local zone's offset
+    /// from UTC in seconds, for their times and days.
+    public var textLogDirectory: String?
+    public var utcOffset = 0
     /// Rooms to join after registering (and to rejoin after a reconnect).
     public var rooms: [String] = []
     /// Seconds to wait for the TCP connection.

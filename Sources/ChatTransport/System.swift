@@ -177,6 +177,23 @@ public enum Files {
         }
     }
 
+    /// Appends to `path` (made with `mode` when new): one write of the whole bytes, O_APPEND, no
+    /// fsync (for logs a crash may cut short, never for what must survive one).
+    public static func append(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(Failure) {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard fd >= 0 else { throw Failure("cannot open", path) }
+        defer { close(fd) }
+        var written = 0
+        while written < bytes.count {
+            let wrote = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if wrote < 0 {
+                if errno == EINTR { continue }
+                throw Failure("cannot write", path, errno)
+            }
+            written += wrote
+        }
+    }
+
     /// Creates `path` and any missing parents (each with `mode`); an existing directory is fine.
     public static func createDirectories(_ path: String, mode: mode_t = 0o755) throws(Failure) {
         guard !path.isEmpty, !isDirectory(path) else { return }

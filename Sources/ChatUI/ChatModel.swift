@@ -23,6 +23,8 @@ public enum UICommand: Equatable, Sendable {
     /// `+typing` to a conversation: `active`, `paused` or `done` (the client sends it only where
     /// the server takes message tags).
     case typing(String, to: String)
+    /// The text-logs setting changed: every network's client starts or stops writing them.
+    case textLogs(Bool)
     /// Mouse reporting on or off (the mouse setting, at start and when it changes).
     case mouseReporting(Bool)
     /// A desktop notification (a direct message or a highlight out of sight): the shell writes

@@ -69,6 +69,7 @@ enum CommandRunner {
         case .fetchOlder(let room, let msgid): await client.fetchOlder(room, before: msgid)
         case .looking(let conversation): await client.looking(at: conversation)
         case .highlights(let highlights): await client.setHighlights(highlights)
+        case .textLogs(let on): await client.setTextLogs(on ? textLogsPath : nil)
         case .cancelHeld(let nick):
             await client.replyIn(here)
             await client.cancelHeld(for: nick)

@@ -41,6 +41,8 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "account" {
     AccountCommand.run(Array(CommandLine.arguments.dropFirst(2)))
 }
 let clientLogPath = homeDirectory + "/.local/share/chat-tui/client/history.db"
+/// The text-logs setting's files, one directory per network.
+let textLogsPath = homeDirectory + "/.local/state/chat-tui/logs"
 // `chat-tui search WORDS`: the client's log searched from the shell, one hit per line.
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "search" {
     let words = Array(CommandLine.arguments.dropFirst(2))
@@ -272,6 +274,11 @@ func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> Clien
     if let size = arguments.dccMaxSize { config.dccMaxSize = size }
     config.dccAutoAcceptFrom = arguments.dccAutoAccept
     config.ignoreMasks = arguments.ignore
+    if arguments.settings.isOn("text-logs") { config.textLogDirectory = textLogsPath }
+    var now = time(nil)
+    var local = tm()
+    localtime_r(&now, &local)
+    config.utcOffset = local.tm_gmtoff
     config.highlights = Highlights(words: arguments.settings.words("highlights"), pattern: arguments.settings["highlight-regex"]) ?? Highlights()
     return config
 }

@@ -28,6 +28,9 @@ extension ChatModel {
             if value != nil || reset, setting.name.hasPrefix("highlight") {
                 return [say("\(setting.name) = \(settings[setting.name].isEmpty ? "(none)" : settings[setting.name])")] + highlightsChanged()
             }
+            if value != nil || reset, setting.name == "text-logs" {
+                return [say("text-logs = \(settings["text-logs"])")] + networks.indices.map { .on(network: $0, .textLogs(settings.isOn("text-logs"))) }
+            }
             if value != nil || reset, setting.name == "mouse" {
                 return [say("mouse = \(settings["mouse"])"), .mouseReporting(settings.isOn("mouse"))]
             }
@@ -90,6 +93,7 @@ extension ChatModel {
             aliases = values.aliases
             return [.note("Settings and aliases read from the config file", conversation: viewedID, isError: false),
                     .mouseReporting(settings.isOn("mouse"))] + highlightsChanged()
+                + networks.indices.map { .on(network: $0, .textLogs(settings.isOn("text-logs"))) }
         case .failure(let problem):
             return [.note("Not reloaded: \(problem.description)", conversation: viewedID, isError: true)]
         }
