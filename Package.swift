@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "CursesTerminal", dependencies: ["CNcursesw", "ChatUI"]),
         .executableTarget(name: "chat-tui", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink", "ChatServerKit", "ChatClientKit", "ChatUI", "CursesTerminal"]),
         // The load generator for `make bench`: plain IRC on IRCWire and ChatTransport.
-        .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport"]),
+        .executableTarget(name: "chat-bench", dependencies: ["IRCWire", "ChatTransport", "ChatClientKit", "ChatUI"]),
         .executableTarget(name: "chat-soak", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatClientKit"]),
         // The fuzz targets: a corpus replayer and mutator as built here (make test), libFuzzer
         // with AddressSanitizer when make fuzz builds it with -sanitize=fuzzer,address -DFUZZING.

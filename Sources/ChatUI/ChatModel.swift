@@ -213,6 +213,8 @@ public struct ChatModel: Sendable {
     public var height: Int
     /// Seconds east of UTC for timestamps.
     public var utcOffset = 0
+    /// Rows per line at a width, so that scrolling far back costs what it costs at the bottom.
+    public let rowCache = RowCache()
     /// The settings (`Setting.all`): the flags and the config file's, then `/set`'s.
     public var settings = Settings()
     /// `/alias`: the user's own commands.

@@ -108,7 +108,9 @@ extension ChatModel {
     /// `needed` rows: what render draws and how far PgUp may go.
     /// Each row says which line it belongs to (`line`: its index in the conversation; -1 for the
     /// read marker), for a click on a message.
-    func paneRows(_ conversation: Conversation, width paneWidth: Int, needed: Int) -> [(spans: [Span], indent: Int, line: Int)] {
+    /// `skip`: rows at the bottom only counted, not drawn (below the view, or all of them to measure):
+    /// a line wholly among them is an empty placeholder per row, its count from `rowCache`.
+    func paneRows(_ conversation: Conversation, width paneWidth: Int, needed: Int, skip: Int = 0) -> [(spans: [Span], indent: Int, line: Int)] {
         var rows: [(spans: [Span], indent: Int, line: Int)] = []
         var progressShown = Set<Int>()
         // The read marker: a line between what was read and what came after, when both are here.
@@ -150,6 +152,15 @@ extension ChatModel {
                 continue
             }
             flushBurst()
+            // Below the view: counted, not formatted (a transfer's progress row is drawn always).
+            if rows.count < skip, !isTransfer(line) {
+                let count = rowCount(line, in: conversation, width: paneWidth)
+                if rows.count + count <= skip {
+                    rows += repeatElement((spans: [Span](), indent: 0, line: index), count: count)
+                    if rows.count >= needed { break }
+                    continue
+                }
+            }
             // Under the newest line of a running transfer, a row of its own with its live
             // progress and what it is doing now (the line above may be the offer, long answered).
             if case .transfer(let id) = line.kind, !progressShown.contains(id), let info = transfers[id] {
@@ -173,6 +184,11 @@ extension ChatModel {
         }
         flushBurst()
         return rows
+    }
+
+    func isTransfer(_ line: ChatLine) -> Bool {
+        if case .transfer = line.kind { return true }
+        return false
     }
 
     /// The /search picker: a header, then one row per hit (where, when, who, the text).
@@ -223,7 +239,7 @@ extension ChatModel {
         let paneWidth = layout.paneWidth
         guard paneWidth > 0, let conversation = viewedConversation else { return }
         let skip = scroll[viewedID] ?? 0
-        let rows = paneRows(conversation, width: paneWidth, needed: layout.paneHeight + skip)
+        let rows = paneRows(conversation, width: paneWidth, needed: layout.paneHeight + skip, skip: skip)
         // Scrolled up: the bottom row says how much is below, and covers no line.
         let height = skip > 0 ? max(0, layout.paneHeight - 1) : layout.paneHeight
         let visible = rows.dropFirst(min(skip, max(0, rows.count - height))).prefix(height)

@@ -421,6 +421,10 @@ final class Bench {
 }
 
 let options = Options(Array(CommandLine.arguments.dropFirst()))
+if options.scenario == "pageup" {
+    screenBench(lines: options.messages)
+    exit(0)
+}
 let bench: Bench
 do {
     bench = try Bench(options)

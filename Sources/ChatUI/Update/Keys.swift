@@ -120,6 +120,14 @@ extension ChatModel {
         }
     }
 
+    /// The rows from the bottom of the pane to the top of the line `lines` from the newest in
+    /// the conversation in view (what `scroll` would be to have it at the bottom; the bench's depth).
+    public func rowsUp(toLinesFromBottom lines: Int) -> Int {
+        guard let conversation = viewedConversation else { return 0 }
+        let width = layout.paneWidth
+        return conversation.lines.suffix(lines).reduce(0) { $0 + lineRows($1, in: conversation, width: width).count }
+    }
+
     /// Scrolls; true when it stopped at the oldest line (it wanted to go further).
     @discardableResult
     mutating func scrollPane(by rows: Int) -> Bool {
@@ -131,7 +139,7 @@ extension ChatModel {
         if wanted > 0, let conversation = viewedConversation {
             let height = max(0, layout.paneHeight - 1)
             // One row more than would fill the pane: exactly as many as needed is not the top.
-            let available = paneRows(conversation, width: layout.paneWidth, needed: wanted + height + 1).count
+            let available = paneRows(conversation, width: layout.paneWidth, needed: wanted + height + 1, skip: wanted + height + 1).count
             atTop = wanted >= max(0, available - height)
             wanted = min(wanted, max(0, available - height))
         }
