@@ -95,6 +95,9 @@ def test_reply_reaction_deletion_typing_and_multiline_between_two_screens(screen
     wait_for("alice", lambda s: any("oops, wrong room" in r for r in s), "bob's mistake")
     tmux("send-keys", "-t", "bob", "M-Up")
     tmux("send-keys", "-t", "bob", "d")
+    # Asked first: a deletion cannot be taken back.
+    wait_for("bob", lambda s: 'Delete your message "oops, wrong room"? y/n' in s[-1], "the question")
+    tmux("send-keys", "-t", "bob", "y")
     seen = wait_for("alice", lambda s: any("<bob> (deleted by bob)" in r for r in s), "the deletion")
     assert not any("oops, wrong room" in r for r in seen)
     save("alice-deletion", seen)
