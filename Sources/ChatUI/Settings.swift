@@ -99,7 +99,7 @@ public struct Setting: Sendable, Equatable {
                 help: "joins, parts, quits and renames of people who have not spoken for 10 minutes fold into one dim line"),
         Setting(name: "mouse", kind: .toggle, defaultValue: "on", appliesAtOnce: true,
                 help: "clicks pick rows and messages, the wheel scrolls (Shift keeps the terminal's own selection)"),
-        Setting(name: "typing", kind: .toggle, defaultValue: "on", appliesAtOnce: false,
+        Setting(name: "typing", kind: .toggle, defaultValue: "on", appliesAtOnce: true,
                 help: "tell others when you are writing to them (+typing)"),
         Setting(name: "paste-lines", kind: .number(1...1000), defaultValue: "3", appliesAtOnce: true,
                 help: "a paste of more lines than this asks before it is sent"),

@@ -228,7 +228,8 @@ func clientConfig(_ arguments: Arguments, network: NetworkSettings? = nil, inter
     let port = network?.address.port ?? network?.port ?? arguments.port
     var config = ClientConfig(host: network?.address.host ?? "127.0.0.1", port: port, nick: network?.nick ?? arguments.nick ?? login ?? "guest")
     config.rooms = network?.rooms ?? arguments.rooms
-    config.sendsTyping = arguments.typing
+    // The chat screen decides itself, as the typing setting says at the time (/set applies it at once).
+    config.sendsTyping = arguments.typing || !arguments.lines
     config.password = arguments.password
     config.connectTimeout = arguments.connectTimeout
     config.tls = network?.tls ?? arguments.tls ?? (port == 6697)

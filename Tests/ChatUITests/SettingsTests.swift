@@ -41,6 +41,15 @@ struct SettingsTests {
         #expect(notes(model.type("/set notify")).first?.hasPrefix("notify = osc  (off|bell|osc|command; default osc) — ") == true)
     }
 
+    @Test("/set typing off applies at once: no more typing notices are sent")
+    func typingOff() {
+        var model = lobbyModel()
+        #expect(model.update(.key(.character("h"))) == [.typing("active", to: "#lobby")])
+        _ = model.update(.key(.control("u")))
+        #expect(notes(model.type("/set typing off")) == ["typing = off"])
+        #expect(model.update(.key(.character("h"))) == [])
+    }
+
     @Test("/set display-name still sets the name shown beside your nickname")
     func displayName() {
         var model = lobbyModel()

@@ -10,8 +10,9 @@ extension ChatModel {
     /// changes; nothing for commands.
     mutating func typingAfter(_ key: Key, before: String) -> [UICommand] {
         let text = editor.text
+        // Off (/set typing off): what was said is ended with `done`, and nothing more is sent.
         var commands: [UICommand] = []
-        let writing = !text.isEmpty && !text.hasPrefix("/") && viewedID != .server
+        let writing = settings.isOn("typing") && !text.isEmpty && !text.hasPrefix("/") && viewedID != .server
         let to = target
         if let sent = typingSent, sent.state != "done", !writing || sent.target != to || key == .enter {
             // Enter sent the message: that says it is done, for the server and the others.
