@@ -359,20 +359,17 @@ public struct ChatModel: Sendable {
     /// The rows of one network's conversations (`sidebar`).
     static func sidebarItems(_ state: ConversationBook) -> [SidebarItem] {
         var items: [SidebarItem] = []
-        var listed = Set<String>()
         let ranks = String(state.isupport.prefixes.map(\.symbol))
         let rooms = state.rooms
         for room in rooms.filter({ $0.isJoined || $0.awaitingRejoin }) + rooms.filter({ !$0.isJoined && !$0.awaitingRejoin }) {
             items.append(.conversation(room.id))
             for member in room.sortedMembers(rankOf: ranks) {
                 items.append(.user(member.nick, room: room.id))
-                listed.insert(state.key(for: member.nick))
             }
         }
         // Every direct conversation has a row of its own (and so a number), under a heading so
         // they do not read as members of the last room; the people in our rooms are also
         // reached through their rows there.
-        _ = listed
         let directs = state.orderedConversations.filter { $0.kind == .direct }
         if !directs.isEmpty { items.append(.heading("direct")) }
         for conversation in directs { items.append(.conversation(conversation.id)) }
