@@ -265,7 +265,7 @@ public actor ChatClient {
     /// (never held: it means nothing later).
     public func sendTyping(_ typing: String, to target: String) {
         guard config.sendsTyping, state.isRegistered, state.capabilities.contains("message-tags"), !target.isEmpty else { return }
-        perform(state.command(IRCMessage(tags: [IRCTag("+typing", typing)], command: "TAGMSG", params: [target]), connected: connection != nil))
+        perform(state.typing(typing, to: target, now: WallClock.now(), connected: connection != nil))
     }
 
     /// Sends a raw command (JOIN, NICK, TOPIC, WHOIS…), if connected; its replies are shown in

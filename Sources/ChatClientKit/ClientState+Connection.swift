@@ -106,6 +106,9 @@ extension ClientState {
                 } else {
                     emit(.notSent(target: line.target, text: line.text, reason: "\(nick) is not on the server now"))
                 }
+            } else if typingOut.absorbsRefusal(for: key(for: nick), now: now) {
+                // A typing notice's answer: the line's own was said once.
+                return reduction()
             } else {
                 break
             }

@@ -39,6 +39,8 @@ public struct ClientState: Sendable {
     /// Where replies to the user's last query go (the conversation it was typed in), as irssi
     /// shows a /whois in the window where you asked. Nil: the server window.
     public var replyConversation: ConversationID?
+    /// Typing notices sent, to tell their refusals from our lines' (`TypingOut`).
+    var typingOut = TypingOut()
     /// The conversation on the user's screen (`ChatClient.looking`), where news for them goes.
     public var lookingAt: ConversationID?
     /// Numerics that answer a user's query or command.
@@ -317,6 +319,7 @@ public struct ClientState: Sendable {
         capabilities = []
         pendingNames = [:]
         markersRefused = false
+        typingOut = TypingOut()
         held.monitored = []
         actions = []
         produced = []
@@ -806,10 +809,17 @@ public struct ClientState: Sendable {
                     let tenths = Int(((c.time * 1000 - sent) / 100).rounded())
                     reply = "CTCP PING reply from \(from): \(max(0, tenths) / 10).\(max(0, tenths) % 10) s"
                 }
-                let line = command == "PRIVMSG"
-                    ? ChatLine(time: c.time, kind: .info, sender: from, text: "CTCP \(body) from \(from)")
-                    : ChatLine(time: c.time, kind: .notice, sender: from, text: reply)
-                say(line, to: .direct(key(for: from)), name: from)
+                // Our own request echoed back (echo-message): the screen said where it was typed.
+                if isMe(from) { return }
+                // A request to us is answered by the client: a line in the server window (as
+                // irssi shows them), not a conversation opened with whoever probes us. An answer
+                // to our /ctcp goes where it was asked; neither is news for you (no `!`, no notification).
+                if command == "PRIVMSG" {
+                    say(ChatLine(time: c.time, kind: .info, sender: from, text: "CTCP \(body) from \(from)"), to: .server)
+                } else {
+                    let asked = replyConversation.flatMap { book[$0] != nil ? $0 : nil }
+                    say(ChatLine(time: c.time, kind: .info, sender: from, text: reply), to: asked ?? .direct(key(for: from)), name: asked == nil ? from : nil)
+                }
                 return
             }
         }
@@ -818,6 +828,8 @@ public struct ClientState: Sendable {
                             isHighlight: !own && (!isChannel(target) || mentions(text)))
         line.msgid = c.msgid
         line.replyTo = c.message.tag("+draft/reply") ?? c.message.tag("+reply")
+        // Our line came back: the typing notices before it went through.
+        if own, c.message.tag("batch") == nil { typingOut.delivered(to: key(for: target)) }
         // Whoever speaks has stopped typing.
         if !own, c.message.tag("batch") == nil {
             let where_ = isChannel(target) ? id(for: target) : id(for: from)

@@ -28,7 +28,31 @@ public enum ConfigFile {
     public static func write(global: [Entry], section: (name: String, entries: [(key: String, value: String)])? = nil, in path: String) throws {
         let text = updated(Files.readText(path) ?? "", global: global, section: section)
         try Files.createDirectories(Paths.directory(of: path))
-        try Files.writeAtomically(path, Array(text.utf8))
+        try Files.writeAtomically(path, Array(text.utf8), mode: 0o600)  // it may hold a password
+    }
+
+    /// A value as the file spells it: in double quotes (`\"` and `\\` inside) when it would not
+    /// read back as itself, that is when it has a ` #` (a comment elsewhere) or starts with a quote.
+    public static func spelled(_ value: String) -> String {
+        guard value.contains(" #") || value.contains("\t#") || value.hasPrefix("\"") else { return value }
+        return "\"" + value.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
+    }
+
+    /// A quoted value read back (`text` starts at its opening quote): the value and what follows
+    /// the closing quote; nil when the quote is not closed.
+    public static func unquoted(_ text: Substring) -> (value: String, rest: Substring)? {
+        guard text.first == "\"" else { return nil }
+        var value = "", escaped = false
+        var index = text.index(after: text.startIndex)
+        while index < text.endIndex {
+            let character = text[index]
+            if escaped { value.append(character); escaped = false }
+            else if character == "\\" { escaped = true }
+            else if character == "\"" { return (value, text[text.index(after: index)...]) }
+            else { value.append(character) }
+            index = text.index(after: index)
+        }
+        return nil
     }
 
     static func key(of line: String) -> String? {
@@ -49,7 +73,7 @@ public enum ConfigFile {
                 for index in present.reversed() { lines.remove(at: index) }
                 continue
             }
-            let line = "\(entry.name) = \(value)"
+            let line = "\(entry.name) = \(spelled(value))"
             if let first = present.first {
                 lines[first] = line
                 for index in present.dropFirst().reversed() { lines.remove(at: index) }

@@ -67,6 +67,10 @@ extension ClientState {
                 ? "\(nick) is not on the server now: held until they are back (sent then; /cancel \(nick) gives up)"
                 : "\(nick) is not on the server now, and this server cannot say when they are back: held; send it again to try"
             say(ChatLine(time: now, kind: .info, text: words), to: id, name: nick)
+            // Typed elsewhere (/msg in a room): said there too, where the eyes are.
+            if let typed = replyConversation, typed != id, book[typed] != nil {
+                say(ChatLine(time: now, kind: .info, text: words + " — in the conversation with \(nick)"), to: typed)
+            }
         }
         watchHeld()
         return Array(produced[start...])

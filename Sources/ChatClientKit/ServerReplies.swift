@@ -73,10 +73,11 @@ extension ClientState {
 
     // 404|442|477|482|486|489|531 <me> <target> :<reason>
     mutating func refusedOrNumeric(_ c: MessageContext) {
-        guard c.p.count >= 3, refused(target: c.p[1], reason: c.p[c.p.count - 1]) else {
-            numericOrUnknown(c)
-            return
-        }
+        guard c.p.count >= 3 else { return numericOrUnknown(c) }
+        if refused(target: c.p[1], reason: c.p[c.p.count - 1]) { return }
+        // Nothing of ours waiting: the refusal of a typing notice (the line's own was said once).
+        if typingOut.absorbsRefusal(for: key(for: c.p[1]), now: c.time) { return }
+        numericOrUnknown(c)
     }
 
     /// The server refused a line we sent to `target` (nil: whichever came first): it is done,

@@ -2,7 +2,7 @@ import ChatClientKit
 import IRCWire
 
 /// One row of the sidebar.
-public enum SidebarItem: Equatable, Sendable {
+public enum SidebarItem: Hashable, Sendable {
     /// A room, a direct conversation or the server window.
     case conversation(ConversationID)
     /// A member, listed under a room (the same person may be under several); choosing them
@@ -298,6 +298,10 @@ public struct ChatModel: Sendable {
     public var terminalFocused = true
     /// Where the first Alt-a of a run was pressed: with no news left, Alt-a goes back there.
     public var beforeActivityJump: SidebarRow?
+    /// The order conversations are numbered in, kept across restarts (`WindowOrder`).
+    public var windowOrder = WindowOrder()
+    /// Conversations `/close`d whose client has not closed them yet (not numbered again meanwhile).
+    var closingEntries: Set<String> = []
     /// The message cursor (Alt-Up): the msgid of the highlighted message in the conversation in view.
     public var messageCursor: String?
     /// Choosing an emoji for the highlighted message (`e` or `+`): digits pick one of the common ones.
@@ -354,14 +358,24 @@ public struct ChatModel: Sendable {
     /// be reached with the arrows; the rooms we are in, or will rejoin, before those we left, such
     /// as rooms restored from the log), then direct conversations with people in no room of
     /// ours, then the server window.
-    public var sidebar: [SidebarItem] { Self.sidebarItems(state) }
+    public var sidebar: [SidebarItem] { Self.sidebarItems(state, order: windowOrder, network: networks[focus].key) }
 
-    /// The rows of one network's conversations (`sidebar`).
-    static func sidebarItems(_ state: ConversationBook) -> [SidebarItem] {
+    /// The rows of one network's conversations (`sidebar`): rooms, then direct conversations,
+    /// each by number (`WindowOrder`), then the server window.
+    static func sidebarItems(_ state: ConversationBook, order: WindowOrder, network: String) -> [SidebarItem] {
         var items: [SidebarItem] = []
         let ranks = String(state.isupport.prefixes.map(\.symbol))
-        let rooms = state.rooms
-        for room in rooms.filter({ $0.isJoined || $0.awaitingRejoin }) + rooms.filter({ !$0.isJoined && !$0.awaitingRejoin }) {
+        let positions = order.positions
+        func byNumber(_ list: [Conversation]) -> [Conversation] {
+            // Not numbered yet: rooms we are in before the ones restored from the log.
+            func key(_ item: (offset: Int, element: Conversation)) -> (Int, Int, Int) {
+                let room = item.element
+                let away = room.kind == .room && !room.isJoined && !room.awaitingRejoin ? 1 : 0
+                return (positions[WindowOrder.entry(network: network, room.id)] ?? Int.max, away, item.offset)
+            }
+            return list.enumerated().sorted { key($0) < key($1) }.map(\.element)
+        }
+        for room in byNumber(state.rooms) {
             items.append(.conversation(room.id))
             for member in room.sortedMembers(rankOf: ranks) {
                 items.append(.user(member.nick, room: room.id))
@@ -370,7 +384,7 @@ public struct ChatModel: Sendable {
         // Every direct conversation has a row of its own (and so a number), under a heading so
         // they do not read as members of the last room; the people in our rooms are also
         // reached through their rows there.
-        let directs = state.orderedConversations.filter { $0.kind == .direct }
+        let directs = byNumber(state.orderedConversations.filter { $0.kind == .direct })
         if !directs.isEmpty { items.append(.heading("direct")) }
         for conversation in directs { items.append(.conversation(conversation.id)) }
         items.append(.conversation(.server))

@@ -40,6 +40,10 @@ public enum CommandInterpreter {
         let rest = body.dropFirst(name.count).drop(while: { $0 == " " })
         let words = rest.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
         guard let command = SlashCommands.named(name) else {
+            let matching = SlashCommands.starting(name).map { "/" + $0.name }
+            if matching.count > 1 {
+                return [.note("/\(name) could be \(matching.joined(separator: ", ")): type more of it", conversation: here, isError: true)]
+            }
             return [.note("Unknown command /\(name): /help lists the commands", conversation: here, isError: true)]
         }
         guard words.count >= command.minArguments else {
@@ -187,10 +191,12 @@ public enum CommandInterpreter {
         case "clear":
             return [.clear(here)]
         case "close":
-            let viewed = state[here]
-            let leftRoom = viewed.map { $0.kind == .room && !$0.isJoined && !$0.awaitingRejoin } ?? false
-            guard viewed?.kind == .direct || leftRoom else {
-                return [.note("/close closes a direct conversation or a room you have left; use /part to leave a room", conversation: here, isError: true)]
+            guard let viewed = state[here], viewed.kind != .server else {
+                return [.note("The server window stays open; /close closes a room or a direct conversation", conversation: here, isError: true)]
+            }
+            // A room still joined is left first, as irssi's /window close (/wc) does.
+            if viewed.kind == .room && (viewed.isJoined || viewed.awaitingRejoin) {
+                return [.irc(IRCMessage(command: "PART", params: [viewed.name])), .close(here)]
             }
             return [.close(here)]
         case "send":

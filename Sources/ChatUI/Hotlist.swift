@@ -5,10 +5,50 @@ import ChatClientKit
 /// Alt-1…Alt-0 and `/window N` go to one, Alt-a to the one with the most important news, Alt-Left
 /// and Alt-Right to the previous and next.
 extension ChatModel {
-    /// The numbered rows (rooms, direct conversations, server windows), in sidebar order:
-    /// conversation N is `numberedRows[N - 1]`.
+    /// The numbered rows: rooms and direct conversations in their kept order (`WindowOrder`),
+    /// then the server windows by network; conversation N is `numberedRows[N - 1]`.
     public var numberedRows: [SidebarRow] {
-        sidebarRows.filter { if case .conversation = $0.item { return true } else { return false } }
+        let positions = windowOrder.positions
+        var conversations: [(position: Int, row: SidebarRow)] = [], servers: [SidebarRow] = []
+        for row in sidebarRows {
+            guard case .conversation(let id) = row.item else { continue }
+            if id == .server { servers.append(row); continue }
+            conversations.append((positions[entry(row.network, id)] ?? Int.max, row))
+        }
+        // Stable: rows not in the order yet keep their sidebar order, after the others.
+        return conversations.enumerated().sorted { a, b in
+            a.element.position != b.element.position ? a.element.position < b.element.position : a.offset < b.offset
+        }.map(\.element.row) + servers
+    }
+
+    /// Each numbered row's number.
+    var rowNumbers: [SidebarRow: Int] {
+        Dictionary(numberedRows.enumerated().map { ($1, $0 + 1) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    func entry(_ network: Int, _ id: ConversationID) -> String { WindowOrder.entry(network: networks[network].key, id) }
+
+    /// After a client's event: conversations seen for the first time take the next numbers. A
+    /// line in a conversation that has its number changes nothing (the one event a flood repeats).
+    mutating func settleWindowOrder(after event: ClientEvent, in network: Int) {
+        if case .line(let id, _) = event, id == .server || windowOrder.contains(entry(network, id)) { return }
+        settleWindowOrder()
+    }
+
+    mutating func settleWindowOrder() {
+        var present: [String] = []
+        for network in networks.indices {
+            // A room restored from the log that we are not in waits for its number until we join
+            // it (it is listed after the numbered ones meanwhile); a direct conversation is numbered at once.
+            let book = networks[network].state
+            for id in book.order where id != .server {
+                if id.kind == .room, let room = book[id], !room.isJoined && !room.awaitingRejoin { continue }
+                present.append(entry(network, id))
+            }
+        }
+        // A conversation being closed is not numbered again while its client closes it.
+        if !closingEntries.isEmpty { closingEntries.formIntersection(present) }
+        windowOrder.settle(present: present.filter { !closingEntries.contains($0) })
     }
 
     /// How much a conversation's news matters: 3 a mention, a highlight or a direct message;
@@ -77,13 +117,15 @@ extension ChatModel {
         var words = words
         if words.first?.lowercased() == "goto" { words.removeFirst() }
         guard let word = words.first else {
-            let list = numberedRows.enumerated().map { "\($0.offset + 1) \(rowName($0.element))" }.joined(separator: "  ")
-            return [.note(list, conversation: viewedID, isError: false)]
+            // One line each, as irssi's /window list: a long list does not wrap into one paragraph.
+            return numberedRows.enumerated().map { .note("\($0.offset + 1)  \(rowName($0.element))", conversation: viewedID, isError: false) }
         }
         switch word.lowercased() {
         case "next": return stepConversation(by: 1)
         case "prev", "previous": return stepConversation(by: -1)
         case "close": return runCommand("/close")
+        case "move": return moveConversation(words.dropFirst().first)
+        case "list": return windowCommand([])
         default: break
         }
         if let number = Int(word) { return goToConversation(number: number) }
@@ -94,6 +136,34 @@ extension ChatModel {
             return show(row)
         }
         return [.note("No conversation called \(word) (/window lists them)", conversation: viewedID, isError: true)]
+    }
+
+    /// `/window move N|left|right|first|last`: the conversation in view takes number N (the
+    /// others keep their order around it), as irssi's `/window move`.
+    mutating func moveConversation(_ word: String?) -> [UICommand] {
+        let rows = numberedRows.filter { if case .conversation(let id) = $0.item { return id != .server } else { return false } }
+        let here = SidebarRow(network: selectedNetwork, item: .conversation(viewedID))
+        guard viewedID != .server, let from = rows.firstIndex(of: here) else {
+            return [.note("The server window stays last; /window move moves a room or a direct conversation", conversation: viewedID, isError: true)]
+        }
+        let target: Int
+        switch word?.lowercased() {
+        case "left", "prev": target = from - 1
+        case "right", "next": target = from + 1
+        case "first": target = 0
+        case "last": target = rows.count - 1
+        case let word? where Int(word) != nil: target = Int(word)! - 1
+        default: return [.note("/window move N|left|right|first|last", conversation: viewedID, isError: true)]
+        }
+        let to = min(max(0, target), rows.count - 1)
+        guard to != from else { return [] }
+        var others = rows
+        others.remove(at: from)
+        let before = to < others.count ? others[to] : nil
+        guard case .conversation(let id) = here.item else { return [] }
+        func key(_ row: SidebarRow) -> String? { if case .conversation(let id) = row.item { return entry(row.network, id) } else { return nil } }
+        windowOrder.move(entry(selectedNetwork, id), before: before.flatMap(key))
+        return [.note("\(rowName(here)) is now \(to + 1)", conversation: viewedID, isError: false)]
     }
 
     func rowName(_ row: SidebarRow) -> String {

@@ -142,7 +142,8 @@ public struct LineEditor: Equatable, Sendable {
     /// Whether the last Tab completed a word with several choices still to cycle through.
     public var isCompleting: Bool { !(completion?.matches.isEmpty ?? true) }
 
-    public mutating func complete(nicks: [String], commands: [String], atLineStart: Bool = true) {
+    /// `emptyWord`: an empty word offers every candidate (a setting's values after `/set NAME `).
+    public mutating func complete(nicks: [String], commands: [String], atLineStart: Bool = true, emptyWord: Bool = false) {
         if var current = completion, !current.matches.isEmpty {
             current.index = (current.index + 1) % current.matches.count
             replaceWord(from: current.start, with: current.matches[current.index] + current.suffix)
@@ -152,7 +153,7 @@ public struct LineEditor: Equatable, Sendable {
         var start = cursor
         while start > 0 && characters[start - 1] != " " { start -= 1 }
         let word = String(characters[start..<cursor])
-        guard !word.isEmpty else { return }
+        guard !word.isEmpty || emptyWord else { return }
         let matches: [String]
         let suffix: String
         if start == 0 && word.hasPrefix("/") {

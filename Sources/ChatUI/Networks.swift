@@ -89,7 +89,7 @@ public struct NetworkView: Sendable {
 }
 
 /// A sidebar row and the network it belongs to.
-public struct SidebarRow: Equatable, Sendable {
+public struct SidebarRow: Hashable, Sendable {
     public var network: Int
     public var item: SidebarItem
     public init(network: Int, item: SidebarItem) {
@@ -139,7 +139,7 @@ extension ChatModel {
         var rows: [SidebarRow] = []
         for (index, network) in networks.enumerated() {
             rows.append(SidebarRow(network: index, item: .networkHeading))
-            rows += Self.sidebarItems(network.state).map { SidebarRow(network: index, item: $0) }
+            rows += Self.sidebarItems(network.state, order: windowOrder, network: network.key).map { SidebarRow(network: index, item: $0) }
         }
         return rows
     }

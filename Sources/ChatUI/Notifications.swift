@@ -45,11 +45,35 @@ public enum DesktopNotification {
         return "\u{1B}Ptmux;" + plain.replacing("\u{1B}", with: "\u{1B}\u{1B}") + st
     }
 
-    /// `--notify command`: the program and its arguments (split at spaces, no shell), then the
-    /// title and the text as two more arguments; nil when no program is set.
+    /// `--notify command`: the program and its arguments (split into words as a shell would
+    /// split them, quotes and backslashes, but nothing expanded and no shell run), then the title
+    /// and the text as two more arguments; nil when no program is set or a quote is not closed.
     public static func commandArguments(_ setting: String, title: String, body: String) -> [String]? {
-        let words = setting.split(separator: " ").map(String.init)
-        guard !words.isEmpty else { return nil }
+        guard let words = words(setting), !words.isEmpty else { return nil }
         return words + [clean(title, separator: false), clean(body, separator: false)]
+    }
+
+    /// Words as `sh` splits them: blanks separate; `'…'` keeps everything, `"…"` keeps all but
+    /// `\"` and `\\`, a backslash outside quotes keeps the next character. Nil: a quote left open.
+    public static func words(_ text: String) -> [String]? {
+        var words: [String] = [], word = "", inWord = false
+        var quote: Character?, escaped = false
+        for character in text {
+            if escaped {
+                if quote == "\"" && character != "\"" && character != "\\" { word.append("\\") }
+                word.append(character); escaped = false; continue
+            }
+            switch (quote, character) {
+            case (nil, " "), (nil, "\t"):
+                if inWord { words.append(word); word = ""; inWord = false }
+            case (nil, "'"), (nil, "\""): quote = character; inWord = true
+            case ("'", "'"), ("\"", "\""): quote = nil
+            case (nil, "\\"), ("\"", "\\"): escaped = true; inWord = true
+            default: word.append(character); inWord = true
+            }
+        }
+        guard quote == nil, !escaped else { return nil }
+        if inWord { words.append(word) }
+        return words
     }
 }

@@ -122,14 +122,19 @@ extension ChatModel {
         func flushBurst() {
             defer { burst = [] }
             guard let newest = burst.first else { return }
-            if burst.count == 1 {
-                rows += lineRows(newest.line, in: conversation, width: paneWidth).reversed().map { ($0.spans, $0.indent, newest.index) }
+            // A short run (one person rejoining) reads better as its lines than as counts.
+            if burst.count < Self.smartFilterFoldsFrom {
+                for item in burst { rows += lineRows(item.line, in: conversation, width: paneWidth).reversed().map { ($0.spans, $0.indent, item.index) } }
                 return
             }
-            var counts: [ChatLine.Kind: Int] = [:]
-            for item in burst { counts[item.line.kind, default: 0] += 1 }
-            let words = [(ChatLine.Kind.join, "joined"), (.part, "left"), (.quit, "quit"), (.nick, "renamed")]
-                .compactMap { kind, word in counts[kind].map { "\($0) \(word)" } }
+            // The counts in the order the kinds first came (a netsplit: quits, then joins).
+            var counts: [ChatLine.Kind: Int] = [:], order: [ChatLine.Kind] = []
+            for item in burst.reversed() {
+                if counts[item.line.kind] == nil { order.append(item.line.kind) }
+                counts[item.line.kind, default: 0] += 1
+            }
+            let names: [ChatLine.Kind: String] = [.join: "joined", .part: "left", .quit: "quit", .nick: "renamed"]
+            let words = order.compactMap { kind in names[kind].map { "\(counts[kind]!) \($0)" } }
             let spans = [Span(clock(newest.line.time) + " ", Palette.timestamp), Span("-!- " + words.joined(separator: ", "), Palette.dim)]
             let wrapped = Wrapper.wrap(spans, width: paneWidth, indent: 10)
             for (i, row) in wrapped.enumerated().reversed() { rows.append((row, i == 0 ? 0 : 10, -1)) }
@@ -185,6 +190,9 @@ extension ChatModel {
         flushBurst()
         return rows
     }
+
+    /// The smart filter folds runs of this many quiet lines or more.
+    static let smartFilterFoldsFrom = 3
 
     func isTransfer(_ line: ChatLine) -> Bool {
         if case .transfer = line.kind { return true }
@@ -380,12 +388,8 @@ extension ChatModel {
         let top = sidebarTop(items, layout)
         // Conversations are numbered (Alt-1…Alt-0, /window N); the numbers line up, and the
         // people under a room are indented by as much.
-        var numbers: [Int] = []
-        var counted = 0
-        for item in items {
-            if case .conversation = item.item { counted += 1; numbers.append(counted) } else { numbers.append(0) }
-        }
-        let digits = String(counted).count
+        let numbers = rowNumbers
+        let digits = String(numbers.count).count
         for (row, item) in items.dropFirst(top).prefix(layout.paneHeight).enumerated() {
             let y = layout.paneTop + row
             let isSelected = item == chosen
@@ -393,7 +397,7 @@ extension ChatModel {
             var (label, badge, style) = item.item == .networkHeading ? networkHeading(network, width: layout.sidebarWidth) : sidebarEntry(item.item, network.state)
             switch item.item {
             case .conversation:
-                let number = String(numbers[top + row])
+                let number = String(numbers[item] ?? 0)
                 label = String(repeating: " ", count: digits - number.count) + number + " " + label
             case .user:
                 label = String(repeating: " ", count: digits) + label
@@ -502,8 +506,11 @@ extension ChatModel {
             parts.append("pick a room or a person with Up/Down")
         } else if choosingReaction {
             parts.append("react with: " + Shortcodes.common.prefix(9).enumerated().map { "\($0.offset + 1) \($0.element.emoji)" }.joined(separator: " ") + " (another key: none)")
-        } else if messageCursor != nil {
-            parts.append("r reply · e react · d delete · y copy")
+        } else if let cursor = messageCursor {
+            let deletable = viewedConversation.flatMap { conversation in
+                conversation.index(ofMessage: cursor).map { mayDelete(conversation.lines[$0], in: conversation) }
+            } ?? false
+            parts.append(deletable ? "r reply · e react · d delete · y copy" : "r reply · e react · y copy")
         } else if let reply = replyingTo {
             parts.append("replying to \(reply.nick): \(reply.snippet) (Esc: not a reply)")
         } else {

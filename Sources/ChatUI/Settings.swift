@@ -63,6 +63,9 @@ public struct Setting: Sendable, Equatable {
             guard !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
                 return .failure(SettingProblem("\(name) takes no control characters"))
             }
+            if name == "notify-command" && DesktopNotification.words(value) == nil {
+                return .failure(SettingProblem("\(name): a quote is not closed in \"\(raw)\""))
+            }
             return .success(value)
         }
     }
@@ -90,7 +93,7 @@ public struct Setting: Sendable, Equatable {
         Setting(name: "notify", kind: .choice(["off", "bell", "osc", "command"]), defaultValue: "osc", appliesAtOnce: true,
                 help: "a direct message or a highlight not in view: off, the bell only, a desktop notification through the terminal (OSC 777, 9 or 99, through tmux too), or notify-command"),
         Setting(name: "notify-command", kind: .text, defaultValue: "", appliesAtOnce: true,
-                help: "with notify = command: a program and its arguments, run with the title and the text after them (no shell)"),
+                help: "with notify = command: a program and its arguments (quotes group words, as in a shell), run with the title and the text after them; no shell runs it"),
         Setting(name: "highlights", kind: .words, defaultValue: "", appliesAtOnce: true,
                 help: "words that mark a line like a mention (whole words, any case)"),
         Setting(name: "highlight-regex", kind: .pattern, defaultValue: "", appliesAtOnce: true,
@@ -105,6 +108,8 @@ public struct Setting: Sendable, Equatable {
                 help: "a paste of more lines than this asks before it is sent"),
         Setting(name: "text-logs", kind: .toggle, defaultValue: "off", appliesAtOnce: true,
                 help: "also write plain-text logs, one file per network and conversation a day, under ~/.local/state/chat-tui/logs"),
+        Setting(name: "autosave", kind: .toggle, defaultValue: "on", appliesAtOnce: true,
+                help: "on quitting, keep /set and /alias changes not yet saved in the config file (as irssi's settings_autosave)"),
         Setting(name: "scrollback", kind: .number(100...1_000_000), defaultValue: "4096", appliesAtOnce: false,
                 help: "lines kept per conversation"),
         Setting(name: "download-dir", kind: .text, defaultValue: "", appliesAtOnce: false,
@@ -189,6 +194,7 @@ public struct Aliases: Equatable, Sendable {
         guard let expansion = table[name] else { return nil }
         let rest = String(body.dropFirst(name.count).drop { $0 == " " })
         let words = rest.split(separator: " ").map(String.init)
+
         // Split before substituting: a `;` in what was typed is text, not a separator.
         let parts = expansion.split(separator: ";").map { $0.trimmingCharacters(" ") }.filter { !$0.isEmpty }
         let usesArguments = expansion.contains("$*") || (1...9).contains { expansion.contains("$\($0)") }
@@ -197,6 +203,30 @@ public struct Aliases: Equatable, Sendable {
             if !usesArguments && !rest.isEmpty && offset == parts.count - 1 { line += " " + rest }
             return line.hasPrefix("/") ? line : "/" + line
         }
+    }
+
+    /// Why an alias cannot run as typed: `$3` needs three words, else the words would shift
+    /// (`/msg  hello` would send to "hello"). Nil: it can (or it is not an alias).
+    public func problem(_ line: String) -> String? {
+        guard line.hasPrefix("/") else { return nil }
+        let body = line.dropFirst()
+        let name = body.prefix { $0 != " " }.lowercased()
+        guard let expansion = table[name] else { return nil }
+        let given = body.dropFirst(name.count).split(separator: " ").count
+        let needed = Self.wordsNeeded(expansion)
+        return given >= needed ? nil : "/\(name) needs \(needed) word\(needed == 1 ? "" : "s") after it (it runs \(expansion))"
+    }
+
+    /// The highest `$N` an expansion uses on its own (`$N-` may be empty).
+    static func wordsNeeded(_ expansion: String) -> Int {
+        var needed = 0
+        var characters = Array(expansion)[...]
+        while let dollar = characters.firstIndex(of: "$") {
+            let after = characters[(dollar + 1)...]
+            if let digit = after.first?.wholeNumberValue, digit >= 1, after.dropFirst().first != "-" { needed = max(needed, digit) }
+            characters = after
+        }
+        return needed
     }
 
     static func substitute(_ template: String, rest: String, words: [String], nick: String, target: String) -> String {

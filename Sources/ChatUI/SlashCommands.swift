@@ -47,7 +47,7 @@ public enum SlashCommands {
         SlashCommand(name: "ignore", usage: "/ignore [NICK|MASK]", minArguments: 0, summary: "hide someone's messages (kept in your config file); alone: the list"),
         SlashCommand(name: "unignore", usage: "/unignore NICK|MASK", minArguments: 1, summary: "show someone's messages again"),
         SlashCommand(name: "clear", usage: "/clear", minArguments: 0, summary: "clear this conversation's lines"),
-        SlashCommand(name: "close", usage: "/close", minArguments: 0, summary: "close this direct conversation"),
+        SlashCommand(name: "close", usage: "/close", minArguments: 0, summary: "close this conversation (leaving the room first)"),
         SlashCommand(name: "send", usage: "/send [-p] NICK PATH", minArguments: 2, summary: "offer a file (DCC SEND; -p: passive, for a sender behind NAT)"),
         SlashCommand(name: "upload", usage: "/upload [PATH]", minArguments: 0, summary: "send a file through the host and share its link here (alone: the last /send nobody could take)"),
         SlashCommand(name: "download", usage: "/download N", minArguments: 1, summary: "fetch file N shared through the host into the downloads folder"),
@@ -61,15 +61,23 @@ public enum SlashCommands {
         SlashCommand(name: "connect", usage: "/connect HOST[:PORT]|NETWORK", minArguments: 1, summary: "join another network as well (or connect a network again)"),
         SlashCommand(name: "network", usage: "/network [NAME]", minArguments: 0, summary: "show that network; alone: list the networks and their state"),
         SlashCommand(name: "highlights", usage: "/highlights", minArguments: 0, summary: "the lines that named you or a highlight word, in every room (Up/Down, Enter opens one, Esc closes)"),
-        SlashCommand(name: "window", usage: "/window [N|NAME|next|prev|close]", minArguments: 0, summary: "go to conversation N (the sidebar's numbers; Alt-1…Alt-0 too) or the one called NAME; alone: the list"),
-        SlashCommand(name: "buffer", usage: "/buffer [N|NAME|close]", minArguments: 0, summary: "the same as /window (WeeChat's name)"),
+        SlashCommand(name: "window", usage: "/window [N|NAME|next|prev|move N|list|close]", minArguments: 0, summary: "go to conversation N (the sidebar's numbers; Alt-1…Alt-0 too) or the one called NAME; move N renumbers the one in view; alone: the list"),
+        SlashCommand(name: "buffer", usage: "/buffer [N|NAME|move N|list|close]", minArguments: 0, summary: "the same as /window (WeeChat's name)"),
         SlashCommand(name: "scroll", usage: "/scroll end|top", minArguments: 1, summary: "back to the newest line (Alt-End), or to the oldest loaded (Alt-Home)"),
         SlashCommand(name: "quit", usage: "/quit [REASON]", minArguments: 0, summary: "leave and restore the terminal"),
     ]
 
     public static func named(_ name: String) -> SlashCommand? {
         let name = aliases[name.lowercased()] ?? name.lowercased()
-        return all.first { $0.name == name }
+        if let exact = all.first(where: { $0.name == name }) { return exact }
+        // A prefix of one command only is that command (`/win`, `/notic`), as irssi takes them.
+        let matching = starting(name)
+        return matching.count == 1 ? matching[0] : nil
+    }
+
+    /// The commands whose name starts so (none for an empty prefix).
+    public static func starting(_ prefix: String) -> [SlashCommand] {
+        prefix.isEmpty ? [] : all.filter { $0.name.hasPrefix(prefix.lowercased()) }
     }
 
     /// irssi's and WeeChat's short forms, for the fingers that type them.

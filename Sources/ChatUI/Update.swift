@@ -25,9 +25,12 @@ extension ChatModel {
             }
             return []
         case .client(let clientEvent):
+            defer { settleWindowOrder(after: clientEvent, in: 0) }
             return inNetwork(0) { $0.clientEventArrived(clientEvent) }
         case .fromNetwork(let index, let clientEvent):
             guard networks.indices.contains(index) else { return [] }
+            // A conversation seen for the first time takes the next number.
+            defer { settleWindowOrder(after: clientEvent, in: index) }
             return inNetwork(index) { $0.clientEventArrived(clientEvent) }
         case .filesListed(let word, let entries):
             // Applied only if the path is still the word being typed (keys may have come first).
@@ -166,7 +169,7 @@ extension ChatModel {
                 // line appears), not once per line: a flood must not queue a command per line.
                 if state[id]?.unread == 1 { commands.append(.markRead(id)) }
                 if bellEnabled && line.rings { commands.append(.bell) }
-            } else if bellEnabled && !line.isOwn && (line.isHighlight || id.kind == .direct)
+            } else if bellEnabled && !line.isOwn && !line.isOldNews && (line.isHighlight || id.kind == .direct)
                         && (line.kind == .message || line.kind == .action || line.kind == .notice || Self.isOffer(line)) {
                 commands.append(.bell)
             }
@@ -192,9 +195,10 @@ extension ChatModel {
 
     /// A line for you (a direct message, a mention, a highlight; never your own or a join) that
     /// you cannot see now (another conversation, or the terminal not focused): a notification,
-    /// or the bell with notify = bell.
+    /// or the bell with notify = bell. Never for old news (the local log restored at start, the
+    /// lines shown on joining); lines missed while away (a gap filled) are news.
     func notification(for line: ChatLine, in id: ConversationID, seen: Bool) -> [UICommand] {
-        guard !seen, !line.isOwn, line.isHighlight || id.kind == .direct,
+        guard !seen, !line.isOwn, !line.isOldNews, line.isHighlight || id.kind == .direct,
               line.kind == .message || line.kind == .action || line.kind == .notice else { return [] }
         let sender = PlainText.visible(line.sender ?? "")
         let place = id.kind == .direct ? sender : sender + " in " + PlainText.visible(state[id]?.name ?? id.key)

@@ -577,7 +577,17 @@ struct Arguments {
         var inAliases = false
         for (number, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             // In [aliases] a `#` is text (`j = /join #$1`): only a line that starts with one is a comment.
-            let line = inAliases && !raw.trimmedOfWhitespace().hasPrefix("#") && !raw.trimmedOfWhitespace().hasPrefix("[") ? String(raw) : withoutComment(raw)
+            var line = inAliases && !raw.trimmedOfWhitespace().hasPrefix("#") && !raw.trimmedOfWhitespace().hasPrefix("[") ? String(raw) : withoutComment(raw)
+            // A value in double quotes is read whole, `#` and all (`ChatClientKit.ConfigFile.spelled`).
+            if !inAliases, !raw.trimmedOfWhitespace().hasPrefix("#"), let eq = raw.firstIndex(of: "="),
+               raw[raw.index(after: eq)...].drop(while: { $0 == " " || $0 == "\t" }).first == "\"" {
+                let after = raw[raw.index(after: eq)...].drop(while: { $0 == " " || $0 == "\t" })
+                guard let (value, rest) = ChatClientKit.ConfigFile.unquoted(after),
+                      withoutComment(Substring(" " + rest)).trimmedOfWhitespace().isEmpty else {
+                    throw Problem(description: "\(path) line \(number + 1): a quoted value ends with a quote (\\\" inside it), and only a comment may follow it")
+                }
+                line = String(raw[..<eq]) + "=" + value
+            }
             let trimmed = line.trimmedOfWhitespace()
             if trimmed.isEmpty { continue }
             if trimmed == "[aliases]" {
@@ -726,8 +736,11 @@ struct Arguments {
 
     /// `/save`: the screen's settings and aliases into the config file, through its one writer.
     static func saveScreenSettings(_ settings: Settings, _ aliases: Aliases, to path: String) throws {
+        // A setting given (by the file, a flag or /set) is written, a default only over a line
+        // that is there; one not given (never, or /set -default) loses its line: the default.
         let global = settings.all.map { setting, value in
-            ChatClientKit.ConfigFile.Entry(name: setting.name, value: value, onlyIfPresent: value == setting.defaultValue)
+            settings.given[setting.name] == nil ? ChatClientKit.ConfigFile.Entry(name: setting.name, value: nil)
+                : ChatClientKit.ConfigFile.Entry(name: setting.name, value: value, onlyIfPresent: value == setting.defaultValue)
         }
         // Always written: a section replaces the default aliases, so one removed stays removed.
         let section = (name: "aliases", entries: aliases.table.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) })

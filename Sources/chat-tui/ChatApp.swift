@@ -24,6 +24,9 @@ final class ChatApp {
     var sources: [any DispatchSourceProtocol] = []
     var commands: AsyncStream<(network: Int, command: UICommand)>.Continuation?
     var quitting = false
+    /// The settings and aliases as the config file has them (at start, /save, /reload): on
+    /// quitting, anything changed since is saved when autosave is on.
+    var savedSettings: (Settings, Aliases)
 
     init(clients: [(name: String, client: ChatClient)], options: Arguments, hostHint: [String] = []) {
         self.clients = clients.map(\.client)
@@ -34,11 +37,13 @@ final class ChatApp {
         model.networks[0].key = first.network
         for (name, client) in clients.dropFirst() { model.addNetwork(name: name, key: client.network, state: Self.book(for: client)) }
         model.hostHint = hostHint
+        model.windowOrder = WindowOrder(text: Files.readText(windowOrderPath) ?? "")
         model.settings = options.settings
         if let table = options.aliases {
             model.aliases = Aliases([:])
             for (name, expansion) in table { _ = model.aliases.set(name, expansion) }
         }
+        savedSettings = (model.settings, model.aliases)
         var now = time(nil)
         var local = tm()
         localtime_r(&now, &local)
@@ -110,8 +115,17 @@ final class ChatApp {
         // A client's event is that network's; a key is for the network shown (after the key).
         var origin: Int?
         if case .fromNetwork(let index, _) = event { origin = index }
+        let order = model.windowOrder
         for command in model.handle(event) { commands?.yield(command.routed(defaultNetwork: origin ?? model.selectedNetwork)) }
+        if model.windowOrder != order { saveWindowOrder() }
         scheduleRender()
+    }
+
+    /// The conversations' numbers, saved when they change (rarely: a new conversation, /close,
+    /// /window move); a failure only costs the numbers at the next start.
+    func saveWindowOrder() {
+        try? Files.createDirectories(Paths.directory(of: windowOrderPath))
+        try? Files.writeAtomically(windowOrderPath, Array(model.windowOrder.text.utf8), mode: 0o600)
     }
 
     /// Commands run one after another, in the order the keys produced them.
@@ -144,11 +158,14 @@ final class ChatApp {
             let here = network == model.selectedNetwork ? model.viewedID : .server
             do {
                 try Arguments.saveScreenSettings(model.settings, model.aliases, to: configPath)
+                savedSettings = (model.settings, model.aliases)
                 await clients[network].note("Settings and aliases saved in \(configPath)", in: here, isError: false)
             } catch {
                 await clients[network].note("Not saved in \(configPath): \(error)", in: here)
             }
-        case .reloadSettings: handle(.settingsLoaded(Arguments.screenSettings(fromConfig: configPath)))
+        case .reloadSettings:
+            handle(.settingsLoaded(Arguments.screenSettings(fromConfig: configPath)))
+            savedSettings = (model.settings, model.aliases)
         default: break
         }
         scheduleRender()
@@ -198,6 +215,10 @@ final class ChatApp {
     func quit(reason: String, code: Int32 = 0) async {
         guard !quitting else { return }
         quitting = true
+        if model.settings.isOn("autosave") && (model.settings != savedSettings.0 || model.aliases != savedSettings.1) {
+            // Best effort: the screen is closing; a failure here is what /save would have said.
+            try? Arguments.saveScreenSettings(model.settings, model.aliases, to: configPath)
+        }
         await CommandRunner.quitAll(clients, reason: reason)
         finished?.resume(returning: code)
         finished = nil

@@ -9,7 +9,9 @@ import ChatUI
 enum CommandRunner {
     static func perform(_ command: UICommand, on client: ChatClient, typedIn here: ConversationID) async -> Bool {
         switch command {
-        case .send(let text, let target): await client.send(text, to: target)
+        case .send(let text, let target):
+            await client.replyIn(here)
+            await client.send(text, to: target)
         case .reply(let text, let target, let parent): await client.send(text, to: target, replyTo: parent)
         case .typing(let state, let target): await client.sendTyping(state, to: target)
         case .action(let text, let target): await client.send(text, to: target, isAction: true)

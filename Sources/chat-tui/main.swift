@@ -43,6 +43,8 @@ if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "account" {
 let clientLogPath = homeDirectory + "/.local/share/chat-tui/client/history.db"
 /// The text-logs setting's files, one directory per network.
 let textLogsPath = homeDirectory + "/.local/state/chat-tui/logs"
+/// The conversations' numbers, kept across restarts (`WindowOrder`).
+let windowOrderPath = homeDirectory + "/.local/state/chat-tui/windows"
 // `chat-tui search WORDS`: the client's log searched from the shell, one hit per line.
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "search" {
     let words = Array(CommandLine.arguments.dropFirst(2))

@@ -91,6 +91,22 @@ struct HeldDirectTests {
         #expect(online.actions.isEmpty)
     }
 
+    @Test("/msg typed in a room to someone not on the server: the held note is said in the room too, where it was typed")
+    func heldNoteWhereTyped() {
+        // With echo-message a line waits for its echo, so the 401 is its answer (without it,
+        // the 401 itself is said where the line was typed).
+        var state = MultilineSendingTests().registered("echo-message")
+        _ = state.receive(IRCMessage("005", "alice", "MONITOR=100", "are supported"), now: 1)
+        _ = state.receive(try! IRCMessage(parsing: ":alice!a@h JOIN #lobby"), now: 1)
+        state.replyConversation = .room("#lobby")
+        _ = state.send("are you there?", to: "ghost", isAction: false, queueing: true, now: 2)
+        let absent = state.receive(IRCMessage(source: "test.server", command: "401", params: ["alice", "ghost", "No such nick"]), now: 3)
+        let inRoom = absent.events.compactMap { event -> String? in
+            if case .line(.room("#lobby"), let line) = event { return line.text } else { return nil }
+        }
+        #expect(inRoom == ["ghost is not on the server now: held until they are back (sent then; /cancel ghost gives up) — in the conversation with ghost"])
+    }
+
     @Test("held for bob's account: MONITOR says the nickname is online, WHOX says whose it is; an impostor gets nothing, bob himself gets the line (issue 42, item 2)")
     func deliveredToTheAccount() throws {
         var state = ClientState(nick: "alice")

@@ -177,3 +177,55 @@ struct ModernMessagingReviewTests {
         #expect(state.conversation("#lobby") == nil)
     }
 }
+
+@Suite("client state: typing notices and their refusals (issue 46: one line per refusal)")
+struct TypingRefusalTests {
+    func registered() -> ClientState {
+        MultilineSendingTests().registered("message-tags echo-message")
+    }
+
+    func sent(_ reduction: Reduction) -> [String] { MultilineSendingTests().sent(reduction) }
+
+    /// Every line the reductions put anywhere, and the lines refused.
+    func said(_ reductions: [Reduction]) -> [String] {
+        reductions.flatMap(\.events).compactMap { event -> String? in
+            switch event {
+            case .line(let id, let line): "\(id) \(line.text)"
+            case .notSent(let target, let text, let reason): "not sent to \(target): \(text) (\(reason))"
+            default: nil
+            }
+        }
+    }
+
+    @Test("typing then a line to a +m room: the server refuses both, one refusal is said; typing there stops for a while")
+    func oneLinePerRefusal() {
+        var state = registered()
+        _ = state.receive(try! IRCMessage(parsing: ":alice!a@h JOIN #quiet"), now: 1000)
+        #expect(sent(state.typing("active", to: "#quiet", now: 1001, connected: true)) == ["@+typing=active TAGMSG #quiet"])
+        #expect(sent(state.send("hello", to: "#quiet", isAction: false, queueing: false, now: 1002)) == ["PRIVMSG #quiet :hello"])
+        let answers = [":srv 404 alice #quiet :Cannot send to channel (+m)", ":srv 404 alice #quiet :Cannot send to channel (+m)"]
+        let reductions = answers.map { state.receive(try! IRCMessage(parsing: $0), now: 1003) }
+        #expect(said(reductions) == ["not sent to #quiet: hello (refused by the server: Cannot send to channel (+m))"])
+        // The room refused a notice: no more typing to it for now (nothing to refuse again).
+        #expect(sent(state.typing("active", to: "#quiet", now: 1010, connected: true)) == [])
+        #expect(sent(state.typing("active", to: "#quiet", now: 1003 + TypingOut.quietAfterRefusal, connected: true)) == ["@+typing=active TAGMSG #quiet"])
+    }
+
+    @Test("no typing to a room we are not in; a refusal with no notice or line behind it is still shown")
+    func notInRoom() {
+        var state = registered()
+        #expect(sent(state.typing("active", to: "#elsewhere", now: 1001, connected: true)) == [])
+        let reduction = state.receive(try! IRCMessage(parsing: ":srv 404 alice #elsewhere :Cannot send to channel"), now: 1002)
+        #expect(!said([reduction]).isEmpty, "a refusal nothing of ours explains is not dropped")
+    }
+
+    @Test("our line echoed: the notices before it went through, so a later refusal is not put down to them")
+    func echoClears() {
+        var state = registered()
+        _ = state.receive(try! IRCMessage(parsing: ":alice!a@h JOIN #lobby"), now: 1000)
+        _ = state.typing("active", to: "#lobby", now: 1001, connected: true)
+        _ = state.send("hi", to: "#lobby", isAction: false, queueing: false, now: 1002)
+        _ = state.receive(try! IRCMessage(parsing: ":alice!a@h PRIVMSG #lobby :hi"), now: 1003)
+        #expect(state.typingOut.inFlight.isEmpty)
+    }
+}

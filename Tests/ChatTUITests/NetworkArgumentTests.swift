@@ -300,9 +300,15 @@ struct SettingsTableTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/config"
-        try "# zoe's\nnick = zoe\nbell = on\n\n[network libera]\nhost = irc.libera.chat:6697\n".write(toFile: path, atomically: true, encoding: .utf8)
+        try "# zoe's\nnick = zoe\nbell = on\ntyping = off\n\n[network libera]\nhost = irc.libera.chat:6697\n".write(toFile: path, atomically: true, encoding: .utf8)
         var settings = Settings()
+        // As read from the file; then /set -default typing: its line goes.
+        settings.set("bell", "on")
+        settings.set("typing", "off")
+        settings.reset("typing")
         settings.set("mouse", "off")
+        // A value with a comment's ` #` in it is written quoted, and read back whole.
+        settings.set("highlight-regex", "build #\\d+ failed")
         settings.set("highlights", "deploy,release")
         var aliases = Aliases()
         _ = aliases.set("hi", "/msg $1 hello")
@@ -314,6 +320,7 @@ struct SettingsTableTests {
         nick = zoe
         bell = on
         highlights = deploy,release
+        highlight-regex = "build #\\\\d+ failed"
         mouse = off
 
         [network libera]

@@ -77,7 +77,7 @@ struct HotlistTests {
         _ = model.type("/window next")
         #expect(model.viewedID == .room("#dev"))
         #expect(notes(model.type("/window #nowhere")) == ["No conversation called #nowhere (/window lists them)"])
-        #expect(notes(model.type("/window")) == ["1 #lobby  2 #dev  3 #ops  4 zed  5 (server)"])
+        #expect(notes(model.type("/window")) == ["1  #lobby", "2  #dev", "3  #ops", "4  zed", "5  (server)"])
     }
 
     @Test("Alt-End (and /scroll end) back to the newest line after PgUp; Alt-Home (and /scroll top) to the oldest loaded")
@@ -206,5 +206,66 @@ struct HighlightTests {
         let opened = model.update(.key(.enter))
         #expect(opened.contains { if case .showAround(let hit) = $0 { return hit.line.text == "alice: lunch?" } else { return false } })
         #expect(model.searchPicker == nil && model.viewedID == .room("#lobby"))
+    }
+}
+
+@Suite("conversation numbers stay put (issue 46: a new conversation or a restart never renumbers)")
+struct WindowOrderTests {
+    @Test("a direct conversation opened later takes the next number: the rooms keep theirs, the server window stays last")
+    func newConversationAppends() {
+        var model = threeRooms(size: 3, width: 80, height: 20)
+        #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "(server)"])
+        model.receive(":zed!z@h PRIVMSG alice :hello", now: 36400)
+        model.receive(":alice!a@h JOIN #new", now: 36401)
+        model.receive(":amy!a@h PRIVMSG alice :hi", now: 36402)
+        #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "zed", "#new", "amy", "(server)"])
+        // The sidebar keeps rooms above the direct conversations; each row shows its own number.
+        let sidebar = draw(model).lines.map { String($0.split(separator: "│").last ?? "") }
+        #expect(sidebar.contains { $0.hasPrefix("5 #new") } && sidebar.contains { $0.hasPrefix("4 zed") } && sidebar.contains { $0.hasPrefix("6 amy") })
+    }
+
+    @Test("a restart brings the numbers back in the order saved, whichever room the server joins first")
+    func restart() {
+        var model = threeRooms(size: 3, width: 80, height: 20)
+        model.receive(":zed!z@h PRIVMSG alice :hello", now: 36400)
+        let saved = model.windowOrder.text
+        #expect(saved.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false).last.map(String.init) ?? "" } == ["#lobby", "#dev", "#ops", "@zed"], "\(saved)")
+        // The next start: the rooms come back in another order (as the server answers the JOINs).
+        var next = lobbyModel(width: 80, height: 20)
+        next.networks[0].key = model.networks[0].key
+        next.windowOrder = WindowOrder(text: saved)
+        next.receive(":alice!a@h JOIN #ops", ":alice!a@h JOIN #dev", now: 36500)
+        next.receive(":zed!z@h PRIVMSG alice :back", now: 36501)
+        #expect(next.numberedRows.map { next.rowName($0) } == ["#lobby", "#dev", "#ops", "zed", "(server)"])
+    }
+
+    @Test("/close takes one out and the later ones move down; /window move N renumbers the one in view")
+    func closeAndMove() {
+        var model = threeRooms(size: 3, width: 80, height: 20)
+        model.receive(":zed!z@h PRIVMSG alice :hello", now: 36400)
+        _ = model.type("/window 2")
+        #expect(model.type("/close") == [.irc(IRCMessage(command: "PART", params: ["#dev"])), .close(.room("#dev"))])
+        // While the client closes it, it is not numbered again.
+        model.receive(":bob!b@h PRIVMSG #lobby :hi", now: 36401)
+        #expect(model.numberedRows.map { model.rowName($0) }.prefix(3) == ["#lobby", "#ops", "zed"])
+        _ = model.type("/window zed")
+        #expect(notes(model.type("/window move 1")) == ["zed is now 1"])
+        #expect(model.numberedRows.map { model.rowName($0) }.prefix(3) == ["zed", "#lobby", "#ops"])
+        #expect(notes(model.type("/window move right")) == ["zed is now 2"])
+        #expect(notes(model.type("/window move sideways")) == ["/window move N|left|right|first|last"])
+        _ = model.type("/window (server)")
+        #expect(notes(model.type("/window move 1")) == ["The server window stays last; /window move moves a room or a direct conversation"])
+    }
+
+    @Test("the saved order reads back what it wrote, skips what is malformed, and keeps at most its bound")
+    func bound() {
+        let order = WindowOrder(text: "net\t#a\nnonsense\nnet\t#a\nnet\t@b\n")
+        #expect(order.entries == ["net\t#a", "net\t@b"])
+        var big = WindowOrder(text: (0..<WindowOrder.limit).map { "net\t#r\($0)\n" }.joined())
+        #expect(big.entries.count == WindowOrder.limit)
+        // Past the bound the oldest of those not here now goes; those here stay.
+        big.settle(present: ["net\t#r0", "net\t#new"])
+        #expect(big.entries.count == WindowOrder.limit && big.entries.first == "net\t#r0" && big.entries.last == "net\t#new" && !big.entries.contains("net\t#r1"))
+        #expect(WindowOrder(text: big.text) == big)
     }
 }

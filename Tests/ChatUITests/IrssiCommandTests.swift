@@ -9,15 +9,27 @@ struct IrssiCommandTests {
     func noticeAndCTCP() {
         var model = lobbyModel()
         model.now = 1_800_000_000.25
-        #expect(model.type("/notice bob the build is green") == [.irc(IRCMessage("NOTICE", "bob", "the build is green"))])
-        #expect(model.type("/ctcp bob version") == [.irc(IRCMessage("PRIVMSG", "bob", "\u{1}VERSION\u{1}"))])
-        #expect(model.type("/ctcp bob PING") == [.irc(IRCMessage("PRIVMSG", "bob", "\u{1}PING 1800000000250\u{1}"))])
+        #expect(model.type("/notice bob the build is green") == [.irc(IRCMessage("NOTICE", "bob", "the build is green")),
+                                                                  .note("-> -bob- the build is green", conversation: .room("#lobby"), isError: false)])
+        #expect(model.type("/ctcp bob version") == [.irc(IRCMessage("PRIVMSG", "bob", "\u{1}VERSION\u{1}")),
+                                                    .note("CTCP VERSION sent to bob; the answer will show here", conversation: .room("#lobby"), isError: false)])
+        #expect(model.type("/ctcp bob PING").first == .irc(IRCMessage("PRIVMSG", "bob", "\u{1}PING 1800000000250\u{1}")))
         #expect(notes(model.type("/ctcp bob ACTION waves")) == ["Usage: /ctcp NICK VERSION|PING|TIME|CLIENTINFO (/me for an action)"])
         var state = ClientState(nick: "alice")
         _ = state.receive(try! IRCMessage(parsing: ":srv 001 alice :Welcome"), now: 1)
+        _ = state.receive(try! IRCMessage(parsing: ":alice!a@h JOIN #lobby"), now: 1)
+        // Our own request echoed (echo-message) shows nowhere: the note above said it went.
+        _ = state.receive(try! IRCMessage(parsing: ":alice!a@h PRIVMSG bob :\u{1}PING 1800000000250\u{1}"), now: 2)
+        #expect(state.book[.direct("bob")] == nil)
+        // Answers go where /ctcp was typed, as plain lines: no unread count, no `!`.
+        state.replyConversation = .room("#lobby")
         _ = state.receive(try! IRCMessage(parsing: "@time=2027-01-15T08:00:00.370Z :bob!b@h NOTICE alice :\u{1}PING 1800000000250\u{1}"), now: 2)
         _ = state.receive(try! IRCMessage(parsing: ":bob!b@h NOTICE alice :\u{1}VERSION irssi 1.4.5\u{1}"), now: 2)
-        #expect(state.book[.direct("bob")]?.lines.map(\.text) == ["CTCP PING reply from bob: 0.1 s", "CTCP VERSION reply from bob: irssi 1.4.5"])
+        #expect(state.book[.room("#lobby")]?.lines.suffix(2).map(\.text) == ["CTCP PING reply from bob: 0.1 s", "CTCP VERSION reply from bob: irssi 1.4.5"])
+        #expect(state.book[.room("#lobby")]?.unread == 0 && state.book[.direct("bob")] == nil)
+        // Someone asking us: a line in the server window, no conversation opened with them.
+        _ = state.receive(try! IRCMessage(parsing: ":carol!c@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 3)
+        #expect(state.book[.server]?.lines.last?.text == "CTCP VERSION from carol" && state.book[.direct("carol")] == nil)
     }
 
     @Test("/lastlog searches the log and shows this conversation's hits only")
@@ -43,6 +55,14 @@ struct IrssiCommandTests {
         _ = model.update(.key(.character("d")))
         #expect(model.update(.key(.character("y"))) == [.irc(IRCMessage("REDACT", "#lobby", "m1"))])
         #expect(model.confirmingDelete == nil)
+        // Someone else's message, and we are not an operator here: no d in the hints, and d says why.
+        var guest = lobbyModel(width: 60, height: 12)
+        guest.receive(":srv MODE #lobby -o alice", now: 36400)
+        guest.receive("@msgid=m2 :bob!b@h PRIVMSG #lobby :mine, not yours", now: 36401)
+        _ = guest.update(.key(.messageUp))
+        #expect(draw(guest).lines[10].contains("r reply · e react · y copy"))
+        #expect(notes(guest.update(.key(.character("d")))) == ["Only your own messages can be deleted here (a room's operators may delete others')"])
+        #expect(guest.confirmingDelete == nil)
     }
 
     @Test("with several networks the title names the network shown")

@@ -50,6 +50,9 @@ struct MouseTests {
         let row = screen.firstIndex { $0.hasPrefix("10:05 <bob> line 28") }!
         _ = model.update(click(15, row))
         #expect(model.messageCursor == "m28")
+        // The terminal reports the release too (tmux, xterm): it keeps what the press did.
+        _ = model.update(.key(.mouse(MouseEvent(button: .left, x: 15, y: row, pressed: false))))
+        #expect(model.messageCursor == "m28")
         #expect(draw(model).lines[10].hasPrefix(" alice │ connected │ r reply"))
         _ = model.update(click(15, 0))
         #expect(model.messageCursor == nil, "the title is not a message")

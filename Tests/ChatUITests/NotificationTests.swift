@@ -55,6 +55,25 @@ struct NotificationTests {
         #expect(DesktopNotification.commandArguments("notify-send -a chat-tui", title: "bob", body: "$(rm -rf ~); `x`")
                 == ["notify-send", "-a", "chat-tui", "bob", "$(rm -rf ~); `x`"])
         #expect(DesktopNotification.commandArguments("", title: "bob", body: "hi") == nil)
+        // Words as a shell splits them (quotes group, a backslash keeps the next character), nothing expanded.
+        #expect(DesktopNotification.commandArguments("notify-send -a 'chat tui' \"$HOME x\" a\\ b", title: "t", body: "b")
+                == ["notify-send", "-a", "chat tui", "$HOME x", "a b", "t", "b"])
+        #expect(DesktopNotification.commandArguments("notify-send 'open", title: "t", body: "b") == nil)
+        var model = lobbyModel()
+        #expect(notes(model.type("/set notify-command notify-send 'open")) == ["notify-command: a quote is not closed in \"notify-send 'open\""])
+    }
+
+    @Test("old news never notifies: lines restored from the log at start, the lines shown on joining; a line missed while away does")
+    func oldNews() {
+        var model = lobbyModel()
+        var restored = ChatLine(time: 36000, kind: .message, sender: "bob", text: "from yesterday", isOwn: false, isHighlight: true)
+        restored.isHistory = true
+        restored.isOldNews = true
+        #expect(notifications(model.receive(.line(.direct("bob"), restored))) == [])
+        #expect(!model.receive(.line(.direct("bob"), restored)).contains(.bell))
+        var missed = ChatLine(time: 36001, kind: .message, sender: "bob", text: "while you were out", isOwn: false, isHighlight: true)
+        missed.isHistory = true
+        #expect(notifications(model.receive(.line(.direct("bob"), missed))) == ["bob | while you were out"])
     }
 
     @Test("focus reporting: ESC [ I and ESC [ O")

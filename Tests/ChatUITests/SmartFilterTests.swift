@@ -50,4 +50,14 @@ struct SmartFilterTests {
         #expect(lines[9].hasPrefix("10:10 -!- bob joined #lobby"))
         #expect(lines[8].hasPrefix("10:10 -!- guest12 quit (restart)"))
     }
+
+    @Test("a short run (one quit and one join: someone reconnecting) shows its lines, in the order they came")
+    func shortRun() {
+        var model = lobbyModel(width: 60, height: 12)
+        model.receive(":carol!c@h QUIT :ping timeout", ":carol!c@h JOIN #lobby", now: 36400)
+        let lines = draw(model).lines
+        #expect(lines[8].hasPrefix("10:06 -!- carol quit") && lines[9].hasPrefix("10:06 -!- carol joined #lobby"), "\(lines)")
+        model.receive(":x1!x@h JOIN #lobby", ":x2!x@h QUIT :bye", ":x3!x@h JOIN #lobby", now: 36410)
+        #expect(draw(model).lines[9].hasPrefix("10:06 -!- 1 quit, 3 joined"), "the run goes on (carol too), in the order the kinds came: \(draw(model).lines)")
+    }
 }

@@ -95,6 +95,12 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
     tmux("send-keys", "-t", "zoe", "M-End")
     screen = wait_for(lambda s: not any("more rows below" in r for r in s) and any("<bob> line 59" in r for r in s), "back at the bottom")
 
+    # A click on a message (press and release, as tmux sends them) opens the message cursor there.
+    row = next(i for i, r in enumerate(screen) if "<bob> line 59" in r)
+    tmux("send-keys", "-t", "zoe", "-l", f"\x1b[<0;20;{row + 1}M\x1b[<0;20;{row + 1}m")
+    wait_for(lambda s: "r reply" in s[-2], "the message cursor's hints after a click on a message")
+    tmux("send-keys", "-t", "zoe", "Escape")
+
     # A click on the #lobby row of the sidebar (SGR: ESC [ < 0 ; column ; row M, 1-based).
     row = next(i for i, r in enumerate(screen) if "│1 #lobby" in r)
     column = screen[row].index("│1 #lobby") + 2
@@ -107,8 +113,13 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
     type_line("/save")
     config = zoe / ".config" / "chat-tui" / "config"
     wait_for(lambda s: config.exists() and "timestamps = HH:MM:SS" in config.read_text(), "the config file written")
+    # Changed and not saved: kept on quitting all the same (autosave, as irssi does).
+    type_line("/set smart-filter off")
+    wait_for(lambda s: any("smart-filter = off" in r for r in s), "the second setting's answer")
     type_line("/quit")
     wait_for(lambda s: not any("connected" in r for r in s[-2:]), "zoe gone")
+    assert "smart-filter = off" in config.read_text(), config.read_text()
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600, "the config file may hold a password: only its owner reads it"
     end_tmux(SOCKET)
     start_zoe(zoe, server.port)
     bob.send("PRIVMSG #lobby :hello again")
@@ -129,4 +140,6 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
     while time.monotonic() < deadline and not (record.exists() and record.read_text()):
         time.sleep(0.1)
     assert record.read_text() == "--from|chat-tui|bob|are you there? $(touch /tmp/never)|"
+    # The direct conversation has its own number, after the conversations numbered before it.
+    wait_for(lambda s: any("│2 bob" in r for r in s) and any("│1 #lobby" in r for r in s), "bob's direct conversation numbered")
     bob.close()

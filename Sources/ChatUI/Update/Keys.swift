@@ -45,7 +45,7 @@ extension ChatModel {
                     return [.listFiles(word: editor.currentWord)]
                 }
             } else if let candidates = settingCompletions {
-                editor.complete(nicks: candidates, commands: [], atLineStart: false)
+                editor.complete(nicks: candidates, commands: [], atLineStart: false, emptyWord: true)
             } else {
                 editor.complete(nicks: completionNames, commands: SlashCommands.completions + aliases.table.keys.map { "/" + $0 })
             }

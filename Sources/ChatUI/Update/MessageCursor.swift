@@ -65,6 +65,11 @@ extension ChatModel {
             case "e", "+":
                 choosingReaction = true
             case "d":
+                // Only where it can work: your own message, or anyone's in a room you run.
+                guard mayDelete(line, in: conversation) else {
+                    messageCursor = nil
+                    return [.note("Only your own messages can be deleted here (a room's operators may delete others')", conversation: conversation.id, isError: true)]
+                }
                 // Asked first: a deletion cannot be taken back.
                 messageCursor = nil
                 let first = line.text.split(separator: "\n").first.map(String.init) ?? ""
@@ -105,5 +110,15 @@ extension ChatModel {
         if below < skip { skip = below }
         if below + own > skip + height { skip = below + own - height }
         scroll[conversation.id] = max(0, skip)
+    }
+}
+
+extension ChatModel {
+    /// Whether `d` may delete a message: your own, or any in a room where you are an operator
+    /// (`@`, or the ranks above it, or a half-operator `%`), as servers allow REDACT.
+    func mayDelete(_ line: ChatLine, in conversation: Conversation) -> Bool {
+        if line.isOwn { return true }
+        guard conversation.kind == .room, let me = conversation.members[state.key(for: state.nick)] else { return false }
+        return me.prefixes.contains { "~&@%".contains($0) }
     }
 }

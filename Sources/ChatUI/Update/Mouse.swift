@@ -7,7 +7,9 @@ import ChatClientKit
 extension ChatModel {
     mutating func mouse(_ event: MouseEvent) -> [UICommand] {
         guard settings.isOn("mouse") else { return [] }
-        // The message cursor goes with any mouse event; a click on a message puts it there again.
+        // A release means nothing (a click is its press): it must not take away what the press did.
+        guard event.pressed || event.button == .wheelUp || event.button == .wheelDown else { return [] }
+        // The message cursor goes with any other mouse event; a click on a message puts it there again.
         messageCursor = nil
         choosingReaction = false
         let layout = self.layout

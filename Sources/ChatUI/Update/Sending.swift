@@ -82,6 +82,7 @@ extension ChatModel {
         // An alias of the user's: its lines, each run in turn (an alias may use another, four deep).
         if let lines = aliases.expand(line, nick: state.nick, target: target) {
             guard depth < 4 else { return [.note("Aliases within aliases go four deep at most: \(line)", conversation: viewedID, isError: true)] }
+            if let problem = aliases.problem(line) { return [.note(problem, conversation: viewedID, isError: true)] }
             return lines.flatMap { runCommand($0, depth: depth + 1) }
         }
         var out: [UICommand] = []
@@ -121,6 +122,8 @@ extension ChatModel {
                 scroll[id] = 0
                 out.append(command)
             case .close(let id):
+                windowOrder.remove(entry(selectedNetwork, id))
+                closingEntries.insert(entry(selectedNetwork, id))
                 if viewedID == id { selection = .conversation(currentRoom.map { state.id(for: $0) } ?? .server) }
                 out.append(command)
             case .send(_, let to), .action(_, let to):
@@ -180,6 +183,11 @@ extension ChatModel {
             let waiting = id.flatMap { transfers[$0] } ?? transfers.values.filter { $0.state == .pending }.max { $0.id < $1.id }
             guard let info = waiting, info.direction == .receiving, info.state == .pending, elsewhere(info.peer) else { return nil }
             return "Accepting \(info.offeredName) from \(info.peer) (transfer \(info.id); its progress is in the conversation with \(info.peer))"
+        case .irc(let message) where word == "notice" && message.params.count == 2:
+            return "-> -\(message.params[0])- \(message.params[1])"
+        case .irc(let message) where word == "ctcp" && message.params.count == 2:
+            let verb = message.params[1].dropFirst().prefix { $0 != " " && $0 != "\u{1}" }
+            return "CTCP \(verb) sent to \(message.params[0]); the answer will show here"
         case .irc where word.lowercased() == "quote":
             // A raw line has no echo of its own: say it went.
             return "Sent to the server: " + line.dropFirst(word.count + 1).drop { $0 == " " }

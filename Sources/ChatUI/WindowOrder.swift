@@ -1,0 +1,74 @@
+import ChatClientKit
+
+/// The order conversations are numbered in (Alt-1…Alt-0, `/window N`), kept across restarts as
+/// irssi keeps its window numbers: a conversation seen for the first time goes after every other,
+/// so a new room or direct conversation never renumbers the ones before it; `/close` takes one
+/// out (the ones after it move down one, as irssi's `windows_auto_renumber` and WeeChat do);
+/// `/window move N` puts the one in view at N. A conversation of the order that is not there
+/// now (a room not yet joined again after a restart) keeps its place for when it comes back.
+/// The server windows are not in it: they come after every conversation.
+///
+/// Owner: the chat screen's model; the app saves it in `~/.local/state/chat-tui/windows` when it
+/// changes and reads it at start. Bound: `limit` entries; past it the entries of conversations
+/// not there now go first, oldest first. End: an entry ends with `/close` or the bound.
+public struct WindowOrder: Equatable, Sendable {
+    public static let limit = 500
+
+    /// `network key` + tab + conversation (`#room`, `@nick`), first numbered first.
+    public private(set) var entries: [String] = [] { didSet { known = Set(entries) } }
+    private var known = Set<String>()
+
+    public init() {}
+
+    /// Read from the saved file's text: one entry a line; anything malformed is skipped.
+    public init(text: String) {
+        var seen = Set<String>()
+        for line in text.split(separator: "\n") {
+            let entry = String(line)
+            guard entry.split(separator: "\t", omittingEmptySubsequences: false).count == 2, seen.insert(entry).inserted else { continue }
+            entries.append(entry)
+            if entries.count == Self.limit { break }
+        }
+        known = seen.intersection(entries)   // (observers do not run in an initializer)
+    }
+
+    public var text: String { entries.map { $0 + "\n" }.joined() }
+
+    public static func entry(network: String, _ id: ConversationID) -> String { network + "\t" + id.description }
+
+    /// Where an entry stands (nil: not in the order yet).
+    func contains(_ entry: String) -> Bool { known.contains(entry) }
+
+    /// Each entry's place, for sorting by it.
+    var positions: [String: Int] {
+        Dictionary(entries.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Appends the conversations present now that are not in the order yet (in the order given);
+    /// past the bound, drops entries of conversations not present, oldest first.
+    mutating func settle(present: [String]) {
+        let new = present.filter { !known.contains($0) }
+        guard !new.isEmpty else { return }
+        var adding = Set<String>()
+        entries += new.filter { adding.insert($0).inserted }
+        guard entries.count > Self.limit else { return }
+        let here = Set(present)
+        var excess = entries.count - Self.limit
+        var kept: [String] = []
+        kept.reserveCapacity(Self.limit)
+        for entry in entries {
+            if excess > 0 && !here.contains(entry) { excess -= 1 } else { kept.append(entry) }
+        }
+        entries = kept
+    }
+
+    /// `/close`: out of the order, the ones after move down.
+    mutating func remove(_ entry: String) { entries.removeAll { $0 == entry } }
+
+    /// `/window move`: `entry` placed just before `before` (nil: last).
+    mutating func move(_ entry: String, before: String?) {
+        guard entry != before else { return }
+        entries.removeAll { $0 == entry }
+        if let before, let index = entries.firstIndex(of: before) { entries.insert(entry, at: index) } else { entries.append(entry) }
+    }
+}
