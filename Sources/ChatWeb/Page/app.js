@@ -74,7 +74,9 @@ const WANT = ['message-tags', 'server-time', 'echo-message', 'batch', 'labeled-r
   'userhost-in-names', 'draft/message-redaction', 'draft/multiline', 'cap-notify',
   'standard-replies', 'draft/persistence', 'chat-tui.org/resume'];
 const QUICK = ['👍', '❤️', '😂', '🎉', '😮', '😢'];
-const DELAYS = [1, 2, 5, 10, 30];
+// Reconnecting: 1 s, then 2, 3, at most 5 s apart, so a page is back within seconds of its
+// server; the wait starts again at 1 s when the page regains focus or the network comes back.
+const DELAYS = [1, 2, 3, 5];
 const S = {
   info: { name: location.hostname, network: '', room: null, fingerprint: null, selfSigned: false },
   ws: null, conn: 'offline', registered: false, welcomed: false, everRegistered: false, userQuit: false,
@@ -83,7 +85,11 @@ const S = {
   isupport: new Map(), prefixModes: 'ov', prefixSyms: '@+', chantypes: '#&', casemap: 'rfc1459',
   chanmodes: ['beI', 'k', 'l', 'imnst'], histMax: 100, filehost: null, network: '',
   convs: new Map(), current: null, batches: new Map(), users: new Map(),
-  attempt: 0, retryTimer: null, retryDelay: 0, lastRecv: 0, away: false, awayText: '',
+  attempt: 0, retryTimer: null, retryDelay: 0, retryAt: 0, lastRecv: 0, away: false, awayText: '',
+  // The reader at the bottom of the list (kept there through resizes), and what came below while not.
+  stick: true, below: 0, lastTop: 0,
+  // Lines typed while the connection is down, sent once when it is back (at most 50).
+  held: [],
   reply: null, openGroups: new Set(), sent: [], sentIdx: -1, complete: null, localId: 0, jumpTo: null, pendingSelect: null,
   typing: { target: null, state: null, last: 0, timer: null },
 };
@@ -210,15 +216,25 @@ function onClose(ev) {
   }
   const d = DELAYS[Math.min(S.attempt++, DELAYS.length - 1)];
   S.retryTimer = setTimeout(connect, d * 1000);
+  S.retryAt = Date.now() + d * 1000;
   setConn('reconnecting', d);
   schedule('all');
 }
+// Now, and from 1 s again: "Retry now", the page shown again, the network back.
+function retryNow() {
+  if (!S.retryTimer) return;
+  S.attempt = 0;
+  connect();
+}
+setInterval(() => { if (S.retryTimer) schedule('status'); }, 1000);
+window.addEventListener('focus', retryNow);
+document.addEventListener('visibilitychange', () => { if (!document.hidden) retryNow(); });
 setInterval(() => {
   if (!S.ws || !S.registered) return;
   const idle = Date.now() - S.lastRecv;
   if (idle > 100000) { closeSocket(); onClose({}); } else if (idle > 45000) send('PING', ['keepalive']);
 }, 15000);
-window.addEventListener('online', () => { if (S.retryTimer) connect(); });
+window.addEventListener('online', retryNow);
 function setConn(state, delay) { S.conn = state; S.retryDelay = delay || 0; schedule('status'); }
 
 // ---------- receiving: batches and history ----------
@@ -427,6 +443,7 @@ function afterWelcome() {
     if (c.lastIso || c === cur()) history(c, 'AFTER');
   }
   if (S.awayText) send('AWAY', [S.awayText]);
+  sendHeld(null);
   setTimeout(() => { if (!S.current && S.registered) select(getConv('*', 'server')); }, 1500);
   schedule('all');
 }
@@ -510,6 +527,7 @@ function onJoin(m) {
     if (!S.current || S.current === '*' || S.pendingSelect === c.key) { S.pendingSelect = null; select(c); }
     if (S.nickNote) { localLine(S.nickNote, 'local', c); S.nickNote = ''; }
     history(c, c.lastIso ? 'AFTER' : 'LATEST');
+    sendHeld(c.key);
     send('WHO', S.isupport.has('WHOX') ? [name, '%tcnf,42'] : [name]);
   } else {
     touchUser(m.nick).away = false;
@@ -768,6 +786,7 @@ function msgEl(m) {
   const li = h('li', isMsg ? 'message ' + m.kind : m.kind === 'event' ? 'event' : 'local ' + m.kind);
   li.classList.toggle('own', m.self);
   li.classList.toggle('mention', !!m.named);
+  li.classList.toggle('held', !!m.held);
   li.dataset.msgid = m.msgid;
   if (m.nick) li.dataset.nick = m.nick;
   li.tabIndex = -1;
@@ -841,18 +860,37 @@ function eventGroup(run) {
 
 const box = $('messages');
 const atBottom = () => box.scrollHeight - box.scrollTop - box.clientHeight < 48;
+// At the bottom the list stays at the bottom whatever changes size — the window, the zoom, a
+// reaction, an image, the typing line: every row and the list itself are watched.
+const keepDown = new ResizeObserver(() => { if (S.stick) box.scrollTop = box.scrollHeight; });
+function watchRows(rows) { for (const li of rows) keepDown.observe(li); }
+keepDown.observe(box);
+// Scrolled up, what arrives below is counted on a button that takes you down.
+const newBelow = $('new-below');
+function showBelow() {
+  newBelow.hidden = !S.below;
+  newBelow.textContent = S.below + (S.below === 1 ? ' new message ↓' : ' new messages ↓');
+}
+newBelow.addEventListener('click', () => {
+  S.stick = true;
+  S.below = 0;
+  showBelow();
+  box.scrollTop = box.scrollHeight;
+  markRead(cur());
+});
 function renderMessages(mode) {
-  const c = cur(), bottom = atBottom(), fromBottom = box.scrollHeight - box.scrollTop, top = box.scrollTop;
+  const c = cur(), bottom = S.stick, fromBottom = box.scrollHeight - box.scrollTop, top = box.scrollTop;
   // What has focus, before building the fragment moves the elements out of the page.
   const focused = box.contains(document.activeElement) && document.activeElement !== box ? document.activeElement : null;
   const group = focused && focused.closest('li.group');
   const frag = document.createDocumentFragment();
   if (c) {
     if (c.histDone && !c.histNone && c.kind !== 'server') frag.append(h('li', 'day start', c.msgs.length ? 'The beginning of the conversation' : 'No messages yet'));
-    let day = '', run = [];
+    let day = '', run = [], unreadShown = c.unreadFrom == null;
     const flushRun = () => { if (run.length >= 4) frag.append(eventGroup(run)); else for (const r of run) frag.append(msgEl(r)); run = []; };
     for (const m of c.msgs) {
       if (dayKey(m.time) !== day) { flushRun(); day = dayKey(m.time); frag.append(dayEl(m.time)); }
+      if (!unreadShown && m.time > c.unreadFrom && m.counts) { flushRun(); unreadShown = true; frag.append(h('li', 'unread-line', 'New messages')); }
       if (m.replyTo && !m.quoteOk) m.el = null;
       if (/^(JOIN|PART|QUIT|NICK)$/.test(m.ev || '')) { run.push(m); continue; }
       flushRun();
@@ -862,8 +900,12 @@ function renderMessages(mode) {
   }
   box.setAttribute('aria-live', 'off'); // a redraw is not news
   box.replaceChildren(frag);
+  keepDown.disconnect();
+  keepDown.observe(box);
+  watchRows(box.children);
   const again = focused && (box.contains(focused) ? focused : group && box.querySelector('li.group[data-first="' + group.dataset.first + '"]'));
   if (again) again.focus({ preventScroll: true });
+  if (mode === 'bottom') { S.stick = true; S.below = 0; showBelow(); }
   if (mode === 'bottom' || (mode !== 'before' && bottom)) box.scrollTop = box.scrollHeight;
   else box.scrollTop = mode === 'before' ? box.scrollHeight - fromBottom : top;
   placeTools();
@@ -871,10 +913,13 @@ function renderMessages(mode) {
 }
 function placeMsg(c, m, i) {
   if (i !== c.msgs.length - 1) return renderMessages('keep');
-  const bottom = atBottom(), prev = c.msgs[i - 1];
+  const bottom = S.stick, prev = c.msgs[i - 1];
   if (!prev || dayKey(prev.time) !== dayKey(m.time)) box.append(dayEl(m.time));
-  box.append(msgEl(m));
-  if (bottom || m.self) box.scrollTop = box.scrollHeight;
+  const li = msgEl(m);
+  box.append(li);
+  keepDown.observe(li);
+  if (bottom || m.self) { S.stick = true; box.scrollTop = box.scrollHeight; }
+  else if (m.counts) { S.below++; showBelow(); }
   placeTools();
 }
 function jump(msgid) {
@@ -1005,6 +1050,13 @@ box.addEventListener('keydown', (e) => {
 });
 box.addEventListener('scroll', () => {
   placeTools();
+  // The reader leaves the bottom by scrolling up; the list moving under a resize, a zoom or a
+  // growing row (the browser keeps what is shown in place) does not take them away from it.
+  const down = atBottom();
+  if (down) S.stick = true;
+  else if (box.scrollTop < S.lastTop) S.stick = false;
+  S.lastTop = box.scrollTop;
+  if (S.stick && S.below) { S.below = 0; showBelow(); }
   const c = cur();
   if (c && box.scrollTop < 120 && !c.histDone) history(c, 'BEFORE');
   if (c && atBottom()) markRead(c);
@@ -1224,6 +1276,7 @@ function usage(name) { localLine('Usage: /' + name + ' ' + COMMANDS[name][0], 'e
 function sendable() {
   const c = cur();
   if (!c || c.kind === 'server') return localLine('Pick a room or a person first (or /join #room, /msg nick text).', 'error');
+  if (!S.registered && S.everRegistered && !S.userQuit && (c.kind === 'dm' || c.wasJoined)) return { held: c };
   if (!S.registered) return localLine('Not connected; your line stays in the input until the connection is back.', 'error');
   if (c.kind === 'channel' && !c.joined) return localLine('You are not in ' + c.name + '; /join ' + c.name + ' to come back.', 'error');
   return c;
@@ -1241,9 +1294,34 @@ function submit(text) {
   }
   const c = sendable();
   if (!c) return false;
+  if (c.held) return hold(c.held, text.startsWith('//') ? text.slice(1) : text);
   privmsg(c.name, text.startsWith('//') ? text.slice(1) : text, { replyTo: S.reply && S.reply.conv === c.key ? S.reply.msgid : null });
   cancelReply();
   return true;
+}
+
+// A line typed during an outage: shown as held where it was typed, sent once when the
+// connection is back (a room's once we are in it again).
+function hold(c, text) {
+  if (S.held.length >= 50) { localLine('50 lines are waiting for the connection already; this one stays in the input.', 'error'); return false; }
+  const note = mkMsg('local', '', '⌛ ' + text + ' — held, sent when the connection is back', {});
+  note.held = true;
+  addMsg(c, note);
+  S.held.push({ key: c.key, name: c.name, text, note, reply: S.reply && S.reply.conv === c.key ? S.reply.msgid : null });
+  cancelReply();
+  schedule('status');
+  return true;
+}
+function sendHeld(key) {
+  const now = S.held.filter((h) => key === null ? findConv(h.name) && findConv(h.name).kind === 'dm' : h.key === key);
+  if (!now.length) return;
+  S.held = S.held.filter((h) => !now.includes(h));
+  for (const h of now) {
+    const c = findConv(h.name);
+    if (c) { c.msgs = c.msgs.filter((m) => m !== h.note); if (c === cur()) renderMessages('keep'); }
+    privmsg(h.name, h.text, { replyTo: h.reply });
+  }
+  schedule('status');
 }
 
 // ---------- conversations ----------
@@ -1256,6 +1334,8 @@ function select(c) {
   if (S.reply && S.reply.conv !== S.current) cancelReply();
   if (prev !== c) { input.value = (c && c.draft) || ''; autosize(); }
   typingInput();
+  // Where the reader stopped: a "new messages" line above what came after their read marker.
+  if (prev !== c && c) c.unreadFrom = unreadOf(c).n > 0 && c.marker != null ? c.marker : null;
   renderMessages('bottom');
   renderAll();
   if (c) { markRead(c); moreHistory(c); }
@@ -1372,8 +1452,22 @@ function renderTop() {
   if (c.kind === 'server') topic.textContent = 'Messages from the server';
   else if (c.kind === 'dm') topic.textContent = 'Direct conversation' + (u && u.away ? ' · away' + (u.awayMsg ? ': ' + clean(u.awayMsg) : '') : '');
   else if (c.topic) renderText(topic, c.topic);
-  else { topic.textContent = c.joined ? 'No topic' : 'You are not in this room'; topic.className = 'empty'; }
+  else { topic.textContent = c.joined || (!S.registered && c.wasJoined) ? 'No topic' : 'You are not in this room'; topic.className = 'empty'; }
 }
+
+const retryIn = () => Math.max(1, Math.ceil((S.retryAt - Date.now()) / 1000));
+// An outage in words, over the conversation: what happened, when the next try is, a way to try now.
+function renderBanner() {
+  const lost = S.everRegistered && !S.userQuit && S.conn !== 'connected';
+  const banner = $('banner');
+  banner.hidden = !lost;
+  $('members').classList.toggle('stale', lost);
+  if (!lost) return;
+  const held = S.held.length ? ' · ' + S.held.length + (S.held.length === 1 ? ' line' : ' lines') + ' to send when it is back' : '';
+  $('banner-text').textContent = (S.retryTimer ? 'Connection lost — retrying in ' + retryIn() + ' s' : 'Connection lost — reconnecting…') + held;
+  $('retry-now').hidden = !S.retryTimer;
+}
+$('retry-now').addEventListener('click', retryNow);
 
 function tlsText() {
   if (!wsSecure()) return wsLocal() ? 'not encrypted (this machine only)' : 'not encrypted';
@@ -1385,7 +1479,7 @@ function renderStatus() {
   const conn = $('status-conn');
   conn.className = 'st-' + S.conn;
   conn.textContent = S.conn === 'connected' ? (S.away ? 'connected, away' : 'connected')
-    : S.conn === 'reconnecting' ? (S.retryTimer ? 'reconnecting in ' + S.retryDelay + ' s…' : 'reconnecting…')
+    : S.conn === 'reconnecting' ? (S.retryTimer ? 'reconnecting in ' + retryIn() + ' s…' : 'reconnecting…')
       : S.conn === 'connecting' ? 'connecting…' : 'offline';
   const tls = $('status-tls');
   tls.textContent = tlsText();
@@ -1396,6 +1490,7 @@ function renderStatus() {
   $('typing').textContent = !ty.length ? '' : ty.length === 1 ? ty[0] + ' is typing…'
     : ty.length === 2 ? ty[0] + ' and ' + ty[1] + ' are typing…' : 'several people are typing…';
   $('file-button').hidden = !S.filehost;
+  renderBanner();
   $('input-label').textContent = conv ? 'Message to ' + c.name : 'Message';
   input.placeholder = conv ? 'Message ' + c.name : 'Type /join #room or /help';
 }

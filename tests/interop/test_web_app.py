@@ -1,0 +1,185 @@
+"""The page as an app people keep open (issue 47), in headless Chromium against our server:
+the message list stays at the bottom through a smaller window, 200 % zoom, a reaction and the
+typing line; scrolled up, new lines wait behind a "N new messages" button; a "new messages" line
+marks where the reader stopped; an outage is a banner with a countdown and "Retry now", the room
+keeps its people (greyed) and never says "You are not in this room", a line typed meanwhile is
+held and sent once when the server is back. Screenshots go to CHAT_TUI_SCREENS (else tmp_path)."""
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import BINARY, RawClient, free_port, stop_process, wait_for_port
+from test_web_page import chromium, wait_until
+
+
+class Host:
+    """Our server on fixed ports, so that it can be stopped and started again as the same host."""
+
+    def __init__(self, tmp_path):
+        self.port, self.web_port = free_port(), free_port()
+        self.data = tmp_path / "data"
+        self.log = open(tmp_path / "server.log", "a")
+        self.process = None
+
+    def start(self):
+        self.process = subprocess.Popen(
+            [BINARY, "--serve", "--headless", "--bind", "127.0.0.1", "--port", str(self.port), "--tls-port", "0",
+             "--web-port", str(self.web_port), "--data-dir", str(self.data)], stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for_port(self.port)
+        wait_for_port(self.web_port)
+
+    def stop(self):
+        if self.process:
+            stop_process(self.process)
+            self.process = None
+
+
+@pytest.fixture
+def app(tmp_path):
+    for tool in ("chromium", "chromedriver"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} is missing: make deps installs it")
+    host = Host(tmp_path)
+    host.start()
+    host.driver = chromium()
+    host.shots = os.environ.get("CHAT_TUI_SCREENS") or str(tmp_path)
+    os.makedirs(host.shots, exist_ok=True)
+    try:
+        yield host
+    finally:
+        host.driver.quit()
+        host.stop()
+        host.log.close()
+
+
+def shoot(app, name):
+    app.driver.save_screenshot(os.path.join(app.shots, f"web-app-{name}.png"))
+
+
+def gap(driver):
+    """Pixels between the bottom of what is shown and the bottom of the list (0: at the bottom)."""
+    return driver.execute_script("const b = document.getElementById('messages'); return b.scrollHeight - b.scrollTop - b.clientHeight;")
+
+
+def settled(driver):
+    """After two frames: what ResizeObservers and layout do runs before the next check."""
+    driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done()));")
+
+
+def at_bottom(driver, what):
+    settled(driver)
+    wait_until(lambda: gap(driver) <= 1, f"the list at the bottom after {what}", shows=lambda: f"gap {gap(driver)} px")
+
+
+def texts(driver):
+    from selenium.webdriver.common.by import By
+    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#messages .text")]
+
+
+def test_the_list_stays_with_the_reader_and_an_outage_is_said_and_survived(app):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    driver = app.driver
+    bob = RawClient(app.port)
+    bob.register("bob")
+
+    driver.get(f"http://127.0.0.1:{app.web_port}/")
+    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form")
+    driver.find_element(By.ID, "nick").send_keys("ann")
+    driver.find_element(By.ID, "guest").click()
+    wait_until(lambda: driver.find_element(By.CSS_SELECTOR, '#members li[data-nick="bob"]'), "bob in #lobby")
+    for n in range(60):
+        bob.send(f"PRIVMSG #lobby :line {n} " + "words " * (n % 7))
+    wait_until(lambda: any(t.startswith("line 59") for t in texts(driver)), "the last line")
+    at_bottom(driver, "60 lines")
+
+    # A smaller window, then 200 % zoom: still at the bottom.
+    driver.set_window_size(1280, 480)
+    at_bottom(driver, "the window shrank")
+    driver.execute_script("document.body.style.zoom = '2'")
+    at_bottom(driver, "200 % zoom")
+    shoot(app, "zoom-200")
+    driver.execute_script("document.body.style.zoom = ''")
+    driver.set_window_size(1280, 800)
+    at_bottom(driver, "the window grew")
+
+    # A reaction grows the last message; bob typing adds a line to the status bar.
+    last = driver.find_elements(By.CSS_SELECTOR, "#messages li.message")[-1].get_attribute("data-msgid")
+    bob.send(f"@+draft/react=🎉;+draft/reply={last} TAGMSG #lobby")
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, f'#messages li[data-msgid="{last}"] .reaction'), "the reaction")
+    at_bottom(driver, "a reaction")
+    bob.send("@+typing=active TAGMSG #lobby")
+    wait_until(lambda: "bob is typing" in driver.find_element(By.ID, "typing").text, "bob typing")
+    at_bottom(driver, "the typing line")
+
+    # At phone width the typing line never wraps the status bar over the messages.
+    driver.set_window_size(390, 844)
+    at_bottom(driver, "phone width")
+    status = driver.find_element(By.ID, "status")
+    line = driver.execute_script("return parseFloat(getComputedStyle(arguments[0]).lineHeight) || 20", status)
+    assert status.size["height"] < 2 * line, f"the status bar wrapped: {status.size['height']} px for a {line} px line"
+    typing = driver.find_element(By.ID, "typing")
+    assert typing.is_displayed() and typing.size["width"] > 0, "narrow, who is typing still shows"
+    time.sleep(0.3)  # the drawer's slide out, for the picture only
+    shoot(app, "phone-typing")
+    driver.set_window_size(1280, 800)
+
+    # Scrolled up: new lines wait behind a button; the button takes the reader down.
+    driver.execute_script("document.getElementById('messages').scrollTop = 0")
+    settled(driver)
+    for n in range(3):
+        bob.send(f"PRIVMSG #lobby :while you read {n}")
+    button = driver.find_element(By.ID, "new-below")
+    wait_until(lambda: button.is_displayed() and button.text == "3 new messages ↓", "the new messages button",
+               shows=lambda: repr(button.text))
+    assert gap(driver) > 100, "the view stayed where the reader was"
+    shoot(app, "new-below")
+    button.click()
+    at_bottom(driver, "the button")
+    assert not button.is_displayed()
+
+    # Away in the server window while bob talks: back in #lobby a line says where reading stopped.
+    driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="*"]').click()
+    bob.send("PRIVMSG #lobby :said while you were away")
+    driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]').click()
+    divider = wait_until(lambda: driver.find_element(By.CSS_SELECTOR, "#messages li.unread-line"), "the new messages line")
+    following = driver.execute_script("return arguments[0].nextElementSibling.querySelector('.text').textContent", divider)
+    assert following == "said while you were away"
+    shoot(app, "unread-line")
+
+    # The server goes away: a banner says so and counts down; the room keeps its people.
+    app.stop()
+    banner = driver.find_element(By.ID, "banner")
+    wait_until(lambda: banner.is_displayed() and "Connection lost — retrying in" in banner.text, "the outage banner",
+               shows=lambda: banner.text)
+    assert driver.find_element(By.ID, "topic").text != "You are not in this room"
+    assert "stale" in driver.find_element(By.ID, "members").get_attribute("class")
+    assert driver.find_element(By.ID, "retry-now").is_displayed()
+    box = driver.find_element(By.ID, "input")
+    box.send_keys("typed while the server was away")
+    box.send_keys(Keys.ENTER)
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, "#messages li.local.held"), "the held line")
+    assert box.get_attribute("value") == ""
+    wait_until(lambda: "1 line to send when it is back" in banner.text, "the banner counting the held line", shows=lambda: banner.text)
+    shoot(app, "outage")
+
+    # Back: the page reconnects by itself; the held line reaches bob once, before what is typed next.
+    app.start()
+    back = time.monotonic()
+    bob = RawClient(app.port)
+    bob.register("bob")
+    wait_until(lambda: not banner.is_displayed(), "the banner gone after the server came back", timeout=30)
+    print(f"the page was back {time.monotonic() - back:.1f} s after the server")
+    wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, "#messages li.local.held"), "the held note replaced by the line")
+    box.send_keys("and this after it")
+    box.send_keys(Keys.ENTER)
+    # bob hears ann's lines live, or in the room's history on joining when the page was back first:
+    # either way each once, in order.
+    said = []
+    bob.wait_for(lambda l: (said.append(l) if ":ann!" in l and "PRIVMSG #lobby" in l else None) or "and this after it" in l, timeout=15)
+    assert [l.split("PRIVMSG #lobby :", 1)[1] for l in said] == ["typed while the server was away", "and this after it"], said
+    shoot(app, "back")
+    bob.close()
