@@ -47,7 +47,9 @@ let package = Package(
         // The page (`Page/`) is compiled in as bytes (`PackageResources`): nothing to install beside the binary.
         .target(name: "ChatWeb", dependencies: ["IRCWire", "ChatTransport"],
                 exclude: ["Page/README.md"],
-                resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/style.css")]),
+                resources: [.embedInCode("Page/index.html"), .embedInCode("Page/app.js"), .embedInCode("Page/style.css"),
+                            .embedInCode("Page/sw.js"), .embedInCode("Page/manifest.webmanifest"),
+                            .embedInCode("Page/icon-192.png"), .embedInCode("Page/icon-512.png")]),
         .target(name: "ChatServerKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore", "ChatLink", "ChatWeb"], swiftSettings: hotPath),
         .target(name: "ChatClientKit", dependencies: ["IRCWire", "ChatTransport", "ChatStore"]),
         .target(name: "ChatUI", dependencies: ["ChatClientKit", "ChatTransport", "IRCWire"]),

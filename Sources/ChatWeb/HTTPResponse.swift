@@ -23,7 +23,8 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 
     public static let securityHeaders: [(name: String, value: String)] = [
-        ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
+            + "manifest-src 'self'; worker-src 'self'; "
             + "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),

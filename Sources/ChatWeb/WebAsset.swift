@@ -20,6 +20,11 @@ public enum WebAssets {
         "/": WebAsset(type: "text/html; charset=utf-8", bytes: PackageResources.index_html),
         "/app.js": WebAsset(type: "text/javascript; charset=utf-8", bytes: PackageResources.app_js),
         "/style.css": WebAsset(type: "text/css; charset=utf-8", bytes: PackageResources.style_css),
+        // The installable app: its manifest, icons (scripts/make_icons.py draws them) and service worker.
+        "/sw.js": WebAsset(type: "text/javascript; charset=utf-8", bytes: PackageResources.sw_js),
+        "/manifest.webmanifest": WebAsset(type: "application/manifest+json", bytes: PackageResources.manifest_webmanifest),
+        "/icon-192.png": WebAsset(type: "image/png", bytes: PackageResources.icon_192_png),
+        "/icon-512.png": WebAsset(type: "image/png", bytes: PackageResources.icon_512_png),
     ]
 
     /// The file served at `path` ("/" is the page), if there is one.

@@ -7,11 +7,11 @@ struct WebAssetTests {
     /// The page's sources, from this file's path.
     static let webDirectory = Paths.directory(of: Paths.directory(of: Paths.directory(of: #filePath))) + "/Sources/ChatWeb/Page"
 
-    @Test("the page is compiled in as it is in Sources/ChatWeb/Page, each file with its type and an ETag; under 100 KB; 304 for a known ETag")
+    @Test("the page is compiled in as it is in Sources/ChatWeb/Page, each file with its type and an ETag; under 160 KB; 304 for a known ETag")
     func embeddedMatchesWeb() throws {
-        let names = (Files.list(Self.webDirectory) ?? []).filter { $0.hasSuffix(".html") || $0.hasSuffix(".js") || $0.hasSuffix(".css") }.sorted()
-        #expect(names == ["app.js", "index.html", "style.css"])
-        #expect(WebAssets.paths == ["/", "/app.js", "/style.css"])
+        let names = (Files.list(Self.webDirectory) ?? []).filter { !$0.hasSuffix(".md") }.sorted()
+        #expect(names == ["app.js", "icon-192.png", "icon-512.png", "index.html", "manifest.webmanifest", "style.css", "sw.js"])
+        #expect(WebAssets.paths == ["/", "/app.js", "/icon-192.png", "/icon-512.png", "/manifest.webmanifest", "/style.css", "/sw.js"])
         var total = 0
         for name in names {
             let path = name == "index.html" ? "/" : "/" + name
@@ -20,7 +20,9 @@ struct WebAssetTests {
             #expect(asset.bytes == disk, "\(name) differs from its compiled-in copy")
             total += disk.count
         }
-        #expect(total < 100 * 1024, "the page stays under 100 KB")
+        // It grows with what it does (issue 47: an installable app with notifications, search,
+        // previews and settings); the bound says when it grew by more than that.
+        #expect(total < 160 * 1024, "the page stays under 160 KB: \(total) bytes")
         #expect(WebAssets.asset(at: "/")?.type == "text/html; charset=utf-8")
         #expect(WebAssets.asset(at: "/app.js")?.type == "text/javascript; charset=utf-8")
         let page = try #require(WebAssets.asset(at: "/"))

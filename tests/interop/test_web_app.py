@@ -183,3 +183,30 @@ def test_the_list_stays_with_the_reader_and_an_outage_is_said_and_survived(app):
     assert [l.split("PRIVMSG #lobby :", 1)[1] for l in said] == ["typed while the server was away", "and this after it"], said
     shoot(app, "back")
     bob.close()
+
+
+def test_the_page_installs_as_an_app_and_opens_offline(app):
+    """The manifest and service worker pass Chromium's installability checks; with the server
+    gone the page still opens, from the service worker's copy, and says the server cannot be reached."""
+    from selenium.webdriver.common.by import By
+    driver = app.driver
+    driver.get(f"http://127.0.0.1:{app.web_port}/")
+    scope = driver.execute_async_script(
+        "const done = arguments[0]; navigator.serviceWorker.ready.then((r) => done(r.scope), () => done(null));")
+    assert scope == f"http://127.0.0.1:{app.web_port}/"
+    manifest = driver.execute_cdp_cmd("Page.getAppManifest", {})
+    assert manifest.get("errors") == [], manifest
+    assert manifest["url"].endswith("/manifest.webmanifest")
+    errors = driver.execute_cdp_cmd("Page.getInstallabilityErrors", {})
+    assert errors.get("installabilityErrors") == [], errors
+    # The shell is in the cache once the worker is active.
+    cached = driver.execute_async_script(
+        "const done = arguments[0]; caches.open('chat-tui-shell').then((c) => c.keys()).then((k) => done(k.map((r) => new URL(r.url).pathname).sort()));")
+    assert cached == ["/", "/app.js", "/icon-192.png", "/icon-512.png", "/manifest.webmanifest", "/style.css"], cached
+    shoot(app, "installable")
+
+    app.stop()
+    driver.refresh()
+    note = wait_until(lambda: driver.find_element(By.ID, "login-error").text, "the page from the cache saying the server is away")
+    assert "cannot be reached" in note and driver.find_element(By.ID, "nick").is_displayed()
+    shoot(app, "offline")

@@ -211,7 +211,10 @@ function onClose(ev) {
   S.typing.state = S.typing.target = null;
   if (S.userQuit || !S.everRegistered) {
     setConn('offline');
-    if (!S.userQuit) showLogin('Could not reach the chat server' + (ev && ev.reason ? ' (' + ev.reason + ')' : '') + '. Try again in a moment.');
+    if (!S.userQuit) {
+      showLogin(!navigator.onLine ? 'You are offline: this is the page as this browser kept it. Join again when the network is back.'
+        : 'Could not reach the chat server' + (ev && ev.reason ? ' (' + ev.reason + ')' : '') + '. Try again in a moment.');
+    }
     return;
   }
   const d = DELAYS[Math.min(S.attempt++, DELAYS.length - 1)];
@@ -1745,8 +1748,17 @@ if (resumeToken() && $('nick').value) {
   $('login-error').textContent = 'Coming back as ' + $('nick').value + '…';
   connect();
 }
+// The installable app: its service worker keeps the page for offline starts (and shows pushes).
+if ('serviceWorker' in navigator && window.isSecureContext) {
+  navigator.serviceWorker.register('/sw.js').catch((e) => console.warn('chat-tui: no service worker', e));
+}
 // /info.json: the server's name, room and certificate; a server without it gets the defaults.
-fetch('/info.json', { cache: 'no-store' }).then((r) => (r.ok ? r.json() : null)).catch(() => null).then((info) => {
+fetch('/info.json', { cache: 'no-store' }).then((r) => (r.ok ? r.json() : null)).catch(() => {
+  // Not even an answer: the page came from this browser's copy (the service worker).
+  $('login-error').textContent = navigator.onLine ? 'The chat server cannot be reached now: this is the page as this browser kept it.'
+    : 'You are offline: this is the page as this browser kept it.';
+  return null;
+}).then((info) => {
   if (!info || typeof info !== 'object') return;
   let same = false;
   try { same = new URL(wsURL()).host === location.host; } catch (e) { same = false; }
