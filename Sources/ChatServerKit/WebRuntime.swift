@@ -216,13 +216,16 @@ extension ServerRuntime {
         return !request.keepsAlive
     }
 
-    /// What the page needs before it connects: the server's name and room, and how far to
-    /// trust this connection (TLS or not, and the certificate's fingerprint to compare).
+    /// What the page needs before it connects: the server's name and room, how far to trust
+    /// this connection (TLS or not, and the certificate's fingerprint to compare), and whether
+    /// it may offer to make an account.
     func webInfo(secure: Bool) -> String {
         let config = state.config
         func quoted(_ text: String?) -> String { text.map { JSONText.quoted($0) } ?? "null" }
         return "{\"name\":\(quoted(config.name)),\"network\":\(quoted(config.network)),\"room\":\(quoted(config.room)),"
-            + "\"tls\":\(secure),\"fingerprint\":\(quoted(config.certificateFingerprint)),\"selfSigned\":\(config.certificateSelfSigned)}"
+            + "\"tls\":\(secure),\"fingerprint\":\(quoted(config.certificateFingerprint)),\"selfSigned\":\(config.certificateSelfSigned),"
+            // Whether a visitor may make an account here (the page offers it then).
+            + "\"registration\":\(state.hasAccounts && config.accountRegistration)}"
     }
 
     func webAnswer(_ connection: Connection, _ response: HTTPResponse, head: Bool = false, close: Bool) {

@@ -210,3 +210,116 @@ def test_the_page_installs_as_an_app_and_opens_offline(app):
     note = wait_until(lambda: driver.find_element(By.ID, "login-error").text, "the page from the cache saying the server is away")
     assert "cannot be reached" in note and driver.find_element(By.ID, "nick").is_displayed()
     shoot(app, "offline")
+
+
+def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app):
+    """A visitor makes an account from the login form; the server window is in words; /help
+    speaks of files; a direct message while the page is hidden asks (with a button) to notify,
+    then notifies, and the tab's icon gets a dot; the settings panel changes the theme, lines,
+    colours and time and is kept across a reload; a long line is one message; deleting asks."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    driver = app.driver
+    bob = RawClient(app.port)
+    bob.register("bob")
+    url = f"http://127.0.0.1:{app.web_port}/"
+    driver.get(url)
+    wait_until(lambda: driver.find_element(By.ID, "create-account").is_displayed(), "the create-account button")
+    driver.find_element(By.ID, "nick").send_keys("cara")
+    driver.find_element(By.ID, "password").send_keys("correct horse battery")
+    driver.find_element(By.ID, "create-account").click()
+    wait_until(lambda: any("Your account cara is made" in e.text for e in driver.find_elements(By.CSS_SELECTOR, "#messages li.local")),
+               "the account made", shows=lambda: driver.find_element(By.ID, "messages").text)
+    shoot(app, "account-made")
+
+    # The server window: sentences, not parameters.
+    driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="*"]').click()
+    server = wait_until(lambda: driver.find_element(By.ID, "messages").text, "the server window")
+    assert "This is " in server and "are supported" not in server and "CHANTYPES" not in server, server
+    box = driver.find_element(By.ID, "input")
+    box.send_keys("/help")
+    box.send_keys(Keys.ENTER)
+    wait_until(lambda: "Files: the 📎 button" in driver.find_element(By.ID, "messages").text, "/help on files")
+    shoot(app, "server-window")
+    driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]').click()
+
+    # Hidden, a direct message: the page asks (a button: a browser grants only on a click) ...
+    driver.execute_script("""
+        document.hasFocus = () => false;
+        window.__shown = [];
+        const Real = window.Notification;
+        window.Notification = class extends Real {
+            constructor(title, options) { super(title, options); window.__shown.push(title + ' | ' + options.body); }
+        };""")
+    bob.send("PRIVMSG cara :are you there?")
+    ask = driver.find_element(By.ID, "notify-ask")
+    wait_until(lambda: ask.is_displayed(), "the question whether to notify")
+    shoot(app, "notify-ask")
+    driver.execute_cdp_cmd("Browser.grantPermissions", {"origin": url.rstrip("/"), "permissions": ["notifications"]})
+    driver.find_element(By.ID, "notify-yes").click()
+    wait_until(lambda: not ask.is_displayed(), "the question answered")
+    # ... and from then on notifies; the tab's icon has a dot.
+    bob.send("PRIVMSG cara :second try")
+    wait_until(lambda: driver.execute_script("return window.__shown") == ["bob | second try"], "the notification",
+               shows=lambda: str(driver.execute_script("return window.__shown")))
+    wait_until(lambda: driver.find_element(By.CSS_SELECTOR, 'link[rel="icon"]').get_attribute("href").startswith("data:image/png"),
+               "the icon's dot")
+    driver.execute_script("delete document.hasFocus")
+
+    # Settings: light, compact, no nick colours, a 12-hour clock; kept after a reload.
+    driver.find_element(By.ID, "settings-button").click()
+    dialog = driver.find_element(By.ID, "settings")
+    wait_until(lambda: dialog.is_displayed(), "the settings panel")
+    from selenium.webdriver.support.ui import Select
+    Select(driver.find_element(By.ID, "set-theme")).select_by_value("light")
+    driver.find_element(By.ID, "set-compact").click()
+    driver.find_element(By.ID, "set-colors").click()
+    Select(driver.find_element(By.ID, "set-clock")).select_by_value("12")
+    shoot(app, "settings")
+    driver.find_element(By.ID, "settings-close").click()
+    assert driver.execute_script("return document.documentElement.dataset.theme") == "light"
+    assert driver.execute_script("return document.body.className").split() == ["compact", "plain-nicks", "clock12"]
+    wait_until(lambda: any(t.text.endswith(("am", "pm")) for t in driver.find_elements(By.CSS_SELECTOR, "#messages .time")), "a 12-hour time")
+    shoot(app, "light-compact")
+    driver.refresh()
+    assert driver.execute_script("return document.documentElement.dataset.theme") == "light"
+    assert "compact" in driver.execute_script("return document.body.className")
+    driver.execute_script("localStorage.removeItem('chat-tui.settings')")
+
+    # Logged in again (the form remembers the account), a long line goes as one message: bob,
+    # who has no multiline, gets its parts, which join back into it.
+    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form after the reload")
+    driver.find_element(By.ID, "password").send_keys("correct horse battery")
+    driver.find_element(By.ID, "login-button").click()
+    box = wait_until(lambda: driver.find_element(By.ID, "input") if driver.find_element(By.ID, "input").is_displayed() else None, "the chat")
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]'), "#lobby")
+    driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]').click()
+    long = " ".join(f"word{n}" for n in range(140))
+    box = driver.find_element(By.ID, "input")
+    driver.execute_script("arguments[0].value = arguments[1]", box, long)
+    box.send_keys(Keys.ENTER)
+    parts = []
+    bob.wait_for(lambda l: (parts.append(l.split("PRIVMSG #lobby :", 1)[1]) if ":cara!" in l and "PRIVMSG #lobby" in l else None)
+                 or "".join(parts) == long, timeout=15)
+    assert len(parts) > 1
+    wait_until(lambda: long in texts(driver), "the long line as one message in the page", shows=lambda: str(texts(driver)[-3:]))
+
+    # Deleting asks first; bob's message has no delete button for cara, who does not run the room.
+    bob.send("PRIVMSG #lobby :bob's own words")
+    wait_until(lambda: "bob's own words" in texts(driver), "bob's line")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#messages li.message")
+    mine = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".text").text == long)
+    theirs = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".text").text == "bob's own words")
+    theirs.click()
+    assert not driver.find_element(By.CSS_SELECTOR, ".tools .tool[aria-label='Delete (d)']").is_displayed()
+    mine.click()
+    driver.find_element(By.CSS_SELECTOR, ".tools .tool[aria-label='Delete (d)']").click()
+    alert = driver.switch_to.alert
+    assert alert.text.startswith("Delete your message")
+    alert.dismiss()
+    assert long in texts(driver)
+    mine.click()
+    driver.find_element(By.CSS_SELECTOR, ".tools .tool[aria-label='Delete (d)']").click()
+    driver.switch_to.alert.accept()
+    wait_until(lambda: long not in texts(driver), "the message deleted")
+    bob.close()

@@ -22,7 +22,10 @@ const utf8 = new TextEncoder();
 const byteLen = (s) => utf8.encode(s).length;
 function b64(s) { let bin = ''; for (const b of utf8.encode(s)) bin += String.fromCharCode(b); return btoa(bin); }
 const pad = (n) => String(n).padStart(2, '0');
-const hhmm = (t) => { const d = new Date(t); return pad(d.getHours()) + ':' + pad(d.getMinutes()); };
+const hhmm = (t) => {
+  const d = new Date(t), h = d.getHours();
+  return prefs.clock === '12' ? ((h % 12) || 12) + ':' + pad(d.getMinutes()) + (h < 12 ? ' am' : ' pm') : pad(h) + ':' + pad(d.getMinutes());
+};
 const dayKey = (t) => new Date(t).toDateString();
 function humanSize(n) {
   if (n < 1024) return n + ' B';
@@ -68,7 +71,7 @@ function serialize(cmd, params, tags) {
 }
 
 // ---------- state ----------
-const WANT = ['message-tags', 'server-time', 'echo-message', 'batch', 'labeled-response', 'sasl',
+const WANT = ['draft/account-registration', 'draft/webpush', 'message-tags', 'server-time', 'echo-message', 'batch', 'labeled-response', 'sasl',
   'draft/chathistory', 'draft/event-playback', 'draft/read-marker', 'multi-prefix', 'away-notify',
   'account-notify', 'account-tag', 'extended-join', 'chghost', 'setname', 'invite-notify',
   'userhost-in-names', 'draft/message-redaction', 'draft/multiline', 'cap-notify',
@@ -93,6 +96,20 @@ const S = {
   reply: null, openGroups: new Set(), sent: [], sentIdx: -1, complete: null, localId: 0, jumpTo: null, pendingSelect: null,
   typing: { target: null, state: null, last: 0, timer: null },
 };
+// The settings panel's choices, kept in this browser (localStorage 'chat-tui.settings').
+const SETTINGS = { theme: 'system', notify: true, typing: true, compact: false, colors: true, clock: '24' };
+const prefs = (() => {
+  try { return Object.assign({}, SETTINGS, JSON.parse(localStorage.getItem('chat-tui.settings') || '{}')); } catch (e) { return Object.assign({}, SETTINGS); }
+})();
+const systemLight = window.matchMedia('(prefers-color-scheme: light)');
+function applyPrefs() {
+  document.documentElement.dataset.theme = prefs.theme === 'system' ? (systemLight.matches ? 'light' : 'dark') : prefs.theme;
+  document.body.classList.toggle('compact', !!prefs.compact);
+  document.body.classList.toggle('plain-nicks', !prefs.colors);
+  document.body.classList.toggle('clock12', prefs.clock === '12');
+}
+systemLight.addEventListener('change', applyPrefs);
+applyPrefs();
 const msgOf = new WeakMap();  // message element -> message
 const convOf = new WeakMap(); // sidebar item -> conversation
 
@@ -362,6 +379,19 @@ function dispatch(m, ctx) {
     case 'INVITE': localLine(m.nick + ' invites ' + (isMe(p[0]) ? 'you' : p[0]) + ' to ' + p[1] + (isMe(p[0]) ? ' — type /join ' + p[1] : '')); return;
     case 'MARKREAD': onMarkread(m); return;
     case 'RESUME': if ((p[0] || '').toUpperCase() === 'TOKEN') setResumeToken(p[1] || ''); return;
+    case 'REGISTER':
+      if ((p[0] || '').toUpperCase() === 'SUCCESS' && S.creating) {
+        // Logged in now; a reconnect logs in with it (SASL).
+        S.creds = { account: p[1] || S.creating.account, password: S.creating.password };
+        S.creating = null;
+        S.loggedIn = true;
+        setResumeToken(''); // a guest's way back; the account is the way back now
+        try { localStorage.setItem('chat-tui.account', S.creds.account); } catch (e) { /* storage off */ }
+        localLine('Your account ' + S.creds.account + ' is made and you are logged in: your history and direct messages now follow you to every window.');
+        subscribePush();
+      }
+      return;
+    case 'WEBPUSH': if ((p[0] || '').toUpperCase() === 'VAPIDPUBKEY') { S.vapid = p[1] || ''; subscribePush(); } return;
     case 'PERSISTENCE': S.persistent = (p[2] || '') === 'ON'; return;
     case 'FAIL': case 'WARN': case 'NOTE': onStandardReply(m); return;
   }
@@ -376,6 +406,7 @@ function onCap(m) {
     for (const tok of list) { const eq = tok.indexOf('='); S.offered.set(eq < 0 ? tok : tok.slice(0, eq), eq < 0 ? '' : tok.slice(eq + 1)); }
     if (sub === 'LS' && more) return;
     if (sub === 'LS' && S.creds && !S.offered.has('sasl')) return authFail('This server does not offer account login (SASL). Join as a guest instead.');
+    if (sub === 'LS' && S.creating && !S.offered.has('draft/account-registration')) return authFail('This server does not let visitors make accounts (the host makes them). Join as a guest instead.');
     const want = WANT.filter((c) => S.offered.has(c) && !S.caps.has(c) && (c !== 'sasl' || (S.creds && !S.registered)));
     if (!want.length) { if (sub === 'LS') afterCaps(); return; }
     const lines = [''];
@@ -423,6 +454,8 @@ function onWelcome(m) {
   setConn('connected');
   try { localStorage.setItem('chat-tui.nick', S.wantNick); } catch (e) { /* storage off */ }
   showChat();
+  // A new account: made now, named after the nickname (draft/account-registration).
+  if (S.creating) send('REGISTER', ['*', '*', S.creating.password]);
   clearTimeout(S.welcomeTimer);
   S.welcomeTimer = setTimeout(afterWelcome, 2500);
 }
@@ -463,6 +496,7 @@ function onIsupport(m) {
     else if (k === 'CHANMODES') S.chanmodes = (v + ',,,').split(',');
     else if (k === 'CHATHISTORY') S.histMax = parseInt(v, 10) || 100;
     else if (k === 'NETWORK') S.network = v;
+    else if (k === 'VAPID') { S.vapid = v; subscribePush(); }
     else if (k === 'SOJU.IM/FILEHOST' || k === 'DRAFT/FILEHOST') { try { S.filehost = new URL(v, location.href).href; } catch (e) { S.filehost = null; } }
   }
   schedule('all');
@@ -476,7 +510,7 @@ function onNumeric(m) {
     case '422': afterWelcome(); return;
     case '376': afterWelcome(); serverLine(last); return;
     case '375': case '372': serverLine(last); return;
-    case '900': S.loggedIn = true; serverLine(last); return;
+    case '900': S.loggedIn = true; serverLine(last); subscribePush(); return;
     case '903': case '907': capEnd(); return;
     case '902': case '904': case '905': case '906': if (!S.registered) authFail('Login failed: ' + last); return;
     case '908': case '333': case '315': case '329': case '324': case '318': return;
@@ -509,10 +543,15 @@ function onNumeric(m) {
   }
   const code = Number(n);
   if (code >= 400 && code < 600) localLine((p.length > 2 ? p[1] + ': ' : '') + last, 'error');
-  else if (p.length > 1) serverLine(p.slice(1).join(' '));
+  else if (n === '004') serverLine('This is ' + (p[1] || 'the server') + (p[2] ? ', running ' + p[2] : '') + '.');
+  else if (n === '042') serverLine('Your unique ID on this network is ' + (p[1] || '?') + '.');
+  // The rest in words: a reply's last parameter is its sentence (265's "Current local users 3,
+  // max 5"); the ones before it are for programs. A reply without a sentence is left out.
+  else if (p.length > 1 && /\s/.test(last)) serverLine(last);
 }
 function onStandardReply(m) {
   const p = m.params, desc = p[p.length - 1] || '';
+  if (p[0] === 'REGISTER') S.creating = null;
   if (p[0] === 'RESUME') { setResumeToken(''); localLine('This tab\'s last visit could not be taken up again (more than a minute ago?): you joined anew.', 'local'); return; }
   if (p[0] === 'CHATHISTORY') {
     const c = findConv(p[3]);
@@ -655,7 +694,70 @@ function onMessage(m, c, ctx) {
   msg.mention = msg.named || (msg.counts && c.kind === 'dm'); // the ! in unread counts
   const t = ctx.live && c.typing.get(fold(m.nick));
   if (t) { clearTimeout(t.timer); c.typing.delete(fold(m.nick)); schedule('status'); }
-  if (addMsg(c, msg, ctx.history) && ctx.live) markRead(c);
+  if (addMsg(c, msg, ctx.history) && ctx.live) { markRead(c); if (msg.mention) notifyOf(c, msg); }
+}
+
+// ---------- notifications ----------
+// A direct message or a mention while the page is hidden (or not focused): a notification (the
+// permission is asked, with a button, the first time one would show — never on load); the tab's
+// title and icon carry the count either way.
+const notifiable = () => 'Notification' in window;
+function notifyOf(c, m) {
+  if (!prefs.notify || !notifiable() || (focused() && c === cur())) return;
+  if (Notification.permission === 'default') return askToNotify();
+  if (Notification.permission !== 'granted' || focused()) return;
+  const title = c.kind === 'dm' ? m.nick : m.nick + ' in ' + c.name;
+  try {
+    const n = new Notification(title, { body: firstWords(m.text, 200), tag: 'chat-tui:' + c.key, icon: '/icon-192.png' });
+    n.onclick = () => { window.focus(); select(c); n.close(); };
+  } catch (e) { /* a browser that wants notifications from its service worker only */ }
+}
+function askToNotify() {
+  let declined = false;
+  try { declined = localStorage.getItem('chat-tui.notify-asked') === 'no'; } catch (e) { /* storage off */ }
+  if (!declined) $('notify-ask').hidden = false;
+}
+$('notify-yes').addEventListener('click', () => {
+  $('notify-ask').hidden = true;
+  Notification.requestPermission().then(() => { renderNotifyState(); subscribePush(); });
+});
+$('notify-no').addEventListener('click', () => {
+  $('notify-ask').hidden = true;
+  try { localStorage.setItem('chat-tui.notify-asked', 'no'); } catch (e) { /* storage off */ }
+});
+// The tab's icon with a dot when something is for you (the title has the count).
+let badgeShown = null;
+function renderBadge(urgent) {
+  if (badgeShown === urgent) return;
+  badgeShown = urgent;
+  const link = document.querySelector('link[rel="icon"]');
+  if (!urgent) { link.href = 'icon-192.png'; return; }
+  const img = new Image();
+  img.onload = () => {
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = 64;
+    const g = canvas.getContext('2d');
+    g.drawImage(img, 0, 0, 64, 64);
+    g.fillStyle = '#e5484d';
+    g.beginPath();
+    g.arc(48, 16, 14, 0, 2 * Math.PI);
+    g.fill();
+    if (badgeShown) link.href = canvas.toDataURL('image/png');
+  };
+  img.src = 'icon-192.png';
+}
+// Web Push, for when no window is open: subscribed once notifications are allowed, on a server
+// that offers it to an account (draft/webpush with its VAPID key).
+function subscribePush() {
+  if (!S.caps.has('draft/webpush') || !S.vapid || !S.loggedIn || !('serviceWorker' in navigator) || !prefs.notify) return;
+  if (!notifiable() || Notification.permission !== 'granted') return;
+  const key = Uint8Array.from(atob(S.vapid.replace(/-/g, '+').replace(/_/g, '/')), (ch) => ch.charCodeAt(0));
+  navigator.serviceWorker.ready.then((reg) => reg.pushManager.getSubscription()
+    .then((old) => old || reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: key })))
+    .then((sub) => {
+      const j = sub.toJSON();
+      if (j.endpoint && j.keys) send('WEBPUSH', ['REGISTER', j.endpoint, 'p256dh=' + j.keys.p256dh + ';auth=' + j.keys.auth]);
+    }).catch((e) => console.warn('chat-tui: no push subscription', e));
 }
 function onTagmsg(m, c, ctx) {
   const tg = m.tags, parent = tg['+draft/reply'] || tg['+reply'];
@@ -971,7 +1073,7 @@ function attachTools(li) {
   toolsMsg = m;
   tReact.hidden = tReply.hidden = !S.caps.has('message-tags');
   tParent.hidden = !m.replyTo;
-  tDelete.hidden = !(S.caps.has('draft/message-redaction') && (m.self || amOp(cur())));
+  tDelete.hidden = !mayDelete(m, cur());
   tools.setAttribute('aria-label', 'Actions for the message from ' + m.nick);
   placeTools();
 }
@@ -1105,6 +1207,7 @@ function gotTyping(c, nick, state) {
 }
 function sendTyping(state, target) {
   const T = S.typing;
+  if (!prefs.typing && state === 'active') return;
   target = target || T.target;
   if (!target) return;
   if (state !== 'active') {
@@ -1127,19 +1230,22 @@ function typingInput() {
 }
 
 // ---------- sending ----------
-function splitText(text, max) {
+// Pieces of at most `max` bytes that join back into `text` exactly (a cut at a space keeps the
+// space at the start of the next piece), for multiline-concat; `splitText` drops those spaces.
+function splitExact(text, max) {
   const out = [];
   while (byteLen(text) > max) {
     let cut = 0, bytes = 0;
     for (const ch of text) { bytes += byteLen(ch); if (bytes > max) break; cut += ch.length; }
-    const sp = text.lastIndexOf(' ', cut);
+    const sp = text.lastIndexOf(' ', cut - 1);
     const at = sp > cut / 2 ? sp : cut;
     out.push(text.slice(0, at));
-    text = text.slice(at).replace(/^ /, '');
+    text = text.slice(at);
   }
   out.push(text);
   return out;
 }
+const splitText = (text, max) => splitExact(text, max).map((piece, k) => (k ? piece.replace(/^ /, '') : piece));
 function privmsg(target, text, opts) {
   opts = opts || {};
   const c = getConv(target), echo = S.caps.has('echo-message');
@@ -1156,9 +1262,23 @@ function privmsg(target, text, opts) {
     if (!echo) addMsg(c, mkMsg('privmsg', S.nick, text, tags || {}));
     return;
   }
+  // One long line: where the server takes multiline messages, its parts go as one message
+  // (draft/multiline-concat joins them again); elsewhere every part but the last ends in "…".
+  const parts = lines.length === 1 ? splitExact(lines[0], max) : null;
+  if (!opts.action && parts && parts.length > 1 && S.caps.has('draft/multiline') && S.caps.has('batch') &&
+      parts.length <= limit('max-lines', 100) && byteLen(text) <= limit('max-bytes', 4096)) {
+    const id = 'ml' + Date.now().toString(36);
+    send('BATCH', ['+' + id, 'draft/multiline', target], tags);
+    parts.forEach((part, k) => send('PRIVMSG', [target, part], k ? { batch: id, 'draft/multiline-concat': '' } : { batch: id }));
+    send('BATCH', ['-' + id]);
+    if (!echo) addMsg(c, mkMsg('privmsg', S.nick, text, tags || {}));
+    return;
+  }
   let t = tags;
   for (const l of lines) {
-    for (const part of l ? splitText(l, max) : []) {
+    const split = l ? splitText(l, max - 4) : [];
+    for (const [k, piece] of split.entries()) {
+      const part = k < split.length - 1 ? piece + ' …' : piece;
       send('PRIVMSG', [target, opts.action ? '\x01ACTION ' + part + '\x01' : part], t);
       if (!echo) addMsg(c, mkMsg(opts.action ? 'action' : 'privmsg', S.nick, part, t || {}));
       t = null;
@@ -1175,10 +1295,19 @@ function toggleReaction(m, emoji) {
   const who = m.reactions.get(emoji);
   sendReaction(m, emoji, !(who && who.has(fold(S.nick))));
 }
+// Deleting works for your own messages (in a direct conversation only with an account: the
+// server keeps no record of a guest's) and for anyone's in a room you run.
+function mayDelete(m, c) {
+  if (!c || !m || !m.msgid || !S.caps.has('draft/message-redaction')) return false;
+  if (c.kind === 'channel') return m.self || amOp(c);
+  return m.self && S.loggedIn;
+}
 function deleteMsg(m) {
   const c = cur();
   if (!S.caps.has('draft/message-redaction')) return localLine('This server does not support deleting messages.', 'error');
-  if (c && m.msgid) send('REDACT', [c.name, m.msgid]);
+  if (!mayDelete(m, c)) return localLine(c && c.kind === 'dm' && m.self ? 'Messages in a direct conversation can be deleted with an account only.' : 'Only your own messages can be deleted here.', 'error');
+  if (!window.confirm('Delete ' + (m.self ? 'your' : m.nick + '\'s') + ' message "' + firstWords(m.text, 40) + '"? Everyone will see it was deleted.')) return;
+  send('REDACT', [c.name, m.msgid]);
 }
 function startReply(m) {
   if (!m || !m.msgid) return localLine('That message cannot be replied to.', 'error');
@@ -1272,6 +1401,9 @@ const COMMANDS = {
     localLine('Commands (//text sends "/text" as it is):');
     for (const [name, [args, help]] of Object.entries(COMMANDS)) localLine('/' + name + (args ? ' ' + args : '') + ' — ' + help);
     localLine('Keys: Alt+Up/Down switch conversation · Tab completes a nickname · Escape cancels a reply · in the messages, Up/Down pick one: r replies, e reacts, d deletes.');
+    localLine(S.filehost ? 'Files: the 📎 button beside the input, or drop a file on the conversation: it is kept by the host and its link sent here (images show a preview).'
+      : 'Files: this server keeps no files, so the 📎 button is not shown.');
+    localLine('Settings (theme, notifications, typing, compact lines, nickname colours, time): the ⚙ button at the top.');
   }],
 };
 const ALIASES = { j: 'join', leave: 'part', q: 'query', raw: 'quote', exit: 'quit', m: 'msg' };
@@ -1411,6 +1543,7 @@ function renderSidebar() {
   const c = cur();
   document.title = (total ? '(' + total + (mentions ? '!' : '') + ') ' : '') + (c ? (c.kind === 'server' ? S.info.name : c.name) + ' — ' : '') + (S.network || 'chat-tui');
   $('menu-badge').textContent = total ? ' ' + total : '';
+  renderBadge(!!mentions);
   $('menu-button').setAttribute('aria-label', 'Rooms and people' + (total ? ', ' + total + ' unread' : ''));
 }
 
@@ -1489,7 +1622,7 @@ function renderStatus() {
   tls.className = wsSecure() ? 'secure' : 'insecure';
   tls.title = wsSecure() && S.info.fingerprint ? 'Certificate SHA-256: ' + S.info.fingerprint : '';
   $('status-target').textContent = conv ? 'Enter sends to ' + c.name : 'pick a conversation';
-  const ty = c ? [...c.typing.values()].filter((t) => t.state === 'active').map((t) => t.nick) : [];
+  const ty = c && prefs.typing ? [...c.typing.values()].filter((t) => t.state === 'active').map((t) => t.nick) : [];
   $('typing').textContent = !ty.length ? '' : ty.length === 1 ? ty[0] + ' is typing…'
     : ty.length === 2 ? ty[0] + ' and ' + ty[1] + ' are typing…' : 'several people are typing…';
   $('file-button').hidden = !S.filehost;
@@ -1681,6 +1814,36 @@ main.addEventListener('dragover', (e) => { if (hasFiles(e)) { e.preventDefault()
 main.addEventListener('dragleave', () => { if (--dragDepth <= 0) dropping(false); });
 main.addEventListener('drop', (e) => { if (hasFiles(e)) { e.preventDefault(); dropping(false); [...e.dataTransfer.files].forEach(upload); } });
 
+// ---------- settings ----------
+const settingsBox = $('settings');
+function renderNotifyState() {
+  $('notify-state').textContent = !notifiable() ? 'This browser has no notifications.'
+    : Notification.permission === 'denied' ? 'The browser blocks notifications for this page: allow them in its site settings.'
+      : Notification.permission === 'granted' ? 'The browser allows them.' : 'The browser will ask the first time one would show.';
+}
+$('settings-button').addEventListener('click', () => {
+  $('set-theme').value = prefs.theme;
+  $('set-notify').checked = !!prefs.notify;
+  $('set-typing').checked = !!prefs.typing;
+  $('set-compact').checked = !!prefs.compact;
+  $('set-colors').checked = !!prefs.colors;
+  $('set-clock').value = prefs.clock;
+  renderNotifyState();
+  settingsBox.showModal();
+});
+$('settings-form').addEventListener('change', () => {
+  Object.assign(prefs, { theme: $('set-theme').value, notify: $('set-notify').checked, typing: $('set-typing').checked,
+    compact: $('set-compact').checked, colors: $('set-colors').checked, clock: $('set-clock').value });
+  try { localStorage.setItem('chat-tui.settings', JSON.stringify(prefs)); } catch (e) { /* storage off: for this page only */ }
+  applyPrefs();
+  if (prefs.notify && notifiable() && Notification.permission === 'default') Notification.requestPermission().then(() => { renderNotifyState(); subscribePush(); });
+  if (!prefs.typing) sendTyping('done');
+  for (const c of S.convs.values()) for (const m of c.msgs) m.el = null; // times and colours drawn again
+  renderMessages('keep');
+  renderAll();
+});
+settingsBox.addEventListener('close', () => input.focus());
+
 // ---------- login ----------
 function showLogin(error) {
   $('login-view').hidden = false;
@@ -1712,6 +1875,7 @@ function renderTLS() {
     note.append(fp);
   } else note.append(h('strong', null, 'Encrypted'), ' (TLS).');
   $('account').disabled = $('password').disabled = !allowed;
+  $('create-line').hidden = !allowed || S.info.registration === false;
   $('account-note').textContent = allowed ? 'With an account, your history, direct messages and read positions follow you to every window.'
     : 'Account login needs an encrypted (https) connection.';
   $('server-line').textContent = 'Join ' + (i.room || 'the chat') + ' on ' + (i.network || i.name);
@@ -1719,14 +1883,18 @@ function renderTLS() {
 $('login').addEventListener('submit', (e) => {
   e.preventDefault();
   const guest = e.submitter && e.submitter.id === 'guest', nick = $('nick').value.trim(), err = $('login-error');
-  const account = guest ? '' : $('account').value.trim(), password = $('password').value;
+  const creating = e.submitter && e.submitter.id === 'create-account';
+  const account = guest || creating ? '' : $('account').value.trim(), password = $('password').value;
   const problem = !nick ? ['Type a nickname first.', 'nick']
+    : creating && !accountsAllowed() ? ['Making an account needs an encrypted (https) connection.', 'guest']
+    : creating && password.length < 8 ? ['Choose a password of at least 8 characters for the new account (its name is your nickname).', 'password']
     : /[\s,*?!@:]/.test(nick) || /^[0-9#&-]/.test(nick) ? ['A nickname has no spaces, none of , * ? ! @ : and does not start with a digit, - or #.', 'nick']
       : account && !accountsAllowed() ? ['Account login needs an encrypted (https) connection; join as a guest here.', 'guest']
         : account && !password ? ['Type the password for ' + account + ', or join as a guest.', 'password']
-          : !account && password && !guest ? ['Type the account name too, or join as a guest.', 'account'] : null;
+          : !account && password && !guest && !creating ? ['Type the account name too, or join as a guest.', 'account'] : null;
   if (problem) { err.textContent = problem[0]; $(problem[1]).focus(); return; }
   S.creds = account ? { account, password } : null;
+  S.creating = creating ? { account: nick, password } : null;
   try { localStorage.setItem('chat-tui.nick', nick); if (account) localStorage.setItem('chat-tui.account', account); } catch (x) { /* storage off */ }
   Object.assign(S, { wantNick: nick, userQuit: false, attempt: 0 });
   err.textContent = 'Connecting…';
@@ -1764,6 +1932,7 @@ fetch('/info.json', { cache: 'no-store' }).then((r) => (r.ok ? r.json() : null))
   try { same = new URL(wsURL()).host === location.host; } catch (e) { same = false; }
   const str = (v) => (typeof v === 'string' ? v : null);
   S.info = { name: str(info.name) || location.hostname, network: str(info.network) || '', room: str(info.room),
+    registration: typeof info.registration === 'boolean' ? info.registration : null,
     fingerprint: same ? str(info.fingerprint) : null, selfSigned: same && !!info.selfSigned };
   renderTLS();
 });
