@@ -12,6 +12,8 @@
 #include <openssl/ec.h>
 #include <openssl/rand.h>
 #include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
@@ -203,6 +205,134 @@ static inline int chat_tls_verified(SSL *ssl, char *out, size_t length) {
     if (result == X509_V_OK) return 1;
     snprintf(out, length, "%s", X509_verify_cert_error_string(result));
     return 0;
+}
+
+// ---------- P-256 and AES-128-GCM for Web Push (RFC 8291 encryption, RFC 8292 VAPID) ----------
+// Keys cross into Swift as bytes only: a private key as its 32-byte scalar, a public key as its
+// 65-byte uncompressed point; each call makes the EVP_PKEY it needs and frees it.
+
+/// A key pair from its private scalar (and public point, when known; computed otherwise).
+static inline EVP_PKEY *chat_p256_key(const unsigned char *scalar, const unsigned char *point) {
+    EVP_PKEY *key = NULL;
+    BIGNUM *priv = scalar ? BN_bin2bn(scalar, 32, NULL) : NULL;
+    unsigned char computed[65];
+    if (scalar && !point) {
+        EC_GROUP *group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1);
+        EC_POINT *pub = group ? EC_POINT_new(group) : NULL;
+        int ok = pub && EC_POINT_mul(group, pub, priv, NULL, NULL, NULL) == 1
+            && EC_POINT_point2oct(group, pub, POINT_CONVERSION_UNCOMPRESSED, computed, 65, NULL) == 65;
+        EC_POINT_free(pub);
+        EC_GROUP_free(group);
+        if (!ok) { BN_free(priv); return NULL; }
+        point = computed;
+    }
+    OSSL_PARAM_BLD *build = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (build && context
+        && OSSL_PARAM_BLD_push_utf8_string(build, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1
+        && OSSL_PARAM_BLD_push_octet_string(build, OSSL_PKEY_PARAM_PUB_KEY, point, 65) == 1
+        && (!priv || OSSL_PARAM_BLD_push_BN(build, OSSL_PKEY_PARAM_PRIV_KEY, priv) == 1)
+        && (params = OSSL_PARAM_BLD_to_param(build)) != NULL
+        && EVP_PKEY_fromdata_init(context) == 1) {
+        if (EVP_PKEY_fromdata(context, &key, priv ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params) != 1) key = NULL;
+    }
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(build);
+    EVP_PKEY_CTX_free(context);
+    BN_clear_free(priv);
+    return key;
+}
+
+/// A new key pair: its scalar and point. Returns 1 on success.
+static inline int chat_p256_generate(unsigned char *scalar, unsigned char *point) {
+    EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "prime256v1");
+    if (!key) return 0;
+    BIGNUM *priv = NULL;
+    size_t size = 0;
+    int ok = EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_PRIV_KEY, &priv) == 1 && BN_bn2binpad(priv, scalar, 32) == 32
+        && EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, point, 65, &size) == 1 && size == 65;
+    BN_clear_free(priv);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+/// The public point of a private scalar. Returns 1 on success.
+static inline int chat_p256_public(const unsigned char *scalar, unsigned char *point) {
+    EVP_PKEY *key = chat_p256_key(scalar, NULL);
+    size_t size = 0;
+    int ok = key && EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_PUB_KEY, point, 65, &size) == 1 && size == 65;
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+/// ECDH: the 32-byte shared secret of our key pair and a peer's point (checked to be on the curve).
+static inline int chat_p256_ecdh(const unsigned char *scalar, const unsigned char *point, const unsigned char *peerPoint, unsigned char *secret) {
+    EVP_PKEY *mine = chat_p256_key(scalar, point), *peer = chat_p256_key(NULL, peerPoint);
+    EVP_PKEY_CTX *context = mine ? EVP_PKEY_CTX_new_from_pkey(NULL, mine, NULL) : NULL;
+    size_t size = 32;
+    int ok = peer && context && EVP_PKEY_derive_init(context) == 1 && EVP_PKEY_derive_set_peer(context, peer) == 1
+        && EVP_PKEY_derive(context, secret, &size) == 1 && size == 32;
+    EVP_PKEY_CTX_free(context);
+    EVP_PKEY_free(mine);
+    EVP_PKEY_free(peer);
+    return ok;
+}
+
+/// ECDSA with SHA-256 (ES256): the signature as JWS wants it, r and s of 32 bytes each.
+static inline int chat_p256_sign(const unsigned char *scalar, const unsigned char *message, size_t length, unsigned char *signature) {
+    EVP_PKEY *key = chat_p256_key(scalar, NULL);
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    unsigned char der[80];
+    size_t size = sizeof der;
+    int ok = key && context && EVP_DigestSignInit_ex(context, NULL, "SHA256", NULL, NULL, key, NULL) == 1
+        && EVP_DigestSign(context, der, &size, message, length) == 1;
+    if (ok) {
+        const unsigned char *cursor = der;
+        ECDSA_SIG *parsed = d2i_ECDSA_SIG(NULL, &cursor, (long)size);
+        ok = parsed && BN_bn2binpad(ECDSA_SIG_get0_r(parsed), signature, 32) == 32 && BN_bn2binpad(ECDSA_SIG_get0_s(parsed), signature + 32, 32) == 32;
+        ECDSA_SIG_free(parsed);
+    }
+    EVP_MD_CTX_free(context);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+/// Checks an ES256 signature (r || s) with a public point. Returns 1 when it verifies.
+static inline int chat_p256_verify(const unsigned char *point, const unsigned char *message, size_t length, const unsigned char *signature) {
+    EVP_PKEY *key = chat_p256_key(NULL, point);
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    ECDSA_SIG *parsed = ECDSA_SIG_new();
+    BIGNUM *r = BN_bin2bn(signature, 32, NULL), *s = BN_bin2bn(signature + 32, 32, NULL);
+    unsigned char *der = NULL;
+    int ok = 0, size = 0;
+    if (key && context && parsed && r && s && ECDSA_SIG_set0(parsed, r, s) == 1) {
+        r = s = NULL; // owned by the signature now
+        size = i2d_ECDSA_SIG(parsed, &der);
+        ok = size > 0 && EVP_DigestVerifyInit_ex(context, NULL, "SHA256", NULL, NULL, key, NULL) == 1
+            && EVP_DigestVerify(context, der, (size_t)size, message, length) == 1;
+    }
+    BN_free(r);
+    BN_free(s);
+    OPENSSL_free(der);
+    ECDSA_SIG_free(parsed);
+    EVP_MD_CTX_free(context);
+    EVP_PKEY_free(key);
+    return ok;
+}
+
+/// AES-128-GCM: `length` bytes sealed into `out` (length + 16 bytes: the ciphertext, then the tag).
+static inline int chat_aes128gcm_seal(const unsigned char *key, const unsigned char *nonce, const unsigned char *in, int length, unsigned char *out) {
+    EVP_CIPHER_CTX *context = EVP_CIPHER_CTX_new();
+    int written = 0, last = 0;
+    int ok = context && EVP_EncryptInit_ex(context, EVP_aes_128_gcm(), NULL, NULL, NULL) == 1
+        && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) == 1
+        && EVP_EncryptInit_ex(context, NULL, NULL, key, nonce) == 1
+        && EVP_EncryptUpdate(context, out, &written, in, length) == 1
+        && EVP_EncryptFinal_ex(context, out + written, &last) == 1
+        && EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, out + written + last) == 1;
+    EVP_CIPHER_CTX_free(context);
+    return ok;
 }
 
 #endif
