@@ -8,7 +8,7 @@ DEB_BUILD    := pkg-config libncurses-dev libsqlite3-dev libssl-dev
 # ...and what the tests and the benchmarks add: the peers and tools they run (make test).
 DEB_TEST     := ngircd inspircd irssi weechat-headless weechat-curses catgirl openssl tmux procps coreutils util-linux chromium chromium-driver sslscan groff-base man-db systemd
 # Python modules the interop tests use, with the PyPI package that provides each.
-PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium
+PY_MODULES   := irc:irc pytest:pytest websockets:websockets selenium:selenium cryptography:cryptography
 
 # Everything a test, soak, fuzz run or benchmark starts runs with a HOME, XDG folders and TMPDIR
 # of its own (scripts/isolated.sh), never the user's own chat-tui history, config or pins.

@@ -335,4 +335,58 @@ static inline int chat_aes128gcm_seal(const unsigned char *key, const unsigned c
     return ok;
 }
 
+// ---------- HTTPS requests from the server (Web Push) ----------
+
+/// A client context that verifies: the system's trust store (SSL_CERT_FILE and SSL_CERT_DIR
+/// honoured), TLS 1.2 and later, the peer's chain checked during the handshake.
+static inline SSL_CTX *chat_https_context(void) {
+    SSL_CTX *context = SSL_CTX_new(TLS_client_method());
+    if (!context) return NULL;
+    SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION);
+    SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_default_verify_paths(context);
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
+    return context;
+}
+
+/// One request on a connected blocking socket (its timeouts set by the caller): the handshake
+/// with `host` checked against the certificate (a name, or an IP address), `request` written
+/// whole, then the answer read until its head is complete or `answerLength` - 1 bytes came.
+/// Returns the bytes read into `answer` (NUL-terminated), or -1 with the reason in `error`.
+static inline int chat_https_exchange(SSL_CTX *context, int fd, const char *host, int hostIsAddress,
+                                      const unsigned char *request, size_t length, char *answer, size_t answerLength,
+                                      char *error, size_t errorLength) {
+    SSL *ssl = SSL_new(context);
+    if (!ssl) { chat_tls_last_error(error, errorLength); return -1; }
+    int ok = SSL_set_fd(ssl, fd) == 1;
+    if (ok && hostIsAddress) ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1;
+    if (ok && !hostIsAddress) ok = SSL_set1_host(ssl, host) == 1 && SSL_set_tlsext_host_name(ssl, host) == 1;
+    if (!ok || SSL_connect(ssl) != 1) {
+        long verify = SSL_get_verify_result(ssl);
+        if (verify != X509_V_OK) snprintf(error, errorLength, "certificate not trusted: %s", X509_verify_cert_error_string(verify));
+        else chat_tls_last_error(error, errorLength);
+        SSL_free(ssl);
+        return -1;
+    }
+    size_t sent = 0;
+    while (sent < length) {
+        int n = SSL_write(ssl, request + sent, (int)(length - sent));
+        if (n <= 0) { chat_tls_last_error(error, errorLength); SSL_free(ssl); return -1; }
+        sent += (size_t)n;
+    }
+    size_t got = 0;
+    while (got + 1 < answerLength) {
+        int n = SSL_read(ssl, answer + got, (int)(answerLength - 1 - got));
+        if (n <= 0) break;
+        got += (size_t)n;
+        answer[got] = 0;
+        if (strstr(answer, "\r\n\r\n")) break;
+    }
+    answer[got] = 0;
+    SSL_shutdown(ssl);
+    SSL_free(ssl);
+    if (got == 0) { snprintf(error, errorLength, "no answer"); return -1; }
+    return (int)got;
+}
+
 #endif

@@ -73,6 +73,7 @@ extension ServerState {
         case .accountRegistration: return hasAccounts && config.accountRegistration
         case .chathistory, .eventPlayback, .readMarker: return history != nil
         case .persistence: return hasAccounts && config.alwaysOn != .off
+        case .webpush, .sojuWebpush: return webPushOn
         default: return true
         }
     }

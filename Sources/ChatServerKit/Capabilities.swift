@@ -32,8 +32,11 @@ public enum Capability: String, CaseIterable, Sendable {
     case setname
     case standardReplies = "standard-replies"
     case userhostInNames = "userhost-in-names"
+    /// Push notifications to an account's browsers and phones (WebPush.swift); soju's name too.
+    case webpush = "draft/webpush"
+    case sojuWebpush = "soju.im/webpush"
 
-    var bit: UInt32 { 1 << UInt32(Capability.allCases.firstIndex(of: self)!) }
+    var bit: UInt64 { 1 << UInt64(Capability.allCases.firstIndex(of: self)!) }
 
     /// The value shown after `=` in `CAP LS 302`, if any.
     func value(_ config: ServerConfig) -> String? {
@@ -50,7 +53,7 @@ public enum Capability: String, CaseIterable, Sendable {
 
 /// A set of capabilities in one word, cheap to copy for every recipient of a fan-out.
 public struct CapabilitySet: Sendable, Equatable {
-    var bits: UInt32 = 0
+    var bits: UInt64 = 0
 
     public init() {}
 

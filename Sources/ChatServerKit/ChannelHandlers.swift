@@ -466,6 +466,7 @@ extension ServerState {
         if let away = target.away { reply(session, .away, targetNick, away) }
         let invite = IRCMessage(tags: accountTags(request.user), source: request.user.prefix, command: "INVITE", params: [targetNick, channel.name])
         deliver(invite, to: CollectionOfOne(target.id), now: request.now)
+        pushIfAway(target, invite, stamp: nil, now: request.now)
         // Nobody connected as them (always-on): kept for the next session that arrives.
         if target.alwaysOn, !target.sessions.contains(where: \.registered) {
             if target.missedInvites.count >= Self.missedInvitesLimit { target.missedInvites.removeFirst() }

@@ -50,6 +50,7 @@ extension ServerState {
         "AWAY": ServerCommand(0, beforeRegistration: true) { $0.handleAway($1) },
         "CHATHISTORY": ServerCommand(1) { $0.handleChathistory($1) },
         "MARKREAD": ServerCommand(0) { $0.handleMarkread($1) },
+        "WEBPUSH": ServerCommand(1) { $0.handleWebPush($1) },
         // Queries
         "WHO": ServerCommand(0) { $0.handleWho($1) },
         "WHOIS": ServerCommand(1) { $0.handleWhois($1) },

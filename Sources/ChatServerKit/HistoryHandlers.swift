@@ -441,6 +441,8 @@ extension ServerState {
         if before != now {
             cache.accountMarkers[account, default: [:]][target] = now
             outbox.items.append(.setMarker(account: account, target: target, time: now))
+            // Read on one device: its notifications elsewhere can go.
+            pushDismissal(account: account, target: name, marker: Self.markerText(now), now: request.now)
             // (One user per account with multiclient; without, any number of them.)
             let holders = config.multiclient ? people.byAccount[account].map { [$0] } ?? []
                 : people.users.values.filter { $0.account.map(AccountStore.key) == account }

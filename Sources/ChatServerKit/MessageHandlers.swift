@@ -76,6 +76,8 @@ extension ServerState {
                 // The sender's other sessions get it whatever they asked for (multiclient).
                 deliver(message, toRoom: key, leaving: echo ? nil : session.connection, now: request.now, onlyWith: onlyTagged, stamp: stamp)
                 linkRoomMessage(message, from: sender, room: key, stamp: stamp)
+                // Someone it names who is kept present with no session connected: a push.
+                if command == "PRIVMSG", !pushBook.subscriptions.isEmpty { pushMentions(message, roomKey: key, sender: sender, stamp: stamp, now: request.now) }
                 // An outsider's echo (a room without +n): the same event, not stored twice.
                 if echo && !roomBook.membership.isMember(sender.id, of: key) {
                     deliver(message, toUsers: [sender], now: request.now, onlyWith: onlyTagged, storable: false, stamp: stamp)
@@ -95,6 +97,7 @@ extension ServerState {
                     deliver(message, toUsers: [target, sender], now: request.now, onlyWith: onlyTagged,
                             skipping: echo ? nil : session.connection, stamp: stamp, history: directEntry(sender, target).map { [$0] } ?? [])
                     if target.remote != nil { linkDirectMessage(message, from: sender, to: target, stamp: stamp) }
+                    if command != "TAGMSG" { pushIfAway(target, message, stamp: stamp, now: request.now) }
                 }
                 if command == "PRIVMSG", target !== sender, let away = target.away {
                     reply(session, .away, targetNick, away)
@@ -139,7 +142,7 @@ extension ServerState {
         // (A sender with other sessions: they get a copy, which `relay` makes.)
         guard sender.sessions.count == 1, line[plain.target.lowerBound] != UInt8(ascii: "#"),
               let (target, header) = directTarget(line[plain.target], notice: plain.isNotice, of: session), target !== sender,
-              target.remote == nil,
+              target.remote == nil, pushListener(target) == nil,
               plain.isNotice || target.away == nil, !historyEnabled || directEntry(sender, target) == nil else { return false }
         sender.lastSpoke = now
         // What `stamp(_:now:)` gives: a PRIVMSG or NOTICE always has a msgid (no string compare).

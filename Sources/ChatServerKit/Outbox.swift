@@ -112,6 +112,8 @@ public struct Outbox: Sendable {
         case setMarker(account: String, target: String, time: Int64)
         /// Work for the store worker; the answer goes to `ServerState.storeAnswered`.
         case store(StoreJob)
+        /// A Web Push POST for the push workers (WebPush.swift); answered by `webPushAnswered`.
+        case webPush(PushJob)
     }
 
     public var items: [Item] = []

@@ -343,6 +343,7 @@ extension ServerState {
         }
         if now - people.expiryCheckedAt >= 60 {
             people.expiryCheckedAt = now
+            expireWebPush(now: now)
             // Connected devices have seen what was said until now: a crash loses a minute of
             // that at most (a device shown a line twice, never one missed).
             markConnectedDevicesSeen(now: now)

@@ -130,6 +130,9 @@ public struct ServerConfig: Sendable {
     public var sts: (port: Int, duration: Int)?
     /// When the server started, seconds since 1970, for 003.
     public var createdAt: Double = 0
+    /// Web Push to accounts' browsers and phones (WebPush.swift): the VAPID key and who runs the
+    /// server; nil turns it off (the start sets it when there are accounts).
+    public var webPush: WebPushSettings?
     /// draft/account-registration: users may make accounts with REGISTER (`--registration open|closed`).
     public var accountRegistration = true
     /// What happens to someone using an account's name without logging in to it.

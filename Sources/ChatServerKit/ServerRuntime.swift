@@ -231,6 +231,10 @@ final class ServerRuntime {
     private var lastTrim = 0
     private var eventsThisTick = 0
     private let passwords: Worker<PasswordCheck, PasswordOutcome>
+    /// Web Push POSTs (WebPush.swift): a few threads, so one slow push service does not hold up
+    /// the rest; taken round the table. Empty when the server sends no pushes.
+    private let pushWorkers: [Worker<PushJob, PushDelivery>]
+    private var nextPushWorker = 0
     /// The store worker: the account database's reads and writes while the server runs (`StoreJob`).
     private let store: Worker<StoreJob, StoreOutcome>?
     private let accounts: AccountStore?
@@ -284,6 +288,16 @@ final class ServerRuntime {
         self.fileHost = fileHost
         self.logger = logger
         passwords = Worker(name: "chat-tui passwords", wakeup: control.wakeup) { $0.run() }
+        if let settings = state.config.webPush, accounts != nil, let sender = PushSender() {
+            pushWorkers = (0..<4).map { _ in
+                Worker(name: "chat-tui web push", wakeup: control.wakeup) { job in
+                    guard let (endpoint, headers, body) = job.request(settings, now: WallClock.now()) else { return .failed("the subscription's keys are unusable") }
+                    return sender.post(endpoint, headers: headers, body: body, allowPrivate: settings.allowPrivate)
+                }
+            }
+        } else {
+            pushWorkers = []
+        }
         self.accounts = accounts
         store = accounts.map { accounts in
             let box = AccountsBox(accounts)
@@ -355,6 +369,12 @@ final class ServerRuntime {
                         // Its next lines waited for this answer.
                         drain(connection)
                     }
+                }
+            }
+            for worker in pushWorkers {
+                for (job, result) in worker.takeResults() {
+                    state.webPushAnswered(job, result, now: WallClock.now())
+                    apply()
                 }
             }
             for (check, outcome) in passwords.takeResults() {
@@ -934,6 +954,13 @@ final class ServerRuntime {
                     } else {
                         store?.submit(job)
                     }
+                case .webPush(let job):
+                    if pushWorkers.isEmpty {
+                        state.webPushAnswered(job, .failed("no push workers"), now: WallClock.now())
+                    } else {
+                        pushWorkers[nextPushWorker % pushWorkers.count].submit(job)
+                        nextPushWorker &+= 1
+                    }
                 case .forgetRow(let target, let msgid):
                     historyWriter?.forget(target: target, msgid: msgid)
                 case .renameHistory(let old, let new):
@@ -1228,6 +1255,7 @@ final class ServerRuntime {
         connections = ConnectionTable()
         for fd in listeners { close(fd) }
         passwords.stop()
+        for worker in pushWorkers { worker.stop() }
         historyReader?.stop()
         historyWriter?.stop()
         logger("server stopped")

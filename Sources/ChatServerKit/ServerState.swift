@@ -11,6 +11,8 @@ public struct ServerState {
     var people = People()
     var roomBook = RoomBook()
     var accountBook = AccountBook()
+    /// Web Push subscriptions (WebPush.swift).
+    var pushBook = PushBook()
     var cache = HistoryCache()
     var net = LinkedNetwork()
     var gate = Admission()
@@ -54,6 +56,8 @@ public struct ServerState {
         targetLimits = config.targetLimits
         var tokens = config.isupport
         if history != nil { tokens += [("CHATHISTORY", String(config.chathistoryLimit)), ("MSGREFTYPES", "msgid,timestamp")] }
+        // draft/webpush: the key the server signs pushes with, for the client's subscription.
+        if accounts != nil, let push = config.webPush { tokens += [("VAPID", Base64URL.encode(push.key.publicKey))] }
         isupportTokens = tokens.sorted { $0.0 < $1.0 }.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }
         var reserved: [String: String] = [:]
         for name in config.reservedNicks {
@@ -75,6 +79,7 @@ public struct ServerState {
         }
         loadSavedRooms(accounts?.database)
         loadPresence(accounts?.database)
+        loadWebPush(accounts?.database)
     }
 
 

@@ -15,6 +15,8 @@ public enum StoreJob: Sendable, Equatable {
     case saveRooms(RoomChanges)
     /// Accounts' presence records that changed (Presence.swift).
     case savePresence([PresenceStore.Change])
+    /// Accounts' Web Push subscriptions that changed (WebPush.swift).
+    case saveWebPush([WebPushStore.Change])
 
     /// The work itself, on the worker's thread (inline in tests).
     public func run(on accounts: AccountStore) -> StoreOutcome {
@@ -47,6 +49,13 @@ public enum StoreJob: Sendable, Equatable {
             } catch {
                 return .presenceSaved(failure: error.description)
             }
+        case .saveWebPush(let changes):
+            do {
+                try WebPushStore(database: accounts.database).apply(changes)
+                return .webPushSaved(failure: nil)
+            } catch {
+                return .webPushSaved(failure: error.description)
+            }
         }
     }
 }
@@ -59,6 +68,7 @@ public enum StoreOutcome: Sendable, Equatable {
     case added(AccountStore.Problem?, version: Int64?)
     case roomsSaved(failure: String?)
     case presenceSaved(failure: String?)
+    case webPushSaved(failure: String?)
 }
 
 extension ServerState {
@@ -118,6 +128,8 @@ extension ServerState {
             roomsSaved(changes, failure: failure)
         case (.savePresence(let changes), .presenceSaved(let failure)):
             presenceSaved(changes, failure: failure)
+        case (.saveWebPush(let changes), .webPushSaved(let failure)):
+            webPushSaved(changes, failure: failure)
         default:
             break
         }

@@ -92,6 +92,9 @@ struct Arguments {
     var multiclient = true
     var alwaysOn = AlwaysOnPolicy.optOut
     var alwaysOnExpireDays = 30.0
+    /// Web Push: endpoints on private addresses allowed (tests), and who runs the server.
+    var webPushAllowPrivate = false
+    var webPushSubject: String?
     /// Linking with other servers (`--sid`, `--link-port`, `--link`, `--link-password`,
     /// `--link-fingerprint`, `--link-tls`): the blocks are completed by `linkSettings`.
     var sid: String?
@@ -377,6 +380,11 @@ struct Arguments {
             guard let days = Double(v), days > 0 else { throw Problem(description: "--always-on-expire wants a number of days") }
             a.alwaysOnExpireDays = days
         },
+        Flag(name: "webpush-subject", value: "mailto:ADDRESS|https://URL", scope: .hosting, help: "Web Push: how push services reach whoever runs this server (default mailto:webpush@ the server's name)") { a, v throws(Problem) in
+            guard v.hasPrefix("mailto:") || v.hasPrefix("https://") else { throw Problem(description: "--webpush-subject wants a mailto: or https: address, not \"\(v)\"") }
+            a.webPushSubject = v
+        },
+        Flag(name: "webpush-allow-private", value: nil, scope: .hosting, help: "Web Push: also send to push services on loopback, private and link-local addresses (a local push service; tests)") { a, _ in a.webPushAllowPrivate = true },
         Flag(name: "sid", value: "XYZ", scope: .hosting, help: "linking: this server's ID, a digit and two of A-Z, 0-9 (default: made from --name)") { a, v throws(Problem) in
             guard LinkIDs.isValidSID(v) else { throw Problem(description: "--sid wants a digit and two of A-Z and 0-9, such as 0AB, not \"\(v)\"") }
             a.sid = v
@@ -562,7 +570,7 @@ struct Arguments {
     /// the lines above the first section are the defaults for every network.
     static func parseConfig(_ text: String, path: String) throws(Problem) -> ConfigFile {
         var file = ConfigFile()
-        let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback", "no-logs"]
+        let bare: Set<String> = ["lines", "headless", "serve", "sasl-plain-insecure", "limit-loopback", "no-logs", "webpush-allow-private"]
         var section: (kind: String, name: String, line: Int, settings: [(key: String, value: String)])?
         func finish() throws(Problem) {
             guard let open = section else { return }

@@ -147,6 +147,21 @@ func dataDirectory(_ arguments: Arguments) -> String {
 }
 
 /// The account database in the data directory (made on first start; only we may read it).
+/// The VAPID key in `path` (its private scalar, base64url), made there when there is none; nil
+/// (and Web Push off, said in the log) when it can be neither read nor made.
+func vapidKey(_ path: String) -> P256KeyPair? {
+    if let text = Files.readText(path) {
+        guard let key = Base64URL.decode(String(text.filter { !$0.isWhitespace })).flatMap(P256KeyPair.init(privateKey:)) else {
+            writeLine("\(path) is not a VAPID key: Web Push is off (remove it to make a new one; browsers then subscribe again)", to: 2)
+            return nil
+        }
+        return key
+    }
+    guard let key = P256KeyPair.generate() else { return nil }
+    do { try Files.writeAtomically(path, Array(Base64URL.encode(key.privateKey).utf8), mode: 0o600) } catch { return nil }
+    return key
+}
+
 func openAccounts(_ arguments: Arguments) -> AccountStore {
     let path = dataDirectory(arguments) + "/server.db"
     let previous = umask(0o077)
@@ -323,6 +338,11 @@ func runServer(_ arguments: Arguments) async -> Never {
         fail("the data directory \(dataDirectory(arguments)) cannot be written (\(problem)): \(remedy) first")
     }
     let accounts = openAccounts(arguments)
+    // Web Push: the server's VAPID key, made once and kept beside the accounts (0600).
+    if let key = vapidKey(dataDirectory(arguments) + "/vapid.key") {
+        config.webPush = WebPushSettings(key: key, subject: arguments.webPushSubject ?? "mailto:webpush@" + config.name,
+                                         allowPrivate: arguments.webPushAllowPrivate)
+    }
     if let path = arguments.motdPath {
         guard let text = Files.readText(path) else { fail("cannot read the MOTD file \(path)") }
         // Every line end is a separator (CR LF, LF, a lone CR): no CR is left inside a line.

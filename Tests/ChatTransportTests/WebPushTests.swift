@@ -53,3 +53,36 @@ struct WebPushTests {
         #expect(Base64URL.decode("+/8") == nil)
     }
 }
+
+@Suite("Web Push endpoints and the addresses a push may go to")
+struct PushEndpointTests {
+    @Test("an endpoint is a plain https URL: host, port, path and the VAPID audience read from it")
+    func endpoints() throws {
+        let e = try #require(PushEndpoint("https://fcm.googleapis.com/fcm/send/abc:def"))
+        #expect(e.host == "fcm.googleapis.com" && e.port == 443 && e.path == "/fcm/send/abc:def" && e.origin == "https://fcm.googleapis.com")
+        let local = try #require(PushEndpoint("https://127.0.0.1:8443/sub?x=1"))
+        #expect(local.port == 8443 && local.path == "/sub?x=1" && local.origin == "https://127.0.0.1:8443")
+        let v6 = try #require(PushEndpoint("https://[2001:db8::1]:9000/p"))
+        #expect(v6.host == "2001:db8::1" && v6.origin == "https://[2001:db8::1]:9000")
+        for bad in ["http://push.example/x", "https://user@push.example/x", "https://push.example/a b", "https://:443/x",
+                    "https://push.example:0/x", "https://push.example/x#frag", "https://" + String(repeating: "a", count: 2100)] {
+            #expect(PushEndpoint(bad) == nil, "\(bad.prefix(40))")
+        }
+    }
+
+    @Test("public addresses only: loopback, private, shared, link-local, unique-local and mapped ones are not")
+    func addresses() {
+        func v4(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) -> Bool { NetworkAddress.isPublicIPv4(UInt32(a) << 24 | UInt32(b) << 16 | UInt32(c) << 8 | UInt32(d)) }
+        #expect(v4(8, 8, 8, 8) && v4(142, 250, 1, 1))
+        #expect(!v4(127, 0, 0, 1) && !v4(10, 1, 2, 3) && !v4(172, 16, 0, 1) && !v4(172, 31, 255, 255) && !v4(192, 168, 1, 1))
+        #expect(!v4(169, 254, 169, 254) && !v4(100, 64, 0, 1) && !v4(0, 0, 0, 0) && !v4(224, 0, 0, 1) && !v4(198, 18, 0, 1))
+        #expect(v4(172, 32, 0, 1), "just past 172.16/12")
+        func v6(_ bytes: [UInt8]) -> Bool { NetworkAddress.isPublicIPv6(bytes) }
+        let zero = [UInt8](repeating: 0, count: 16)
+        #expect(!v6(zero) && !v6(Array(zero.dropLast()) + [1]))
+        #expect(!v6([0xFE, 0x80] + zero.dropFirst(2)) && !v6([0xFD, 0x12] + zero.dropFirst(2)) && !v6([0xFF, 0x02] + zero.dropFirst(2)))
+        #expect(v6([0x20, 0x01, 0x48, 0x60] + zero.dropFirst(4)))
+        #expect(!v6(zero.prefix(10) + [0xFF, 0xFF, 127, 0, 0, 1]), "IPv4-mapped loopback")
+        #expect(NetworkAddress.isLiteral("127.0.0.1") && NetworkAddress.isLiteral("::1") && !NetworkAddress.isLiteral("push.example"))
+    }
+}

@@ -480,6 +480,12 @@ function afterWelcome() {
   }
   if (S.awayText) send('AWAY', [S.awayText]);
   sendHeld(null);
+  // Opened from a notification (`/#name`): that conversation.
+  if (location.hash.length > 1) {
+    const want = decodeURIComponent(location.hash.slice(1));
+    history.replaceState(null, '', location.pathname + location.search);
+    openNamed(want);
+  }
   setTimeout(() => { if (!S.current && S.registered) select(getConv('*', 'server')); }, 1500);
   schedule('all');
 }
@@ -1915,6 +1921,17 @@ if (resumeToken() && $('nick').value) {
   Object.assign(S, { creds: null, wantNick: $('nick').value, userQuit: false, attempt: 0 });
   $('login-error').textContent = 'Coming back as ' + $('nick').value + '…';
   connect();
+}
+// A notification clicked (the service worker's, or a window already open): its conversation;
+// a room not joined yet is taken when the join comes.
+function openNamed(name) {
+  if (!name) return;
+  if (!isChannel(name)) return openDM(name);
+  const c = findConv(name);
+  if (c && c.joined) select(c); else S.pendingSelect = fold(name);
+}
+if ('serviceWorker' in navigator) {
+  navigator.serviceWorker.addEventListener('message', (e) => { if (e.data && typeof e.data.open === 'string') openNamed(e.data.open); });
 }
 // The installable app: its service worker keeps the page for offline starts (and shows pushes).
 if ('serviceWorker' in navigator && window.isSecureContext) {
