@@ -323,3 +323,41 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     driver.switch_to.alert.accept()
     wait_until(lambda: long not in texts(driver), "the message deleted")
     bob.close()
+
+
+def test_an_uploaded_image_shows_as_a_thumbnail_the_page_draws(app, tmp_path):
+    """An image sent through the host's file button shows as a thumbnail drawn by the page from
+    the file (from the host only), at most 320×240; a click shows it whole; a file named .png
+    that is no image keeps its link and gets no thumbnail."""
+    from selenium.webdriver.common.by import By
+    driver = app.driver
+    driver.get(f"http://127.0.0.1:{app.web_port}/")
+    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form")
+    driver.find_element(By.ID, "nick").send_keys("pix")
+    driver.find_element(By.ID, "guest").click()
+    wait_until(lambda: not driver.find_element(By.ID, "file-button").get_attribute("hidden"), "the file button (FILEHOST offered)")
+    chooser = driver.find_element(By.ID, "file-input")
+    driver.execute_script("arguments[0].hidden = false", chooser)
+    page = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Sources", "ChatWeb", "Page")
+    image = tmp_path / "the icon.png"
+    image.write_bytes(open(os.path.join(page, "icon-512.png"), "rb").read())
+    chooser.send_keys(str(image))
+    thumb = wait_until(lambda: driver.find_element(By.CSS_SELECTOR, "#messages button.thumb img"), "the thumbnail")
+    size = wait_until(lambda: driver.execute_script("return arguments[0].complete && [arguments[0].naturalWidth, arguments[0].naturalHeight]", thumb),
+                      "the thumbnail decoded")
+    assert size == [240, 240], size
+    assert driver.execute_script("return arguments[0].src", thumb).startswith("blob:")
+    shoot(app, "thumbnail")
+    thumb.click()
+    whole = wait_until(lambda: driver.find_element(By.ID, "image-view") if driver.find_element(By.ID, "image-view").is_displayed() else None, "the image whole")
+    assert driver.execute_script("return document.getElementById('image-view-img').naturalWidth") == 512
+    shoot(app, "image-whole")
+    whole.find_element(By.CSS_SELECTOR, "button.close").click()
+
+    fake = tmp_path / "not really.png"
+    fake.write_bytes(b"this is text, not a picture" * 10)
+    chooser.send_keys(str(fake))
+    wait_until(lambda: any("not really.png" in a.text for a in driver.find_elements(By.CSS_SELECTOR, "#messages a.file-link")), "the second file's link")
+    # Its thumbnail's place is made hidden at once and dropped when the decode fails.
+    wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, "#messages button.thumb[hidden]"), "the failed thumbnail dropped")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#messages button.thumb")) == 1

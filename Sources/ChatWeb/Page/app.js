@@ -868,11 +868,55 @@ function linkEl(u, text, download) {
   return a;
 }
 // Server text into parent as text nodes, and <a> for http(s) URLs only.
+// An image uploaded through the host: a thumbnail the page draws itself from the file (fetched
+// from the host only, never from elsewhere), decoded as an image or not shown; a click shows it
+// whole. Owner: this page; bound: 40 kept (the oldest let go), files up to 16 MiB; end: the page.
+const thumbs = new Map(); // url -> { small, full } object URLs
+function thumbnail(parent, url, name) {
+  const box = h('button', 'thumb');
+  box.type = 'button';
+  box.setAttribute('aria-label', 'Show ' + name + ' whole');
+  box.hidden = true;
+  parent.append(box);
+  const show = (t) => {
+    const img = h('img');
+    img.src = t.small;
+    img.alt = name;
+    box.replaceChildren(img);
+    box.hidden = false;
+    box.onclick = () => showWhole(t.full, name);
+  };
+  if (thumbs.has(url)) return show(thumbs.get(url));
+  fetch(url).then((r) => (r.ok ? r.blob() : Promise.reject(new Error(String(r.status)))))
+    .then((blob) => (blob.size > 16 * 1048576 ? Promise.reject(new Error('too big')) : createImageBitmap(blob).then((bitmap) => [blob, bitmap])))
+    .then(([blob, bitmap]) => {
+      const scale = Math.min(1, 320 / bitmap.width, 240 / bitmap.height);
+      const canvas = document.createElement('canvas');
+      canvas.width = Math.max(1, Math.round(bitmap.width * scale));
+      canvas.height = Math.max(1, Math.round(bitmap.height * scale));
+      canvas.getContext('2d').drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+      bitmap.close();
+      return new Promise((done) => canvas.toBlob((small) => done({ small: URL.createObjectURL(small), full: URL.createObjectURL(new Blob([blob], { type: 'image/' + (name.split('.').pop().toLowerCase().replace('jpg', 'jpeg')) })) }), 'image/png'));
+    })
+    .then((t) => {
+      thumbs.set(url, t);
+      if (thumbs.size > 40) { const [old, kept] = thumbs.entries().next().value; URL.revokeObjectURL(kept.small); URL.revokeObjectURL(kept.full); thumbs.delete(old); }
+      show(t);
+    })
+    .catch(() => box.remove()); // not an image after all, or gone: the link stays
+}
+function showWhole(src, name) {
+  const view = $('image-view');
+  $('image-view-img').src = src;
+  $('image-view-img').alt = name;
+  view.showModal();
+}
 function renderText(parent, raw) {
   const text = clean(raw);
   const file = /^(.+) \((\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB))\) (https?:\/\/\S+)$/.exec(text);
   if (file && httpURL(file[3]) && isFileURL(file[3])) { // an upload to this host: "name (size) URL"
     parent.append('📎 ', linkEl(file[3], file[1], file[1]), ' (' + file[2] + ')');
+    if (/\.(png|jpe?g|gif|webp|avif|bmp)$/i.test(file[1])) thumbnail(parent, file[3], file[1]);
     return;
   }
   let last = 0;
