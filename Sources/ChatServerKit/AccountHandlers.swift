@@ -71,7 +71,7 @@ extension ServerState {
         switch cap {
         case .sasl: return hasAccounts
         case .accountRegistration: return hasAccounts && config.accountRegistration
-        case .chathistory, .eventPlayback, .readMarker: return history != nil
+        case .chathistory, .eventPlayback, .readMarker, .search: return history != nil
         case .persistence: return hasAccounts && config.alwaysOn != .off
         case .webpush, .sojuWebpush: return webPushOn
         default: return true

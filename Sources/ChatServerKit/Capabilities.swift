@@ -35,6 +35,8 @@ public enum Capability: String, CaseIterable, Sendable {
     /// Push notifications to an account's browsers and phones (WebPush.swift); soju's name too.
     case webpush = "draft/webpush"
     case sojuWebpush = "soju.im/webpush"
+    /// SEARCH of the history one may read (HistoryHandlers.swift).
+    case search = "soju.im/search"
 
     var bit: UInt64 { 1 << UInt64(Capability.allCases.firstIndex(of: self)!) }
 

@@ -51,6 +51,7 @@ extension ServerState {
         "CHATHISTORY": ServerCommand(1) { $0.handleChathistory($1) },
         "MARKREAD": ServerCommand(0) { $0.handleMarkread($1) },
         "WEBPUSH": ServerCommand(1) { $0.handleWebPush($1) },
+        "SEARCH": ServerCommand(1) { $0.handleSearch($1) },
         // Queries
         "WHO": ServerCommand(0) { $0.handleWho($1) },
         "WHOIS": ServerCommand(1) { $0.handleWhois($1) },

@@ -31,6 +31,8 @@ public struct HistoryQuery: Sendable, Equatable {
                     results.append(.conversations(try store.conversations(of: party, from: from, to: to, limit: limit)))
                 case .msgids(let target, let low, let high):
                     results.append(.msgids(try store.msgids(target, from: low, to: high)))
+                case .search(let targets, let party, let text, let low, let high, let limit):
+                    results.append(.rows(try store.search(targets: targets, party: party, text: text, low: low, high: high, limit: limit)))
                 }
             }
             return .success(results)
@@ -46,6 +48,8 @@ public enum HistoryRead: Sendable {
     case conversations(party: String, from: Int64, to: Int64, limit: Int)
     /// Which msgids of `target` between the two are stored (the rows a linked server offers after a split).
     case msgids(target: String, low: Int64, high: Int64)
+    /// soju.im/search: messages of these targets (and `party`'s direct conversations) holding `text`.
+    case search(targets: [String], party: String?, text: String, low: Int64, high: Int64, limit: Int)
 }
 
 public enum HistoryResult: Sendable {
@@ -76,6 +80,8 @@ enum HistoryPurpose: Sendable {
     /// direct conversations since `since`, up to `upTo` (what came after reached it live).
     case missed(rooms: [(key: String, name: String)], since: Int64, upTo: Int64)
     case missedDirect(peers: [(target: String, peer: String)], since: Int64, upTo: Int64)
+    /// SEARCH (soju.im/search): the lines found, from `from` (folded; nil: anyone), the newest `limit`.
+    case search(from: String?, limit: Int)
 }
 
 extension ServerState {
@@ -176,6 +182,8 @@ extension ServerState {
             answerMissed(query, results, session: session, rooms: rooms, since: since, upTo: upTo)
         case .missedDirect(let peers, let since, let upTo):
             answerMissedDirect(query, results, session: session, peers: peers, since: since, upTo: upTo)
+        case .search(let from, let limit):
+            answerSearch(results, recent: query.recent, session: session, from: from, limit: limit)
         }
     }
 
@@ -253,6 +261,7 @@ extension HistoryPurpose {
         case .splitMerge(let key, _): key
         case .redact(let redact): redact.name
         case .missed, .missedDirect: "*"
+        case .search: "SEARCH"
         }
     }
 }

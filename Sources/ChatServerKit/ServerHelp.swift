@@ -22,6 +22,7 @@ enum ServerHelp {
         "LUSERS": ["LUSERS", "How many users, operators and rooms there are."],
         "MARKREAD": ["MARKREAD <target> [timestamp=…]", "Where your account has read up to in a conversation."],
         "WEBPUSH": ["WEBPUSH VAPIDPUBKEY | REGISTER <endpoint> <keys> | UNREGISTER <endpoint> (draft/webpush)", "Push notifications to a browser or phone of your account while none of its devices is connected: direct messages, mentions, invitations."],
+        "SEARCH": ["SEARCH text=…;in=…;from=…;after=…;before=…;limit=… (soju.im/search)", "Searches the history you may read: your rooms and your account's direct conversations."],
         "METADATA": ["METADATA <target> GET|LIST|SET|CLEAR|SUB|UNSUB|SUBS|SYNC [...]", "Keys and values on people and rooms (display-name, avatar, pronouns)."],
         "MODE": ["MODE <#room> [+|-<modes> [<parameters>]] | MODE <nick> [+|-<modes>]",
                  "Room modes: b e I (lists), k (key), l (limit), i m n s t, o v.", "User modes: i w B; o from OPER."],

@@ -253,6 +253,27 @@ public final class HistoryStore {
         return nil
     }
 
+    /// soju.im/search: the newest messages (PRIVMSG, NOTICE) of these targets and of the direct
+    /// conversations of `party` between two msgids whose line holds `text` (any case, ASCII
+    /// folded by SQLite; empty: any), at most `limit` a target, newest first. Each target's rows
+    /// are walked on its key from the newest back, so a search costs what it reads.
+    public func search(targets: [String], party: String?, text: String, low: Int64, high: Int64, limit: Int) throws(Database.Failure) -> [HistoryRow] {
+        var all = targets
+        if let party {
+            for row in try database.query("SELECT target FROM history_parties WHERE party = ? ORDER BY last DESC LIMIT 100", [.text(party)]) {
+                if case .text(let target) = row[0] { all.append(target) }
+            }
+        }
+        var found: [HistoryRow] = []
+        for target in all {
+            found += try database.query("""
+                SELECT msgid, time, target, command, line FROM history WHERE target = ?1 AND msgid BETWEEN ?2 AND ?3
+                AND command IN ('PRIVMSG', 'NOTICE') AND (?4 = '' OR instr(lower(line), ?4) > 0) ORDER BY msgid DESC LIMIT ?5
+                """, [.text(target), .integer(low), .integer(high), .text(text.lowercased()), .integer(Int64(limit))]).compactMap(Self.row)
+        }
+        return found.sorted { $0.msgid > $1.msgid }
+    }
+
     /// The direct conversations of a party (`a:NAME`) with activity between two msgids: target, peer, newest msgid.
     public func conversations(of party: String, from: Int64, to: Int64, limit: Int) throws(Database.Failure) -> [(target: String, peer: String, last: Int64)] {
         try database.query("SELECT target, peer, last FROM history_parties WHERE party = ? AND last > ? AND last < ? ORDER BY last LIMIT ?",

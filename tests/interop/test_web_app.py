@@ -361,3 +361,41 @@ def test_an_uploaded_image_shows_as_a_thumbnail_the_page_draws(app, tmp_path):
     # Its thumbnail's place is made hidden at once and dropped when the decode fails.
     wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, "#messages button.thumb[hidden]"), "the failed thumbnail dropped")
     assert len(driver.find_elements(By.CSS_SELECTOR, "#messages button.thumb")) == 1
+
+
+def test_the_search_box_asks_the_server_and_opens_a_result(app):
+    """The 🔍 box (and /search) asks the server (soju.im/search); a result opens its conversation."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    driver = app.driver
+    bob = RawClient(app.port)
+    bob.register("bob")
+    driver.get(f"http://127.0.0.1:{app.web_port}/")
+    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form")
+    driver.find_element(By.ID, "nick").send_keys("sue")
+    driver.find_element(By.ID, "guest").click()
+    wait_until(lambda: driver.find_element(By.CSS_SELECTOR, '#members li[data-nick="bob"]'), "bob in #lobby")
+    bob.send("PRIVMSG #lobby :the release notes are in the wiki")
+    for n in range(40):
+        bob.send(f"PRIVMSG #lobby :filler {n}")
+    wait_until(lambda: "filler 39" in texts(driver), "the last line")
+    driver.find_element(By.ID, "search-button").click()
+    box = driver.find_element(By.ID, "search-input")
+    box.send_keys("release notes")
+    box.send_keys(Keys.ENTER)
+    result = wait_until(lambda: driver.find_element(By.CSS_SELECTOR, "#search-results li"), "a search result")
+    assert "bob: the release notes are in the wiki" in result.text
+    assert driver.find_element(By.ID, "search-status").text == "1 message, newest first"
+    shoot(app, "search")
+    result.click()
+    wait_until(lambda: not driver.find_element(By.ID, "search").is_displayed(), "the search closed")
+    wait_until(lambda: driver.execute_script("""
+        const li = [...document.querySelectorAll('#messages li.message')].find((e) => e.textContent.includes('release notes'));
+        if (!li) return false;
+        const r = li.getBoundingClientRect(), b = document.getElementById('messages').getBoundingClientRect();
+        return r.top >= b.top && r.bottom <= b.bottom;"""), "the message found, in view")
+    box = driver.find_element(By.ID, "input")
+    box.send_keys("/search nothing-like-this")
+    box.send_keys(Keys.ENTER)
+    wait_until(lambda: driver.find_element(By.ID, "search-status").text == "Nothing found", "an empty search said")
+    bob.close()

@@ -71,7 +71,7 @@ function serialize(cmd, params, tags) {
 }
 
 // ---------- state ----------
-const WANT = ['draft/account-registration', 'draft/webpush', 'message-tags', 'server-time', 'echo-message', 'batch', 'labeled-response', 'sasl',
+const WANT = ['draft/account-registration', 'draft/webpush', 'soju.im/search', 'message-tags', 'server-time', 'echo-message', 'batch', 'labeled-response', 'sasl',
   'draft/chathistory', 'draft/event-playback', 'draft/read-marker', 'multi-prefix', 'away-notify',
   'account-notify', 'account-tag', 'extended-join', 'chghost', 'setname', 'invite-notify',
   'userhost-in-names', 'draft/message-redaction', 'draft/multiline', 'cap-notify',
@@ -284,6 +284,7 @@ function onBatch(m) {
   if (parent) parent.items.push(...items);
   else if (b.type === 'chathistory') historyBatch(b);
   else if (b.type === 'draft/chathistory-targets') items.forEach(onTarget);
+  else if (b.type === 'soju.im/search') searchResults(items);
   else items.forEach((x) => dispatch(x, null));
 }
 function historyBatch(b) {
@@ -1441,6 +1442,7 @@ const COMMANDS = {
     S.convs.delete(c.key);
     select(nextConv(null));
   }],
+  search: ['words', 'search the history you may read (the server does; the 🔍 button too)', (a, rest) => openSearch(rest)],
   quote: ['IRC LINE', 'send a raw IRC line', (a, rest) => { if (!rest) return usage('quote'); if (S.ws) S.ws.send(rest.replace(/[\r\n]/g, ' ')); }],
   quit: ['[reason]', 'leave the chat', (a, rest) => {
     S.userQuit = true;
@@ -1676,6 +1678,7 @@ function renderStatus() {
   $('typing').textContent = !ty.length ? '' : ty.length === 1 ? ty[0] + ' is typing…'
     : ty.length === 2 ? ty[0] + ' and ' + ty[1] + ' are typing…' : 'several people are typing…';
   $('file-button').hidden = !S.filehost;
+  $('search-button').hidden = !S.caps.has('soju.im/search');
   renderBanner();
   $('input-label').textContent = conv ? 'Message to ' + c.name : 'Message';
   input.placeholder = conv ? 'Message ' + c.name : 'Type /join #room or /help';
@@ -1863,6 +1866,51 @@ main.addEventListener('dragenter', (e) => { if (hasFiles(e)) { e.preventDefault(
 main.addEventListener('dragover', (e) => { if (hasFiles(e)) { e.preventDefault(); e.dataTransfer.dropEffect = 'copy'; } });
 main.addEventListener('dragleave', () => { if (--dragDepth <= 0) dropping(false); });
 main.addEventListener('drop', (e) => { if (hasFiles(e)) { e.preventDefault(); dropping(false); [...e.dataTransfer.files].forEach(upload); } });
+
+// ---------- search (soju.im/search) ----------
+// The server searches what you may read (your rooms, your account's direct conversations); a
+// result opens its conversation at that message.
+const searchBox = $('search');
+function openSearch(words) {
+  if (!S.caps.has('soju.im/search')) return localLine('This server does not search its history; /help lists what it does.', 'error');
+  $('search-input').value = words || $('search-input').value;
+  if (!searchBox.open) searchBox.showModal();
+  if (words) runSearch(); else $('search-input').focus();
+}
+function runSearch() {
+  const words = $('search-input').value.trim(), c = cur();
+  if (!words) return;
+  const esc = (v) => v.replace(/\\/g, '\\\\').replace(/;/g, '\\:').replace(/ /g, '\\s');
+  const here = $('search-here').checked && c && c.kind !== 'server' ? ';in=' + esc(c.name) : '';
+  $('search-status').textContent = 'Searching…';
+  $('search-results').replaceChildren();
+  send('SEARCH', ['text=' + esc(words) + here + ';limit=50']);
+}
+function searchResults(items) {
+  const list = items.filter((x) => x.command === 'PRIVMSG' || x.command === 'NOTICE').reverse(); // newest first
+  $('search-status').textContent = list.length ? list.length + (list.length === 1 ? ' message' : ' messages') + ', newest first' : 'Nothing found';
+  $('search-results').replaceChildren(...list.map((x) => {
+    const target = x.params[0] || '', where = isChannel(target) ? target : isMe(x.nick) ? target : x.nick;
+    const t = Date.parse(x.tags.time || ''), li = h('li');
+    li.tabIndex = 0;
+    li.append(h('span', 'where', (isNaN(t) ? '' : new Date(t).toLocaleString() + ' · ') + where + ' · '), h('strong', null, x.nick + ': '));
+    renderText(li, x.params[1] || '');
+    const open = () => {
+      searchBox.close();
+      const conv = isChannel(where) ? findConv(where) : getConv(where, 'dm');
+      if (!conv) return;
+      select(conv);
+      if (x.tags.msgid) jump(x.tags.msgid);
+    };
+    li.addEventListener('click', open);
+    li.addEventListener('keydown', (e) => { if (e.key === 'Enter') open(); });
+    return li;
+  }));
+}
+$('search-button').addEventListener('click', () => openSearch(''));
+$('search-form').addEventListener('submit', (e) => { e.preventDefault(); runSearch(); });
+$('search-close').addEventListener('click', () => searchBox.close());
+searchBox.addEventListener('close', () => input.focus());
 
 // ---------- settings ----------
 const settingsBox = $('settings');
