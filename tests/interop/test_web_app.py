@@ -74,6 +74,16 @@ def at_bottom(driver, what):
     wait_until(lambda: gap(driver) <= 1, f"the list at the bottom after {what}", shows=lambda: f"gap {gap(driver)} px")
 
 
+def guest(app, nick):
+    """The page opened and joined as a guest called `nick`."""
+    from selenium.webdriver.common.by import By
+    driver = app.driver
+    driver.get(f"http://127.0.0.1:{app.web_port}/")
+    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form")
+    driver.find_element(By.ID, "nick").send_keys(nick)
+    driver.find_element(By.ID, "guest").click()
+
+
 def texts(driver):
     from selenium.webdriver.common.by import By
     return [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#messages .text")]
@@ -86,10 +96,7 @@ def test_the_list_stays_with_the_reader_and_an_outage_is_said_and_survived(app):
     bob = RawClient(app.port)
     bob.register("bob")
 
-    driver.get(f"http://127.0.0.1:{app.web_port}/")
-    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form")
-    driver.find_element(By.ID, "nick").send_keys("ann")
-    driver.find_element(By.ID, "guest").click()
+    guest(app, "ann")
     wait_until(lambda: driver.find_element(By.CSS_SELECTOR, '#members li[data-nick="bob"]'), "bob in #lobby")
     for n in range(60):
         bob.send(f"PRIVMSG #lobby :line {n} " + "words " * (n % 7))
@@ -331,10 +338,7 @@ def test_an_uploaded_image_shows_as_a_thumbnail_the_page_draws(app, tmp_path):
     that is no image keeps its link and gets no thumbnail."""
     from selenium.webdriver.common.by import By
     driver = app.driver
-    driver.get(f"http://127.0.0.1:{app.web_port}/")
-    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form")
-    driver.find_element(By.ID, "nick").send_keys("pix")
-    driver.find_element(By.ID, "guest").click()
+    guest(app, "pix")
     wait_until(lambda: not driver.find_element(By.ID, "file-button").get_attribute("hidden"), "the file button (FILEHOST offered)")
     chooser = driver.find_element(By.ID, "file-input")
     driver.execute_script("arguments[0].hidden = false", chooser)
@@ -370,10 +374,7 @@ def test_the_search_box_asks_the_server_and_opens_a_result(app):
     driver = app.driver
     bob = RawClient(app.port)
     bob.register("bob")
-    driver.get(f"http://127.0.0.1:{app.web_port}/")
-    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form")
-    driver.find_element(By.ID, "nick").send_keys("sue")
-    driver.find_element(By.ID, "guest").click()
+    guest(app, "sue")
     wait_until(lambda: driver.find_element(By.CSS_SELECTOR, '#members li[data-nick="bob"]'), "bob in #lobby")
     bob.send("PRIVMSG #lobby :the release notes are in the wiki")
     for n in range(40):
