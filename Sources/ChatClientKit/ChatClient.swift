@@ -152,7 +152,10 @@ public actor ChatClient {
     /// Searches the log (on its reader thread): the hits arrive as `.searchResults`.
     public func search(_ words: [String]) async {
         let query = words.joined(separator: " ")
+        // The server's history too, where it searches it (soju.im/search): asked first, merged below.
+        let fromServer = await serverSearch(words)
         guard let log else {
+            if let fromServer { emit(.searchResults(query: query, fromServer)); return }
             emit(.searchResults(query: query, [], failure: config.logPath == nil ? "no log is kept (--no-logs)" : logProblem ?? "the log cannot be opened"))
             return
         }
@@ -164,11 +167,40 @@ public actor ChatClient {
             emit(.searchResults(query: query, [], failure: "reading the log failed: \(error)"))
             return
         }
-        let hits = found.map { logged -> SearchHit in
+        var hits = found.map { logged -> SearchHit in
             SearchHit(conversation: IRCNames.isChannel(logged.name) ? .room(logged.conversation) : .direct(logged.conversation),
                       name: logged.name, line: logged.chatLine, network: logged.network)
         }
+        if let fromServer {
+            // Each line once (by msgid, else by when, who and what), newest first.
+            var seen = Set(hits.map { $0.line.msgid ?? "\($0.line.time) \($0.line.sender ?? "") \($0.line.text)" })
+            for hit in fromServer where seen.insert(hit.line.msgid ?? "\(hit.line.time) \(hit.line.sender ?? "") \(hit.line.text)").inserted {
+                hits.append(SearchHit(conversation: hit.conversation, name: hit.name, line: hit.line, network: network))
+            }
+            hits.sort { $0.line.time > $1.line.time }
+        }
         emit(.searchResults(query: query, hits))
+    }
+
+    /// The server's hits for the words (nil: it does not search, or did not answer in 10 s).
+    private var serverSearchWaiter: CheckedContinuation<[SearchHit]?, Never>?
+
+    private func serverSearch(_ words: [String]) async -> [SearchHit]? {
+        let asking = state.serverSearch(words)
+        guard !asking.actions.isEmpty, connection != nil, serverSearchWaiter == nil else { return nil }
+        return await withCheckedContinuation { waiter in
+            serverSearchWaiter = waiter
+            perform(asking)
+            Task { [weak self] in
+                try? await Task.sleep(for: .seconds(10))
+                await self?.serverSearchAnswered(nil)
+            }
+        }
+    }
+
+    private func serverSearchAnswered(_ hits: [SearchHit]?) {
+        serverSearchWaiter?.resume(returning: hits)
+        serverSearchWaiter = nil
     }
 
     /// The lines around a search hit, put in their place in its conversation.
@@ -616,6 +648,10 @@ public actor ChatClient {
     }
 
     func emit(_ event: ClientEvent) {
+        if case .serverSearchResults(_, let hits) = event {
+            serverSearchAnswered(hits)
+            return
+        }
         if case .line(let id, let line) = event {
             logged(id, line)
             textLogged(id, line)

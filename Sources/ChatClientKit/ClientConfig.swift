@@ -58,7 +58,9 @@ public struct ClientConfig: Sendable {
                                                // Who is logged in to which account: held lines are for a person (HeldDirect).
                                                "account-tag", "extended-join", "account-notify", "extended-monitor",
                                                // The server keeps our account present while we are away.
-                                               "draft/persistence"]
+                                               "draft/persistence",
+                                               // /search asks the server too where it keeps history.
+                                               "soju.im/search"]
 
     public init(host: String, port: Int = 6667, nick: String) {
         self.host = host

@@ -33,6 +33,9 @@ public enum ClientEvent: Sendable, Equatable {
     /// The answer to a search of the client's log (`/search`), newest first.
     /// `failure`: the search could not be made (no log kept, or reading it failed), in words.
     case searchResults(query: String, [SearchHit], failure: String? = nil)
+    /// The server's answer to our SEARCH (soju.im/search): taken by the client, which merges it
+    /// with its log's before the screen hears of either.
+    case serverSearchResults(query: String, [SearchHit])
     /// A conversation appeared (a direct conversation, one the user opened).
     case opened(ConversationID, name: String)
     case closed(ConversationID)

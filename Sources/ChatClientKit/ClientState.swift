@@ -93,6 +93,10 @@ public struct ClientState: Sendable {
     /// METADATA SYNCs to send (after a subscription is confirmed).
     var syncRequests: [IRCMessage] = []
     var multilineBatches: [String: (opening: IRCMessage, command: String?, text: String, lines: Int)] = [:]
+    /// Our SEARCH (soju.im/search): the words asked, and the answer's batch as it comes (at most
+    /// 200 lines kept; it ends with the batch or the connection).
+    var searchAsked: String?
+    var searchBatches: [String: [SearchHit]] = [:]
     /// Rooms whose history batch just ended (the client then resends what it lacked).
     var finishedHistory: [ConversationID] = []
 
@@ -332,6 +336,8 @@ public struct ClientState: Sendable {
         historyRequests = [:]
         askedDirect = []
         openBatches = [:]
+        searchAsked = nil
+        searchBatches = [:]
         multilineBatches = [:]
         syncRequests = []
         finishedHistory = []
@@ -445,6 +451,18 @@ public struct ClientState: Sendable {
         return Reduction(actions: [.send(IRCMessage("CHATHISTORY", "BEFORE", room, "msgid=" + msgid, "100"))])
     }
 
+    /// `/search` on a server that searches its history (soju.im/search): SEARCH for the words.
+    public mutating func serverSearch(_ words: [String]) -> Reduction {
+        produced = []
+        actions = []
+        guard capabilities.contains("soju.im/search"), capabilities.contains("batch"), searchAsked == nil, !words.isEmpty else { return reduction() }
+        let query = words.joined(separator: " ")
+        searchAsked = query
+        let escaped = query.replacing("\\", with: "\\\\").replacing(";", with: "\\:").replacing(" ", with: "\\s")
+        actions.append(.send(IRCMessage("SEARCH", "text=" + escaped + ";limit=100")))
+        return reduction()
+    }
+
     // BATCH +ref type [params] | BATCH -ref
     mutating func batch(_ c: MessageContext) {
         guard let reference = c.p.first, reference.count > 1 else { return }
@@ -456,8 +474,17 @@ public struct ClientState: Sendable {
                 multilineBatches[name] = (c.message, nil, "", 0)
                 return
             }
+            if type == "soju.im/search", searchBatches.count < 4 {
+                searchBatches[name] = []
+                return
+            }
             let target = type == "chathistory" && c.p.count > 2 ? id(for: c.p[2]) : nil
             openBatches[name] = (type, target, 0, 0, nil)
+            return
+        }
+        if let hits = searchBatches.removeValue(forKey: name) {
+            emit(.serverSearchResults(query: searchAsked ?? "", hits.reversed()))
+            searchAsked = nil
             return
         }
         if let multiline = multilineBatches.removeValue(forKey: name) {
@@ -794,6 +821,17 @@ public struct ClientState: Sendable {
             return
         }
         let command = c.message.command, target = c.p[0], from = c.from
+        // A line of our SEARCH's answer: a hit, not a line said now.
+        if let reference = c.message.tag("batch"), searchBatches[reference] != nil {
+            guard searchBatches[reference]!.count < 200 else { return }
+            var text = c.p[1]
+            if text.hasPrefix("\u{1}ACTION ") { text = "* \(from) " + text.dropFirst(8).prefix { $0 != "\u{1}" } }
+            var line = ChatLine(time: c.time, kind: command == "NOTICE" ? .notice : .message, sender: from, text: text, isOwn: isMe(from))
+            line.msgid = c.msgid
+            let id = isChannel(target) ? id(for: target) : id(for: isMe(from) ? target : from)
+            searchBatches[reference]!.append(SearchHit(conversation: id, name: isChannel(target) ? target : (isMe(from) ? target : from), line: line))
+            return
+        }
         var text = c.p[1]
         var kind: ChatLine.Kind = command == "NOTICE" ? .notice : .message
         if text.hasPrefix("\u{1}") {

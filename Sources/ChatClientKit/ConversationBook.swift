@@ -166,7 +166,7 @@ public struct ConversationBook: Sendable {
             if profiles[who] == nil, value != nil, profiles.count >= 10_000 { profiles = [:] }
             profiles[who, default: [:]][key] = value
             if profiles[who]?.isEmpty == true { profiles[who] = nil }
-        case .status, .error, .lag, .notSent, .unknownCertificate, .searchResults:
+        case .status, .error, .lag, .notSent, .unknownCertificate, .searchResults, .serverSearchResults:
             break
         }
     }

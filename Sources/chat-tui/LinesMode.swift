@@ -332,6 +332,8 @@ enum LinesMode {
             return "\(clock(now)) -!- \(hits.count) lines with \(PlainText.visible(query))" + hits.prefix(50).map { hit in
                 "\n  \(PlainText.visible(hit.name)) \(ServerTime.format(hit.line.time)) <\(PlainText.visible(hit.line.sender ?? ""))> \(PlainText.visible(hit.line.text))"
             }.joined()
+        case .serverSearchResults:
+            return nil // taken by the client, which merges it into its .searchResults
         case .reaction(_, let msgid, let emoji, let nick, let added):
             return "\(clock(now)) -!- \(nick) \(added ? "reacted" : "took back") \(emoji) \(added ? "to" : "from") \(number(msgid))"
         case .redacted(_, let msgid, let by):
