@@ -98,6 +98,7 @@ bench: deps release
 	$(SWIFT) build -c release --static-swift-stdlib --product chat-bench
 	$(ISOLATED) python3 bench/run.py
 	$(ISOLATED) python3 bench/always_on_bench.py 10000 .build/release/chat-tui
+	$(ISOLATED) python3 bench/webpush_bench.py .build/release/chat-tui
 
 clean:
 	rm -rf .build
