@@ -122,9 +122,11 @@ def test_the_list_stays_with_the_reader_and_an_outage_is_said_and_survived(app):
     wait_until(lambda: "bob is typing" in driver.find_element(By.ID, "typing").text, "bob typing")
     at_bottom(driver, "the typing line")
 
-    # At phone width the typing line never wraps the status bar over the messages.
+    # At phone width the typing line never wraps the status bar over the messages; a phone's
+    # screen (the mobile emulation, a taller viewport) keeps the bottom too.
     driver.set_window_size(390, 844)
     at_bottom(driver, "phone width")
+
     status = driver.find_element(By.ID, "status")
     line = driver.execute_script("return parseFloat(getComputedStyle(arguments[0]).lineHeight) || 20", status)
     assert status.size["height"] < 2 * line, f"the status bar wrapped: {status.size['height']} px for a {line} px line"
@@ -132,10 +134,17 @@ def test_the_list_stays_with_the_reader_and_an_outage_is_said_and_survived(app):
     assert typing.is_displayed() and typing.size["width"] > 0, "narrow, who is typing still shows"
     time.sleep(0.3)  # the drawer's slide out, for the picture only
     shoot(app, "phone-typing")
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 3, "mobile": True})
+    at_bottom(driver, "the phone's screen")
+    bob.send("PRIVMSG #lobby :seen on the phone")
+    wait_until(lambda: "seen on the phone" in texts(driver), "a line on the phone")
+    at_bottom(driver, "a line arriving on the phone")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     driver.set_window_size(1280, 800)
 
     # Scrolled up: new lines wait behind a button; the button takes the reader down.
-    driver.execute_script("document.getElementById('messages').scrollTop = 0")
+    # The reader scrolls up (a wheel turned, then the list at its top).
+    driver.execute_script("const b = document.getElementById('messages'); b.dispatchEvent(new WheelEvent('wheel', {deltaY: -500})); b.scrollTop = 0")
     settled(driver)
     for n in range(3):
         bob.send(f"PRIVMSG #lobby :while you read {n}")
@@ -247,6 +256,11 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     box.send_keys("/help")
     box.send_keys(Keys.ENTER)
     wait_until(lambda: "Files: the 📎 button" in driver.find_element(By.ID, "messages").text, "/help on files")
+    # A command the page does not know is the server's: /whois gets the server's answer.
+    box.send_keys("/whois cara")
+    box.send_keys(Keys.ENTER)
+    wait_until(lambda: "cara is in #lobby" in driver.find_element(By.ID, "messages").text, "the server's WHOIS answer, in words",
+               shows=lambda: driver.find_element(By.ID, "messages").text[-400:])
     shoot(app, "server-window")
     driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]').click()
 

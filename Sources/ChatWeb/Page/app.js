@@ -90,7 +90,7 @@ const S = {
   convs: new Map(), current: null, batches: new Map(), users: new Map(),
   attempt: 0, retryTimer: null, retryDelay: 0, retryAt: 0, lastRecv: 0, away: false, awayText: '',
   // The reader at the bottom of the list (kept there through resizes), and what came below while not.
-  stick: true, below: 0, lastTop: 0,
+  stick: true, below: 0, lastTop: 0, readerAt: 0,
   // Lines typed while the connection is down, sent once when it is back (at most 50).
   held: [],
   reply: null, openGroups: new Set(), sent: [], sentIdx: -1, complete: null, localId: 0, jumpTo: null, pendingSelect: null,
@@ -456,7 +456,9 @@ function onWelcome(m) {
   try { localStorage.setItem('chat-tui.nick', S.wantNick); } catch (e) { /* storage off */ }
   showChat();
   // A new account: made now, named after the nickname (draft/account-registration).
-  if (S.creating) send('REGISTER', ['*', '*', S.creating.password]);
+  // Named as typed: if the server gave us another nickname (ours was taken), it says so rather
+  // than making the account under that one.
+  if (S.creating) send('REGISTER', [S.creating.account, '*', S.creating.password]);
   clearTimeout(S.welcomeTimer);
   S.welcomeTimer = setTimeout(afterWelcome, 2500);
 }
@@ -520,7 +522,7 @@ function onNumeric(m) {
     case '900': S.loggedIn = true; serverLine(last); subscribePush(); return;
     case '903': case '907': capEnd(); return;
     case '902': case '904': case '905': case '906': if (!S.registered) authFail('Login failed: ' + last); return;
-    case '908': case '333': case '315': case '329': case '324': case '318': return;
+    case '908': case '333': case '315': case '329': case '324': case '318': case '369': return;
     case '433':
       if (S.registered) return localLine('The nickname ' + (p[1] || '') + ' is taken.', 'error');
       S.nickNote = 'The nickname ' + (p[1] || S.tryNick) + ' is taken, so you are ' + (S.tryNick = (p[1] || S.tryNick) + '_') + '.';
@@ -550,10 +552,17 @@ function onNumeric(m) {
   }
   const code = Number(n);
   if (code >= 400 && code < 600) localLine((p.length > 2 ? p[1] + ': ' : '') + last, 'error');
+  // WHOIS, in words (what /whois gets from the server).
+  else if (n === '311') localLine((p[1] || '') + ' is ' + (p[2] || '') + '@' + (p[3] || '') + (last ? ' (' + last + ')' : ''));
+  else if (n === '312') localLine((p[1] || '') + ' is on ' + (p[2] || '') + (last ? ' (' + last + ')' : ''));
+  else if (n === '317') localLine((p[1] || '') + ' has been idle ' + Math.round(Number(p[2] || 0) / 60) + ' min');
+  else if (n === '319') localLine((p[1] || '') + ' is in ' + last);
+  else if (n === '330') localLine((p[1] || '') + ' is logged in as ' + (p[2] || ''));
   else if (n === '004') serverLine('This is ' + (p[1] || 'the server') + (p[2] ? ', running ' + p[2] : '') + '.');
   else if (n === '042') serverLine('Your unique ID on this network is ' + (p[1] || '?') + '.');
   // The rest in words: a reply's last parameter is its sentence (265's "Current local users 3,
   // max 5"); the ones before it are for programs. A reply without a sentence is left out.
+  else if (p.length > 2 && /^\d+$/.test(p[1]) && !/\d/.test(last)) serverLine(p[1] + ' ' + last); // 252–254: "3 channels formed"
   else if (p.length > 1 && /\s/.test(last)) serverLine(last);
 }
 function onStandardReply(m) {
@@ -726,7 +735,11 @@ function askToNotify() {
 }
 $('notify-yes').addEventListener('click', () => {
   $('notify-ask').hidden = true;
-  Notification.requestPermission().then(() => { renderNotifyState(); subscribePush(); });
+  Notification.requestPermission().then((answer) => {
+    renderNotifyState();
+    if (answer === 'granted') subscribePush();
+    else localLine('The browser did not allow notifications for this page; its site settings can (the ⚙ panel says how it stands).', 'error');
+  });
 });
 $('notify-no').addEventListener('click', () => {
   $('notify-ask').hidden = true;
@@ -1090,6 +1103,9 @@ function jump(msgid) {
   const li = msgEl(m), det = li.closest('details');
   if (det) det.open = true;
   if (!box.contains(li)) return;
+  // Going to a message is the reader's move: the list leaves the bottom for it.
+  S.readerAt = Date.now();
+  S.stick = false;
   li.scrollIntoView({ block: 'center' });
   li.focus({ preventScroll: true });
   li.classList.remove('flash');
@@ -1204,13 +1220,16 @@ box.addEventListener('keydown', (e) => {
   if (act) { e.preventDefault(); attachTools(t); act(); }
   else if (/^[1-6]$/.test(e.key)) { e.preventDefault(); toggleReaction(m, QUICK[e.key - 1]); }
 });
+for (const kind of ['wheel', 'touchmove', 'keydown', 'pointerdown']) box.addEventListener(kind, () => { S.readerAt = Date.now(); }, { passive: true });
 box.addEventListener('scroll', () => {
   placeTools();
   // The reader leaves the bottom by scrolling up; the list moving under a resize, a zoom or a
   // growing row (the browser keeps what is shown in place) does not take them away from it.
-  const down = atBottom();
-  if (down) S.stick = true;
-  else if (box.scrollTop < S.lastTop) S.stick = false;
+  // Only the reader (wheel, touch, keys, the scroll bar) takes the list off the bottom; the
+  // list moving under a resize, a zoom, a phone's screen or a growing row does not.
+  if (atBottom()) S.stick = true;
+  else if (box.scrollTop < S.lastTop && Date.now() - S.readerAt < 1000) S.stick = false;
+  else if (S.stick) box.scrollTop = box.scrollHeight;
   S.lastTop = box.scrollTop;
   if (S.stick && S.below) { S.below = 0; showBelow(); }
   const c = cur();
@@ -1357,7 +1376,7 @@ function deleteMsg(m) {
   const c = cur();
   if (!S.caps.has('draft/message-redaction')) return localLine('This server does not support deleting messages.', 'error');
   if (!mayDelete(m, c)) return localLine(c && c.kind === 'dm' && m.self ? 'Messages in a direct conversation can be deleted with an account only.' : 'Only your own messages can be deleted here.', 'error');
-  if (!window.confirm('Delete ' + (m.self ? 'your' : m.nick + '\'s') + ' message "' + firstWords(m.text, 40) + '"? Everyone will see it was deleted.')) return;
+  if (!window.confirm('Delete ' + (m.self ? 'your' : m.nick + '\'s') + ' message "' + firstWords(m.text, 40) + '"? It goes for everyone whose client understands deletions (older IRC clients keep what they already showed).')) return;
   send('REDACT', [c.name, m.msgid]);
 }
 function startReply(m) {
@@ -1474,7 +1493,17 @@ function submit(text) {
   if (text[0] === '/' && text[1] !== '/') {
     const sp = text.search(/\s/), name = (sp < 0 ? text.slice(1) : text.slice(1, sp)).toLowerCase();
     const rest = sp < 0 ? '' : text.slice(sp + 1).trim(), cmd = COMMANDS[name] || COMMANDS[ALIASES[name]];
-    if (!cmd) { localLine('Unknown command /' + name + ' — /help lists them (//' + name + ' sends the text as it is).', 'error'); return true; }
+    if (!cmd) {
+      // Not one of the page's: the server's own command (/whois, /mode, /kick…), as The Lounge sends them.
+      if (!S.registered) { localLine('Not connected yet; try again when the status line says connected.', 'error'); return false; }
+      if (!/^[a-z][a-z0-9]*$/.test(name)) { localLine('Unknown command /' + name + ' — /help lists them (//' + name + ' sends the text as it is).', 'error'); return true; }
+      const words = rest ? rest.split(/\s+/) : [];
+      // The words as parameters, the last one taking the rest of the line when it has spaces.
+      const params = words.length > 1 ? [...words.slice(0, -1)] : words;
+      if (words.length > 1) params.push(rest.slice(rest.lastIndexOf(words[words.length - 1])));
+      send(name.toUpperCase(), params);
+      return true;
+    }
     if (!S.registered && name !== 'help') { localLine('Not connected yet; try again when the status line says connected.', 'error'); return false; }
     cmd[2](rest ? rest.split(/\s+/) : [], rest);
     return true;
@@ -1985,6 +2014,8 @@ $('login').addEventListener('submit', (e) => {
   const account = guest || creating ? '' : $('account').value.trim(), password = $('password').value;
   const problem = !nick ? ['Type a nickname first.', 'nick']
     : creating && !accountsAllowed() ? ['Making an account needs an encrypted (https) connection.', 'guest']
+    : creating && $('account').value.trim() && $('account').value.trim().toLowerCase() !== nick.toLowerCase()
+      ? ['A new account takes your nickname as its name: make the nickname ' + $('account').value.trim() + ', or clear the account name.', 'nick']
     : creating && password.length < 8 ? ['Choose a password of at least 8 characters for the new account (its name is your nickname).', 'password']
     : /[\s,*?!@:]/.test(nick) || /^[0-9#&-]/.test(nick) ? ['A nickname has no spaces, none of , * ? ! @ : and does not start with a digit, - or #.', 'nick']
       : account && !accountsAllowed() ? ['Account login needs an encrypted (https) connection; join as a guest here.', 'guest']
