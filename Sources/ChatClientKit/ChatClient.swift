@@ -61,6 +61,21 @@ public actor ChatClient {
         perform(state.holdUnconfirmed(now: WallClock.now()))
     }
 
+    // MARK: The rooms for the next start
+
+    /// The rooms last written to `config.joinedRoomsPath` (at start, what it said).
+    private lazy var keptRooms: [String] = config.rooms
+
+    /// JOIN and PART (and a room renamed) change the rooms one is in: the file says so at once,
+    /// so a crash or a closed terminal still rejoins them at the next start. A failed write
+    /// only costs that; it is tried again at the next change.
+    private func keepRooms() {
+        keptRooms = state.wantedRooms
+        guard let path = config.joinedRoomsPath else { return }
+        try? Files.createDirectories(Paths.directory(of: path), mode: 0o700)
+        try? Files.writeAtomically(path, Array(JoinedRooms.text(keptRooms).utf8), mode: 0o600)
+    }
+
     // MARK: The local log
 
     /// Every line shown, kept per network and conversation (`ClientConfig.logPath`).
@@ -611,6 +626,7 @@ public actor ChatClient {
     /// are carried out without one: the state holds what must wait).
     private func perform(_ reduction: Reduction) {
         for event in reduction.events { emit(event) }
+        if state.wantedRooms != keptRooms { keepRooms() }
         guard !reduction.actions.isEmpty else { return }
         var failed = false
         for action in reduction.actions {

@@ -21,6 +21,8 @@ public struct ClientConfig: Sendable {
     public var utcOffset = 0
     /// Rooms to join after registering (and to rejoin after a reconnect).
     public var rooms: [String] = []
+    /// Where the rooms one is in are kept for the next start (`JoinedRooms`; nil: not kept).
+    public var joinedRoomsPath: String?
     /// Seconds to wait for the TCP connection.
     public var connectTimeout: Double = 10
     /// Seconds from connection to 001 before giving up on this attempt.

@@ -195,7 +195,8 @@ extension ClientState {
     /// CTCP queries other clients answer: VERSION, PING, TIME (ACTION is a message, not a query).
     private mutating func answerCTCP(_ message: IRCMessage, now: Double) {
         let sender = IRCSource(parsing: message.source ?? "").nick
-        guard let (verb, arguments) = CTCP.parse(message.params[1]), !isMe(sender) else { return }
+        // Our own request echoed is not answered, unless we asked ourselves (`/ctcp ME VERSION`).
+        guard let (verb, arguments) = CTCP.parse(message.params[1]), !isMe(sender) || isMe(message.params[0]) else { return }
         let answer: String?
         switch verb {
         case "VERSION": answer = "chat-tui 0.1 (Swift, terminal IRC client)"

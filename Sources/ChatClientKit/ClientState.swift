@@ -848,7 +848,8 @@ public struct ClientState: Sendable {
                     reply = "CTCP PING reply from \(from): \(max(0, tenths) / 10).\(max(0, tenths) % 10) s"
                 }
                 // Our own request echoed back (echo-message): the screen said where it was typed.
-                if isMe(from) { return }
+                // (Our answer to our own request is shown: `/ctcp ME PING`.)
+                if isMe(from) && !(command == "NOTICE" && isMe(target)) { return }
                 // A request to us is answered by the client: a line in the server window (as
                 // irssi shows them), not a conversation opened with whoever probes us. An answer
                 // to our /ctcp goes where it was asked; neither is news for you (no `!`, no notification).
@@ -898,6 +899,12 @@ public struct ClientState: Sendable {
         if command == "NOTICE" && !own && !isChannel(target) && Self.serviceNicks.contains(key(for: from)) && book[id(for: from)] == nil {
             line.isHighlight = false
             say(line, to: replyConversation ?? .server)
+            return
+        }
+        // Anyone else's private notice opens no conversation either (irssi shows it in the active
+        // window): it is shown in the conversation on screen, or in the one with them if there is one.
+        if command == "NOTICE" && !own && !isChannel(target) && book[id(for: from)] == nil {
+            say(line, to: lookingAt.flatMap { book[$0] != nil ? $0 : nil } ?? .server)
             return
         }
         let name = isChannel(target) || own ? target : from
@@ -987,6 +994,13 @@ public struct ClientState: Sendable {
         // The user counts of the welcome: noise then; an answer to /quote LUSERS after it.
         if welcomeBurst, ["251", "252", "253", "254", "255", "265", "266"].contains(message.command) { return }
         let rest = Array(p.dropFirst())
+        // A room that refuses us for good (banned, no such room, a name it does not take) is no
+        // longer one to join again at the next start or reconnect; full or invite-only may change.
+        if ["403", "474", "476", "479"].contains(message.command), let room = rest.first,
+           book[id(for: room)]?.isJoined != true {
+            let refused = key(for: room), mapping = casemapping
+            wantedRooms.removeAll { mapping.fold($0) == refused }
+        }
         let isError = (message.command.hasPrefix("4") || message.command.hasPrefix("5")) && message.command != "422"
         let text: String
         switch message.command {
@@ -1011,6 +1025,12 @@ public struct ClientState: Sendable {
             text = "\(rest[0]) is in \(rest[1])"
         case "317" where rest.count >= 3:
             text = "\(rest[0]) has been idle \(rest[1]) s"
+        case "367" where rest.count >= 2, "346" where rest.count >= 2, "348" where rest.count >= 2:
+            // A ban (invite, exception) list entry: "#room mask set by alice on 2026-12-05 18:21 UTC".
+            var entry = "\(rest[0]) \(rest[1])"
+            if rest.count >= 3 { entry += " set by \(rest[2])" }
+            if rest.count >= 4, let seconds = Double(rest[3]) { entry += " on " + String(ServerTime.format(seconds).prefix(16).map { $0 == "T" ? " " : $0 }) + " UTC" }
+            text = entry
         default:
             // `<subject> :<explanation>` reads best as "subject: explanation".
             text = rest.count >= 2 ? rest.dropLast().joined(separator: " ") + ": " + rest.last! : rest.joined(separator: " ")

@@ -251,6 +251,11 @@ public struct ChatModel: Sendable {
     public var isAway: Bool { state.isAway }
     /// The hint is repeated in the first room the host lands in, where they will look.
     public var hostHintShownInRoom = false
+    /// Rooms the user asked to join (`/join`, the room picker), lowercased: joining one of them
+    /// takes the view there; a room joined at start or by another device does not (unless the
+    /// view is on the server window). Owner: the model; bound: 64 (older asks forgotten at once
+    /// past it); end: the join, or the bound.
+    var joinsAsked = Set<String>()
     /// `/list` asked for rooms; the picker opens when they arrive.
     public var awaitingRoomList: Bool {
         get { networks[focus].awaitingRoomList }
@@ -358,11 +363,15 @@ public struct ChatModel: Sendable {
     /// be reached with the arrows; the rooms we are in, or will rejoin, before those we left, such
     /// as rooms restored from the log), then direct conversations with people in no room of
     /// ours, then the server window.
-    public var sidebar: [SidebarItem] { Self.sidebarItems(state, order: windowOrder, network: networks[focus].key) }
+    public var sidebar: [SidebarItem] {
+        Self.sidebarItems(state, order: windowOrder, network: networks[focus].key, members: settings["sidebar-members"], currentRoom: currentRoom)
+    }
 
     /// The rows of one network's conversations (`sidebar`): rooms, then direct conversations,
     /// each by number (`WindowOrder`), then the server window.
-    static func sidebarItems(_ state: ConversationBook, order: WindowOrder, network: String) -> [SidebarItem] {
+    /// `members`: the sidebar-members setting (all rooms' members, only `currentRoom`'s, or none).
+    static func sidebarItems(_ state: ConversationBook, order: WindowOrder, network: String, members: String = "all",
+                             currentRoom: String? = nil) -> [SidebarItem] {
         var items: [SidebarItem] = []
         let ranks = String(state.isupport.prefixes.map(\.symbol))
         let positions = order.positions
@@ -377,6 +386,7 @@ public struct ChatModel: Sendable {
         }
         for room in byNumber(state.rooms) {
             items.append(.conversation(room.id))
+            guard members == "all" || (members == "current" && currentRoom.map { state.key(for: $0) } == room.id.key) else { continue }
             for member in room.sortedMembers(rankOf: ranks) {
                 items.append(.user(member.nick, room: room.id))
             }

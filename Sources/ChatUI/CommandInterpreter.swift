@@ -69,7 +69,10 @@ public enum CommandInterpreter {
         case "query":
             guard !state.isMe(words[0]) else { return [.note("That is you", conversation: here, isError: true)] }
             guard !state.isChannel(words[0]) else { return [.note("\(words[0]) is a room: /join \(words[0])", conversation: here, isError: true)] }
-            return [.open(words[0]), .show(.direct(state.key(for: words[0])))]
+            // `/query bob hello` opens it and says hello there (as irssi's and WeeChat's do).
+            let text = String(rest.drop(while: { $0 != " " }).dropFirst())
+            let opened: [UICommand] = [.open(words[0]), .show(.direct(state.key(for: words[0])))]
+            return text.isEmpty ? opened : opened + send(text, to: words[0], isAction: false, context)
         case "me":
             return send(String(rest), to: target, isAction: true, context)
         case "notice":
@@ -260,7 +263,7 @@ public enum CommandInterpreter {
         if target.isEmpty { return "This is the server window: pick a room or a person (Up/Down) to send a message" }
         if state.isMe(target) { return "That is you: pick someone else to send a message to" }
         if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {
-            return "You left \(room.name): /join \(room.name) to talk there again"
+            return "You are not in \(room.name): /join \(room.name) to talk there"
         }
         return nil
     }

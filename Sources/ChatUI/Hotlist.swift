@@ -118,7 +118,17 @@ extension ChatModel {
         if words.first?.lowercased() == "goto" { words.removeFirst() }
         guard let word = words.first else {
             // One line each, as irssi's /window list: a long list does not wrap into one paragraph.
-            return numberedRows.enumerated().map { .note("\($0.offset + 1)  \(rowName($0.element))", conversation: viewedID, isError: false) }
+            // Numbers right-aligned, and what is unread in each (`!`: for you), as /window list and WeeChat's buflist.
+            let rows = numberedRows
+            let digits = String(rows.count).count
+            return rows.enumerated().map { offset, row in
+                let number = String(offset + 1)
+                var text = String(repeating: " ", count: digits - number.count) + number + "  " + rowName(row)
+                if case .conversation(let id) = row.item, let conversation = networks[row.network].state[id], conversation.unread > 0 {
+                    text += "  (\(conversation.unread) unread\(conversation.mentioned ? ", for you" : ""))"
+                }
+                return .note(text, conversation: viewedID, isError: false)
+            }
         }
         switch word.lowercased() {
         case "next": return stepConversation(by: 1)
@@ -131,8 +141,10 @@ extension ChatModel {
         if let number = Int(word) { return goToConversation(number: number) }
         // A name: the exact one, else the first that starts so.
         let rows = numberedRows
-        let folded = word.lowercased()
-        if let row = rows.first(where: { rowName($0).lowercased() == folded }) ?? rows.first(where: { rowName($0).lowercased().hasPrefix(folded) }) {
+        // "server" names the server window as "(server)" does.
+        let folded = String(word.lowercased().filter { $0 != "(" && $0 != ")" })
+        func name(_ row: SidebarRow) -> String { String(rowName(row).lowercased().filter { $0 != "(" && $0 != ")" }) }
+        if let row = rows.first(where: { name($0) == folded }) ?? rows.first(where: { name($0).hasPrefix(folded) }) {
             return show(row)
         }
         return [.note("No conversation called \(word) (/window lists them)", conversation: viewedID, isError: true)]

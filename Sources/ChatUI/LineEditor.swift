@@ -162,7 +162,9 @@ public struct LineEditor: Equatable, Sendable {
         } else {
             matches = nicks.filter { $0.lowercased().hasPrefix(word.lowercased()) }
                 .sorted { $0.lowercased() < $1.lowercased() }
-            suffix = start == 0 && atLineStart ? ": " : (nicks.allSatisfy { $0.hasSuffix("/") } ? "" : " ")
+            // A nickname at the start of a line is addressed ("bob: "); a room's name never is.
+            let addressed = start == 0 && atLineStart && !(word.hasPrefix("#") || word.hasPrefix("&"))
+            suffix = addressed ? ": " : (nicks.allSatisfy { $0.hasSuffix("/") } ? "" : " ")
         }
         guard !matches.isEmpty else { return }
         replaceWord(from: start, with: matches[0] + suffix)

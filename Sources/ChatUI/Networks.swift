@@ -139,7 +139,8 @@ extension ChatModel {
         var rows: [SidebarRow] = []
         for (index, network) in networks.enumerated() {
             rows.append(SidebarRow(network: index, item: .networkHeading))
-            rows += Self.sidebarItems(network.state, order: windowOrder, network: network.key).map { SidebarRow(network: index, item: $0) }
+            rows += Self.sidebarItems(network.state, order: windowOrder, network: network.key, members: settings["sidebar-members"],
+                                      currentRoom: network.currentRoom).map { SidebarRow(network: index, item: $0) }
         }
         return rows
     }

@@ -128,10 +128,13 @@ extension ChatModel {
                 return
             }
             // The counts in the order the kinds first came (a netsplit: quits, then joins).
+            // People, not events: someone who joined three times in the burst is one who joined.
             var counts: [ChatLine.Kind: Int] = [:], order: [ChatLine.Kind] = []
+            var counted = Set<String>()
             for item in burst.reversed() {
                 if counts[item.line.kind] == nil { order.append(item.line.kind) }
-                counts[item.line.kind, default: 0] += 1
+                let who = item.line.sender.map { state.key(for: $0) } ?? item.line.text
+                if counted.insert("\(item.line.kind)\u{0}\(who)").inserted { counts[item.line.kind, default: 0] += 1 }
             }
             let names: [ChatLine.Kind: String] = [.join: "joined", .part: "left", .quit: "quit", .nick: "renamed"]
             let words = order.compactMap { kind in names[kind].map { "\(counts[kind]!) \($0)" } }

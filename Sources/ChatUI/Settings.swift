@@ -88,6 +88,8 @@ public struct Setting: Sendable, Equatable {
                 help: "each nickname in its own colour (off: all in the default colour)"),
         Setting(name: "sidebar-width", kind: .number(0...60), defaultValue: "0", appliesAtOnce: true,
                 help: "columns of the sidebar (0: a fifth of the screen, 12 to 24)"),
+        Setting(name: "sidebar-members", kind: .choice(["all", "current", "off"]), defaultValue: "all", appliesAtOnce: true,
+                help: "the people listed under the rooms in the sidebar: every room's, only the current room's, or none (the numbered conversations then fit)"),
         Setting(name: "bell", kind: .toggle, defaultValue: "on", appliesAtOnce: true,
                 help: "ring on a direct message or a highlight elsewhere"),
         Setting(name: "notify", kind: .choice(["off", "bell", "osc", "command"]), defaultValue: "osc", appliesAtOnce: true,
@@ -104,10 +106,14 @@ public struct Setting: Sendable, Equatable {
                 help: "clicks pick rows and messages, the wheel scrolls (Shift keeps the terminal's own selection)"),
         Setting(name: "typing", kind: .toggle, defaultValue: "on", appliesAtOnce: true,
                 help: "tell others when you are writing to them (+typing)"),
+        Setting(name: "arrows", kind: .choice(["pick", "history"]), defaultValue: "pick", appliesAtOnce: true,
+                help: "Up and Down on an empty input line: pick the recipient in the sidebar, or walk your earlier lines as in irssi and WeeChat (Alt-Left/Right, Alt-1…0 and Alt-a then move between conversations)"),
         Setting(name: "paste-lines", kind: .number(1...1000), defaultValue: "3", appliesAtOnce: true,
                 help: "a paste of more lines than this asks before it is sent"),
         Setting(name: "text-logs", kind: .toggle, defaultValue: "off", appliesAtOnce: true,
                 help: "also write plain-text logs, one file per network and conversation a day, under ~/.local/state/chat-tui/logs"),
+        Setting(name: "rejoin", kind: .toggle, defaultValue: "on", appliesAtOnce: false,
+                help: "on starting, join again the rooms you were in when chat-tui last ended (kept under ~/.local/state/chat-tui/rooms)"),
         Setting(name: "autosave", kind: .toggle, defaultValue: "on", appliesAtOnce: true,
                 help: "on quitting, keep /set and /alias changes not yet saved in the config file (as irssi's settings_autosave)"),
         Setting(name: "scrollback", kind: .number(100...1_000_000), defaultValue: "4096", appliesAtOnce: false,
@@ -200,6 +206,8 @@ public struct Aliases: Equatable, Sendable {
         let usesArguments = expansion.contains("$*") || (1...9).contains { expansion.contains("$\($0)") }
         return parts.enumerated().map { offset, part in
             var line = Self.substitute(part, rest: rest, words: words, nick: nick, target: target)
+            // An empty `$2-` at the end leaves no trailing space.
+            while line.last == " " { line.removeLast() }
             if !usesArguments && !rest.isEmpty && offset == parts.count - 1 { line += " " + rest }
             return line.hasPrefix("/") ? line : "/" + line
         }

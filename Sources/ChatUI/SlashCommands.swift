@@ -10,9 +10,9 @@ public enum SlashCommands {
     public static let all: [SlashCommand] = [
         SlashCommand(name: "help", usage: "/help [COMMAND]", minArguments: 0, summary: "list the commands, or say what one does"),
         SlashCommand(name: "msg", usage: "/msg NICK TEXT", minArguments: 2, summary: "send a direct message"),
-        SlashCommand(name: "query", usage: "/query NICK", minArguments: 1, summary: "open a direct conversation"),
+        SlashCommand(name: "query", usage: "/query NICK [TEXT]", minArguments: 1, summary: "open a direct conversation (and say TEXT there)"),
         SlashCommand(name: "notice", usage: "/notice NICK|#ROOM TEXT", minArguments: 2, summary: "send a notice (clients do not answer notices; bots use them)"),
-        SlashCommand(name: "ctcp", usage: "/ctcp NICK VERSION|PING|TIME|CLIENTINFO", minArguments: 2, summary: "ask someone's client (PING: the round trip; the answer shows in the conversation with them)"),
+        SlashCommand(name: "ctcp", usage: "/ctcp NICK VERSION|PING|TIME|CLIENTINFO", minArguments: 2, summary: "ask someone's client (PING: the round trip; the answer shows where you asked)"),
         SlashCommand(name: "lastlog", usage: "/lastlog WORDS", minArguments: 1, summary: "this conversation's lines with WORDS, from your log (Up/Down, Enter shows one, Esc closes)"),
         SlashCommand(name: "me", usage: "/me ACTION", minArguments: 1, summary: "describe what you do"),
         SlashCommand(name: "nick", usage: "/nick NAME", minArguments: 1, summary: "change your nickname"),

@@ -56,7 +56,20 @@ extension ChatModel {
             if messageCursor != nil || key == .messageUp { return cursorKey(key) }
             let before = editor.text
             let commands = press(key)
+            noteJoinsAsked(commands)
             return commands + typingAfter(key, before: before)
+        }
+    }
+
+    /// The rooms a key's commands ask to join: the view goes to them when they are joined.
+    mutating func noteJoinsAsked(_ commands: [UICommand]) {
+        for command in commands {
+            var message: IRCMessage?
+            if case .irc(let m) = command { message = m }
+            if case .on(network: _, .irc(let m)) = command { message = m }
+            guard let message, message.command == "JOIN", let rooms = message.params.first else { continue }
+            if joinsAsked.count >= 64 { joinsAsked.removeAll() }
+            for room in rooms.split(separator: ",") { joinsAsked.insert(room.lowercased()) }
         }
     }
 
@@ -146,8 +159,11 @@ extension ChatModel {
             return []
         case .joined(let id, let name, let again):
             reconcileSelection()
-            // Joining a room takes you there, as irssi and WeeChat do (a rejoin after an outage does not).
+            // Joining a room you asked for takes you there, as irssi and WeeChat do; a rejoin after
+            // an outage does not, nor do the rooms joined at start (but the first, from the server
+            // window) or by another device of your account.
             guard !again else { return [] }
+            guard joinsAsked.remove(name.lowercased()) != nil || selection == .conversation(.server) else { return [] }
             currentRoom = name
             selection = .conversation(id)
             if isHost && !hostHintShownInRoom {

@@ -69,6 +69,7 @@ enum ManPages {
                   ".TP", "\\fI~/.config/chat\\-tui/config\\fR", "Every long option, one per line (see \\fBchat\\-tui.conf\\fR(5)).",
                   ".TP", "\\fI~/.local/share/chat\\-tui/server/\\fR", "The server's data: accounts, history, registered rooms, certificate, uploads (\\fB\\-\\-data\\-dir\\fR).",
                   ".TP", "\\fI~/.local/share/chat\\-tui/client/\\fR", "The client's log (searched by \\fB/search\\fR and \\fBchat\\-tui search\\fR) and \\fIknown\\-servers\\fR, the certificates you trusted.",
+                  ".TP", "\\fI~/.local/state/chat\\-tui/windows\\fR, \\fIrooms/\\fR", "The conversations' numbers, and the rooms you were in on each network (joined again at the next start: the \\fBrejoin\\fR setting).",
                   ".TP", "\\fI~/.local/state/chat\\-tui/server.log\\fR", "The host's server log when the chat screen is open (\\fB\\-\\-log\\fR).",
                   ".SH ENVIRONMENT",
                   ".TP", "\\fBHOME\\fR, \\fBXDG_CONFIG_HOME\\fR", "Where the files above are.",

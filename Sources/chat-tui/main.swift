@@ -45,6 +45,7 @@ let clientLogPath = homeDirectory + "/.local/share/chat-tui/client/history.db"
 let textLogsPath = homeDirectory + "/.local/state/chat-tui/logs"
 /// The conversations' numbers, kept across restarts (`WindowOrder`).
 let windowOrderPath = homeDirectory + "/.local/state/chat-tui/windows"
+let joinedRoomsDirectory = homeDirectory + "/.local/state/chat-tui/rooms"
 // `chat-tui search WORDS`: the client's log searched from the shell, one hit per line.
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "search" {
     let words = Array(CommandLine.arguments.dropFirst(2))
@@ -293,6 +294,12 @@ func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> Clien
     config.dccAutoAcceptFrom = arguments.dccAutoAccept
     config.ignoreMasks = arguments.ignore
     if arguments.settings.isOn("text-logs") { config.textLogDirectory = textLogsPath }
+    // The rooms one was in when chat-tui last ended are joined again (the rejoin setting).
+    let joined = JoinedRooms.path(directory: joinedRoomsDirectory, network: "\(config.host):\(config.port)")
+    config.joinedRoomsPath = joined
+    if arguments.settings.isOn("rejoin") {
+        config.rooms = JoinedRooms.merged(config.rooms, JoinedRooms.rooms(Files.readText(joined) ?? ""))
+    }
     var now = time(nil)
     var local = tm()
     localtime_r(&now, &local)

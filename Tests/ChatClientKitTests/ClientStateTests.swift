@@ -42,7 +42,7 @@ struct ClientStateTests {
         #expect(events.contains(.joined(.room("#lobby"), name: "#lobby", again: false)))
     }
 
-    @Test("ChanServ's answer to /register shows where it was asked, not as a new direct conversation; another nick's NOTICE does")
+    @Test("ChanServ's answer to /register shows where it was asked, not as a new direct conversation; nor is another nick's NOTICE")
     func serviceAnswerWhereAsked() throws {
         var state = ClientState(nick: "alice")
         for line in welcome { _ = state.apply(try IRCMessage(parsing: line), now: 1000) }
@@ -53,8 +53,16 @@ struct ClientStateTests {
         state.replyConversation = nil
         _ = state.apply(try IRCMessage(parsing: ":nickserv!NickServ@srv NOTICE alice :This nickname is registered"), now: 1002)
         #expect(state.book[.server]?.lines.last?.text == "This nickname is registered")
+        // Another person's private notice opens no conversation: it is shown where one is looking
+        // (irssi's active window), and in the conversation with them once there is one.
+        state.lookingAt = .room("#lobby")
         _ = state.apply(try IRCMessage(parsing: ":bob!b@h NOTICE alice :psst"), now: 1003)
-        #expect(state.conversation("bob")?.lines.last?.text == "psst")
+        #expect(state.conversation("bob") == nil)
+        #expect(state.book[.room("#lobby")]?.lines.last?.text == "psst")
+        #expect(state.book[.room("#lobby")]?.lines.last?.kind == .notice)
+        _ = state.apply(try IRCMessage(parsing: ":bob!b@h PRIVMSG alice :hi"), now: 1004)
+        _ = state.apply(try IRCMessage(parsing: ":bob!b@h NOTICE alice :psst again"), now: 1005)
+        #expect(state.conversation("bob")?.lines.last?.text == "psst again")
     }
 
     @Test("JOIN, PART, QUIT and KICK keep the members current, with notices")
@@ -337,5 +345,53 @@ struct PlainTextTests {
     ])
     func visible(_ input: String, _ expected: String) {
         #expect(PlainText.visible(input) == expected)
+    }
+}
+
+@Suite("the rooms kept for the next start (issue 46)")
+struct JoinedRoomsTests {
+    @Test("the file: one room a line, hostile network names kept inside the directory, anything not a room skipped, 200 at most")
+    func file() {
+        #expect(JoinedRooms.path(directory: "/d", network: "irc.libera.chat:6697") == "/d/irc.libera.chat:6697")
+        #expect(JoinedRooms.path(directory: "/d", network: "../../etc/passwd") == "/d/%2E.%2F..%2Fetc%2Fpasswd")
+        #expect(JoinedRooms.path(directory: "/d", network: "a b\n") == "/d/a%20b%0A")
+        #expect(JoinedRooms.rooms("#a\nnot a room\n#b\n#a\n&local\n") == ["#a", "#b", "&local"])
+        let many = (1...300).map { "#r\($0)" }
+        #expect(JoinedRooms.rooms(JoinedRooms.text(many)).count == JoinedRooms.limit)
+        #expect(JoinedRooms.merged(["#Rust", "#go"], ["#rust", "#swift"]) == ["#Rust", "#go", "#swift"])
+    }
+
+    @Test("JOIN and PART change the rooms kept; a room that refuses us for good (474, 403, 479) leaves them, a full one does not")
+    func wanted() throws {
+        var config = ClientConfig(host: "h", port: 6667, nick: "alice")
+        config.rooms = ["#kept", "#banned", "#full"]
+        var state = ClientState(config: config)
+        for line in [":srv 001 alice :Welcome", ":srv 005 alice CHANTYPES=# :are supported"] { _ = state.apply(try IRCMessage(parsing: line), now: 1000) }
+        _ = state.command(IRCMessage("JOIN", "#new"), connected: true)
+        _ = state.command(IRCMessage("PART", "#kept"), connected: true)
+        _ = state.apply(try IRCMessage(parsing: ":srv 474 alice #banned :Cannot join channel (+b)"), now: 1001)
+        _ = state.apply(try IRCMessage(parsing: ":srv 471 alice #full :Cannot join channel (+l)"), now: 1001)
+        #expect(state.wantedRooms == ["#full", "#new"])
+    }
+
+    @Test("a ban list entry reads with who set it and when, not a Unix time")
+    func banList() throws {
+        var state = ClientState(nick: "alice")
+        for line in [":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby"] { _ = state.apply(try IRCMessage(parsing: line), now: 1000) }
+        state.replyConversation = .room("#lobby")
+        _ = state.apply(try IRCMessage(parsing: ":srv 367 alice #lobby *!*@bad.example bob 1796494860"), now: 1001)
+        #expect(state.book[.room("#lobby")]?.lines.last?.text == "#lobby *!*@bad.example set by bob on 2026-12-05 18:21 UTC")
+    }
+
+    @Test("/ctcp to yourself is answered, and the answer shown; your request to someone else is not answered by you")
+    func selfCTCP() throws {
+        var state = ClientState(nick: "alice")
+        for line in [":srv 001 alice :Welcome", ":srv 005 alice CHANTYPES=# :are supported"] { _ = state.apply(try IRCMessage(parsing: line), now: 1000) }
+        let asked = state.receive(try IRCMessage(parsing: ":alice!a@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 1001)
+        #expect(asked.actions.contains { if case .send(let m) = $0 { return m.command == "NOTICE" && m.params[0] == "alice" && m.params[1].hasPrefix("\u{1}VERSION chat-tui") } else { return false } })
+        let echoed = state.receive(try IRCMessage(parsing: ":alice!a@h PRIVMSG bob :\u{1}VERSION\u{1}"), now: 1002)
+        #expect(!echoed.actions.contains { if case .send = $0 { return true } else { return false } })
+        _ = state.apply(try IRCMessage(parsing: ":alice!a@h NOTICE alice :\u{1}VERSION chat-tui 0.1\u{1}"), now: 1003)
+        #expect(state.book.orderedConversations.flatMap(\.lines).contains { $0.text == "CTCP VERSION reply from alice: chat-tui 0.1" })
     }
 }

@@ -77,7 +77,7 @@ struct HotlistTests {
         _ = model.type("/window next")
         #expect(model.viewedID == .room("#dev"))
         #expect(notes(model.type("/window #nowhere")) == ["No conversation called #nowhere (/window lists them)"])
-        #expect(notes(model.type("/window")) == ["1  #lobby", "2  #dev", "3  #ops", "4  zed", "5  (server)"])
+        #expect(notes(model.type("/window")) == ["1  #lobby", "2  #dev  (1 unread)", "3  #ops  (1 unread, for you)", "4  zed  (1 unread, for you)", "5  (server)"])
     }
 
     @Test("Alt-End (and /scroll end) back to the newest line after PgUp; Alt-Home (and /scroll top) to the oldest loaded")
@@ -216,6 +216,7 @@ struct WindowOrderTests {
         var model = threeRooms(size: 3, width: 80, height: 20)
         #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "(server)"])
         model.receive(":zed!z@h PRIVMSG alice :hello", now: 36400)
+        _ = model.type("/join #new")
         model.receive(":alice!a@h JOIN #new", now: 36401)
         model.receive(":amy!a@h PRIVMSG alice :hi", now: 36402)
         #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "zed", "#new", "amy", "(server)"])

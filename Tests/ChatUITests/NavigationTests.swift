@@ -184,7 +184,7 @@ struct SmallFixesTests {
         model.receive(":alice!a@h PART #ops", now: 36400)
         #expect(draw(model).lines[14].contains("you left #ops: /join to return"))
         model.editor.set("hello?")
-        #expect(model.update(.key(.enter)) == [.note("You left #ops: /join #ops to talk there again", conversation: .room("#ops"), isError: true)])
+        #expect(model.update(.key(.enter)) == [.note("You are not in #ops: /join #ops to talk there", conversation: .room("#ops"), isError: true)])
     }
 
     @Test("a file offer counts as unread and rings; your own away shows in the status line; long names end in an ellipsis")
@@ -202,7 +202,7 @@ struct SmallFixesTests {
 
 @Suite("what a new user tripped over")
 struct TriedInTmuxTests {
-    @Test("a rejoin after an outage does not move the view; only a room newly joined does")
+    @Test("a rejoin after an outage does not move the view, nor a room joined unasked; a room one asked for does")
     func rejoinKeepsView() {
         var model = threeRooms(size: 2)
         model.selection = .user("dev1", room: .room("#dev"))
@@ -210,6 +210,10 @@ struct TriedInTmuxTests {
         model.everRegistered = false
         model.receive(":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby", ":alice!a@h JOIN #dev", ":alice!a@h JOIN #ops", now: 2)
         #expect(model.selection == .user("dev1", room: .room("#dev")))
+        // A room joined without asking (at start, by another device of the account) does not either.
+        model.receive(":alice!a@h JOIN #elsewhere", now: 3)
+        #expect(model.selection == .user("dev1", room: .room("#dev")))
+        _ = model.type("/join #New")
         model.receive(":alice!a@h JOIN #new", now: 3)
         #expect(model.selection == .conversation(.room("#new")))
     }

@@ -61,3 +61,18 @@ struct SmartFilterTests {
         #expect(draw(model).lines[9].hasPrefix("10:06 -!- 1 quit, 3 joined"), "the run goes on (carol too), in the order the kinds came: \(draw(model).lines)")
     }
 }
+
+@Suite("the smart filter counts people (issue 46, second tour)")
+struct SmartFilterPeopleTests {
+    @Test("someone flapping in a burst is one who joined and one who quit, not six events")
+    func flapping() {
+        var model = lobbyModel(width: 60, height: 12)
+        for n in 0..<3 {
+            model.receive(":flappy!f@h JOIN #lobby", now: 36400 + Double(n) * 2)
+            model.receive(":flappy!f@h QUIT :ping timeout", now: 36401 + Double(n) * 2)
+        }
+        model.receive(":other!o@h JOIN #lobby", now: 36410)
+        let lines = draw(model).lines
+        #expect(lines.contains { $0.hasPrefix("10:06 -!- 2 joined, 1 quit ") }, "\(lines)")
+    }
+}

@@ -1,7 +1,7 @@
 """The chat screen as an irssi or WeeChat user drives it (issue 46), in tmux against our server:
 Alt-2 to a room by its number, Alt-a to the one that named you, PgUp then Alt-End back down, a
 click on a sidebar row (SGR mouse bytes as a terminal sends them), a setting changed, saved and
-still there after a restart, and a notification run as the user's own command."""
+still there after a restart with the rooms joined again, and a notification run as the user's own command."""
 import os
 import shutil
 import stat
@@ -125,6 +125,13 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
     bob.send("PRIVMSG #lobby :hello again")
     screen = wait_for(lambda s: any(r[:9].count(":") == 2 and "<bob> hello again" in r for r in s), "seconds in the timestamps after the restart")
     save("restarted", screen)
+    # The rooms zoe was in are joined again, keeping their numbers (the rejoin setting).
+    kept = (zoe / ".local" / "state" / "chat-tui" / "rooms" / f"127.0.0.1:{server.port}").read_text().split()
+    assert "#dev" in kept and "#ops" in kept, kept
+    wait_for(lambda s: any("│2 #dev" in r and "(left)" not in r for r in s) and any("│3 #ops" in r and "(left)" not in r for r in s),
+             "#dev and #ops joined again after the restart")
+    bob.send("PRIVMSG #dev :welcome back")
+    wait_for(lambda s: "[2]" in s[-2], "a line in #dev after the restart")
 
     # notify = command: a direct message out of sight runs the user's program with the title
     # and the text as its arguments (no shell).
@@ -141,5 +148,5 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
         time.sleep(0.1)
     assert record.read_text() == "--from|chat-tui|bob|are you there? $(touch /tmp/never)|"
     # The direct conversation has its own number, after the conversations numbered before it.
-    wait_for(lambda s: any("│2 bob" in r for r in s) and any("│1 #lobby" in r for r in s), "bob's direct conversation numbered")
+    wait_for(lambda s: any("│4 bob" in r for r in s) and any("│1 #lobby" in r for r in s), "bob's direct conversation numbered")
     bob.close()

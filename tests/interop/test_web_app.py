@@ -232,7 +232,7 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     """A visitor makes an account from the login form; the server window is in words; /help
     speaks of files; a direct message while the page is hidden asks (with a button) to notify,
     then notifies, and the tab's icon gets a dot; the settings panel changes the theme, lines,
-    colours and time and is kept across a reload; a long line is one message; deleting asks."""
+    colours and time and is kept across a reload, which logs the account in again by itself; a long line is one message; deleting asks."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     driver = app.driver
@@ -307,11 +307,8 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     assert "compact" in driver.execute_script("return document.body.className")
     driver.execute_script("localStorage.removeItem('chat-tui.settings')")
 
-    # Logged in again (the form remembers the account), a long line goes as one message: bob,
-    # who has no multiline, gets its parts, which join back into it.
-    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form after the reload")
-    driver.find_element(By.ID, "password").send_keys("correct horse battery")
-    driver.find_element(By.ID, "login-button").click()
+    # The reload logged the account in again by itself (kept for this tab), back in its rooms;
+    # a long line goes as one message: bob, who has no multiline, gets its parts, which join back into it.
     box = wait_until(lambda: driver.find_element(By.ID, "input") if driver.find_element(By.ID, "input").is_displayed() else None, "the chat")
     wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]'), "#lobby")
     driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]').click()
@@ -328,6 +325,17 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     # Deleting asks first; bob's message has no delete button for cara, who does not run the room.
     bob.send("PRIVMSG #lobby :bob's own words")
     wait_until(lambda: "bob's own words" in texts(driver), "bob's line")
+    # IRC formatting shows as formatting (bold, colours, italics), its codes never as text.
+    bob.send("PRIVMSG #lobby :\x02loud\x02 and \x0304,01red\x03 and \x1ditalic https://example.org/x\x0f done")
+    wait_until(lambda: "loud and red and italic https://example.org/x done" in texts(driver), "the formatted line",
+               shows=lambda: str(texts(driver)[-2:]))
+    row = driver.find_elements(By.CSS_SELECTOR, "#messages li.message")[-1]
+    assert row.find_element(By.CSS_SELECTOR, ".text span.f-b").text == "loud"
+    assert row.find_element(By.CSS_SELECTOR, ".text span.f4.k1").text == "red"
+    italic = row.find_element(By.CSS_SELECTOR, ".text span.f-i")
+    assert italic.text == "italic https://example.org/x"
+    assert italic.find_element(By.CSS_SELECTOR, "a").get_attribute("href") == "https://example.org/x"
+    shoot(app, "formatting")
     rows = driver.find_elements(By.CSS_SELECTOR, "#messages li.message")
     mine = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".text").text == long)
     theirs = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".text").text == "bob's own words")

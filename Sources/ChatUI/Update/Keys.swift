@@ -9,12 +9,13 @@ extension ChatModel {
         revealing = nil
         switch key {
         // With text in the input line, Up and Down walk your earlier lines (as in irssi and
-        // WeeChat), so a draft never changes recipient; with an empty line they pick the recipient.
+        // WeeChat), so a draft never changes recipient; with an empty line they pick the
+        // recipient, or walk the lines too with `/set arrows history` (irssi's and WeeChat's way).
         case .up:
-            if !editor.isEmpty { editor.historyPrevious(); return [] }
+            if !editor.isEmpty || settings["arrows"] == "history" { editor.historyPrevious(); return [] }
             return moveSelection(by: -1)
         case .down:
-            if !editor.isEmpty { editor.historyNext(); return [] }
+            if !editor.isEmpty || settings["arrows"] == "history" { editor.historyNext(); return [] }
             return moveSelection(by: 1)
         case .pageUp:
             // At the top of what is loaded, a room asks the server for the lines before it.
@@ -78,6 +79,13 @@ extension ChatModel {
             case "n": editor.historyNext()
             case "l": return [.redraw]
             case "c":
+                // With text typed, Ctrl-C clears the line (Ctrl-Y brings it back) rather than
+                // quitting with it; on an empty line it quits.
+                if !editor.isEmpty {
+                    editor.end()
+                    editor.killToStart()
+                    return []
+                }
                 // The host's Ctrl-C closes the room for everyone: ask first when others are in it.
                 if isHost && othersOnline > 0 {
                     confirmingQuit = true

@@ -53,9 +53,12 @@ extension ChatModel {
     mutating func clickSidebar(row: Int) -> [UICommand] {
         let items = sidebarRows
         guard items.indices.contains(row), isSelectable(items[row]) else { return [] }
-        sidebarOffset = nil
+        // The list stays where it is (scrolled by the wheel or not): the row clicked stays under the pointer.
+        let top = sidebarTop(items, layout)
         messageCursor = nil
-        return selectIndex(row)
+        let commands = selectIndex(row)
+        sidebarOffset = (top, SidebarRow(network: selectedNetwork, item: selection))
+        return commands
     }
 
     /// A message clicked: the message cursor on it (a picker's row: that row chosen).

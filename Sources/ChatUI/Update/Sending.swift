@@ -83,7 +83,18 @@ extension ChatModel {
         if let lines = aliases.expand(line, nick: state.nick, target: target) {
             guard depth < 4 else { return [.note("Aliases within aliases go four deep at most: \(line)", conversation: viewedID, isError: true)] }
             if let problem = aliases.problem(line) { return [.note(problem, conversation: viewedID, isError: true)] }
-            return lines.flatMap { runCommand($0, depth: depth + 1) }
+            // A step refused stops the rest (`/wc` must not part a room its first step failed to leave).
+            var out: [UICommand] = []
+            for (index, step) in lines.enumerated() {
+                let done = runCommand(step, depth: depth + 1)
+                out += done
+                let refused = done.contains { if case .note(_, _, isError: true) = $0 { return true } else { return false } }
+                if refused && index < lines.count - 1 {
+                    out.append(.note("The rest of \(line.prefix { $0 != " " }) was not run", conversation: viewedID, isError: false))
+                    break
+                }
+            }
+            return out
         }
         var out: [UICommand] = []
         for command in CommandInterpreter.run(line, commandContext) {
@@ -166,6 +177,8 @@ extension ChatModel {
         // Elsewhere: not the conversation in view, nor the person picked in the sidebar (the
         // view moves to the conversation with them once it is opened).
         func elsewhere(_ name: String) -> Bool {
+            // `/query bob hello`: the view goes to bob, where hello shows.
+            if word == "query" { return false }
             if case .user(let nick, _) = selection, state.key(for: nick) == state.key(for: name) { return false }
             return state.id(for: name) != here
         }
@@ -183,7 +196,7 @@ extension ChatModel {
             let waiting = id.flatMap { transfers[$0] } ?? transfers.values.filter { $0.state == .pending }.max { $0.id < $1.id }
             guard let info = waiting, info.direction == .receiving, info.state == .pending, elsewhere(info.peer) else { return nil }
             return "Accepting \(info.offeredName) from \(info.peer) (transfer \(info.id); its progress is in the conversation with \(info.peer))"
-        case .irc(let message) where word == "notice" && message.params.count == 2:
+        case .irc(let message) where word == "notice" && message.params.count == 2 && elsewhere(message.params[0]):
             return "-> -\(message.params[0])- \(message.params[1])"
         case .irc(let message) where word == "ctcp" && message.params.count == 2:
             let verb = message.params[1].dropFirst().prefix { $0 != " " && $0 != "\u{1}" }

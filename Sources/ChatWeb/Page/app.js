@@ -192,6 +192,17 @@ function resumeToken() { try { return sessionStorage.getItem('chat-tui.resume') 
 function setResumeToken(token) {
   try { if (token) sessionStorage.setItem('chat-tui.resume', token); else sessionStorage.removeItem('chat-tui.resume'); } catch (e) { /* storage off */ }
 }
+// An account's login, kept for this tab only (sessionStorage): a reload logs in again as the
+// terminal client reconnects; closing the tab, /quit or a refused login forgets it.
+function keepLogin(creds) {
+  try { if (creds) sessionStorage.setItem('chat-tui.login', JSON.stringify({ account: creds.account, password: creds.password })); else sessionStorage.removeItem('chat-tui.login'); } catch (e) { /* storage off */ }
+}
+function keptLogin() {
+  try {
+    const c = JSON.parse(sessionStorage.getItem('chat-tui.login') || 'null');
+    return c && typeof c.account === 'string' && typeof c.password === 'string' && c.account ? c : null;
+  } catch (e) { return null; }
+}
 // This browser's device name (account@web-xxxxxx) for a server that keeps an account present.
 function deviceName() {
   try {
@@ -387,6 +398,7 @@ function dispatch(m, ctx) {
         S.creating = null;
         S.loggedIn = true;
         setResumeToken(''); // a guest's way back; the account is the way back now
+        keepLogin(S.creds);
         try { localStorage.setItem('chat-tui.account', S.creds.account); } catch (e) { /* storage off */ }
         localLine('Your account ' + S.creds.account + ' is made and you are logged in: your history and direct messages now follow you to every window.');
         subscribePush();
@@ -443,6 +455,7 @@ function onAuthenticate(m) {
 function authFail(text) {
   S.userQuit = true;
   S.creds = null;
+  keepLogin(null);
   send('QUIT', ['login failed']);
   closeSocket();
   setConn('offline');
@@ -519,7 +532,7 @@ function onNumeric(m) {
     case '422': afterWelcome(); return;
     case '376': afterWelcome(); serverLine(last); return;
     case '375': case '372': serverLine(last); return;
-    case '900': S.loggedIn = true; serverLine(last); subscribePush(); return;
+    case '900': S.loggedIn = true; keepLogin(S.creds); serverLine(last); subscribePush(); return;
     case '903': case '907': capEnd(); return;
     case '902': case '904': case '905': case '906': if (!S.registered) authFail('Login failed: ' + last); return;
     case '908': case '333': case '315': case '329': case '324': case '318': case '369': return;
@@ -925,6 +938,42 @@ function showWhole(src, name) {
   $('image-view-img').alt = name;
   view.showModal();
 }
+// IRC formatting as runs of [text, style]: bold ^B, italics ^], underline ^_, strike ^^,
+// monospace ^Q, reverse ^V, colours ^C (foreground[,background], 0-15; 99 or none: the default),
+// ^O ends them all; hex colours (^D) are dropped.
+function formatRuns(raw) {
+  const s = String(raw), runs = [];
+  let style = {}, text = '';
+  const flush = () => { if (text) runs.push([text, Object.assign({}, style)]); text = ''; };
+  const flip = { '\x02': 'b', '\x1d': 'i', '\x1f': 'u', '\x1e': 's', '\x11': 'm', '\x16': 'r' };
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i];
+    if (flip[ch]) { flush(); style[flip[ch]] = !style[flip[ch]]; continue; }
+    if (ch === '\x0f') { flush(); style = {}; continue; }
+    if (ch === '\x03') {
+      flush();
+      const mt = /^(\d{1,2})(?:,(\d{1,2}))?/.exec(s.slice(i + 1, i + 6));
+      if (!mt) { delete style.fg; delete style.bg; continue; }
+      style.fg = +mt[1];
+      if (mt[2] !== undefined) style.bg = +mt[2];
+      i += mt[0].length;
+      continue;
+    }
+    if (ch === '\x04') { flush(); const mt = /^[0-9a-f]{6}(,[0-9a-f]{6})?/i.exec(s.slice(i + 1, i + 15)); if (mt) i += mt[0].length; continue; }
+    text += ch;
+  }
+  flush();
+  return runs;
+}
+function runEl(parent, style) {
+  const names = ['b', 'i', 'u', 's', 'm', 'r'].filter((k) => style[k]).map((k) => 'f-' + k);
+  if (style.fg >= 0 && style.fg < 16) names.push('f' + style.fg);
+  if (style.bg >= 0 && style.bg < 16) names.push('k' + style.bg);
+  if (!names.length) return parent;
+  const span = h('span', names.join(' '));
+  parent.append(span);
+  return span;
+}
 function renderText(parent, raw) {
   const text = clean(raw);
   const file = /^(.+) \((\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB))\) (https?:\/\/\S+)$/.exec(text);
@@ -933,14 +982,17 @@ function renderText(parent, raw) {
     if (/\.(png|jpe?g|gif|webp|avif|bmp)$/i.test(file[1])) thumbnail(parent, file[3], file[1]);
     return;
   }
-  let last = 0;
-  for (const mt of text.matchAll(/\bhttps?:\/\/[^\s<>"]+/gi)) {
-    const u = trimURL(mt[0]);
-    if (!httpURL(u)) continue;
-    parent.append(text.slice(last, mt.index), linkEl(u, u, isFileURL(u)));
-    last = mt.index + u.length;
+  for (const [part, style] of formatRuns(raw)) {
+    const into = runEl(parent, style), shown = clean(part);
+    let last = 0;
+    for (const mt of shown.matchAll(/\bhttps?:\/\/[^\s<>"]+/gi)) {
+      const u = trimURL(mt[0]);
+      if (!httpURL(u)) continue;
+      into.append(shown.slice(last, mt.index), linkEl(u, u, isFileURL(u)));
+      last = mt.index + u.length;
+    }
+    into.append(shown.slice(last));
   }
-  parent.append(text.slice(last));
 }
 function nickColor(nick) {
   let x = 0;
@@ -1465,6 +1517,7 @@ const COMMANDS = {
   quote: ['IRC LINE', 'send a raw IRC line', (a, rest) => { if (!rest) return usage('quote'); if (S.ws) S.ws.send(rest.replace(/[\r\n]/g, ' ')); }],
   quit: ['[reason]', 'leave the chat', (a, rest) => {
     S.userQuit = true;
+    keepLogin(null);
     send('QUIT', [rest || 'leaving']);
     setTimeout(() => { closeSocket(); setConn('offline'); showLogin('You left the chat.'); }, 300);
   }],
@@ -2039,8 +2092,15 @@ try {
 } catch (e) { /* storage off */ }
 renderTLS();
 $('nick').focus();
-// A guest's tab reloaded: straight back in as itself (the server keeps it a minute for the token).
-if (resumeToken() && $('nick').value) {
+// An account's tab reloaded: logged in again, straight back to its rooms and conversations.
+const kept = keptLogin();
+if (kept && $('nick').value) {
+  Object.assign(S, { creds: kept, wantNick: $('nick').value, userQuit: false, attempt: 0 });
+  $('account').value = kept.account;
+  $('login-error').textContent = 'Logging in again as ' + kept.account + '…';
+  connect();
+} else if (resumeToken() && $('nick').value) {
+  // A guest's tab reloaded: straight back in as itself (the server keeps it a minute for the token).
   Object.assign(S, { creds: null, wantNick: $('nick').value, userQuit: false, attempt: 0 });
   $('login-error').textContent = 'Coming back as ' + $('nick').value + '…';
   connect();
