@@ -2,12 +2,18 @@
 /// connection's send buffer now (the bounds on that buffer, and dropping a reader that does not
 /// keep up, are the sink's), and whether a connection may still be written to.
 protocol OutputSink {
-    /// Appends `bytes[from...]` to the connection's output.
-    mutating func write(_ bytes: [UInt8], from: Int, to id: ConnectionID)
+    /// Appends `bytes[from...]` to the connection's output; where they begin in the connection's
+    /// stream (bytes ever appended), nil when nothing was appended (closed, or a web connection
+    /// that takes no IRC now).
+    mutating func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) -> Int?
     /// The connection is open and not closing.
     func isOpen(_ id: ConnectionID) -> Bool
     /// The highest msgid history has committed (read when it is needed: the writer moves it on).
     var committed: Int64 { get }
+    /// History cannot store now: nothing waits for a commit.
+    var failing: Bool { get }
+    /// A connection the gate stopped may send again: its output is to be flushed this turn.
+    mutating func wake(_ id: ConnectionID)
 }
 
 /// The server's output ordering, as a value: what each connection gets, in which order, and
@@ -29,6 +35,13 @@ protocol OutputSink {
 ///   it, in order. Past `holdLimit` bytes waiting (a writer that cannot store), everything but
 ///   the unconfirmed echoes goes out, so memory stays bounded and no echo claims what is not stored.
 /// - **Ahead.** A refusal while history cannot store goes ahead of the held echoes.
+/// - **The commit gate.** Once a stored message is handed to history's writer (`handOver`),
+///   nothing written after it, to anyone, leaves the server before it is committed: a message
+///   reaches no one (a room, a link) that a crash could still take from history. Bytes are
+///   appended to the connection's buffer at once; the gate marks where in its stream they begin
+///   (`Gate`), the runtime flushes only up to the first mark not committed (`sendable`) and
+///   parks the connection there (`park`); a commit wakes it (`released`). While history cannot
+///   store, or past the send queue's bound, the marks go (no reader is dropped for the gate).
 struct OutputOrder {
     /// One connection's output waiting behind an echo: (msgid, bytes), msgid 0 for what is not an echo.
     struct Held {
@@ -58,6 +71,22 @@ struct OutputOrder {
     private var heldCount = 0
     /// Runs of join announcements held so far (the bench's counter).
     private(set) var heldRuns = 0
+
+    /// Where a connection's stream must stop until a commit: (stream offset, msgid) in order.
+    struct Gate {
+        let id: ConnectionID
+        var marks: [(start: Int, msgid: Int64)] = []
+        var parked = false
+    }
+    /// The highest msgid handed to history's writer.
+    private(set) var handedOver: Int64 = 0
+    /// Per connection slot (`HeldJoins.slot`): its marks, if any. Owner: the order; bound: one
+    /// mark per handover a connection's unsent output spans (they go as commits pass, and all at
+    /// once past the send queue's bound); end: the commit, or the connection's close (`forget`).
+    private var gates: [Gate?] = []
+    private var gateCount = 0
+    /// Connections stopped at a mark, to be woken by the commit they wait for.
+    private(set) var parked: [ConnectionID] = []
 
     init(holdLimit: Int, historyOn: Bool) {
         self.holdLimit = holdLimit
@@ -187,8 +216,14 @@ struct OutputOrder {
     }
 
     /// History committed more: held output up to each connection's first uncommitted echo goes
-    /// out, in order (all but unconfirmed echoes past `holdLimit`).
+    /// out, in order (all but unconfirmed echoes past `holdLimit`), and connections the gate
+    /// stopped whose mark is committed now are woken.
     mutating func released(_ sink: inout some OutputSink) {
+        releaseHeldEchoes(&sink)
+        wakeParked(&sink)
+    }
+
+    private mutating func releaseHeldEchoes(_ sink: inout some OutputSink) {
         guard !holding.isEmpty else { return }
         let list = holding
         holding.removeAll()
@@ -219,7 +254,99 @@ struct OutputOrder {
     /// A connection closed: nothing more is kept for it.
     mutating func forget(_ id: ConnectionID) {
         forgetHeld(id)
+        forgetGate(id)
         heldJoins?.forget(id)
+    }
+
+    // MARK: The commit gate
+
+    /// Rows up to `msgid` went to history's writer: what is written from now on waits for them.
+    mutating func handOver(_ msgid: Int64) {
+        if msgid > handedOver { handedOver = msgid }
+    }
+
+    /// How many of a connection's unsent bytes may go now (`sent`: the stream offset its unsent
+    /// output begins at): up to its first mark not committed, `.max` for all. `unbounded`: its
+    /// output passed the send queue's bound (or history cannot store): the marks go.
+    mutating func sendable(_ id: ConnectionID, sent: Int, committed: Int64, unbounded: Bool) -> Int {
+        guard gateCount > 0, let slot = gateSlot(id) else { return .max }
+        if unbounded {
+            forgetGate(id)
+            return .max
+        }
+        let passed = gates[slot]!.marks.firstIndex { $0.msgid > committed } ?? gates[slot]!.marks.count
+        if passed == gates[slot]!.marks.count {
+            forgetGate(id)
+            return .max
+        }
+        if passed > 0 { gates[slot]!.marks.removeFirst(passed) }
+        return max(0, gates[slot]!.marks[0].start - sent)
+    }
+
+    /// The connection has marks (its flush must ask `sendable`).
+    func isGated(_ id: ConnectionID) -> Bool { gateCount > 0 && gateSlot(id) != nil }
+
+    /// The connection's flush stopped at a mark: it waits for that commit (writability aside).
+    mutating func park(_ id: ConnectionID) {
+        guard let slot = gateSlot(id), !gates[slot]!.parked else { return }
+        gates[slot]!.parked = true
+        parked.append(id)
+    }
+
+    /// Parked connections whose first mark is committed now (or all, while history cannot
+    /// store) are flushed this turn; a closed one is forgotten.
+    private mutating func wakeParked(_ sink: inout some OutputSink) {
+        guard !parked.isEmpty else { return }
+        let list = parked
+        parked.removeAll(keepingCapacity: true)
+        let done = sink.committed, failing = sink.failing
+        for id in list {
+            guard let slot = gateSlot(id), gates[slot]!.parked else { continue }
+            guard sink.isOpen(id) else {
+                forgetGate(id)
+                continue
+            }
+            if failing || gates[slot]!.marks.first.map({ $0.msgid <= done }) ?? true {
+                gates[slot]!.parked = false
+                sink.wake(id)
+            } else {
+                parked.append(id)
+            }
+        }
+    }
+
+    /// The bytes just appended at `start` of the connection's stream wait for the newest handover,
+    /// when it is not committed (one mark per handover: later bytes wait behind it anyway).
+    private mutating func mark(_ id: ConnectionID, start: Int, committed: Int64) {
+        guard handedOver > committed else { return }
+        let slot = HeldJoins.slot(id)
+        if slot >= gates.count { gates.append(contentsOf: repeatElement(nil, count: slot + 1 - gates.count)) }
+        if gates[slot]?.id != id {
+            if gates[slot] == nil { gateCount += 1 }
+            gates[slot] = Gate(id: id)
+        }
+        if gates[slot]!.marks.last?.msgid != handedOver { gates[slot]!.marks.append((start, handedOver)) }
+    }
+
+    /// The marks of `id` (for tests and the bench).
+    func marks(of id: ConnectionID) -> [(start: Int, msgid: Int64)] { gateSlot(id).map { gates[$0]!.marks } ?? [] }
+
+    private func gateSlot(_ id: ConnectionID) -> Int? {
+        let slot = HeldJoins.slot(id)
+        guard slot < gates.count, gates[slot]?.id == id else { return nil }
+        return slot
+    }
+
+    private mutating func forgetGate(_ id: ConnectionID) {
+        guard let slot = gateSlot(id) else { return }
+        gates[slot] = nil
+        gateCount -= 1
+    }
+
+    /// Every write goes through here: appended now, and marked when a handover waits.
+    private mutating func emit(_ bytes: [UInt8], from: Int, _ id: ConnectionID, _ sink: inout some OutputSink) {
+        guard let start = sink.write(bytes, from: from, to: id), handedOver > 0 else { return }
+        mark(id, start: start, committed: sink.committed)
     }
 
     /// The server stops: everything gathered and held for a crowd goes out.
@@ -249,7 +376,7 @@ struct OutputOrder {
     /// `bytes[from...]` after what the connection has waiting: behind a held echo, or written now.
     private mutating func inOrder(_ bytes: [UInt8], from: Int, _ id: ConnectionID, _ sink: inout some OutputSink) {
         guard heldCount > 0, heldEntry(id) != nil else {
-            sink.write(bytes, from: from, to: id)
+            emit(bytes, from: from, id, &sink)
             return
         }
         let slot = HeldJoins.slot(id)

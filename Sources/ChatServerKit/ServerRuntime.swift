@@ -124,12 +124,6 @@ final class ServerRuntime {
         var output = OutputBuffer()
         var waitingForWritable = false
         var queuedForFlush = false
-        /// Where bytes written while history had a msgid handed over and not committed begin,
-        /// with that msgid: nothing from there on goes before that commit
-        /// (`ServerRuntime.handedOver`); the bytes before it may.
-        var commitMarks: [(start: Int, msgid: Int64)] = []
-        /// In `gated`, waiting for a commit.
-        var inGated = false
         var closing = false
         /// Set on the TLS port, and on the web port once its first byte is a TLS handshake's;
         /// the handshake runs inside the loop, a step per readiness.
@@ -250,15 +244,8 @@ final class ServerRuntime {
     /// History: the writer thread, and the connections with output waiting for its commits.
     private let historyWriter: HistoryWriter?
     private let committed: HistoryHealth
-    /// The highest msgid handed to history's writer. Nothing written after it goes out before
-    /// it is committed: a message reaches no one (its sender's echo, the room, a link) that a
-    /// crash could still take from history, so what was seen is what is kept, and a sender
-    /// sending again after a crash is not shown twice (chaos soak). The wait is the writer's
-    /// commit (it commits as soon as rows come); while it cannot store, or for output past the
-    /// send queue's limit, nothing waits (no reader is dropped for it).
-    private var handedOver: Int64 = 0
-    /// Connections whose output waits for a commit.
-    private var gated: [Connection] = []
+    /// History's commits gate the output: `OutputOrder`'s commit gate says how far each
+    /// connection's output may go (nothing written after a handover leaves before its commit).
     /// Below this much unsent output, a long reply's next step is made.
     private static let continueBelow = 64 * 1024
     // Connections are numbered up from 1; the wakeup and the listeners take the top of the range.
@@ -982,11 +969,18 @@ final class ServerRuntime {
         // a direct message).
         unowned(unsafe) let runtime: ServerRuntime
 
-        func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) { runtime.write(bytes, from: from, to: id) }
+        func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) -> Int? { runtime.write(bytes, from: from, to: id) }
 
         func isOpen(_ id: ConnectionID) -> Bool { runtime.isOpen(id) }
 
         var committed: Int64 { runtime.committed.committed.load(ordering: .acquiring) }
+
+        var failing: Bool { runtime.committed.failing.load(ordering: .acquiring) }
+
+        func wake(_ id: ConnectionID) {
+            guard let connection = runtime.connections[id.raw], !connection.closing else { return }
+            runtime.queueFlush(connection)
+        }
     }
 
     private func isOpen(_ id: ConnectionID) -> Bool {
@@ -994,23 +988,21 @@ final class ServerRuntime {
         return !connection.closing
     }
 
-    private func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) {
-        guard let connection = connections[id.raw], !connection.closing else { return }
-        write(bytes, from: from, connection)
+    private func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) -> Int? {
+        guard let connection = connections[id.raw], !connection.closing else { return nil }
+        return write(bytes, from: from, connection)
     }
 
-    /// `bytes[from...]` onto the connection's output, now (`OutputOrder` decided it is its turn).
-    func write(_ bytes: [UInt8], from: Int, _ connection: Connection) {
+    /// `bytes[from...]` onto the connection's output, now (`OutputOrder` decided it is its turn);
+    /// where they begin in its stream (nil: nothing appended).
+    func write(_ bytes: [UInt8], from: Int, _ connection: Connection) -> Int? {
         // Where these bytes begin in the connection's stream (whatever else is appended to it).
         let start = connection.output.sent + connection.output.count
         switch connection.web {
         case .websocket(_, let subprotocol)?: connection.output.append(WebSocket.messages(bytes[from...], as: subprotocol))
         // After its close frame (or before its upgrade) nothing of IRC goes to a web connection.
-        case .closing?, .http?: return
+        case .closing?, .http?: return nil
         case nil: connection.output.append(bytes, from: from)
-        }
-        if handedOver > 0, connection.commitMarks.last?.msgid != handedOver, handedOver > committed.committed.load(ordering: .relaxed) {
-            connection.commitMarks.append((start, handedOver))
         }
         // The limit is on what the peer has not taken: it applies at once to a socket the
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
@@ -1022,49 +1014,24 @@ final class ServerRuntime {
         } else {
             queueFlush(connection)
         }
+        return start
     }
 
     /// Output held for commits that have happened now goes out, in order.
     private func releaseCommitted() {
         var sink = Sink(runtime: self)
         order.released(&sink)
-        releaseGated()
     }
 
     private func handOver(_ rows: [HistoryRow]) {
-        for row in rows where row.msgid > handedOver { handedOver = row.msgid }
+        for row in rows { order.handOver(row.msgid) }
     }
 
-    /// How many of a connection's unsent bytes may go now: up to the first place that waits for
-    /// a commit not made yet (`.max`: all of them).
+    /// How many of a connection's unsent bytes may go now (`OutputOrder`'s commit gate).
     private func sendable(_ connection: Connection) -> Int {
-        guard !connection.commitMarks.isEmpty else { return .max }
-        if committed.failing.load(ordering: .acquiring) || connection.output.count > sendQueueLimit {
-            connection.commitMarks.removeAll()
-            return .max
-        }
-        let done = committed.committed.load(ordering: .acquiring)
-        let passed = connection.commitMarks.firstIndex { $0.msgid > done } ?? connection.commitMarks.count
-        if passed > 0 { connection.commitMarks.removeFirst(passed) }
-        guard let first = connection.commitMarks.first else { return .max }
-        return first.start - connection.output.sent
-    }
-
-    /// The gated connections whose commit has come go out this turn.
-    private func releaseGated() {
-        guard !gated.isEmpty else { return }
-        let waiting = gated
-        gated.removeAll(keepingCapacity: true)
-        for connection in waiting {
-            connection.inGated = false
-            guard !connection.closing, connections[connection.id.raw] != nil else { continue }
-            if sendable(connection) > 0 {
-                queueFlush(connection)
-            } else {
-                connection.inGated = true
-                gated.append(connection)
-            }
-        }
+        guard order.isGated(connection.id) else { return .max }
+        return order.sendable(connection.id, sent: connection.output.sent, committed: committed.committed.load(ordering: .acquiring),
+                       unbounded: connection.output.count > sendQueueLimit || committed.failing.load(ordering: .acquiring))
     }
 
     /// A reader this far behind is stalled; drop it rather than hold memory for it.
@@ -1134,10 +1101,7 @@ final class ServerRuntime {
                     }
                 }
                 setWritable(connection, false)
-                if !connection.inGated {
-                    connection.inGated = true
-                    gated.append(connection)
-                }
+                order.park(connection.id)
                 continue
             }
             let flushed = connection.tls.map { connection.output.flush(to: $0) } ?? connection.output.flush(to: connection.fd)

@@ -4,9 +4,10 @@ import IRCWire
 
 /// The output-ordering core without sockets: random interleavings of arrivals (a crowd, whose
 /// JOINs are held at the room), room messages (the sender's echo held for its commit), replies,
-/// refusals sent ahead, departures (the room's lists change), commits and turns. After every
-/// step each connection has been given a prefix of what the items gave it, in order, nothing
-/// twice; once everything is committed and the last turn is over, all of it.
+/// refusals sent ahead, departures (the room's lists change), commits, turns and flushes through
+/// the commit gate. After every step each connection has been given a prefix of what the items
+/// gave it, in order, nothing twice, and nothing has left that was written after a handover not
+/// committed; once everything is committed and the last turn is over, all of it has left.
 @Suite("the output-ordering core: every member gets every event once, in order")
 struct OutputOrderTests {
     /// What `OutputOrder` wrote, per connection, as lines.
@@ -14,13 +15,44 @@ struct OutputOrderTests {
         var written: [ConnectionID: [String]] = [:]
         var open: Set<ConnectionID> = []
         var committed: Int64 = 0
+        var failing = false
+        /// Each connection's stream (every byte appended) and how much of it has left (flushed).
+        var stream: [ConnectionID: Int] = [:]
+        var sent: [ConnectionID: Int] = [:]
+        /// Each write: where it began, and the newest msgid handed over when it was made (the
+        /// test's own record, to check the gate against).
+        var writes: [ConnectionID: [(start: Int, after: Int64)]] = [:]
+        var handedOver: Int64 = 0
+        var woken: Set<ConnectionID> = []
 
-        mutating func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) {
+        mutating func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) -> Int? {
             let text = String(decoding: bytes[from...], as: UTF8.self)
             written[id, default: []] += text.split(separator: "\r\n").map(String.init)
+            let start = stream[id, default: 0]
+            stream[id] = start + bytes.count - from
+            writes[id, default: []].append((start, handedOver))
+            return start
         }
 
         func isOpen(_ id: ConnectionID) -> Bool { open.contains(id) }
+
+        mutating func wake(_ id: ConnectionID) { woken.insert(id) }
+
+        /// The runtime's flush: as far as the gate allows; stopped short, the connection parks.
+        /// Nothing that leaves was written after a handover not committed.
+        mutating func flush(_ id: ConnectionID, _ order: inout OutputOrder) -> Bool {
+            let from = sent[id, default: 0], total = stream[id, default: 0]
+            let limit = order.isGated(id) ? order.sendable(id, sent: from, committed: committed, unbounded: failing) : .max
+            let to = limit == .max ? total : min(total, from + limit)
+            var kept = true
+            for write in writes[id] ?? [] where write.start >= from && write.start < to && !failing {
+                kept = kept && write.after <= committed
+            }
+            sent[id] = to
+            woken.remove(id)
+            if to < total { order.park(id) }
+            return kept
+        }
     }
 
     /// A deterministic generator (xorshift), so a failing seed can be run again.
@@ -91,6 +123,11 @@ struct OutputOrderTests {
             if storable { minted.append(nextMsgid); nextMsgid += 1 }
             let delivery = Delivery(message: message, stamp: stamp, groups: room.groups, skipping: skipping,
                                     lists: ("#r", room.generation), storable: storable)
+            // As the runtime does: the rows to history's writer first, then the delivery.
+            if let msgid = stamp.msgid {
+                order.handOver(Int64(msgid))
+                sink.handedOver = Int64(msgid)
+            }
             for group in room.groups {
                 for id in group.connections where !skipping.contains(id) {
                     expected[id, default: []] += Self.lines(message, stamp, group.variant)
@@ -109,7 +146,7 @@ struct OutputOrderTests {
         check("the crowd")
         for step in 0..<400 {
             serial += 1
-            switch random.below(12) {
+            switch random.below(15) {
             case 0, 1:
                 // An arrival: its JOIN to everyone, itself included.
                 let id = newConnection()
@@ -142,6 +179,12 @@ struct OutputOrderTests {
             case 9, 10:
                 now += Double(random.below(300)) / 1000
                 order.endOfTurn(now: now, &sink)
+            case 12, 13:
+                // The runtime flushes some connections (those woken by a commit among them).
+                let some = Array(sink.woken) + room.members.shuffled(using: &random).prefix(3)
+                for id in some {
+                    #expect(sink.flush(id, &order), "seed \(seed), step \(step): \(id) sent bytes written after a handover not committed")
+                }
             default:
                 // A refusal ahead of what waits: delivered right after what was written so far.
                 guard let id = room.members.randomElement(using: &random) else { break }
@@ -162,6 +205,12 @@ struct OutputOrderTests {
         order.flushAll(&sink)
         for (id, want) in expected {
             #expect(sink.written[id] ?? [] == want, "seed \(seed): \(id) got \(sink.written[id]?.count ?? 0) of \(want.count) lines")
+        }
+        // Every connection the gate stopped was woken by the commits, and then all of it leaves.
+        #expect(order.parked.isEmpty, "seed \(seed): still parked after everything was committed")
+        for id in sink.stream.keys {
+            #expect(sink.flush(id, &order))
+            #expect(sink.sent[id] == sink.stream[id], "seed \(seed): \(id) kept output back after the last commit")
         }
         if seed % 2 == 0 { #expect(order.heldRuns > 0, "a crowd's JOINs were held at least once") }
     }
@@ -222,5 +271,61 @@ struct OutputOrderTests {
         sink.open = [alice]
         order.sendAfterCommit(Array("E1\r\n".utf8), to: alice, msgid: 3, &sink)
         #expect(sink.written[alice] == ["E1"])
+    }
+
+    @Test("the commit gate: bytes written after a handover wait for its commit, those before go; a commit wakes the parked connection")
+    func gate() {
+        var order = OutputOrder(holdLimit: 1 << 20, historyOn: true)
+        var sink = RecordingSink()
+        let alice = ConnectionID(1), bob = ConnectionID(2)
+        sink.open = [alice, bob]
+        order.send(Array("before\r\n".utf8), to: alice, &sink)
+        order.handOver(7)
+        sink.handedOver = 7
+        order.send(Array("after\r\n".utf8), to: alice, &sink)
+        order.send(Array("more\r\n".utf8), to: alice, &sink)
+        #expect(order.marks(of: alice).map(\.start) == [8], "one mark per handover, where its first byte begins")
+        #expect(sink.flush(alice, &order))
+        #expect(sink.sent[alice] == 8 && order.parked == [alice])
+        // Bob had nothing written after the handover: nothing stops him.
+        order.handOver(6)
+        #expect(!order.isGated(bob))
+        sink.committed = 6
+        order.released(&sink)
+        #expect(sink.woken.isEmpty && order.parked == [alice], "a commit short of the mark wakes nobody")
+        sink.committed = 7
+        order.released(&sink)
+        #expect(sink.woken == [alice] && order.parked.isEmpty)
+        #expect(sink.flush(alice, &order))
+        #expect(sink.sent[alice] == sink.stream[alice] && !order.isGated(alice))
+    }
+
+    @Test("the commit gate lets everything go while history cannot store, or past the send queue's bound; a closed connection is forgotten")
+    func gateUnbounded() {
+        var order = OutputOrder(holdLimit: 1 << 20, historyOn: true)
+        var sink = RecordingSink()
+        let alice = ConnectionID(1), bob = ConnectionID(2)
+        sink.open = [alice, bob]
+        order.handOver(3)
+        sink.handedOver = 3
+        order.send(Array("one\r\n".utf8), to: alice, &sink)
+        order.send(Array("two\r\n".utf8), to: bob, &sink)
+        #expect(order.sendable(alice, sent: 0, committed: 0, unbounded: true) == .max)
+        #expect(!order.isGated(alice), "past the bound the marks go: no reader is dropped for the gate")
+        sink.sent[alice] = sink.stream[alice]   // (the runtime sent it all)
+        #expect(sink.flush(bob, &order) && order.parked == [bob])
+        sink.failing = true
+        order.released(&sink)
+        #expect(sink.woken == [bob], "history failing: the parked connection goes")
+        sink.failing = false
+        order.handOver(4)
+        sink.handedOver = 4
+        order.send(Array("three\r\n".utf8), to: alice, &sink)
+        #expect(sink.flush(alice, &order) && order.parked == [alice])
+        sink.open = [bob]
+        order.forget(alice)
+        sink.committed = 4
+        order.released(&sink)
+        #expect(!order.isGated(alice) && order.parked.isEmpty && !sink.woken.contains(alice))
     }
 }
