@@ -8,8 +8,10 @@ import Glibc
 /// `uploads/`: each as `ID` with `ID.meta` beside it (size, time, owner, SHA-256, type, name on
 /// one line), written to `ID.part` while it arrives and renamed when whole, so a half upload is
 /// never served. Bounded by a size per file, a quota per owner (an account, or an address for
-/// guests) and a number of days; the loop writes the bytes as they arrive (page-cache writes of
-/// at most one read each), and a disk that fills fails that upload alone (507), nothing else.
+/// guests) and a number of days. The loop keeps the books (quotas, slots, the files kept) and
+/// opens each `.part`; the bytes, the fsync, the rename and the description are written by the
+/// upload worker (`UploadJob`, one thread, jobs in order), so a slow disk never holds the loop;
+/// a disk that fills fails that upload alone (507), nothing else.
 final class FileHost {
     struct Limits: Sendable {
         /// The largest file taken.
@@ -42,8 +44,10 @@ final class FileHost {
         var address = ""
     }
 
-    /// One file arriving.
-    final class Upload {
+    /// One file arriving. Its names, owner and length are fixed; its disk side (`fd`, `written`,
+    /// `flushed`, `hasher`, `closed`, `failed`) belongs to whoever writes it — the upload worker,
+    /// jobs in order, once the loop has handed it over — and its books (`accounted`) to the loop.
+    final class Upload: @unchecked Sendable {
         let id: String
         let name: String
         let type: String
@@ -57,8 +61,12 @@ final class FileHost {
         /// last fsync has little left to wait for).
         var flushed = 0
         var hasher = SHA256Hasher()
-        /// Finished or aborted: its descriptor is closed.
-        var ended = false
+        /// Its descriptor is closed (stored or discarded).
+        var closed = false
+        /// A write failed (why): what follows is not written, and it is not stored.
+        var failed: String?
+        /// Its slot and reserved bytes are given back (the loop's).
+        var accounted = false
 
         init(id: String, name: String, type: String, length: Int, owner: String, address: String, fd: Int32) {
             self.id = id
@@ -192,25 +200,34 @@ final class FileHost {
         return .success(Upload(id: id, name: name, type: Self.storedType(offeredType), length: length, owner: owner, address: address, fd: fd))
     }
 
-    /// Writes bytes of an upload; a refusal (a full disk) ends it.
+    /// Writes bytes of an upload, now (tests, and hosts without a worker); a refusal (a full disk) ends it.
     func append(_ upload: Upload, _ bytes: [UInt8]) -> Refusal? {
+        guard let reason = Self.write(upload, bytes) else { return nil }
+        log("uploads: \(reason)")
+        abort(upload)
+        return Refusal(status: 507, reason: reason)
+    }
+
+    /// The disk side of `append` (the upload worker's): the bytes written and hashed; why not, the
+    /// first time a write fails (after that nothing more is written, and nil is said).
+    static func write(_ upload: Upload, _ bytes: [UInt8]) -> String? {
+        guard upload.failed == nil, !upload.closed else { return nil }
         var offset = 0
         while offset < bytes.count {
-            let wrote = bytes.withUnsafeBytes { write(upload.fd, $0.baseAddress! + offset, bytes.count - offset) }
+            let wrote = bytes.withUnsafeBytes { Glibc.write(upload.fd, $0.baseAddress! + offset, bytes.count - offset) }
             if wrote < 0 {
                 if errno == EINTR { continue }
                 let reason = "cannot store the file: \(TransportError.errnoText(errno))"
-                log("uploads: \(reason)")
-                abort(upload)
-                return Refusal(status: 507, reason: reason)
+                upload.failed = reason
+                return reason
             }
             offset += wrote
         }
         upload.hasher.update(bytes)
         upload.written += bytes.count
         // Every 8 MiB, writeback starts for what came (POSIX_FADV_DONTNEED on Linux: without
-        // waiting, and the upload does not crowd the page cache): the fsync at the end, on the
-        // loop, then waits for at most the last few MiB, not the whole file.
+        // waiting, and the upload does not crowd the page cache): the fsync at the end then
+        // waits for at most the last few MiB, not the whole file.
         if upload.written - upload.flushed >= 8 << 20 {
             _ = posix_fadvise(upload.fd, off_t(upload.flushed), off_t(upload.written - upload.flushed), POSIX_FADV_DONTNEED)
             upload.flushed = upload.written
@@ -225,13 +242,26 @@ final class FileHost {
         return Int(info.f_bavail) * Int(info.f_frsize)
     }
 
-    /// The upload is whole: made durable, renamed into place and described.
+    /// The upload is whole: made durable, renamed into place and described, now (tests, and
+    /// hosts without a worker).
     func finish(_ upload: Upload, now: Double) -> Result<Entry, Refusal> {
+        let result = Self.store(upload, in: directory, now: now)
+        stored(upload, result)
+        return result
+    }
+
+    /// The disk side of `finish` (the upload worker's): fsync, rename into place, the description
+    /// beside it; on any failure nothing of it is left.
+    static func store(_ upload: Upload, in directory: String, now: Double) -> Result<Entry, Refusal> {
         let part = directory + "/" + upload.id + ".part"
+        if let failed = upload.failed {
+            discard(upload, in: directory)
+            return .failure(Refusal(status: 507, reason: failed))
+        }
         let failed = fsync(upload.fd) != 0
         let code = errno
         close(upload.fd)
-        release(upload)
+        upload.closed = true
         let entry = Entry(id: upload.id, name: upload.name, type: upload.type, size: upload.written, owner: upload.owner,
                           time: now, sha256: Crypto.hex(upload.hasher.finalize()), address: upload.address)
         let line = "v2\t\(entry.size)\t\(entry.time)\t\(entry.owner)\t\(entry.sha256)\t\(entry.type)\t\(entry.address)\t\(entry.name)\n"
@@ -242,25 +272,43 @@ final class FileHost {
         } catch {
             unlink(part)
             unlink(directory + "/" + upload.id)
-            log("uploads: \(error)")
             return .failure(Refusal(status: 507, reason: "cannot store the file: \(error)"))
         }
-        entries[upload.id] = entry
-        used[upload.owner, default: 0] += entry.size
-        if !entry.address.isEmpty { usedFrom[entry.address, default: 0] += entry.size }
         return .success(entry)
     }
 
-    /// An upload cut off (the connection closed, or refused mid-way): its part is deleted.
+    /// The books after `store` (the loop's): the slot and reservation given back, and a stored
+    /// file counted and served from now on.
+    func stored(_ upload: Upload, _ result: Result<Entry, Refusal>) {
+        release(upload)
+        switch result {
+        case .success(let entry):
+            entries[upload.id] = entry
+            used[upload.owner, default: 0] += entry.size
+            if !entry.address.isEmpty { usedFrom[entry.address, default: 0] += entry.size }
+        case .failure(let refusal):
+            log("uploads: \(refusal.reason)")
+        }
+    }
+
+    /// An upload cut off (the connection closed, or refused mid-way), now: its part is deleted.
     func abort(_ upload: Upload) {
-        guard !upload.ended else { return }
-        close(upload.fd)
-        unlink(directory + "/" + upload.id + ".part")
+        Self.discard(upload, in: directory)
         release(upload)
     }
 
-    private func release(_ upload: Upload) {
-        upload.ended = true
+    /// The disk side of `abort` (the upload worker's, after the upload's writes): closed and deleted.
+    static func discard(_ upload: Upload, in directory: String) {
+        guard !upload.closed else { return }
+        close(upload.fd)
+        upload.closed = true
+        unlink(directory + "/" + upload.id + ".part")
+    }
+
+    /// The books of an upload cut off (the loop's; once): its slot and reservation given back.
+    func release(_ upload: Upload) {
+        guard !upload.accounted else { return }
+        upload.accounted = true
         reserved[upload.owner, default: upload.length] -= upload.length
         if reserved[upload.owner] ?? 0 <= 0 { reserved[upload.owner] = nil }
         arrivingCount -= 1
@@ -318,4 +366,31 @@ final class FileHost {
         let text = rounded == rounded.rounded() && rounded >= 10 ? String(Int(rounded)) : String(rounded)
         return text + " " + units[unit]
     }
+}
+
+/// What the upload worker does (`ServerRuntime.uploads`, one thread, jobs in order): an upload's
+/// bytes, its storing, or its discarding, each on the disk only; the loop keeps the books when
+/// the outcome comes back. Bound: the loop stops reading an upload whose unwritten bytes pass
+/// `ServerRuntime.uploadQueueBound` (1 MiB), so at most that (and one read) waits per upload.
+enum UploadJob: Sendable {
+    case write(ConnectionID, FileHost.Upload, [UInt8])
+    case store(ConnectionID, FileHost.Upload, now: Double)
+    case discard(FileHost.Upload)
+
+    func run(in directory: String) -> UploadOutcome {
+        switch self {
+        case .write(_, let upload, let bytes): return .written(bytes.count, failure: FileHost.write(upload, bytes))
+        case .store(_, let upload, let now): return .stored(FileHost.store(upload, in: directory, now: now))
+        case .discard(let upload):
+            FileHost.discard(upload, in: directory)
+            return .discarded
+        }
+    }
+}
+
+enum UploadOutcome: Sendable {
+    /// So many bytes taken off the queue; why writing failed, the first time it does.
+    case written(Int, failure: String?)
+    case stored(Result<FileHost.Entry, FileHost.Refusal>)
+    case discarded
 }

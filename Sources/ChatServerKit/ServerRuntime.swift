@@ -114,6 +114,11 @@ final class ServerRuntime {
         var upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
         /// An upload's progress in the current 10 s window (a trickle is closed: `closeIdleWeb`).
         var uploadWindow: (since: Double, bytes: Int) = (0, 0)
+        /// Its upload's bytes handed to the upload worker and not written yet (reading stops past
+        /// `uploadQueueBound`), and an upload whose last byte came, being stored: its answer
+        /// waits for the worker, and nothing more is read meanwhile (answers stay in order).
+        var uploadQueued = 0
+        var uploadStoring: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
         /// An upload whose account password is being checked (HTTP Basic): its request and length.
         var pendingLogin: (request: HTTPRequest, length: Int)?
         /// A file going out on it, a chunk at a time as its output drains.
@@ -190,6 +195,8 @@ final class ServerRuntime {
     var connections = ConnectionTable<Connection>()
     /// Uploads through the host (nil: none, or no web port).
     let fileHost: FileHost?
+    /// The upload worker: an upload's bytes, fsync and rename, off the loop (nil with no uploads).
+    let uploads: Worker<UploadJob, UploadOutcome>?
     /// Web connections not yet upgraded to WebSocket, per address key (loopback not counted):
     /// an HTTP client holds nothing an IRC client would not, and no more of them.
     var webPending: [String: Int] = [:]
@@ -273,6 +280,8 @@ final class ServerRuntime {
         self.control = control
         self.sendQueueLimit = sendQueueLimit
         self.fileHost = fileHost
+        let directory = fileHost?.directory
+        uploads = directory.map { directory in Worker(name: "chat-tui uploads", wakeup: control.wakeup) { $0.run(in: directory) } }
         self.logger = logger
         passwords = Worker(name: "chat-tui passwords", wakeup: control.wakeup) { $0.run() }
         if let settings = state.config.webPush, accounts != nil, let sender = PushSender() {
@@ -364,6 +373,7 @@ final class ServerRuntime {
                     apply()
                 }
             }
+            for (job, outcome) in uploads?.takeResults() ?? [] { uploadAnswered(job, outcome) }
             for (check, outcome) in passwords.takeResults() {
                 checking.remove(check.connection)
                 state.passwordChecked(check, outcome, now: WallClock.now())
@@ -585,7 +595,7 @@ final class ServerRuntime {
     }
 
     /// Stops or resumes reading a connection (its queue full, or drained again).
-    private func setReadPaused(_ connection: Connection, _ paused: Bool) {
+    func setReadPaused(_ connection: Connection, _ paused: Bool) {
         guard connection.readPaused != paused else { return }
         connection.readPaused = paused
         epoll.modify(connection.fd, token: connection.id.raw, readable: !paused, writable: connection.waitingForWritable)
@@ -1219,6 +1229,8 @@ final class ServerRuntime {
         connections = ConnectionTable()
         for fd in listeners { close(fd) }
         passwords.stop()
+        // Uploads being stored are stored; the rest are deleted at the next start.
+        uploads?.finish()
         for worker in pushWorkers { worker.stop() }
         historyReader?.stop()
         historyWriter?.stop()

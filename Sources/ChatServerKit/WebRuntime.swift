@@ -253,27 +253,23 @@ extension ServerRuntime {
     func closeIdleWeb(now: Double) {
         for connection in connections.all where !connection.closing {
             switch connection.web {
-            case .http? where connection.pendingLogin != nil:
-                // Its password is on the worker (which answers every check): not a slow sender.
+            case .http? where connection.pendingLogin != nil || connection.uploadStoring != nil:
+                // Its password, or its file, is on a worker (which answers every job): not a slow sender.
                 break
             case .http? where connection.upload != nil && now - connection.webSince <= Self.webRequestTimeout:
                 // An upload must keep moving: at least 64 KiB in every 10 s (6.4 KiB/s, which any
                 // real link passes), or a trickle holds a slot for days (4.2 KB every 9 s passed
                 // the old 4 KiB floor: a declared 100 MiB would have lasted 2.6 days).
                 if now - connection.uploadWindow.since >= Self.webRequestTimeout {
-                    if connection.uploadWindow.bytes < Self.uploadFloor, let upload = connection.upload {
-                        fileHost?.abort(upload.file)
-                        connection.upload = nil
+                    if connection.uploadWindow.bytes < Self.uploadFloor, connection.upload != nil {
+                        abortUpload(connection)
                         webAnswer(connection, .text(408, "the upload stalled (under \(Self.uploadFloor / 1024) KiB in \(Int(Self.webRequestTimeout)) s)", keepAlive: false), close: true)
                     }
                     connection.uploadWindow = (now, 0)
                 }
             case .http? where connection.download == nil && now - connection.webSince > Self.webRequestTimeout:
                 let stalled = connection.upload != nil
-                if let upload = connection.upload {
-                    fileHost?.abort(upload.file)
-                    connection.upload = nil
-                }
+                abortUpload(connection)
                 let words = stalled ? "the upload stalled (nothing in \(Int(Self.webRequestTimeout)) s, under \(Self.uploadFloor / 1024) KiB)"
                     : "no request in \(Int(Self.webRequestTimeout)) s"
                 webAnswer(connection, .text(408, words, keepAlive: false), close: true)
@@ -393,19 +389,78 @@ extension ServerRuntime {
         }
     }
 
-    /// An upload's bytes; with its last, the file is stored and the answer is 201 with its URL.
+    /// Unwritten upload bytes past which a connection is not read until the worker catches up,
+    /// and below which it is read again.
+    static let uploadQueueBound = 1 << 20
+    static let uploadQueueResume = 256 << 10
+
+    /// An upload's bytes go to the upload worker; with its last, the worker stores the file and
+    /// its outcome brings the answer (`uploadAnswered`): 201 with its URL.
     func webUploadBytes(_ connection: Connection, _ bytes: [UInt8], last: Bool) -> Bool {
-        guard let fileHost, let upload = connection.upload else { return false }
+        guard let uploads, let upload = connection.upload else { return false }
         connection.webSince = Monotonic.now()
         connection.uploadWindow.bytes += bytes.count
-        if let refusal = fileHost.append(upload.file, bytes) {
-            connection.upload = nil
-            webAnswer(connection, .text(refusal.status, refusal.reason, keepAlive: false), close: true)
-            return true
+        if !bytes.isEmpty {
+            connection.uploadQueued += bytes.count
+            uploads.submit(.write(connection.id, upload.file, bytes))
+            if connection.uploadQueued > Self.uploadQueueBound { setReadPaused(connection, true) }
         }
         guard last else { return false }
         connection.upload = nil
-        switch fileHost.finish(upload.file, now: WallClock.now()) {
+        connection.uploadStoring = upload
+        uploads.submit(.store(connection.id, upload.file, now: WallClock.now()))
+        // Nothing more is read until it is stored: a next request's answer must not overtake this one.
+        setReadPaused(connection, true)
+        return true
+    }
+
+    /// The upload worker's outcome: a write's bytes off the queue (a failure ends the upload,
+    /// 507), or the file stored (201) or not (507). A stored file is kept whether or not its
+    /// connection is still there to be told.
+    func uploadAnswered(_ job: UploadJob, _ outcome: UploadOutcome) {
+        switch (job, outcome) {
+        case (.write(let id, let file, _), .written(let count, let failure)):
+            guard let connection = connections[id.raw], !connection.closing else { return }
+            connection.uploadQueued -= count
+            if let failure, connection.upload?.file === file || connection.uploadStoring?.file === file {
+                logger("[\(connection.peer)] uploads: \(failure)")
+                abortUpload(connection)
+                webAnswer(connection, .text(507, failure, keepAlive: false), close: true)
+                return
+            }
+            if connection.upload?.file === file, connection.readPaused, connection.uploadQueued <= Self.uploadQueueResume {
+                setReadPaused(connection, false)
+                // What the reader held back when it stopped is read now.
+                webRead(connection, [])
+            }
+        case (.store(let id, let file, _), .stored(let result)):
+            fileHost?.stored(file, result)
+            guard let connection = connections[id.raw], !connection.closing, let storing = connection.uploadStoring, storing.file === file else { return }
+            connection.uploadStoring = nil
+            if webStoredAnswer(connection, storing, result) { return }
+            setReadPaused(connection, false)
+            // A next request sent meanwhile (kept alive) is read now.
+            webRead(connection, [])
+        default:
+            break
+        }
+    }
+
+    /// An upload cut off (stalled, refused, or its connection gone): its slot given back now, its
+    /// part deleted by the worker after the writes before it.
+    func abortUpload(_ connection: Connection) {
+        for file in [connection.upload?.file, connection.uploadStoring?.file].compactMap({ $0 }) {
+            fileHost?.release(file)
+            uploads?.submit(.discard(file))
+        }
+        connection.upload = nil
+        connection.uploadStoring = nil
+    }
+
+    /// The answer to a stored upload (true: the connection closes after it).
+    func webStoredAnswer(_ connection: Connection, _ upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool),
+                         _ result: Result<FileHost.Entry, FileHost.Refusal>) -> Bool {
+        switch result {
         case .failure(let refusal):
             webAnswer(connection, .text(refusal.status, refusal.reason, keepAlive: false), close: true)
             return true
@@ -485,10 +540,12 @@ extension ServerRuntime {
 
     /// A web connection is closed: its upload's part is deleted, its download's file closed.
     func webEnded(_ connection: Connection) {
-        if let upload = connection.upload {
-            fileHost?.abort(upload.file)
-            connection.upload = nil
+        // An upload being stored is kept (its answer has nobody to go to); one arriving is deleted.
+        if connection.upload != nil {
+            connection.uploadStoring = nil
+            abortUpload(connection)
         }
+        connection.uploadStoring = nil
         if let download = connection.download {
             close(download.fd)
             connection.download = nil

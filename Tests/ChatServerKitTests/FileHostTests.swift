@@ -81,4 +81,71 @@ struct FileHostTests {
             Issue.record("the address's files were forgotten at the restart"); return
         }
     }
+
+    @Test("the upload worker's jobs: bytes, then the file stored with its SHA-256; the books kept by the loop when the outcome comes")
+    func workerStores() throws {
+        let (files, directory) = try Self.host()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        guard case .success(let upload) = files.begin(name: "a.txt", type: "text/plain", length: 10, owner: "guest:a", address: "127.0.0.2") else {
+            Issue.record("refused"); return
+        }
+        let id = ConnectionID(1)
+        guard case .written(5, nil) = UploadJob.write(id, upload, Array("hello".utf8)).run(in: directory),
+              case .written(5, nil) = UploadJob.write(id, upload, Array("world".utf8)).run(in: directory) else {
+            Issue.record("a write failed"); return
+        }
+        #expect(files.entries.isEmpty, "nothing is served before the loop has its outcome")
+        guard case .stored(let result) = UploadJob.store(id, upload, now: 1_000_000).run(in: directory) else { Issue.record("not stored"); return }
+        files.stored(upload, result)
+        let entry = try #require(files.entries[upload.id])
+        #expect(entry.size == 10 && entry.sha256 == "936a185caaa266bb9cbe981e9e05cb78cd732b0b3280eb944412bb6f8f8f07af")
+        #expect(FileManager.default.fileExists(atPath: directory + "/" + upload.id) && !FileManager.default.fileExists(atPath: directory + "/" + upload.id + ".part"))
+        // The slot is free again: two more from the address are taken.
+        for name in ["b", "c"] {
+            guard case .success(let next) = files.begin(name: name, type: nil, length: 1, owner: "guest:a", address: "127.0.0.2") else {
+                Issue.record("the stored upload kept its slot"); return
+            }
+            files.abort(next)
+        }
+    }
+
+    @Test("a write the disk refuses (ENOSPC) is said once; later writes are skipped, storing refuses, nothing is left, the books are given back once")
+    func workerDiskFull() throws {
+        let (files, directory) = try Self.host()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        guard case .success(let real) = files.begin(name: "a", type: nil, length: 10, owner: "guest:a", address: "127.0.0.2") else {
+            Issue.record("refused"); return
+        }
+        // The same upload writing to /dev/full: every write fails with ENOSPC.
+        close(real.fd)
+        let full = FileHost.Upload(id: real.id, name: real.name, type: real.type, length: 10, owner: real.owner, address: real.address,
+                                   fd: open("/dev/full", O_WRONLY))
+        let id = ConnectionID(1)
+        guard case .written(5, let failure?) = UploadJob.write(id, full, Array("hello".utf8)).run(in: directory) else {
+            Issue.record("the full disk was not said"); return
+        }
+        #expect(failure.hasPrefix("cannot store the file: "))
+        guard case .written(5, nil) = UploadJob.write(id, full, Array("world".utf8)).run(in: directory) else { Issue.record("said twice"); return }
+        guard case .stored(.failure(let refusal)) = UploadJob.store(id, full, now: 1_000_000).run(in: directory) else {
+            Issue.record("a failed upload was stored"); return
+        }
+        #expect(refusal.status == 507 && full.closed)
+        _ = UploadJob.discard(full).run(in: directory)
+        files.release(real)
+        files.stored(real, .failure(refusal))
+        #expect(files.entries.isEmpty && !FileManager.default.fileExists(atPath: directory + "/" + real.id + ".part"))
+        // Given back once (released, then its outcome): two may be under way from the address again, not three.
+        var held: [FileHost.Upload] = []
+        for name in ["b", "c"] {
+            guard case .success(let next) = files.begin(name: name, type: nil, length: 1, owner: "guest:\(name)", address: "127.0.0.2") else {
+                Issue.record("the slot was not given back"); return
+            }
+            held.append(next)
+        }
+        if case .success(let third) = files.begin(name: "d", type: nil, length: 1, owner: "guest:d", address: "127.0.0.2") {
+            Issue.record("a third from the address was taken")
+            files.abort(third)
+        }
+        for upload in held { files.abort(upload) }
+    }
 }

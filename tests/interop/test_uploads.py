@@ -416,3 +416,32 @@ def test_trickling_uploads_hold_two_slots_an_address_and_are_closed(tmp_path):
             except Exception:
                 pass
         server.stop()
+
+
+def test_an_upload_and_a_request_sent_behind_it_are_answered_in_order(web):
+    """The file is stored by the upload worker, off the loop: a request sent right behind its body
+    on the same kept-alive connection is answered after the upload's 201, never before; a body
+    sent in pieces arrives whole."""
+    dana = RawClient(web.port)
+    dana.register("dana")
+    path = urllib.parse.urlsplit(filehost(dana)).path
+    body = os.urandom(60 * 1024)
+    with socket.create_connection(("127.0.0.1", web.web_port), timeout=10) as s:
+        head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{web.web_port}\r\nContent-Length: {len(body)}\r\nContent-Disposition: attachment; filename=a.bin\r\n\r\n"
+        s.sendall(head.encode() + body[:1000])
+        for n in range(1000, len(body), 7000):
+            s.sendall(body[n:n + 7000])
+        s.sendall(b"GET /info.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answers = b""
+        while answers.count(b"HTTP/1.1 ") < 2 or not answers.rstrip().endswith(b"}"):
+            chunk = s.recv(65536)
+            assert chunk, f"closed after {answers!r}"
+            answers += chunk
+    first, second = answers.split(b"HTTP/1.1 ")[1:3]
+    assert first.startswith(b"201 "), answers[:300]
+    assert second.startswith(b"200 "), answers[:600]
+    stored = json.loads(first.split(b"\r\n\r\n", 1)[1].split(b"HTTP/1.1")[0])
+    assert stored["sha256"] == hashlib.sha256(body).hexdigest()
+    response, data = request(stored["url"])
+    assert response.status == 200 and data == body
+    dana.close()
