@@ -135,15 +135,22 @@ public actor ChatClient {
         guard case .success(let conversations) = await log.read({ log throws(Database.Failure) in try log.recent(network: network) }) else { return }
         for (_, name, lines) in conversations.reversed() {
             let id = state.id(for: name)
+            // Closed with /close last time: it stays closed until it has news.
+            if config.closedConversations.contains(id.description) { continue }
             for logged in lines {
                 var line = logged.chatLine
                 line.isHistory = true
                 line.isOldNews = true
+                // A mention is still one (the highlights view lists it), though not news.
+                if !line.isOwn, line.kind == .message || line.kind == .action || line.kind == .notice {
+                    line.isHighlight = IRCNames.isChannel(name) ? state.mentions(line.text) : true
+                }
                 // Straight to the views: these are in the log already.
                 for event in state.show(line, in: id, name: name).events { publish(event) }
             }
             // The boundary: above it the local log, below it this session (an info line, never logged).
             if let last = lines.map(\.time).max() {
+                state.seenUntil[id] = max(state.seenUntil[id] ?? 0, last)
                 var marker = ChatLine(time: last + 0.0001, kind: .info, text: Self.earlierMarker)
                 marker.isHistory = true
                 marker.isOldNews = true

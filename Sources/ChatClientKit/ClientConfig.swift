@@ -23,6 +23,8 @@ public struct ClientConfig: Sendable {
     public var rooms: [String] = []
     /// Where the rooms one is in are kept for the next start (`JoinedRooms`; nil: not kept).
     public var joinedRoomsPath: String?
+    /// Conversations closed last time (`ConversationID` descriptions): not restored from the log.
+    public var closedConversations: Set<String> = []
     /// Seconds to wait for the TCP connection.
     public var connectTimeout: Double = 10
     /// Seconds from connection to 001 before giving up on this attempt.

@@ -197,6 +197,12 @@ extension ClientState {
         let sender = IRCSource(parsing: message.source ?? "").nick
         // Our own request echoed is not answered, unless we asked ourselves (`/ctcp ME VERSION`).
         guard let (verb, arguments) = CTCP.parse(message.params[1]), !isMe(sender) || isMe(message.params[0]) else { return }
+        // Asking ourselves, the request comes twice with echo-message (its echo and its
+        // delivery, one msgid): answered once.
+        if isMe(sender), let msgid = message.tag("msgid") {
+            guard msgid != lastSelfCTCP else { return }
+            lastSelfCTCP = msgid
+        }
         let answer: String?
         switch verb {
         case "VERSION": answer = "chat-tui 0.1 (Swift, terminal IRC client)"

@@ -72,6 +72,15 @@ public struct ClientState: Sendable {
     /// not have open (its first line lost in the cut, or the client was not running), is found.
     /// Kept until the answer has come (a drop before it asks again from the same time).
     public var targetsSince: Double?
+    /// The newest line of each conversation this client had shown before it started (restored
+    /// from the local log): what a room's history on joining brings after it was missed, so it
+    /// is news (unread, a mention `!`), not old news. Owner: the client; bound: the
+    /// conversations restored; end: the process.
+    public var seenUntil: [ConversationID: Double] = [:]
+    /// The msgids of the last CTCP request to ourselves answered, and of our last answer shown
+    /// (each arrives twice with echo-message).
+    var lastSelfCTCP: String?
+    var lastSelfCTCPReply: String?
     /// Direct conversations whose history this connection has asked for (not asked twice when
     /// TARGETS names them too).
     var askedDirect: Set<ConversationID> = []
@@ -844,12 +853,18 @@ public struct ClientState: Sendable {
                 var reply = "CTCP \(verb) reply from \(from): " + body.dropFirst(verb.count).drop { $0 == " " }
                 // Our /ctcp PING sent the time in milliseconds: the answer gives the round trip.
                 if verb == "PING", let sent = Double(body.dropFirst(5)), sent > 1e12 {
-                    let tenths = Int(((c.time * 1000 - sent) / 100).rounded())
-                    reply = "CTCP PING reply from \(from): \(max(0, tenths) / 10).\(max(0, tenths) % 10) s"
+                    // Milliseconds under a second (a LAN's round trip), tenths of seconds above.
+                    let ms = max(0, Int((c.time * 1000 - sent).rounded()))
+                    reply = "CTCP PING reply from \(from): " + (ms < 1000 ? "\(ms) ms" : "\(ms / 1000).\(ms % 1000 / 100) s")
                 }
                 // Our own request echoed back (echo-message): the screen said where it was typed.
                 // (Our answer to our own request is shown: `/ctcp ME PING`.)
                 if isMe(from) && !(command == "NOTICE" && isMe(target)) { return }
+                // Our answer to ourselves comes twice too (echo and delivery): shown once.
+                if isMe(from), let msgid = c.msgid {
+                    guard msgid != lastSelfCTCPReply else { return }
+                    lastSelfCTCPReply = msgid
+                }
                 // A request to us is answered by the client: a line in the server window (as
                 // irssi shows them), not a conversation opened with whoever probes us. An answer
                 // to our /ctcp goes where it was asked; neither is news for you (no `!`, no notification).
@@ -883,8 +898,13 @@ public struct ClientState: Sendable {
             if let msgid = c.msgid { openBatches[reference]!.last = msgid }
             line.isHistory = true
             if let id = batch.target, !isGap(historyRequests[id]) {
-                line.isHighlight = false
-                line.isOldNews = true
+                // Said after what we last saw (the read marker, or the newest line we had shown):
+                // missed while away, so news; older lines on joining are old news.
+                let seen = book[id]?.readMarker ?? seenUntil[id]
+                if own || seen.map({ c.time <= $0 }) ?? true {
+                    line.isHighlight = false
+                    line.isOldNews = true
+                }
             }
         }
         // A server notice (no nick!user@host source) before or around registration goes to the server window.

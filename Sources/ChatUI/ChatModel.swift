@@ -289,7 +289,7 @@ public struct ChatModel: Sendable {
     /// and the network whose client asked.
     public var pendingTrust: (server: String, fingerprint: String)?
     public var trustNetwork = 0
-    /// Ctrl-C pressed on the host's screen with people in the room: waiting for y or n.
+    /// Ctrl-C pressed on an empty line: waiting for y or n (the host with people in the room is asked whether to close it).
     public var confirmingQuit = false
     /// `d` on a highlighted message: waiting for y or n before it is deleted (its msgid, where,
     /// and how the question names it).
@@ -359,16 +359,16 @@ public struct ChatModel: Sendable {
         return false
     }
 
-    /// Sidebar rows in order: each room followed by its members (so everyone in every room can
-    /// be reached with the arrows; the rooms we are in, or will rejoin, before those we left, such
-    /// as rooms restored from the log), then direct conversations with people in no room of
-    /// ours, then the server window.
+    /// Sidebar rows in number order (WeeChat's buflist): the server window first, then rooms and
+    /// direct conversations by number, each room followed by its members (so everyone in every
+    /// room can be reached with the arrows); conversations without a number yet (rooms restored
+    /// from the log and not joined) last.
     public var sidebar: [SidebarItem] {
         Self.sidebarItems(state, order: windowOrder, network: networks[focus].key, members: settings["sidebar-members"], currentRoom: currentRoom)
     }
 
-    /// The rows of one network's conversations (`sidebar`): rooms, then direct conversations,
-    /// each by number (`WindowOrder`), then the server window.
+    /// The rows of one network's conversations (`sidebar`): the server window, then the rooms
+    /// and direct conversations by number (`WindowOrder`).
     /// `members`: the sidebar-members setting (all rooms' members, only `currentRoom`'s, or none).
     static func sidebarItems(_ state: ConversationBook, order: WindowOrder, network: String, members: String = "all",
                              currentRoom: String? = nil) -> [SidebarItem] {
@@ -384,20 +384,17 @@ public struct ChatModel: Sendable {
             }
             return list.enumerated().sorted { key($0) < key($1) }.map(\.element)
         }
-        for room in byNumber(state.rooms) {
-            items.append(.conversation(room.id))
-            guard members == "all" || (members == "current" && currentRoom.map { state.key(for: $0) } == room.id.key) else { continue }
-            for member in room.sortedMembers(rankOf: ranks) {
-                items.append(.user(member.nick, room: room.id))
+        items.append(.conversation(.server))
+        // Every direct conversation has a row of its own (and so a number), told from a room's
+        // members by its number; the people in our rooms are also reached through their rows there.
+        for conversation in byNumber(state.orderedConversations.filter { $0.kind == .room || $0.kind == .direct }) {
+            items.append(.conversation(conversation.id))
+            guard conversation.kind == .room,
+                  members == "all" || (members == "current" && currentRoom.map { state.key(for: $0) } == conversation.id.key) else { continue }
+            for member in conversation.sortedMembers(rankOf: ranks) {
+                items.append(.user(member.nick, room: conversation.id))
             }
         }
-        // Every direct conversation has a row of its own (and so a number), under a heading so
-        // they do not read as members of the last room; the people in our rooms are also
-        // reached through their rows there.
-        let directs = byNumber(state.orderedConversations.filter { $0.kind == .direct })
-        if !directs.isEmpty { items.append(.heading("direct")) }
-        for conversation in directs { items.append(.conversation(conversation.id)) }
-        items.append(.conversation(.server))
         return items
     }
 

@@ -260,7 +260,7 @@ public enum CommandInterpreter {
     public static func refusal(sendingTo target: String, _ context: CommandContext) -> String? {
         let state = context.book
         if !context.registered { return "Not connected yet: your name is not set, so nothing was sent" }
-        if target.isEmpty { return "This is the server window: pick a room or a person (Up/Down) to send a message" }
+        if target.isEmpty { return "This is the server window: pick a room or a person (Up/Down, or Alt-1…9) to send a message" }
         if state.isMe(target) { return "That is you: pick someone else to send a message to" }
         if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {
             return "You are not in \(room.name): /join \(room.name) to talk there"

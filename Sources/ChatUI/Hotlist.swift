@@ -5,20 +5,13 @@ import ChatClientKit
 /// Alt-1…Alt-0 and `/window N` go to one, Alt-a to the one with the most important news, Alt-Left
 /// and Alt-Right to the previous and next.
 extension ChatModel {
-    /// The numbered rows: rooms and direct conversations in their kept order (`WindowOrder`),
-    /// then the server windows by network; conversation N is `numberedRows[N - 1]`.
+    /// The numbered rows, in the sidebar's order: each network's server window first (number 1
+    /// with one network, as irssi's status window and WeeChat's core buffer), then its rooms and
+    /// direct conversations in their kept order (`WindowOrder`); conversation N is
+    /// `numberedRows[N - 1]`.
     public var numberedRows: [SidebarRow] {
-        let positions = windowOrder.positions
-        var conversations: [(position: Int, row: SidebarRow)] = [], servers: [SidebarRow] = []
-        for row in sidebarRows {
-            guard case .conversation(let id) = row.item else { continue }
-            if id == .server { servers.append(row); continue }
-            conversations.append((positions[entry(row.network, id)] ?? Int.max, row))
-        }
-        // Stable: rows not in the order yet keep their sidebar order, after the others.
-        return conversations.enumerated().sorted { a, b in
-            a.element.position != b.element.position ? a.element.position < b.element.position : a.offset < b.offset
-        }.map(\.element.row) + servers
+        // The sidebar lists them in this order already (`sidebarItems`): its conversation rows.
+        sidebarRows.filter { if case .conversation = $0.item { return true } else { return false } }
     }
 
     /// Each numbered row's number.
@@ -141,10 +134,13 @@ extension ChatModel {
         if let number = Int(word) { return goToConversation(number: number) }
         // A name: the exact one, else the first that starts so.
         let rows = numberedRows
-        // "server" names the server window as "(server)" does.
-        let folded = String(word.lowercased().filter { $0 != "(" && $0 != ")" })
+        // Exactly, then without the room's `#` (`/window ops`), then by its start, then anywhere
+        // in it (WeeChat's /buffer); "server" names the server window as "(server)" does.
+        func bare(_ text: String) -> String { String(text.lowercased().filter { $0 != "(" && $0 != ")" }.drop { $0 == "#" || $0 == "&" }) }
+        let folded = String(word.lowercased().filter { $0 != "(" && $0 != ")" }), typed = bare(word)
         func name(_ row: SidebarRow) -> String { String(rowName(row).lowercased().filter { $0 != "(" && $0 != ")" }) }
-        if let row = rows.first(where: { name($0) == folded }) ?? rows.first(where: { name($0).hasPrefix(folded) }) {
+        if let row = rows.first(where: { name($0) == folded }) ?? rows.first(where: { bare(name($0)) == typed })
+            ?? rows.first(where: { bare(name($0)).hasPrefix(typed) }) ?? rows.first(where: { !typed.isEmpty && bare(name($0)).contains(typed) }) {
             return show(row)
         }
         return [.note("No conversation called \(word) (/window lists them)", conversation: viewedID, isError: true)]
@@ -156,15 +152,17 @@ extension ChatModel {
         let rows = numberedRows.filter { if case .conversation(let id) = $0.item { return id != .server } else { return false } }
         let here = SidebarRow(network: selectedNetwork, item: .conversation(viewedID))
         guard viewedID != .server, let from = rows.firstIndex(of: here) else {
-            return [.note("The server window stays last; /window move moves a room or a direct conversation", conversation: viewedID, isError: true)]
+            return [.note("The server window stays first; /window move moves a room or a direct conversation", conversation: viewedID, isError: true)]
         }
+        // The server windows take the first numbers: conversation N is rows[N - 1 - servers].
+        let servers = numberedRows.count - rows.count
         let target: Int
         switch word?.lowercased() {
         case "left", "prev": target = from - 1
         case "right", "next": target = from + 1
         case "first": target = 0
         case "last": target = rows.count - 1
-        case let word? where Int(word) != nil: target = Int(word)! - 1
+        case let word? where Int(word) != nil: target = Int(word)! - 1 - servers
         default: return [.note("/window move N|left|right|first|last", conversation: viewedID, isError: true)]
         }
         let to = min(max(0, target), rows.count - 1)
@@ -175,7 +173,7 @@ extension ChatModel {
         guard case .conversation(let id) = here.item else { return [] }
         func key(_ row: SidebarRow) -> String? { if case .conversation(let id) = row.item { return entry(row.network, id) } else { return nil } }
         windowOrder.move(entry(selectedNetwork, id), before: before.flatMap(key))
-        return [.note("\(rowName(here)) is now \(to + 1)", conversation: viewedID, isError: false)]
+        return [.note("\(rowName(here)) is now \(to + 1 + servers)", conversation: viewedID, isError: false)]
     }
 
     func rowName(_ row: SidebarRow) -> String {

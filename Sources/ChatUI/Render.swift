@@ -506,7 +506,7 @@ extension ChatModel {
         let news = hotlist
         if !news.isEmpty { parts.append(news) }
         if case .conversation(.server) = selection {
-            parts.append("pick a room or a person with Up/Down")
+            parts.append(settings["arrows"] == "history" ? "pick a conversation with Alt-1…9 or Alt-Right" : "pick a room or a person with Up/Down")
         } else if choosingReaction {
             parts.append("react with: " + Shortcodes.common.prefix(9).enumerated().map { "\($0.offset + 1) \($0.element.emoji)" }.joined(separator: " ") + " (another key: none)")
         } else if let cursor = messageCursor {
@@ -524,7 +524,7 @@ extension ChatModel {
                 parts.append(names + (typing.count == 1 ? " is" : " are") + " typing…")
             }
             if let room = state.conversation(target), room.kind == .room, !room.isJoined, !room.awaitingRejoin {
-                parts.append("you left \(PlainText.visible(room.name)): /join to return")
+                parts.append("not in \(PlainText.visible(room.name)): /join \(PlainText.visible(room.name))")
             } else {
                 parts.append("Enter sends to " + PlainText.visible(target) + (sendsToNewConversation ? " (new)" : ""))
             }
@@ -557,7 +557,8 @@ extension ChatModel {
     func renderInput(into screen: inout Screen, _ layout: Layout) {
         let y = layout.inputRow
         if confirmingQuit {
-            let text = "Close the room for \(othersOnline) \(othersOnline == 1 ? "person" : "people")? y/n"
+            let text = closesRoom ? "Close the room for \(othersOnline) \(othersOnline == 1 ? "person" : "people")? y/n"
+                : "Quit chat-tui? y/n (Ctrl-C again: yes)"
             screen.put(text, x: 0, y: y, limit: width, style: Palette.highlight)
             screen.cursor = nil
             return

@@ -107,7 +107,10 @@ extension ChatModel {
             var query = query
             if let only = lastlogIn, failure == nil {
                 lastlogIn = nil
-                hits = hits.filter { $0.conversation == only.id && ($0.network == nil || $0.network == networks[focus].key) }
+                // The words as one phrase, as irssi's /lastlog matches them (the log finds lines with each word).
+                let phrase = query.lowercased()
+                hits = hits.filter { $0.conversation == only.id && ($0.network == nil || $0.network == networks[focus].key)
+                    && $0.line.text.lowercased().contains(phrase) }
                 query += " in " + only.name
             }
             if let failure {

@@ -6,33 +6,52 @@ import ChatClientKit
 /// out (the ones after it move down one, as irssi's `windows_auto_renumber` and WeeChat do);
 /// `/window move N` puts the one in view at N. A conversation of the order that is not there
 /// now (a room not yet joined again after a restart) keeps its place for when it comes back.
-/// The server windows are not in it: they come after every conversation.
+/// The server windows are not in it: each comes before its network's conversations. It also keeps which
+/// conversations were closed (`/close`), so the next start does not bring them back from the
+/// local log; one that has news again is open again.
 ///
 /// Owner: the chat screen's model; the app saves it in `~/.local/state/chat-tui/windows` when it
-/// changes and reads it at start. Bound: `limit` entries; past it the entries of conversations
-/// not there now go first, oldest first. End: an entry ends with `/close` or the bound.
+/// changes and reads it at start. Bound: `limit` entries, and `limit` closed ones; past it the
+/// entries of conversations not there now go first, oldest first (the oldest closed ones go).
+/// End: an entry ends with `/close` or the bound; a closed one when the conversation comes back.
 public struct WindowOrder: Equatable, Sendable {
     public static let limit = 500
 
     /// `network key` + tab + conversation (`#room`, `@nick`), first numbered first.
     public private(set) var entries: [String] = [] { didSet { known = Set(entries) } }
     private var known = Set<String>()
+    /// Conversations closed, oldest first (`-` before the entry in the file).
+    public private(set) var closed: [String] = []
 
     public init() {}
 
-    /// Read from the saved file's text: one entry a line; anything malformed is skipped.
+    /// Read from the saved file's text: one entry a line (a closed one after `-`); anything
+    /// malformed is skipped.
     public init(text: String) {
         var seen = Set<String>()
         for line in text.split(separator: "\n") {
-            let entry = String(line)
+            let isClosed = line.hasPrefix("-")
+            let entry = String(isClosed ? line.dropFirst() : line[...])
             guard entry.split(separator: "\t", omittingEmptySubsequences: false).count == 2, seen.insert(entry).inserted else { continue }
-            entries.append(entry)
-            if entries.count == Self.limit { break }
+            if isClosed {
+                if closed.count < Self.limit { closed.append(entry) }
+            } else if entries.count < Self.limit {
+                entries.append(entry)
+            }
         }
-        known = seen.intersection(entries)   // (observers do not run in an initializer)
+        known = Set(entries)   // (observers do not run in an initializer)
     }
 
-    public var text: String { entries.map { $0 + "\n" }.joined() }
+    public var text: String { entries.map { $0 + "\n" }.joined() + closed.map { "-" + $0 + "\n" }.joined() }
+
+    /// The conversations of `network` closed last time (their `ConversationID` descriptions):
+    /// not brought back from the log at start.
+    public func closed(network: String) -> Set<String> {
+        Set(closed.compactMap { entry in
+            let parts = entry.split(separator: "\t", maxSplits: 1, omittingEmptySubsequences: false)
+            return parts.count == 2 && parts[0] == network ? String(parts[1]) : nil
+        })
+    }
 
     public static func entry(network: String, _ id: ConversationID) -> String { network + "\t" + id.description }
 
@@ -49,6 +68,11 @@ public struct WindowOrder: Equatable, Sendable {
     mutating func settle(present: [String]) {
         let new = present.filter { !known.contains($0) }
         guard !new.isEmpty else { return }
+        // Back again (news in a conversation closed before): no longer closed.
+        if !closed.isEmpty {
+            let back = Set(new)
+            closed.removeAll { back.contains($0) }
+        }
         var adding = Set<String>()
         entries += new.filter { adding.insert($0).inserted }
         guard entries.count > Self.limit else { return }
@@ -62,8 +86,13 @@ public struct WindowOrder: Equatable, Sendable {
         entries = kept
     }
 
-    /// `/close`: out of the order, the ones after move down.
-    mutating func remove(_ entry: String) { entries.removeAll { $0 == entry } }
+    /// `/close`: out of the order, the ones after move down; remembered as closed.
+    mutating func remove(_ entry: String) {
+        entries.removeAll { $0 == entry }
+        closed.removeAll { $0 == entry }
+        closed.append(entry)
+        if closed.count > Self.limit { closed.removeFirst(closed.count - Self.limit) }
+    }
 
     /// `/window move`: `entry` placed just before `before` (nil: last).
     mutating func move(_ entry: String, before: String?) {

@@ -515,7 +515,7 @@ struct Arguments {
         Keys on the chat screen: with an empty input, Up/Down pick the room or person Enter sends
         to; with text, they recall earlier lines (Ctrl-P/N always do). PgUp/PgDn scroll; Home/End
         jump to the ends of the list (or of the input when it has text); Tab completes nicknames and
-        commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C quits. /help lists commands.
+        commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C clears the line, or asks to quit. /help lists commands.
         """
     }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ChatServerKit
 import ChatClientKit
+import ChatUI
 import ChatStore
 import ChatTransport
 import Dispatch
@@ -294,6 +295,8 @@ func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> Clien
     config.dccAutoAcceptFrom = arguments.dccAutoAccept
     config.ignoreMasks = arguments.ignore
     if arguments.settings.isOn("text-logs") { config.textLogDirectory = textLogsPath }
+    // Conversations closed last time stay closed (not restored from the log).
+    config.closedConversations = WindowOrder(text: Files.readText(windowOrderPath) ?? "").closed(network: "\(config.host):\(config.port)")
     // The rooms one was in when chat-tui last ended are joined again (the rejoin setting).
     let joined = JoinedRooms.path(directory: joinedRoomsDirectory, network: "\(config.host):\(config.port)")
     config.joinedRoomsPath = joined

@@ -387,11 +387,46 @@ struct JoinedRoomsTests {
     func selfCTCP() throws {
         var state = ClientState(nick: "alice")
         for line in [":srv 001 alice :Welcome", ":srv 005 alice CHANTYPES=# :are supported"] { _ = state.apply(try IRCMessage(parsing: line), now: 1000) }
-        let asked = state.receive(try IRCMessage(parsing: ":alice!a@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 1001)
+        let asked = state.receive(try IRCMessage(parsing: "@msgid=q1 :alice!a@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 1001)
         #expect(asked.actions.contains { if case .send(let m) = $0 { return m.command == "NOTICE" && m.params[0] == "alice" && m.params[1].hasPrefix("\u{1}VERSION chat-tui") } else { return false } })
+        // Its second copy (echo-message: the echo and the delivery) is not answered again.
+        let again = state.receive(try IRCMessage(parsing: "@msgid=q1 :alice!a@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 1001)
+        #expect(!again.actions.contains { if case .send = $0 { return true } else { return false } })
         let echoed = state.receive(try IRCMessage(parsing: ":alice!a@h PRIVMSG bob :\u{1}VERSION\u{1}"), now: 1002)
         #expect(!echoed.actions.contains { if case .send = $0 { return true } else { return false } })
-        _ = state.apply(try IRCMessage(parsing: ":alice!a@h NOTICE alice :\u{1}VERSION chat-tui 0.1\u{1}"), now: 1003)
-        #expect(state.book.orderedConversations.flatMap(\.lines).contains { $0.text == "CTCP VERSION reply from alice: chat-tui 0.1" })
+        for _ in 0..<2 { _ = state.apply(try IRCMessage(parsing: "@msgid=r1 :alice!a@h NOTICE alice :\u{1}VERSION chat-tui 0.1\u{1}"), now: 1003) }
+        #expect(state.book.orderedConversations.flatMap(\.lines).filter { $0.text == "CTCP VERSION reply from alice: chat-tui 0.1" }.count == 1)
+        // A PING's round trip in milliseconds under a second.
+        _ = state.apply(try IRCMessage(parsing: ":bob!b@h NOTICE alice :\u{1}PING 1800000000000\u{1}"), now: 1_800_000_000.004)
+        #expect(state.book.orderedConversations.flatMap(\.lines).contains { $0.text == "CTCP PING reply from bob: 4 ms" })
+    }
+}
+
+@Suite("missed while away (issue 46, second tour)")
+struct MissedWhileAwayTests {
+    @Test("a room's history on joining: what was said after the newest line we had shown is news (unread, a mention !), what came before is old news")
+    func missedIsNews() throws {
+        var state = ClientState(nick: "alice")
+        state.seenUntil[.room("#lobby")] = ServerTime.parse("2026-12-05T10:00:00.000Z")
+        for line in [":srv 001 alice :Welcome", ":srv 005 alice CHANTYPES=# :are supported", ":alice!a@h JOIN #lobby",
+                     ":srv BATCH +h chathistory #lobby",
+                     "@batch=h;time=2026-12-05T09:59:00.000Z;msgid=a :bob!b@h PRIVMSG #lobby :alice: before you left",
+                     "@batch=h;time=2026-12-05T10:01:00.000Z;msgid=b :bob!b@h PRIVMSG #lobby :alice: ping while you were gone",
+                     "@batch=h;time=2026-12-05T10:02:00.000Z;msgid=c :carol!c@h PRIVMSG #lobby :other news",
+                     ":srv BATCH -h"] {
+            _ = state.apply(try IRCMessage(parsing: line), now: 1000)
+        }
+        let room = try #require(state.book[.room("#lobby")])
+        #expect(room.unread == 2 && room.mentioned)
+        let before = try #require(room.lines.first { $0.msgid == "a" }), missed = try #require(room.lines.first { $0.msgid == "b" })
+        #expect(before.isOldNews && !before.isHighlight)
+        #expect(!missed.isOldNews && missed.isHighlight)
+        // Without anything seen before (a first join), the history is old news, as before.
+        var fresh = ClientState(nick: "alice")
+        for line in [":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby", ":srv BATCH +h chathistory #lobby",
+                     "@batch=h;time=2026-12-05T10:01:00.000Z;msgid=b :bob!b@h PRIVMSG #lobby :alice: hello", ":srv BATCH -h"] {
+            _ = fresh.apply(try IRCMessage(parsing: line), now: 1000)
+        }
+        #expect(fresh.book[.room("#lobby")]?.unread == 0)
     }
 }

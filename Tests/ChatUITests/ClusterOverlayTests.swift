@@ -109,12 +109,12 @@ extension ClusterOverlayTests {
         let model = lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :" + run])
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │1 #lobby    ",
+            "                                               │1 (server)  ",
+            "                                               │2 #lobby    ",
             "                                               │ @alice…    ",
             "                                               │ +bob       ",
             "                                               │  carol     ",
             "                                               │  小明      ",
-            "                                               │2 (server)  ",
             "10:05 -!- You joined #lobby                    │            ",
             // 35 columns after the prefix: 17 clusters, one column left over, then the next row.
             "10:05 <bob> " + String(repeating: Self.clusters.joined(), count: 3) + Self.family + Self.flag + " │            ",
@@ -126,12 +126,12 @@ extension ClusterOverlayTests {
 
     static let goldenRows: [String] = [
         " #lobby (4)                                                 ",
-        "                                               │1 #lobby    ",
+        "                                               │1 (server)  ",
+        "                                               │2 #lobby    ",
         "                                               │ @alice…    ",
         "                                               │ +bob       ",
         "                                               │  carol     ",
         "                                               │  小明      ",
-        "                                               │2 (server)  ",
         "                                               │            ",
         "10:05 -!- You joined #lobby                    │            ",
         "10:05 <bob> \(family) \(flag) \(skinTone) \(keycap) \(heart) end                 │            ",

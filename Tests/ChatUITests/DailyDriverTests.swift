@@ -27,7 +27,7 @@ struct DailyDriverTests {
         #expect(notes(model.type("/set arrows sideways")) == ["arrows is one of pick, history, not \"sideways\""])
     }
 
-    @Test("Ctrl-C with text typed clears the line (Ctrl-Y brings it back); on an empty line it quits")
+    @Test("Ctrl-C with text typed clears the line (Ctrl-Y brings it back); on an empty line it asks, then quits")
     func ctrlC() {
         var model = lobbyModel()
         model.editor.set("half a thought")
@@ -36,7 +36,8 @@ struct DailyDriverTests {
         _ = model.update(.key(.control("y")))
         #expect(model.editor.text == "half a thought")
         model.editor.set("")
-        #expect(model.update(.key(.control("c"))).contains(.quit(reason: "Leaving")))
+        _ = model.update(.key(.control("c")))
+        #expect(model.update(.key(.character("y"))) == [.quit(reason: "Leaving")])
     }
 
     @Test("sidebar-members: every room's people, only the current room's, or none; the conversations below stay in reach")
@@ -45,14 +46,14 @@ struct DailyDriverTests {
         func labels() -> [String] { model.sidebar.map { if case .user(let nick, _) = $0 { return "  " + nick } else { return model.rowName(SidebarRow(network: 0, item: $0)) } } }
         #expect(labels().filter { $0.hasPrefix("  ") }.count == 12)
         _ = model.type("/set sidebar-members current")
-        #expect(labels() == ["#lobby", "  alice", "  lobby1", "  lobby2", "  lobby3", "#dev", "#ops", "(server)"])
-        _ = model.update(.key(.alt("2")))
-        #expect(labels() == ["#lobby", "#dev", "  alice", "  dev1", "  dev2", "  dev3", "#ops", "(server)"])
+        #expect(labels() == ["(server)", "#lobby", "  alice", "  lobby1", "  lobby2", "  lobby3", "#dev", "#ops"])
+        _ = model.update(.key(.alt("3")))
+        #expect(labels() == ["(server)", "#lobby", "#dev", "  alice", "  dev1", "  dev2", "  dev3", "#ops"])
         _ = model.type("/set sidebar-members off")
-        #expect(labels() == ["#lobby", "#dev", "#ops", "(server)"])
+        #expect(labels() == ["(server)", "#lobby", "#dev", "#ops"])
         let screen = draw(model).lines
-        #expect(screen[1].contains("│1 #lobby"), "row 1: \(screen[1])")
-        #expect(screen[4].contains("│4 (server)"), "row 4: \(screen[4])")
+        #expect(screen[1].contains("│1 (server)"), "row 1: \(screen[1])")
+        #expect(screen[4].contains("│4 #ops"), "row 4: \(screen[4])")
     }
 
     @Test("a click on a sidebar row leaves the list where it was: the row clicked stays under the pointer")
@@ -62,10 +63,10 @@ struct DailyDriverTests {
         _ = model.update(.key(.mouse(MouseEvent(button: .wheelDown, x: x, y: 4, pressed: true))))
         _ = model.update(.key(.mouse(MouseEvent(button: .wheelDown, x: x, y: 4, pressed: true))))
         let before = draw(model).lines
-        let row = before.firstIndex { $0.contains("│2 #dev") }!
+        let row = before.firstIndex { $0.contains("│3 #dev") }!
         _ = model.update(.key(.mouse(MouseEvent(button: .left, x: x, y: row, pressed: true))))
         #expect(model.viewedID == .room("#dev"))
-        #expect(draw(model).lines[row].contains("│2 #dev"), "the clicked row moved: \(draw(model).lines)")
+        #expect(draw(model).lines[row].contains("│3 #dev"), "the clicked row moved: \(draw(model).lines)")
     }
 
     @Test("/query NICK TEXT opens the conversation and says TEXT there")
@@ -103,9 +104,9 @@ struct DailyDriverTests {
         _ = model.type("/window server")
         #expect(model.viewedID == .server)
         let list = notes(model.type("/window"))
-        #expect(list.first == " 1  #lobby")
-        #expect(list[3] == " 4  p1  (1 unread, for you)")
-        #expect(list.last == "13  (server)")
+        #expect(list.first == " 1  (server)")
+        #expect(list[4] == " 5  p1  (1 unread, for you)")
+        #expect(list.last == "13  p9  (1 unread, for you)")
     }
 
     @Test("Tab on a room's name at the start of a line adds a space, not \": \"")
@@ -117,5 +118,40 @@ struct DailyDriverTests {
         model.editor.set("lobb")
         _ = model.update(.key(.tab))
         #expect(model.editor.text == "lobby1: ")
+    }
+}
+
+@Suite("opening a highlight shows its line (issue 46, second tour)")
+struct RevealTests {
+    @Test("Enter on a highlight far up scrolls so its line is in view, whatever folded joins and long lines lie below it")
+    func revealed() {
+        var model = lobbyModel(width: 60, height: 14)
+        for n in 1...30 { model.receive(":bob!b@h PRIVMSG #lobby :before \(n)", now: 36000 + Double(n)) }
+        model.receive(":dave!d@h PRIVMSG #lobby :alice, are you there?", now: 36100)
+        for n in 1...12 { model.receive(":guest\(n)!g@h JOIN #lobby", now: 36200 + Double(n)) }
+        for n in 1...20 {
+            model.receive(":bob!b@h PRIVMSG #lobby :after \(n) " + String(repeating: "long words wrap here ", count: n % 3 + 1), now: 36300 + Double(n))
+        }
+        _ = model.type("/highlights")
+        _ = model.update(.key(.enter))
+        let screen = draw(model).lines
+        let row = screen.firstIndex { $0.contains("<dave> alice, are you there?") }
+        #expect(row != nil, "\(screen)")
+        if let row { #expect((3...10).contains(row), "the line is near the middle: row \(row)") }
+    }
+}
+
+@Suite("/window by name as WeeChat's /buffer (issue 46, second tour)")
+struct WindowNameTests {
+    @Test("/window ops, /buffer dev, /win ob (anywhere in the name) find rooms without their #")
+    func names() {
+        var model = threeRooms(size: 2, width: 80, height: 12)
+        _ = model.type("/window ops")
+        #expect(model.viewedID == .room("#ops"))
+        _ = model.type("/buffer dev")
+        #expect(model.viewedID == .room("#dev"))
+        _ = model.type("/win ob")
+        #expect(model.viewedID == .room("#lobby"))
+        #expect(notes(model.type("/window zzz")) == ["No conversation called zzz (/window lists them)"])
     }
 }

@@ -14,15 +14,17 @@ struct HotlistTests {
         return model
     }
 
-    @Test("the sidebar numbers rooms, direct conversations and the server window; Alt-2 goes to #dev without 45 Downs")
+    @Test("the sidebar numbers the server window (1, as irssi's status window), rooms and direct conversations; Alt-3 goes to #dev without 45 Downs")
     func altNumber() {
         var model = busy()
-        #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "zed", "(server)"])
-        #expect(model.update(.key(.alt("2"))) == [.markRead(.room("#dev"))])
+        #expect(model.numberedRows.map { model.rowName($0) } == ["(server)", "#lobby", "#dev", "#ops", "zed"])
+        #expect(model.update(.key(.alt("3"))) == [.markRead(.room("#dev"))])
         #expect(model.viewedID == .room("#dev") && model.currentRoom == "#dev")
-        _ = model.update(.key(.alt("4")))
+        _ = model.update(.key(.alt("5")))
         #expect(model.viewedID == .direct("zed"))
         _ = model.update(.key(.alt("1")))
+        #expect(model.viewedID == .server)
+        _ = model.update(.key(.alt("2")))
         #expect(model.viewedID == .room("#lobby"))
         #expect(notes(model.update(.key(.alt("9")))) == ["No conversation 9: there are 5"])
         #expect(model.viewedID == .room("#lobby"))
@@ -32,7 +34,7 @@ struct HotlistTests {
     func altA() {
         var model = busy()
         let status = draw(model).lines[18]
-        #expect(status.contains("│ [2,3!,4!] │"), "status: \(status)")
+        #expect(status.contains("│ [3,4!,5!] │"), "status: \(status)")
         // #ops (a mention) and zed (a direct message) before #dev (messages); the lower number first.
         _ = model.update(.key(.alt("a")))
         #expect(model.viewedID == .room("#ops"))
@@ -66,9 +68,9 @@ struct HotlistTests {
     @Test("/window N, /window NAME, /buffer N, /window next; an unknown name says so; /window alone lists them")
     func windowCommand() {
         var model = busy()
-        _ = model.type("/window 3")
+        _ = model.type("/window 4")
         #expect(model.viewedID == .room("#ops"))
-        _ = model.type("/buffer 2")
+        _ = model.type("/buffer 3")
         #expect(model.viewedID == .room("#dev"))
         _ = model.type("/window goto ze")
         #expect(model.viewedID == .direct("zed"))
@@ -77,7 +79,7 @@ struct HotlistTests {
         _ = model.type("/window next")
         #expect(model.viewedID == .room("#dev"))
         #expect(notes(model.type("/window #nowhere")) == ["No conversation called #nowhere (/window lists them)"])
-        #expect(notes(model.type("/window")) == ["1  #lobby", "2  #dev  (1 unread)", "3  #ops  (1 unread, for you)", "4  zed  (1 unread, for you)", "5  (server)"])
+        #expect(notes(model.type("/window")) == ["1  (server)", "2  #lobby", "3  #dev  (1 unread)", "4  #ops  (1 unread, for you)", "5  zed  (1 unread, for you)"])
     }
 
     @Test("Alt-End (and /scroll end) back to the newest line after PgUp; Alt-Home (and /scroll top) to the oldest loaded")
@@ -104,27 +106,28 @@ struct HotlistTests {
         let model = busy(size: 2)
         expectScreen(model, [
             " #lobby (3)                                                                     ",
-            "                                                               │1 #lobby        ",
+            "                                                               │1 (server)      ",
+            "                                                               │2 #lobby        ",
             "                                                               │ @alice (you)   ",
             "                                                               │  lobby1        ",
             "                                                               │  lobby2        ",
-            "                                                               │2 #dev         1",
+            "                                                               │3 #dev         1",
             "                                                               │ @alice (you)   ",
             "                                                               │  dev1          ",
             "                                                               │  dev2          ",
-            "                                                               │3 #ops        1!",
+            "                                                               │4 #ops        1!",
             "                                                               │ @alice (you)   ",
             "                                                               │  ops1          ",
             "                                                               │  ops2          ",
-            "                                                               │── direct ──    ",
-            "                                                               │4 zed         1!",
-            "                                                               │5 (server)      ",
+            "                                                               │5 zed         1!",
+            "                                                               │                ",
             "                                                               │                ",
             "10:05 -!- You joined #lobby                                    │                ",
-            " alice │ connected │ [2,3!,4!] │ Enter sends to #lobby                          ",
+            " alice │ connected │ [3,4!,5!] │ Enter sends to #lobby                          ",
             ">                                                                               ",
         ], styles: [
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                                               ddddddddddd      ",
             "                                                               dRRRRRRRRrrrrrrrr",
             "                                                               dAAAAAAAAAAAAA   ",
             "                                                               dBBBBBBBB        ",
@@ -137,9 +140,8 @@ struct HotlistTests {
             "                                                               dAAAAAAAAAAAAA   ",
             "                                                               dFFFFFF          ",
             "                                                               dGGGGGG          ",
-            "                                                               ddddddddddddd    ",
             "                                                               d              hh",
-            "                                                               ddddddddddd      ",
+            "                                                               d                ",
             "                                                               d                ",
             "ddddddddddddddddddddddddddd                                    d                ",
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
@@ -211,18 +213,19 @@ struct HighlightTests {
 
 @Suite("conversation numbers stay put (issue 46: a new conversation or a restart never renumbers)")
 struct WindowOrderTests {
-    @Test("a direct conversation opened later takes the next number: the rooms keep theirs, the server window stays last")
+    @Test("a direct conversation opened later takes the next number: the rooms keep theirs, the server window stays first")
     func newConversationAppends() {
         var model = threeRooms(size: 3, width: 80, height: 20)
-        #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "(server)"])
+        #expect(model.numberedRows.map { model.rowName($0) } == ["(server)", "#lobby", "#dev", "#ops"])
         model.receive(":zed!z@h PRIVMSG alice :hello", now: 36400)
         _ = model.type("/join #new")
         model.receive(":alice!a@h JOIN #new", now: 36401)
         model.receive(":amy!a@h PRIVMSG alice :hi", now: 36402)
-        #expect(model.numberedRows.map { model.rowName($0) } == ["#lobby", "#dev", "#ops", "zed", "#new", "amy", "(server)"])
-        // The sidebar keeps rooms above the direct conversations; each row shows its own number.
+        #expect(model.numberedRows.map { model.rowName($0) } == ["(server)", "#lobby", "#dev", "#ops", "zed", "#new", "amy"])
+        // The sidebar lists them in number order (WeeChat's buflist), each row with its number.
         let sidebar = draw(model).lines.map { String($0.split(separator: "│").last ?? "") }
-        #expect(sidebar.contains { $0.hasPrefix("5 #new") } && sidebar.contains { $0.hasPrefix("4 zed") } && sidebar.contains { $0.hasPrefix("6 amy") })
+        let numbered = sidebar.filter { $0.first?.isNumber == true }.map { $0.prefix(6).trimmingCharacters(" ") }
+        #expect(numbered.suffix(5) == ["3 #dev", "4 #ops", "5 zed", "6 #new", "7 amy"], "\(sidebar)")
     }
 
     @Test("a restart brings the numbers back in the order saved, whichever room the server joins first")
@@ -237,25 +240,25 @@ struct WindowOrderTests {
         next.windowOrder = WindowOrder(text: saved)
         next.receive(":alice!a@h JOIN #ops", ":alice!a@h JOIN #dev", now: 36500)
         next.receive(":zed!z@h PRIVMSG alice :back", now: 36501)
-        #expect(next.numberedRows.map { next.rowName($0) } == ["#lobby", "#dev", "#ops", "zed", "(server)"])
+        #expect(next.numberedRows.map { next.rowName($0) } == ["(server)", "#lobby", "#dev", "#ops", "zed"])
     }
 
     @Test("/close takes one out and the later ones move down; /window move N renumbers the one in view")
     func closeAndMove() {
         var model = threeRooms(size: 3, width: 80, height: 20)
         model.receive(":zed!z@h PRIVMSG alice :hello", now: 36400)
-        _ = model.type("/window 2")
+        _ = model.type("/window 3")
         #expect(model.type("/close") == [.irc(IRCMessage(command: "PART", params: ["#dev"])), .close(.room("#dev"))])
         // While the client closes it, it is not numbered again.
         model.receive(":bob!b@h PRIVMSG #lobby :hi", now: 36401)
-        #expect(model.numberedRows.map { model.rowName($0) }.prefix(3) == ["#lobby", "#ops", "zed"])
+        #expect(model.numberedRows.map { model.rowName($0) }.prefix(4) == ["(server)", "#lobby", "#ops", "zed"])
         _ = model.type("/window zed")
-        #expect(notes(model.type("/window move 1")) == ["zed is now 1"])
-        #expect(model.numberedRows.map { model.rowName($0) }.prefix(3) == ["zed", "#lobby", "#ops"])
-        #expect(notes(model.type("/window move right")) == ["zed is now 2"])
+        #expect(notes(model.type("/window move 2")) == ["zed is now 2"])
+        #expect(model.numberedRows.map { model.rowName($0) }.prefix(4) == ["(server)", "zed", "#lobby", "#ops"])
+        #expect(notes(model.type("/window move right")) == ["zed is now 3"])
         #expect(notes(model.type("/window move sideways")) == ["/window move N|left|right|first|last"])
         _ = model.type("/window (server)")
-        #expect(notes(model.type("/window move 1")) == ["The server window stays last; /window move moves a room or a direct conversation"])
+        #expect(notes(model.type("/window move 1")) == ["The server window stays first; /window move moves a room or a direct conversation"])
     }
 
     @Test("the saved order reads back what it wrote, skips what is malformed, and keeps at most its bound")
@@ -268,5 +271,28 @@ struct WindowOrderTests {
         big.settle(present: ["net\t#r0", "net\t#new"])
         #expect(big.entries.count == WindowOrder.limit && big.entries.first == "net\t#r0" && big.entries.last == "net\t#new" && !big.entries.contains("net\t#r1"))
         #expect(WindowOrder(text: big.text) == big)
+    }
+}
+
+@Suite("closed conversations stay closed across a restart (issue 46, second tour)")
+struct ClosedConversationTests {
+    @Test("/close remembers the conversation as closed (in the file, after '-'); news brings it back; each network's own")
+    func closedKept() {
+        var order = WindowOrder()
+        order.settle(present: ["n1\t#lobby", "n1\t@frank", "n2\t@frank"])
+        order.remove("n1\t@frank")
+        #expect(order.entries == ["n1\t#lobby", "n2\t@frank"])
+        #expect(order.text == "n1\t#lobby\nn2\t@frank\n-n1\t@frank\n")
+        let read = WindowOrder(text: order.text)
+        #expect(read == order)
+        #expect(read.closed(network: "n1") == ["@frank"] && read.closed(network: "n2").isEmpty)
+        // frank writes again: open again, numbered after the others.
+        var again = read
+        again.settle(present: ["n1\t#lobby", "n2\t@frank", "n1\t@frank"])
+        #expect(again.closed.isEmpty && again.entries.last == "n1\t@frank")
+        // Bounded: the oldest closed ones go.
+        var many = WindowOrder()
+        for n in 0..<(WindowOrder.limit + 5) { many.remove("n\t@p\(n)") }
+        #expect(many.closed.count == WindowOrder.limit && many.closed.first == "n\t@p5")
     }
 }

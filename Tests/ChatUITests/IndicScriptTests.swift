@@ -42,12 +42,12 @@ struct IndicScriptTests {
         let model = lobbyModel(height: 14, extra: Self.lines.map { ":bob!b@h PRIVMSG #lobby :" + $0 })
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │1 #lobby    ",
+            "                                               │1 (server)  ",
+            "                                               │2 #lobby    ",
             "                                               │ @alice…    ",
             "                                               │ +bob       ",
             "                                               │  carol     ",
-            "                                               │  小明      ",
-            "10:05 -!- You joined #lobby                    │2 (server)  ",
+            "10:05 -!- You joined #lobby                    │  小明      ",
             // Fewer characters than columns: marks take none, conjuncts and vowel signs their own
             // (wcwidth's sum puts every border at column 47, as a terminal draws them).
             "10:05 <bob> हिन्दी में नमस्ते दोस्त क्षमा             │            ",
@@ -59,12 +59,12 @@ struct IndicScriptTests {
             ">                                                           ",
         ], styles: [
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                               ddddddddddd  ",
             "                                               dRRRRRRRRrrrr",
             "                                               dAAAAAAAA    ",
             "                                               dBBBBB       ",
             "                                               dCCCCCCC     ",
-            "                                               dXXXXXX      ",
-            "ddddddddddddddddddddddddddd                    ddddddddddd  ",
+            "ddddddddddddddddddddddddddd                    dXXXXXX      ",
             "dddddddBBBdd                                   d            ",
             "dddddddBBBdd                                   d            ",
             "dddddddBBBdd                                   d            ",

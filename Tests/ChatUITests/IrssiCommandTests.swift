@@ -25,14 +25,14 @@ struct IrssiCommandTests {
         state.replyConversation = .room("#lobby")
         _ = state.receive(try! IRCMessage(parsing: "@time=2027-01-15T08:00:00.370Z :bob!b@h NOTICE alice :\u{1}PING 1800000000250\u{1}"), now: 2)
         _ = state.receive(try! IRCMessage(parsing: ":bob!b@h NOTICE alice :\u{1}VERSION irssi 1.4.5\u{1}"), now: 2)
-        #expect(state.book[.room("#lobby")]?.lines.suffix(2).map(\.text) == ["CTCP PING reply from bob: 0.1 s", "CTCP VERSION reply from bob: irssi 1.4.5"])
+        #expect(state.book[.room("#lobby")]?.lines.suffix(2).map(\.text) == ["CTCP PING reply from bob: 120 ms", "CTCP VERSION reply from bob: irssi 1.4.5"])
         #expect(state.book[.room("#lobby")]?.unread == 0 && state.book[.direct("bob")] == nil)
         // Someone asking us: a line in the server window, no conversation opened with them.
         _ = state.receive(try! IRCMessage(parsing: ":carol!c@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 3)
         #expect(state.book[.server]?.lines.last?.text == "CTCP VERSION from carol" && state.book[.direct("carol")] == nil)
     }
 
-    @Test("/lastlog searches the log and shows this conversation's hits only")
+    @Test("/lastlog searches the log and shows this conversation's hits only, the words as one phrase")
     func lastlog() {
         var model = lobbyModel()
         #expect(model.type("/lastlog deploy") == [.search(["deploy"])])
@@ -41,6 +41,13 @@ struct IrssiCommandTests {
         _ = model.receive(.searchResults(query: "deploy", [elsewhere, here], failure: nil))
         #expect(model.searchPicker?.hits == [here])
         #expect(draw(model).lines[1].hasPrefix("1 line with deploy in #lobby — Up/Down"))
+        // Several words are one phrase, as in irssi: "line 7" is not "line 17".
+        model.searchPicker = nil
+        _ = model.type("/lastlog chatter line 7")
+        let seven = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36402, kind: .message, sender: "bob", text: "chatter line 7"))
+        let seventeen = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36403, kind: .message, sender: "bob", text: "chatter line 17"))
+        _ = model.receive(.searchResults(query: "chatter line 7", [seventeen, seven], failure: nil))
+        #expect(model.searchPicker?.hits == [seven])
     }
 
     @Test("d on a highlighted message asks first: y deletes, anything else keeps it")

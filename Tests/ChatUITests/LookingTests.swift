@@ -42,28 +42,28 @@ struct LookingTests {
         #expect(model.state[.room("#lobby")]?.lines.contains { $0.text.contains("invites you") } == false)
         expectScreen(model, [
             " #dev (2)                                                   ",
-            "                                               │1 #lobby    ",
+            "                                               │1 (server)  ",
+            "                                               │2 #lobby    ",
             "                                               │ @alice…    ",
             "                                               │ +bob       ",
             "                                               │  carol     ",
             "                                               │  小明      ",
-            "                                               │2 #dev    1!",
-            "10:05 -!- You joined #dev                      │  alice…    ",
-            "10:06 -carol- carol invites you to #secret —   │  dave      ",
-            "              /join #secret                    │3 (server)  ",
+            "10:05 -!- You joined #dev                      │3 #dev    1!",
+            "10:06 -carol- carol invites you to #secret —   │  alice…    ",
+            "              /join #secret                    │  dave      ",
             " alice │ connected │ Enter sends to #dev                    ",
             ">                                                           ",
         ], styles: [
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
+            "                                               ddddddddddd  ",
             "                                               dbbbbbbbb    ",
             "                                               dAAAAAAAA    ",
             "                                               dBBBBB       ",
             "                                               dCCCCCCC     ",
             "                                               dXXXXXX      ",
-            "                                               dRRRRRRrrrrHH",
-            "ddddddddddddddddddddddddd                      dAAAAAAAA    ",
-            "ddddddCCCCCCCChhhhhhhhhhhhhhhhhhhhhhhhhhhhhh   dVVVVVV      ",
-            "              hhhhhhhhhhhhh                    ddddddddddd  ",
+            "ddddddddddddddddddddddddd                      dRRRRRRrrrrHH",
+            "ddddddCCCCCCCChhhhhhhhhhhhhhhhhhhhhhhhhhhhhh   dAAAAAAAA    ",
+            "              hhhhhhhhhhhhh                    dVVVVVV      ",
             "rrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrrr",
             "dd                                                          ",
         ], legend: Self.legend)
@@ -126,7 +126,7 @@ struct LookingTests {
             _ = client.apply(try! IRCMessage(parsing: line), now: 20)
         }
         let model = ChatModel(state: client.book, width: 60, height: 12)
-        #expect(model.sidebar == [.conversation(.room("#lobby")), .user("alice", room: .room("#lobby")), .user("bob", room: .room("#lobby")),
-                                  .conversation(.room("#old")), .conversation(.server)])
+        #expect(model.sidebar == [.conversation(.server), .conversation(.room("#lobby")), .user("alice", room: .room("#lobby")),
+                                  .user("bob", room: .room("#lobby")), .conversation(.room("#old"))])
     }
 }

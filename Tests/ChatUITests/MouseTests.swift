@@ -24,12 +24,12 @@ struct MouseTests {
     func sidebar() {
         var model = threeRooms(size: 2, width: 80, height: 12)
         let x = model.layout.paneWidth + 3
-        // Rows from the top: 1 #lobby, @alice, lobby1, lobby2, 2 #dev, …
-        _ = model.update(click(x, 5))
+        // Rows from the top: 1 (server), 2 #lobby, @alice, lobby1, lobby2, 3 #dev, …
+        _ = model.update(click(x, 6))
         #expect(model.selection == .conversation(.room("#dev")) && model.currentRoom == "#dev")
-        _ = model.update(click(x, 3))
+        _ = model.update(click(x, 4))
         #expect(model.selection == .user("lobby1", room: .room("#lobby")))
-        _ = model.update(click(x, 2))
+        _ = model.update(click(x, 3))
         #expect(model.selection == .user("lobby1", room: .room("#lobby")), "your own row cannot be picked")
         let before = draw(model).lines[1]
         _ = model.update(wheel(false, x, 4))

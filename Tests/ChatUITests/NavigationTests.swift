@@ -29,10 +29,13 @@ struct NavigationTests {
         var model = threeRooms(size: 40)
         var seen: [String] = []
         var opened: [UICommand] = []
-        while model.selection != .conversation(.server) {
+        // Down to the last row (the list ends: Down moves no further).
+        var before: SidebarItem
+        repeat {
+            before = model.selection
             opened += model.update(.key(.down))
             if case .user(let nick, .room("#dev")) = model.selection { seen.append(nick) }
-        }
+        } while model.selection != before
         #expect(Set(seen) == Set((1...40).map { "dev\($0)" }))
         #expect(opened.isEmpty, "walking the list opens no conversation and marks nothing read")
         #expect(!model.state.orderedConversations.contains { $0.kind == .direct })
@@ -49,11 +52,11 @@ struct NavigationTests {
             "                                               │ @alice…    ",
             "                                               │  lobby1    ",
             "                                               │  lobby2    ",
-            "                                               │2 #dev      ",
+            "                                               │3 #dev      ",
             "                                               │ @alice…    ",
             "                                               │  dev1      ",
             "                                               │  dev2      ",
-            "                                               │3 #ops      ",
+            "                                               │4 #ops      ",
             "                                               │ @alice…    ",
             "                                               │  ops1      ",
             "10:05 -!- You joined #dev                      │  ops2      ",
@@ -122,15 +125,21 @@ struct HostScreenTests {
         #expect(model.update(.key(.character("y"))) == [.quit(reason: "The host closed the room")])
     }
 
-    @Test("Ctrl-C quits at once for a guest, or for a host alone in the room")
-    func quitAtOnce() {
+    @Test("Ctrl-C asks a guest too (a reflex from irssi's colour key must not end the session): a second Ctrl-C or y quits, n stays")
+    func quitAsks() {
         var guest = lobbyModel()
+        #expect(guest.update(.key(.control("c"))).isEmpty)
+        #expect(draw(guest).lines[11].hasPrefix("Quit chat-tui? y/n (Ctrl-C again: yes)"))
+        #expect(guest.update(.key(.character("n"))).isEmpty)
+        #expect(draw(guest).lines[11].hasPrefix(">"))
+        _ = guest.update(.key(.control("c")))
         #expect(guest.update(.key(.control("c"))) == [.quit(reason: "Leaving")])
         var alone = Self.host()
         for line in [":bob!b@h QUIT :x", ":carol!c@h QUIT :x", ":小明!x@h QUIT :x"] {
             alone.receive(line, now: 1)
         }
-        #expect(alone.update(.key(.control("c"))) == [.quit(reason: "Leaving")])
+        _ = alone.update(.key(.control("c")))
+        #expect(alone.update(.key(.character("y"))) == [.quit(reason: "Leaving")])
     }
 
     @Test("/help lists the keys and, on the host's screen, how others join")
@@ -156,12 +165,12 @@ func goldenOutage() {
     model.reconnectAt = 36404
     expectScreen(model, [
         " #lobby (4)                                                 ",
-        "                                               │1 #lobby   1",
-        "                                               │ @alice…    ",
-        "10:05 -!- You joined #lobby                    │ +bob       ",
-        "10:05 <bob> see you                            │  carol     ",
-        "10:06 -!- ── connection lost: connection reset │  小明      ",
-        "          by peer — what you type is held until│2 (server)  ",
+        "                                               │1 (server)  ",
+        "                                               │2 #lobby   1",
+        "10:05 -!- You joined #lobby                    │ @alice…    ",
+        "10:05 <bob> see you                            │ +bob       ",
+        "10:06 -!- ── connection lost: connection reset │  carol     ",
+        "          by peer — what you type is held until│  小明      ",
         "          it is back ──                        │            ",
         "10:06 <alice> are you back?  (held: sent when  │            ",
         "              the connection is back)          │            ",
@@ -182,7 +191,7 @@ struct SmallFixesTests {
         #expect(model.update(.key(.enter)).isEmpty)
         #expect(model.selection == .conversation(.room("#ops")))
         model.receive(":alice!a@h PART #ops", now: 36400)
-        #expect(draw(model).lines[14].contains("you left #ops: /join to return"))
+        #expect(draw(model).lines[14].contains("not in #ops: /join #ops"))
         model.editor.set("hello?")
         #expect(model.update(.key(.enter)) == [.note("You are not in #ops: /join #ops to talk there", conversation: .room("#ops"), isError: true)])
     }
@@ -245,12 +254,12 @@ func roomPicker() {
     #expect(model.roomPicker == 0)
     expectScreen(model, [
         " #lobby (4)                                                 ",
-        "3 rooms — Up/Down, Enter joins, Esc closes     │1 #lobby    ",
-        "#lobby                 4  [+nt] welcome        │ @alice…    ",
-        "#dev                  12  [+nt] builds         │ +bob       ",
-        "#ops                   2  [+nt]                │  carol     ",
+        "3 rooms — Up/Down, Enter joins, Esc closes     │1 (server)  ",
+        "#lobby                 4  [+nt] welcome        │2 #lobby    ",
+        "#dev                  12  [+nt] builds         │ @alice…    ",
+        "#ops                   2  [+nt]                │ +bob       ",
+        "                                               │  carol     ",
         "                                               │  小明      ",
-        "                                               │2 (server)  ",
         "                                               │            ",
         "                                               │            ",
         "                                               │            ",
@@ -302,12 +311,12 @@ func searchPicker() {
     _ = model.receive(.searchResults(query: "蛋糕", hits))
     expectScreen(model, [
         " #lobby (4)                                                 ",
-        "2 lines with 蛋糕 — Up/Down, Enter opens, Esc… │1 #lobby    ",
-        "bob 01-01 10:05 <bob> 蛋糕 for you 🎂          │ @alice…    ",
-        "#lobby 01-01 10:00 <小明> 我做了蛋糕           │ +bob       ",
+        "2 lines with 蛋糕 — Up/Down, Enter opens, Esc… │1 (server)  ",
+        "bob 01-01 10:05 <bob> 蛋糕 for you 🎂          │2 #lobby    ",
+        "#lobby 01-01 10:00 <小明> 我做了蛋糕           │ @alice…    ",
+        "                                               │ +bob       ",
         "                                               │  carol     ",
         "                                               │  小明      ",
-        "                                               │2 (server)  ",
         "                                               │            ",
         "                                               │            ",
         "                                               │            ",
@@ -387,13 +396,13 @@ func scrolledViewStaysStill() {
     #expect(before[7].hasPrefix("                      6 more rows below (PgDn) │"))
     expectScreen(model, [
         " #lobby (5)                                                 ",
-        "10:00 <bob> line 19                            │1 #lobby  32",
-        "10:00 <bob> line 20                            │ @alice…    ",
-        "10:00 <bob> line 21                            │ +bob       ",
-        "10:00 <bob> line 22                            │  carol     ",
-        "10:00 <bob> line 23                            │  dave      ",
-        "10:00 <bob> line 24                            │  小明      ",
-        "                     10 more rows below (PgDn) │2 (server)  ",
+        "10:00 <bob> line 19                            │1 (server)  ",
+        "10:00 <bob> line 20                            │2 #lobby  32",
+        "10:00 <bob> line 21                            │ @alice…    ",
+        "10:00 <bob> line 22                            │ +bob       ",
+        "10:00 <bob> line 23                            │  carol     ",
+        "10:00 <bob> line 24                            │  dave      ",
+        "                     10 more rows below (PgDn) │  小明      ",
         " alice │ connected │ Enter sends to #lobby                  ",
         ">                                                           ",
     ])
@@ -411,12 +420,12 @@ func readMarkerLine() {
     _ = model.receive(.readMarker(.room("#lobby"), 36050))
     expectScreen(model, [
         " #lobby (4)                                                 ",
-        "                                               │1 #lobby   3",
+        "                                               │1 (server)  ",
+        "                                               │2 #lobby   3",
         "                                               │ @alice…    ",
         "                                               │ +bob       ",
-        "                                               │  carol     ",
-        "10:05 -!- You joined #lobby                    │  小明      ",
-        "10:00 <bob> read this already                  │2 (server)  ",
+        "10:05 -!- You joined #lobby                    │  carol     ",
+        "10:00 <bob> read this already                  │  小明      ",
         "── new since you last read ──                  │            ",
         "10:01 <carol> this is new                      │            ",
         "10:03 <bob> and this                           │            ",
@@ -448,12 +457,12 @@ func searchHitRevealed() {
     #expect(model.update(.key(.enter)) == [.showAround(hit)])
     expectScreen(model, [
         " #lobby (4)                                                 ",
-        "10:18 <bob> line 2                             │1 #lobby  30",
-        "10:19 <bob> line 3                             │ @alice…    ",
-        "10:20 <bob> line 4                             │ +bob       ",
-        "10:21 <bob> line 5                             │  carol     ",
-        "10:22 <bob> line 6                             │  小明      ",
-        "10:23 <bob> line 7                             │2 (server)  ",
+        "10:18 <bob> line 2                             │1 (server)  ",
+        "10:19 <bob> line 3                             │2 #lobby  30",
+        "10:20 <bob> line 4                             │ @alice…    ",
+        "10:21 <bob> line 5                             │ +bob       ",
+        "10:22 <bob> line 6                             │  carol     ",
+        "10:23 <bob> line 7                             │  小明      ",
         "10:24 <bob> line 8                             │            ",
         "10:25 <bob> line 9                             │            ",
         "                     20 more rows below (PgDn) │            ",
@@ -470,12 +479,12 @@ func searchHitWindow() {
     _ = model.receive(.searchResults(query: "中文", [hit]))
     expectScreen(model, [
         " #lobby (4)                                                 ",
-        "1 line with 中文 — Up/Down, Enter opens, Esc…  │1 #lobby    ",
-        "#lobby 01-01 10:00 <bob> …s running 中文字符…  │ @alice…    ",
+        "1 line with 中文 — Up/Down, Enter opens, Esc…  │1 (server)  ",
+        "#lobby 01-01 10:00 <bob> …s running 中文字符…  │2 #lobby    ",
+        "                                               │ @alice…    ",
         "                                               │ +bob       ",
         "                                               │  carol     ",
         "                                               │  小明      ",
-        "                                               │2 (server)  ",
         "                                               │            ",
         "                                               │            ",
         "                                               │            ",

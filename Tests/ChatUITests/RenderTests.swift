@@ -11,12 +11,12 @@ struct RenderTests {
         // Every row, whole.
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │1 #lobby    ",
+            "                                               │1 (server)  ",
+            "                                               │2 #lobby    ",
             "                                               │ @alice…    ",
             "                                               │ +bob       ",
             "                                               │  carol     ",
             "                                               │  小明      ",
-            "                                               │2 (server)  ",
             "                                               │            ",
             "10:05 -!- You joined #lobby                    │            ",
             "10:05 <bob> hello there                        │            ",
@@ -53,12 +53,12 @@ struct RenderTests {
         // Continuation rows start under the text, not under the time.
         expectScreen(model, [
             " #lobby (4)                             ",
-            "                           │1 #lobby    ",
-            "                           │ @alice…    ",
-            "10:05 -!- You joined #lobby│ +bob       ",
-            "10:05 <bob> one two three  │  carol     ",
-            "            four five six  │  小明      ",
-            "            seven eight    │2 (server)  ",
+            "                           │1 (server)  ",
+            "                           │2 #lobby    ",
+            "10:05 -!- You joined #lobby│ @alice…    ",
+            "10:05 <bob> one two three  │ +bob       ",
+            "            four five six  │  carol     ",
+            "            seven eight    │  小明      ",
             "            nine           │            ",
             " alice │ connected │ Enter sends to…    ",
             ">                                       ",
@@ -98,16 +98,16 @@ struct RenderTests {
         // numbered under the heading with dave's; the hotlist names both.
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "                                               │1 #lobby    ",
+            "                                               │1 (server)  ",
+            "                                               │2 #lobby    ",
             "                                               │ @alice…    ",
             "                                               │ +bob     2!",
             "                                               │  carol     ",
             "                                               │  小明      ",
-            "                                               │── direct ──",
-            "                                               │2 bob     2!",
-            "                                               │3 dave    1!",
-            "10:05 -!- You joined #lobby                    │4 (server)  ",
-            " alice │ connected │ [2!,3!] │ Enter sends to #lobby        ",
+            "                                               │3 bob     2!",
+            "                                               │4 dave    1!",
+            "10:05 -!- You joined #lobby                    │            ",
+            " alice │ connected │ [3!,4!] │ Enter sends to #lobby        ",
             ">                                                           ",
         ])
     }
@@ -128,12 +128,12 @@ struct RenderTests {
         model.reconnectAt = 104
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │1 #lobby            ",
+            "                                                                               │1 (server)          ",
+            "                                                                               │2 #lobby            ",
             "                                                                               │ @alice (you)       ",
             "                                                                               │ +bob               ",
             "                                                                               │  carol             ",
             "                                                                               │  小明              ",
-            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -146,12 +146,12 @@ struct RenderTests {
         model.reconnectAt = 103
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │1 #lobby            ",
+            "                                                                               │1 (server)          ",
+            "                                                                               │2 #lobby            ",
             "                                                                               │ @alice (you)       ",
             "                                                                               │ +bob               ",
             "                                                                               │  carol             ",
             "                                                                               │  小明              ",
-            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -162,12 +162,12 @@ struct RenderTests {
         model.lag = 1.25
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │1 #lobby            ",
+            "                                                                               │1 (server)          ",
+            "                                                                               │2 #lobby            ",
             "                                                                               │ @alice (you)       ",
             "                                                                               │ +bob               ",
             "                                                                               │  carol             ",
             "                                                                               │  小明              ",
-            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -177,12 +177,12 @@ struct RenderTests {
         model.status = .stopped(reason: "you quit")
         expectScreen(model, [
             " #lobby (4)                                                                                         ",
-            "                                                                               │1 #lobby            ",
+            "                                                                               │1 (server)          ",
+            "                                                                               │2 #lobby            ",
             "                                                                               │ @alice (you)       ",
             "                                                                               │ +bob               ",
             "                                                                               │  carol             ",
             "                                                                               │  小明              ",
-            "                                                                               │2 (server)          ",
             "                                                                               │                    ",
             "                                                                               │                    ",
             "10:05 -!- You joined #lobby                                                    │                    ",
@@ -224,9 +224,9 @@ struct UpdateTests {
     func homeEnd() {
         var model = lobbyModel()
         _ = model.update(.key(.end))
-        #expect(model.selection == .conversation(.server))
+        #expect(model.selection == .user("小明", room: .room("#lobby")))
         _ = model.update(.key(.home))
-        #expect(model.selection == .conversation(.room("#lobby")))
+        #expect(model.selection == .conversation(.server))
     }
 
     @Test("refused: empty messages, yourself, before registration, the server window")
@@ -337,12 +337,12 @@ struct UpdateTests {
         var model = lobbyModel(extra: (0..<40).map { ":bob!b@h PRIVMSG #lobby :line \($0)" })
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "10:05 <bob> line 31                            │1 #lobby    ",
-            "10:05 <bob> line 32                            │ @alice…    ",
-            "10:05 <bob> line 33                            │ +bob       ",
-            "10:05 <bob> line 34                            │  carol     ",
-            "10:05 <bob> line 35                            │  小明      ",
-            "10:05 <bob> line 36                            │2 (server)  ",
+            "10:05 <bob> line 31                            │1 (server)  ",
+            "10:05 <bob> line 32                            │2 #lobby    ",
+            "10:05 <bob> line 33                            │ @alice…    ",
+            "10:05 <bob> line 34                            │ +bob       ",
+            "10:05 <bob> line 35                            │  carol     ",
+            "10:05 <bob> line 36                            │  小明      ",
             "10:05 <bob> line 37                            │            ",
             "10:05 <bob> line 38                            │            ",
             "10:05 <bob> line 39                            │            ",
@@ -353,12 +353,12 @@ struct UpdateTests {
         // Eight rows up, and the pane says so.
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "10:05 <bob> line 24                            │1 #lobby    ",
-            "10:05 <bob> line 25                            │ @alice…    ",
-            "10:05 <bob> line 26                            │ +bob       ",
-            "10:05 <bob> line 27                            │  carol     ",
-            "10:05 <bob> line 28                            │  小明      ",
-            "10:05 <bob> line 29                            │2 (server)  ",
+            "10:05 <bob> line 24                            │1 (server)  ",
+            "10:05 <bob> line 25                            │2 #lobby    ",
+            "10:05 <bob> line 26                            │ @alice…    ",
+            "10:05 <bob> line 27                            │ +bob       ",
+            "10:05 <bob> line 28                            │  carol     ",
+            "10:05 <bob> line 29                            │  小明      ",
             "10:05 <bob> line 30                            │            ",
             "10:05 <bob> line 31                            │            ",
             "                      8 more rows below (PgDn) │            ",
@@ -368,12 +368,12 @@ struct UpdateTests {
         _ = model.update(.key(.pageDown))
         expectScreen(model, [
             " #lobby (4)                                                 ",
-            "10:05 <bob> line 31                            │1 #lobby    ",
-            "10:05 <bob> line 32                            │ @alice…    ",
-            "10:05 <bob> line 33                            │ +bob       ",
-            "10:05 <bob> line 34                            │  carol     ",
-            "10:05 <bob> line 35                            │  小明      ",
-            "10:05 <bob> line 36                            │2 (server)  ",
+            "10:05 <bob> line 31                            │1 (server)  ",
+            "10:05 <bob> line 32                            │2 #lobby    ",
+            "10:05 <bob> line 33                            │ @alice…    ",
+            "10:05 <bob> line 34                            │ +bob       ",
+            "10:05 <bob> line 35                            │  carol     ",
+            "10:05 <bob> line 36                            │  小明      ",
             "10:05 <bob> line 37                            │            ",
             "10:05 <bob> line 38                            │            ",
             "10:05 <bob> line 39                            │            ",
@@ -467,11 +467,11 @@ struct TransferRenderTests {
         // The progress has a row of its own saying what happens now, under the (answered) offer.
         expectScreen(model, [
             " bob (direct)                                                           ",
-            "                                                         │  carol       ",
-            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │  小明        ",
-            "          /reject 7                                      │── direct ──  ",
-            "          receiving big.iso  [####-------] 45%  15.0     │2 bob         ",
-            "          MiB/s  4 s left                                │3 (server)    ",
+            "                                                         │ @alice (you) ",
+            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │ +bob         ",
+            "          /reject 7                                      │  carol       ",
+            "          receiving big.iso  [####-------] 45%  15.0     │  小明        ",
+            "          MiB/s  4 s left                                │3 bob         ",
             " alice │ connected │ Enter sends to bob                                 ",
             ">                                                                       ",
         ])
@@ -479,11 +479,11 @@ struct TransferRenderTests {
         model.receive(.transfer(info))
         expectScreen(model, [
             " bob (direct)                                                           ",
+            "                                                         │ @alice (you) ",
+            "                                                         │ +bob         ",
             "                                                         │  carol       ",
-            "                                                         │  小明        ",
-            "                                                         │── direct ──  ",
-            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │2 bob         ",
-            "          /reject 7                                      │3 (server)    ",
+            "10:05 -*- bob offers big.iso, 100.0 MiB: /accept 7 or    │  小明        ",
+            "          /reject 7                                      │3 bob         ",
             " alice │ connected │ Enter sends to bob                                 ",
             ">                                                                       ",
         ])

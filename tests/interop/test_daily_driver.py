@@ -1,5 +1,5 @@
 """The chat screen as an irssi or WeeChat user drives it (issue 46), in tmux against our server:
-Alt-2 to a room by its number, Alt-a to the one that named you, PgUp then Alt-End back down, a
+Alt-3 to a room by its number, Alt-a to the one that named you, PgUp then Alt-End back down, a
 click on a sidebar row (SGR mouse bytes as a terminal sends them), a setting changed, saved and
 still there after a restart with the rooms joined again, and a notification run as the user's own command."""
 import os
@@ -71,17 +71,17 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
         bob.send(f"JOIN {room}")
         type_line(f"/join {room}")
         wait_for(lambda s: s[0].startswith(f" {room} "), f"{room} in the title")
-    screen = wait_for(lambda s: any("│3 #ops" in r for r in s), "the numbered sidebar")
-    assert any("│1 #lobby" in r for r in screen) and any("│2 #dev" in r for r in screen)
+    screen = wait_for(lambda s: any("│4 #ops" in r for r in s), "the numbered sidebar")
+    assert any("│1 (server)" in r for r in screen) and any("│2 #lobby" in r for r in screen) and any("│3 #dev" in r for r in screen)
     save("numbered", screen)
 
-    # Alt-2: #dev, without walking the sidebar.
-    tmux("send-keys", "-t", "zoe", "M-2")
-    wait_for(lambda s: s[0].startswith(" #dev "), "#dev after Alt-2")
+    # Alt-3: #dev, without walking the sidebar (1 is the server window, as irssi's status window).
+    tmux("send-keys", "-t", "zoe", "M-3")
+    wait_for(lambda s: s[0].startswith(" #dev "), "#dev after Alt-3")
 
     # A mention in #ops while zoe reads #dev: the hotlist says 3!, and Alt-a goes there.
     bob.send("PRIVMSG #ops :zoe: the deploy is stuck")
-    screen = wait_for(lambda s: "[3!]" in s[-2], "the hotlist")
+    screen = wait_for(lambda s: "[4!]" in s[-2], "the hotlist")
     save("hotlist", screen)
     tmux("send-keys", "-t", "zoe", "M-a")
     wait_for(lambda s: s[0].startswith(" #ops ") and any("<bob> zoe: the deploy is stuck" in r for r in s), "#ops after Alt-a")
@@ -102,8 +102,8 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
     tmux("send-keys", "-t", "zoe", "Escape")
 
     # A click on the #lobby row of the sidebar (SGR: ESC [ < 0 ; column ; row M, 1-based).
-    row = next(i for i, r in enumerate(screen) if "│1 #lobby" in r)
-    column = screen[row].index("│1 #lobby") + 2
+    row = next(i for i, r in enumerate(screen) if "│2 #lobby" in r)
+    column = screen[row].index("│2 #lobby") + 2
     tmux("send-keys", "-t", "zoe", "-l", f"\x1b[<0;{column + 1};{row + 1}M\x1b[<0;{column + 1};{row + 1}m")
     wait_for(lambda s: s[0].startswith(" #lobby "), "#lobby after the click")
 
@@ -128,10 +128,10 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
     # The rooms zoe was in are joined again, keeping their numbers (the rejoin setting).
     kept = (zoe / ".local" / "state" / "chat-tui" / "rooms" / f"127.0.0.1:{server.port}").read_text().split()
     assert "#dev" in kept and "#ops" in kept, kept
-    wait_for(lambda s: any("│2 #dev" in r and "(left)" not in r for r in s) and any("│3 #ops" in r and "(left)" not in r for r in s),
+    wait_for(lambda s: any("│3 #dev" in r and "(left)" not in r for r in s) and any("│4 #ops" in r and "(left)" not in r for r in s),
              "#dev and #ops joined again after the restart")
     bob.send("PRIVMSG #dev :welcome back")
-    wait_for(lambda s: "[2]" in s[-2], "a line in #dev after the restart")
+    wait_for(lambda s: "[3]" in s[-2], "a line in #dev after the restart")
 
     # notify = command: a direct message out of sight runs the user's program with the title
     # and the text as its arguments (no shell).
@@ -148,5 +148,5 @@ def test_numbers_activity_scrolling_mouse_settings_and_notifications(server, zoe
         time.sleep(0.1)
     assert record.read_text() == "--from|chat-tui|bob|are you there? $(touch /tmp/never)|"
     # The direct conversation has its own number, after the conversations numbered before it.
-    wait_for(lambda s: any("│4 bob" in r for r in s) and any("│1 #lobby" in r for r in s), "bob's direct conversation numbered")
+    wait_for(lambda s: any("│5 bob" in r for r in s) and any("│2 #lobby" in r for r in s), "bob's direct conversation numbered")
     bob.close()

@@ -85,8 +85,8 @@ def guest(app, nick):
 
 
 def texts(driver):
-    from selenium.webdriver.common.by import By
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#messages .text")]
+    """Each message's text as shown (one round trip to the browser, not one per message)."""
+    return driver.execute_script("return [...document.querySelectorAll('#messages .text')].map((e) => e.innerText)")
 
 
 def test_the_list_stays_with_the_reader_and_an_outage_is_said_and_survived(app):
@@ -255,7 +255,7 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     box = driver.find_element(By.ID, "input")
     box.send_keys("/help")
     box.send_keys(Keys.ENTER)
-    wait_until(lambda: "Files: the 📎 button" in driver.find_element(By.ID, "messages").text, "/help on files")
+    wait_until(lambda: "Files: the paper-clip button" in driver.find_element(By.ID, "messages").text, "/help on files")
     # A command the page does not know is the server's: /whois gets the server's answer.
     box.send_keys("/whois cara")
     box.send_keys(Keys.ENTER)
@@ -421,4 +421,52 @@ def test_the_search_box_asks_the_server_and_opens_a_result(app):
     box.send_keys("/search nothing-like-this")
     box.send_keys(Keys.ENTER)
     wait_until(lambda: driver.find_element(By.ID, "search-status").text == "Nothing found", "an empty search said")
+    bob.close()
+
+
+def test_a_jump_back_fills_its_hole_the_room_list_reads_and_a_reload_keeps_the_conversation(app):
+    """A search result older than what is loaded: the page loads the lines around it and then
+    every line between them and the newest (no silent hole); /list names each room with its
+    people; a reload comes back to the conversation that was in view; the toolbar's icons are
+    drawn, not emoji."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    driver = app.driver
+    bob = RawClient(app.port)
+    bob.register("bob")
+    bob.send("PRIVMSG #lobby :the release notes are in the wiki")
+    for n in range(150):
+        bob.send(f"PRIVMSG #lobby :filler {n}")
+    bob.send("PING sync")
+    bob.wait_for(lambda l: "PONG" in l and "sync" in l)
+    guest(app, "tia")
+    wait_until(lambda: "filler 149" in texts(driver), "the newest line")
+    assert "filler 20" not in texts(driver), "only the newest page is loaded on joining"
+    assert driver.find_elements(By.CSS_SELECTOR, "#search-button svg.icon"), "the search button is drawn"
+    driver.find_element(By.ID, "search-button").click()
+    box = driver.find_element(By.ID, "search-input")
+    box.send_keys("release notes")
+    box.send_keys(Keys.ENTER)
+    wait_until(lambda: driver.find_element(By.CSS_SELECTOR, "#search-results li"), "a search result").click()
+    wait_until(lambda: "the release notes are in the wiki" in texts(driver), "the old line loaded")
+    wait_until(lambda: all(f"filler {n}" in set(texts(driver)) for n in range(150)), "every line between it and the newest",
+               shows=lambda: str([n for n in range(150) if f"filler {n}" not in set(texts(driver))][:10]))
+    shoot(app, "jump-filled")
+
+    # /list: each room with its people, in the conversation where it was typed.
+    box = driver.find_element(By.ID, "input")
+    box.send_keys("/list")
+    box.send_keys(Keys.ENTER)
+    wait_until(lambda: any(t.startswith("#lobby — 2 people") for t in [x.strip() for x in texts(driver)]), "the room list",
+               shows=lambda: str(texts(driver)[-4:]))
+
+    # A second room in view, then a reload: back in it.
+    box.send_keys("/join #zulu")
+    box.send_keys(Keys.ENTER)
+    wait_until(lambda: driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#zulu"]'), "#zulu")
+    driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#zulu"]').click()
+    driver.refresh()
+    wait_until(lambda: driver.execute_script("return (document.querySelector('#conversations li[aria-selected=\"true\"]') || {dataset: {}}).dataset.target") == "#zulu",
+               "#zulu in view again after the reload",
+               shows=lambda: driver.execute_script("return document.getElementById('conversations').innerHTML")[:800])
     bob.close()

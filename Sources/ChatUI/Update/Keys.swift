@@ -86,12 +86,11 @@ extension ChatModel {
                     editor.killToStart()
                     return []
                 }
-                // The host's Ctrl-C closes the room for everyone: ask first when others are in it.
-                if isHost && othersOnline > 0 {
-                    confirmingQuit = true
-                    return []
-                }
-                return [.quit(reason: "Leaving")]
+                // On an empty line it asks first (irssi's and WeeChat's Ctrl-C is a colour key:
+                // a reflex must not end the session); a second Ctrl-C or y quits. The host's
+                // question says the room closes for whoever is in it.
+                confirmingQuit = true
+                return []
             default: break
             }
         }
@@ -114,18 +113,17 @@ extension ChatModel {
 
     /// Scrolls the viewed conversation so the search hit being opened is in the middle of the pane.
     mutating func reveal() {
-        guard let target = revealing, let conversation = state[target.id] else { return }
+        guard let target = revealing, let conversation = state[target.id],
+              let index = conversation.lines.lastIndex(where: { $0.time == target.time && $0.text == target.text }) else { return }
         let layout = self.layout
-        var below = 0
-        for line in conversation.lines.reversed() {
-            let (spans, indent) = format(line, width: layout.paneWidth)
-            let rows = Wrapper.wrap(spans, width: layout.paneWidth, indent: indent).count
-            if line.time == target.time && line.text == target.text {
-                scroll[target.id] = max(0, below + rows - (layout.paneHeight + 1) / 2)
-                return
-            }
-            below += rows
-        }
+        // The rows as drawn (folded joins, the read marker, wrapped lines and all), bottom first:
+        // where the line's last row is, counted from the bottom.
+        let rows = paneRows(conversation, width: layout.paneWidth, needed: .max)
+        guard let last = rows.firstIndex(where: { $0.line == index }) else { return }
+        let first = rows.lastIndex(where: { $0.line == index }) ?? last
+        // Its first row in the middle of the pane (the pane loses a row to "N more rows below").
+        let height = max(1, layout.paneHeight - 1)
+        scroll[target.id] = max(0, min(first + 1 - (layout.paneHeight + 1) / 2, rows.count - height))
     }
 
     /// The rows from the bottom of the pane to the top of the line `lines` from the newest in

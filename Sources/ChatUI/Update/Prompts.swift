@@ -96,14 +96,17 @@ extension ChatModel {
         }
     }
 
+    /// Quitting now closes the host's room for others in it.
+    var closesRoom: Bool { isHost && othersOnline > 0 }
+
     mutating func answerQuit(_ key: Key) -> [UICommand] {
         switch key {
         case .character("y"), .character("Y"), .control("c"):
             confirmingQuit = false
-            return [.quit(reason: "The host closed the room")]
+            return [.quit(reason: closesRoom ? "The host closed the room" : "Leaving")]
         case .character("n"), .character("N"), .escape, .enter:
             confirmingQuit = false
-            return [.note("The room stays open", conversation: viewedID, isError: false)]
+            return closesRoom ? [.note("The room stays open", conversation: viewedID, isError: false)] : []
         default:
             return []
         }

@@ -307,6 +307,7 @@ function historyBatch(b) {
   for (const it of b.items) dispatch(it, { conv: c, history: true, fresh: req.kind === 'AFTER' });
   if ((req.kind === 'LATEST' || req.kind === 'BEFORE') && b.items.length < req.limit) c.histDone = true;
   if (req.kind === 'AFTER' && b.items.length >= req.limit && c.msgs.length > before) history(c, 'AFTER');
+  if (req.kind === 'AROUND' || req.kind === 'BETWEEN') fillForward(c, b.items, req);
   if (c === cur()) {
     renderMessages(req.kind === 'BEFORE' ? 'before' : 'keep');
     if (S.jumpTo && c.byId.has(S.jumpTo)) { jump(S.jumpTo); S.jumpTo = null; }
@@ -314,6 +315,18 @@ function historyBatch(b) {
     moreHistory(c);
   }
   schedule('sidebar');
+}
+// A jump back (AROUND a message) leaves a hole between its lines and the newer ones already
+// here: filled with BETWEEN, a page at a time, until it meets them (no silent gap).
+function fillForward(c, items, req) {
+  const newest = items.filter((x) => x.tags && x.tags.msgid && x.tags.time).pop();
+  if (!newest || (req.kind === 'BETWEEN' && items.length < req.limit)) return;
+  const t = Date.parse(newest.tags.time), got = new Set(items.map((x) => x.tags && x.tags.msgid));
+  const next = c.msgs.find((m) => m.msgid && m.time > t && !got.has(m.msgid));
+  if (!next || c.hist) return;
+  const limit = Math.min(100, S.histMax || 100);
+  c.hist = { kind: 'BETWEEN', limit };
+  send('CHATHISTORY', ['BETWEEN', c.name, 'msgid=' + newest.tags.msgid, 'msgid=' + next.msgid, limit]);
 }
 // CHATHISTORY LATEST/BEFORE/AFTER for a conversation, one request at a time per conversation.
 function history(c, kind, limit) {
@@ -336,6 +349,7 @@ function onTarget(m) {
   const c = getConv(name, 'dm');
   if (S.caps.has('draft/read-marker')) send('MARKREAD', [name]);
   if (!c.msgs.length) history(c, 'LATEST');
+  if (S.pendingSelect === c.key) { S.pendingSelect = null; select(c); }
 }
 
 // ---------- receiving: dispatch ----------
@@ -548,6 +562,15 @@ function onNumeric(m) {
       closeSocket();
       showLogin('The server does not accept that nickname: ' + last);
       return;
+    case '321': S.listing = []; return;
+    case '322': if (S.listing && S.listing.length < 2000) S.listing.push([p[1] || '', p[2] || '0', last.replace(/^\[\+[^\]]*\] ?/, '')]); return;
+    case '323': {
+      const rooms = (S.listing || []).sort((a, b) => Number(b[1]) - Number(a[1]));
+      S.listing = null;
+      localLine(rooms.length ? 'Rooms on this server (' + rooms.length + '; /join #name to go in):' : 'No rooms to list.');
+      for (const [name, users, topic] of rooms) localLine('  ' + name + ' — ' + users + (users === '1' ? ' person' : ' people') + (topic ? ' — ' + topic : ''));
+      return;
+    }
     case '331': case '332': { const c = findConv(p[1]); if (c) { c.topic = n === '332' ? p[2] || '' : ''; schedule('top'); } return; }
     case '353': onNames(m); return;
     case '366': namesEnd(p[1]); return;
@@ -595,7 +618,8 @@ function onJoin(m) {
   const name = m.params[0], c = getConv(name, 'channel');
   if (isMe(m.nick)) {
     Object.assign(c, { name, joined: true, wasJoined: true, members: new Map() });
-    if (!S.current || S.current === '*' || S.pendingSelect === c.key) { S.pendingSelect = null; select(c); }
+    if (S.pendingSelect === c.key) { S.pendingSelect = null; select(c); }
+    else if (!S.current || S.current === '*') select(c);
     if (S.nickNote) { localLine(S.nickNote, 'local', c); S.nickNote = ''; }
     history(c, c.lastIso ? 'AFTER' : 'LATEST');
     sendHeld(c.key);
@@ -751,7 +775,7 @@ $('notify-yes').addEventListener('click', () => {
   Notification.requestPermission().then((answer) => {
     renderNotifyState();
     if (answer === 'granted') subscribePush();
-    else localLine('The browser did not allow notifications for this page; its site settings can (the ⚙ panel says how it stands).', 'error');
+    else localLine('The browser did not allow notifications for this page; its site settings can (the settings panel says how it stands).', 'error');
   });
 });
 $('notify-no').addEventListener('click', () => {
@@ -1134,6 +1158,12 @@ function renderMessages(mode) {
 }
 function placeMsg(c, m, i) {
   if (i !== c.msgs.length - 1) return renderMessages('keep');
+  // A burst of arrivals and departures folds as it comes: the fourth in a row makes the group.
+  if (/^(JOIN|PART|QUIT|NICK)$/.test(m.ev || '')) {
+    let run = 0;
+    for (let j = i; j >= 0 && run < 4 && /^(JOIN|PART|QUIT|NICK)$/.test(c.msgs[j].ev || '') && dayKey(c.msgs[j].time) === dayKey(m.time); j--) run++;
+    if (run >= 4) return renderMessages('keep');
+  }
   const bottom = S.stick, prev = c.msgs[i - 1];
   if (!prev || dayKey(prev.time) !== dayKey(m.time)) box.append(dayEl(m.time));
   const li = msgEl(m);
@@ -1293,6 +1323,8 @@ box.addEventListener('scroll', () => {
 function onMarkread(m) {
   const c = findConv(m.params[0]), t = Date.parse((m.params[1] || '').replace(/^timestamp=/, ''));
   if (c && !isNaN(t)) { c.marker = Math.max(c.marker || 0, t); schedule('sidebar'); }
+  // A direct conversation never read on any device: all of it is unread (a reload keeps its "1!").
+  else if (c && m.params[1] === '*' && c.kind === 'dm' && c.marker == null) { c.marker = 0; schedule('sidebar'); }
 }
 // Unread: messages from others after the read marker; with no marker, those that came since connecting.
 function unreadOf(c) {
@@ -1513,7 +1545,7 @@ const COMMANDS = {
     S.convs.delete(c.key);
     select(nextConv(null));
   }],
-  search: ['words', 'search the history you may read (the server does; the 🔍 button too)', (a, rest) => openSearch(rest)],
+  search: ['words', 'search the history you may read (the server does; the search button (magnifier) too)', (a, rest) => openSearch(rest)],
   quote: ['IRC LINE', 'send a raw IRC line', (a, rest) => { if (!rest) return usage('quote'); if (S.ws) S.ws.send(rest.replace(/[\r\n]/g, ' ')); }],
   quit: ['[reason]', 'leave the chat', (a, rest) => {
     S.userQuit = true;
@@ -1525,9 +1557,9 @@ const COMMANDS = {
     localLine('Commands (//text sends "/text" as it is):');
     for (const [name, [args, help]] of Object.entries(COMMANDS)) localLine('/' + name + (args ? ' ' + args : '') + ' — ' + help);
     localLine('Keys: Alt+Up/Down switch conversation · Tab completes a nickname · Escape cancels a reply · in the messages, Up/Down pick one: r replies, e reacts, d deletes.');
-    localLine(S.filehost ? 'Files: the 📎 button beside the input, or drop a file on the conversation: it is kept by the host and its link sent here (images show a preview).'
-      : 'Files: this server keeps no files, so the 📎 button is not shown.');
-    localLine('Settings (theme, notifications, typing, compact lines, nickname colours, time): the ⚙ button at the top.');
+    localLine(S.filehost ? 'Files: the paper-clip button beside the input, or drop a file on the conversation: it is kept by the host and its link sent here (images show a preview).'
+      : 'Files: this server keeps no files, so the paper-clip button is not shown.');
+    localLine('Settings (theme, notifications, typing, compact lines, nickname colours, time): the gear button at the top.');
   }],
 };
 const ALIASES = { j: 'join', leave: 'part', q: 'query', raw: 'quote', exit: 'quit', m: 'msg' };
@@ -1598,6 +1630,8 @@ function select(c) {
   const prev = cur();
   if (prev && prev !== c) prev.draft = input.value;
   S.current = c ? c.key : null;
+  // Kept for this tab: a reload comes back to it.
+  try { if (c) sessionStorage.setItem('chat-tui.current', c.key); } catch (e) { /* storage off */ }
   toolsMsg = null;
   tools.hidden = true;
   if (S.reply && S.reply.conv !== S.current) cancelReply();
@@ -2023,6 +2057,16 @@ $('settings-form').addEventListener('change', () => {
   renderAll();
 });
 settingsBox.addEventListener('close', () => input.focus());
+// Sign out: this tab forgets the login (and a guest's way back), leaves, and shows the form.
+$('sign-out').addEventListener('click', () => {
+  settingsBox.close();
+  keepLogin(null);
+  setResumeToken('');
+  S.userQuit = true;
+  S.creds = null;
+  send('QUIT', ['signed out']);
+  setTimeout(() => { closeSocket(); setConn('offline'); showLogin('You signed out.'); }, 300);
+});
 
 // ---------- login ----------
 function showLogin(error) {
@@ -2093,6 +2137,8 @@ try {
 renderTLS();
 $('nick').focus();
 // An account's tab reloaded: logged in again, straight back to its rooms and conversations.
+// A reload goes back to the conversation that was in view.
+try { S.pendingSelect = sessionStorage.getItem('chat-tui.current') || null; } catch (e) { /* storage off */ }
 const kept = keptLogin();
 if (kept && $('nick').value) {
   Object.assign(S, { creds: kept, wantNick: $('nick').value, userQuit: false, attempt: 0 });
