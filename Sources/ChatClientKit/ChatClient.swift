@@ -61,6 +61,21 @@ public actor ChatClient {
         perform(state.holdUnconfirmed(now: WallClock.now()))
     }
 
+    // MARK: What was read, for the next start
+
+    private lazy var readPositions = ReadPositions(text: config.readPositionsPath.flatMap { Files.readText($0) } ?? "")
+    /// The file was there at start: a conversation it does not name was never read (all its
+    /// restored lines are unread); without the file (a first start, or --no-logs before) nothing is.
+    private lazy var readPositionsKnown = config.readPositionsPath.map { Files.exists($0) } ?? false
+
+    /// A conversation read (here or on another device): up to now, kept in the file at once.
+    private func keepRead(_ id: ConversationID) {
+        guard let path = config.readPositionsPath, id != .server else { return }
+        readPositions.read(id.description, at: WallClock.now())
+        try? Files.createDirectories(Paths.directory(of: path), mode: 0o700)
+        try? Files.writeAtomically(path, Array(readPositions.text.utf8), mode: 0o600)
+    }
+
     // MARK: The rooms for the next start
 
     /// The rooms last written to `config.joinedRoomsPath` (at start, what it said).
@@ -156,8 +171,20 @@ public actor ChatClient {
                 marker.isOldNews = true
                 for event in state.show(marker, in: id, name: name).events { publish(event) }
             }
-            // Restored lines are not unread.
-            publish(state.record(.markedRead(id)))
+            // Restored lines are not unread, but for those after where it was read last time
+            // (a DM or a mention not read before quitting keeps its count and `!`).
+            _ = readPositionsKnown   // (read before this start writes the file)
+            let readUntil = readPositions.until[id.description] ?? (readPositionsKnown ? -Double.infinity : nil)
+            let unread = readUntil.map { until in
+                lines.filter { !$0.own && $0.time > until && ["message", "action", "notice"].contains($0.kind) }
+            } ?? []
+            if unread.isEmpty {
+                publish(state.record(.markedRead(id)))
+            } else {
+                let mentioned = !IRCNames.isChannel(name) || unread.contains { state.mentions($0.text) }
+                publish(state.record(.unreadRestored(id, count: unread.count, mentioned: mentioned)))
+                if let readUntil, readUntil.isFinite { publish(state.record(.readMarker(id, readUntil))) }
+            }
         }
         // Who wrote to us while the client was not running: asked at the first welcome
         // (logged in, where the server keeps history), from the newest line logged.
@@ -679,6 +706,7 @@ public actor ChatClient {
             logged(id, line)
             textLogged(id, line)
         }
+        if case .markedRead(let id) = event { keepRead(id) }
         // A deleted message leaves the local log and its search index too.
         if case .redacted(let id, let msgid, _) = event, let log {
             log.append([LoggedLine(network: network, conversation: id.key, name: "", time: 0, kind: ClientLog.deletion, sender: nil,

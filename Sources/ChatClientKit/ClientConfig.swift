@@ -23,6 +23,8 @@ public struct ClientConfig: Sendable {
     public var rooms: [String] = []
     /// Where the rooms one is in are kept for the next start (`JoinedRooms`; nil: not kept).
     public var joinedRoomsPath: String?
+    /// Where the read positions are kept for the next start (`ReadPositions`; nil: not kept).
+    public var readPositionsPath: String?
     /// Conversations closed last time (`ConversationID` descriptions): not restored from the log.
     public var closedConversations: Set<String> = []
     /// Seconds to wait for the TCP connection.

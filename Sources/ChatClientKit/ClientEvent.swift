@@ -59,6 +59,9 @@ public enum ClientEvent: Sendable, Equatable {
     /// A room's non-list modes, replaced whole.
     case modes(ConversationID, [Character: String])
     case markedRead(ConversationID)
+    /// At start: what was unread when the client last ran (lines restored from the log after
+    /// the position read then, `ReadPositions`): counted again, without a notification.
+    case unreadRestored(ConversationID, count: Int, mentioned: Bool)
     /// Where the account had read up to (draft/read-marker): the screen draws a line there.
     case readMarker(ConversationID, Double)
     case cleared(ConversationID)

@@ -924,6 +924,8 @@ public struct ClientState: Sendable {
         // Anyone else's private notice opens no conversation either (irssi shows it in the active
         // window): it is shown in the conversation on screen, or in the one with them if there is one.
         if command == "NOTICE" && !own && !isChannel(target) && book[id(for: from)] == nil {
+            // Shown where one looks, so not a highlight of that room (nor listed by /highlights as said there).
+            line.isHighlight = false
             say(line, to: lookingAt.flatMap { book[$0] != nil ? $0 : nil } ?? .server)
             return
         }

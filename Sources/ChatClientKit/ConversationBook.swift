@@ -135,6 +135,9 @@ public struct ConversationBook: Sendable {
             conversations[id]?.modes = modes
         case .markedRead(let id):
             conversations[id]?.markRead()
+        case .unreadRestored(let id, let count, let mentioned):
+            conversations[id]?.unread = count
+            conversations[id]?.mentioned = mentioned
         case .readMarker(let id, let time):
             conversations[id]?.readMarker = time
         case .cleared(let id):

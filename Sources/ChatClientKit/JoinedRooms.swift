@@ -52,3 +52,40 @@ public enum JoinedRooms {
         return given + kept.filter { seen.insert($0.lowercased()).inserted }
     }
 }
+
+/// Where the user had read each conversation up to, kept for the next start: the lines restored
+/// from the log after it are unread again (a DM or a mention not read before quitting keeps its
+/// `!`), as irssi with a bouncer or WeeChat's hotlist saving do.
+///
+/// Owner: the network's `ChatClient`, which rewrites `~/.local/state/chat-tui/read/NETWORK` when
+/// a conversation is marked read (by this screen or another device); read once at start. Bound:
+/// `limit` conversations (those read longest ago go first). End: the bound.
+public struct ReadPositions: Equatable, Sendable {
+    public static let limit = 1000
+    /// `ConversationID.description` → seconds since the epoch.
+    public private(set) var until: [String: Double] = [:]
+
+    public init() {}
+
+    /// Read from the file's text (`conversation TAB seconds` a line); anything malformed is skipped.
+    public init(text: String) {
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: "\t")
+            guard parts.count == 2, let time = Double(parts[1]), time.isFinite else { continue }
+            until[String(parts[0])] = time
+        }
+        trim()
+    }
+
+    public var text: String { until.sorted { $0.key < $1.key }.map { "\($0.key)\t\($0.value)\n" }.joined() }
+
+    public mutating func read(_ conversation: String, at time: Double) {
+        until[conversation] = max(until[conversation] ?? 0, time)
+        trim()
+    }
+
+    private mutating func trim() {
+        guard until.count > Self.limit else { return }
+        for (key, _) in until.sorted(by: { $0.value < $1.value }).prefix(until.count - Self.limit) { until[key] = nil }
+    }
+}

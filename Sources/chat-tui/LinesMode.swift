@@ -345,7 +345,7 @@ enum LinesMode {
             return nil // the room's line says a rename; display names show in /whois
         case .renamed, .nickInUse, // the server window's line says it
              .transfer, .opened, .closed, .joined, .left, .connectionLost, .pendingDone, .members, .memberJoined,
-             .memberLeft, .memberChanged, .topic, .modes, .markedRead, .readMarker, .cleared, .serverSupport, .away, .lag:
+             .memberLeft, .memberChanged, .topic, .modes, .markedRead, .unreadRestored, .readMarker, .cleared, .serverSupport, .away, .lag:
             return nil
         }
     }

@@ -47,6 +47,7 @@ let textLogsPath = homeDirectory + "/.local/state/chat-tui/logs"
 /// The conversations' numbers, kept across restarts (`WindowOrder`).
 let windowOrderPath = homeDirectory + "/.local/state/chat-tui/windows"
 let joinedRoomsDirectory = homeDirectory + "/.local/state/chat-tui/rooms"
+let readPositionsDirectory = homeDirectory + "/.local/state/chat-tui/read"
 // `chat-tui search WORDS`: the client's log searched from the shell, one hit per line.
 if CommandLine.arguments.count > 1 && CommandLine.arguments[1] == "search" {
     let words = Array(CommandLine.arguments.dropFirst(2))
@@ -295,6 +296,8 @@ func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> Clien
     config.dccAutoAcceptFrom = arguments.dccAutoAccept
     config.ignoreMasks = arguments.ignore
     if arguments.settings.isOn("text-logs") { config.textLogDirectory = textLogsPath }
+    // What was read, so what was not stays unread across a restart.
+    config.readPositionsPath = JoinedRooms.path(directory: readPositionsDirectory, network: "\(config.host):\(config.port)")
     // Conversations closed last time stay closed (not restored from the log).
     config.closedConversations = WindowOrder(text: Files.readText(windowOrderPath) ?? "").closed(network: "\(config.host):\(config.port)")
     // The rooms one was in when chat-tui last ended are joined again (the rejoin setting).

@@ -452,6 +452,51 @@ struct ClientLogBookTests {
         await second.quit()
     }
 
+    @Test("what was not read before quitting is unread again after a restart (a DM keeps its count and !), what was read is not")
+    func unreadKept() async throws {
+        let server = try TestServer()
+        let path = NSTemporaryDirectory() + "chat-tui-log-\(UUID().uuidString).db"
+        let positions = NSTemporaryDirectory() + "chat-tui-read-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path); try? FileManager.default.removeItem(atPath: positions) }
+        var settings = config(port: server.port, nick: "alice")
+        settings.logPath = path
+        settings.readPositionsPath = positions
+        let first = ChatClient(config: settings)
+        let log = EventLog.watching(first)
+        await first.start()
+        try await log.line(in: "#lobby", containing: "You joined #lobby")
+        let bob = try server.client()
+        try bob.register("bob")
+        bob.send("PRIVMSG #lobby :seen this one")
+        try await log.line(in: "#lobby", containing: "seen this one")
+        await first.markRead(.room("#lobby"))
+        bob.send("PRIVMSG alice :read me when you are back")
+        try await log.line(in: "bob", containing: "read me when you are back")
+        await first.quit()
+        #expect(ReadPositions(text: (try? String(contentsOfFile: positions, encoding: .utf8)) ?? "").until["#lobby"] != nil)
+        let second = ChatClient(config: settings)
+        let again = EventLog.watching(second)
+        await second.start()
+        try await again.line(in: "#lobby", containing: ChatClient.earlierMarker)
+        try await again.line(in: "bob", containing: ChatClient.earlierMarker)
+        let view = await again.view()
+        #expect(view.conversation("bob")?.unread == 1 && view.conversation("bob")?.mentioned == true)
+        #expect(view.conversation("#lobby")?.unread == 0)
+        await second.quit()
+    }
+
+    @Test("read positions: each conversation's latest, read back from the file, malformed lines skipped, at most 1,000 (the oldest go)")
+    func readPositionsFile() {
+        var positions = ReadPositions()
+        positions.read("#a", at: 10)
+        positions.read("#a", at: 5)
+        positions.read("@bob", at: 20)
+        #expect(positions.until == ["#a": 10, "@bob": 20])
+        #expect(ReadPositions(text: positions.text + "junk\n#c\tnan\n") == positions)
+        for n in 0..<(ReadPositions.limit + 3) { positions.read("#r\(n)", at: 100 + Double(n)) }
+        #expect(positions.until.count == ReadPositions.limit && positions.until["#a"] == nil && positions.until["#r\(ReadPositions.limit + 2)"] != nil)
+    }
+
     @Test("after a restart the restored lines end with '── earlier ──', before this session's join")
     func restoredMarked() async throws {
         let server = try TestServer()

@@ -2091,7 +2091,12 @@ function renderTLS() {
   if (!wsSecure()) {
     note.append(h('strong', null, 'This connection is not encrypted. '), allowed
       ? 'The page and the server are both on this machine, so nothing crosses a network; from elsewhere, use the https address.'
-      : 'Anyone on the network can read what you send, so account login is off here; joining as a guest works. For your account, open this page over https.');
+      : 'Anyone on the network can read what you send, so account login is off here; joining as a guest works. For your account, open this page over https');
+    // The same port speaks https when the host has a certificate (its fingerprint is in /info.json).
+    if (!allowed && location.protocol === 'http:' && i.fingerprint) {
+      const https = 'https://' + location.host + location.pathname;
+      note.append(': ', linkEl(https, https));
+    } else if (!allowed) note.append('.');
   } else if (i.selfSigned && i.fingerprint) {
     note.append(h('strong', null, 'Encrypted. '), 'The host made this certificate themselves. Compare its fingerprint with the one on the host\'s screen: ');
     const fp = h('code', 'fingerprint'); // wraps only after a colon
