@@ -470,3 +470,30 @@ def test_a_jump_back_fills_its_hole_the_room_list_reads_and_a_reload_keeps_the_c
                "#zulu in view again after the reload",
                shows=lambda: driver.execute_script("return document.getElementById('conversations').innerHTML")[:800])
     bob.close()
+
+
+def test_a_guest_keeps_its_direct_messages_across_a_reload_and_signing_out_leaves_nothing(app):
+    """A guest's direct conversations are the tab's (the server keeps none for a guest): a reload
+    brings them back, still unread; Sign out then a new guest in the same tab sees none of them."""
+    from selenium.webdriver.common.by import By
+    driver = app.driver
+    bob = RawClient(app.port)
+    bob.register("bob")
+    guest(app, "una")
+    wait_until(lambda: driver.find_element(By.CSS_SELECTOR, '#members li[data-nick="bob"]'), "bob in #lobby")
+    bob.send("PRIVMSG una :the code is 1234")
+    badge = lambda: driver.execute_script("const li = document.querySelector('#conversations li[data-target=\"bob\"]'); return li ? li.querySelector('.badge').textContent : null")
+    wait_until(lambda: badge() == "1!", "bob's message counted, for una", shows=lambda: str(badge()))
+    driver.refresh()
+    wait_until(lambda: badge() == "1!", "bob's message still there and unread after the reload", shows=lambda: str(badge()))
+    driver.find_element(By.ID, "settings-button").click()
+    driver.find_element(By.ID, "sign-out").click()
+    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form after signing out")
+    nick = driver.find_element(By.ID, "nick")
+    nick.clear()
+    nick.send_keys("vic")
+    driver.find_element(By.ID, "guest").click()
+    wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]'), "vic in #lobby")
+    assert badge() is None, "the last guest's direct conversation is gone"
+    assert not any("1234" in t for t in texts(driver))
+    bob.close()

@@ -18,6 +18,22 @@ function button(cls, text, label) {
   if (label) { b.setAttribute('aria-label', label); b.title = label; }
   return b;
 }
+// Drawn icons (SVG, in the text's colour): no emoji font needed.
+const ICONS = {
+  clip: 'M16.5 6.5v10a4.5 4.5 0 0 1-9 0V5a3 3 0 0 1 6 0v10.5a1.5 1.5 0 0 1-3 0V6.5h-1.5v9a3 3 0 0 0 6 0V5a4.5 4.5 0 0 0-9 0v11.5a6 6 0 0 0 12 0v-10z',
+  trash: 'M9 3h6l1 2h4v2H4V5h4zm-3 6h12l-1 12H7zm4 2v8h1.5v-8zm3.5 0v8H15v-8z',
+};
+function icon(name) {
+  const ns = 'http://www.w3.org/2000/svg', svg = document.createElementNS(ns, 'svg'), path = document.createElementNS(ns, 'path');
+  svg.setAttribute('class', 'icon');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('width', '16');
+  svg.setAttribute('height', '16');
+  svg.setAttribute('aria-hidden', 'true');
+  path.setAttribute('d', ICONS[name]);
+  svg.append(path);
+  return svg;
+}
 const utf8 = new TextEncoder();
 const byteLen = (s) => utf8.encode(s).length;
 function b64(s) { let bin = ''; for (const b of utf8.encode(s)) bin += String.fromCharCode(b); return btoa(bin); }
@@ -884,7 +900,49 @@ function addMsg(c, m, quiet) {
   }
   if (!quiet && c === cur()) placeMsg(c, m, i);
   schedule('sidebar');
+  if (c.kind === 'dm' && !S.loggedIn && isMsgKind(m)) keepGuestDMs();
   return m;
+}
+
+// A guest's direct conversations are not kept by the server (no account): this tab keeps their
+// last lines (sessionStorage, gone with the tab or a sign-out), so a reload brings them back with
+// what was unread. Bound: 20 conversations, 50 lines each.
+let guestSave = null;
+function keepGuestDMs() {
+  if (!guestSave) guestSave = setTimeout(saveGuestDMs, 500);
+}
+// Leaving (a reload): written now, read positions included.
+window.addEventListener('pagehide', () => { if (guestSave || (S.registered && !S.loggedIn)) saveGuestDMs(); });
+function saveGuestDMs() {
+  clearTimeout(guestSave);
+  guestSave = null;
+  if (S.loggedIn) return;
+  const dms = [...S.convs.values()].filter((c) => c.kind === 'dm').slice(-20).map((c) => ({
+    name: c.name, marker: c.marker == null ? null : c.marker,
+    msgs: c.msgs.filter(isMsgKind).slice(-50).map((m) => ({ k: m.kind, n: m.nick, t: m.text, at: m.time, id: m.msgid, f: m.fresh, s: m.self })),
+  }));
+  try { sessionStorage.setItem('chat-tui.guest-dms', JSON.stringify(dms)); } catch (e) { /* storage off, or full */ }
+}
+function restoreGuestDMs() {
+  let dms = [];
+  try { dms = JSON.parse(sessionStorage.getItem('chat-tui.guest-dms') || '[]'); } catch (e) { return; }
+  if (!Array.isArray(dms)) return;
+  for (const d of dms.slice(-20)) {
+    if (!d || typeof d.name !== 'string' || !Array.isArray(d.msgs)) continue;
+    const c = getConv(d.name, 'dm');
+    if (typeof d.marker === 'number') c.marker = d.marker;
+    for (const x of d.msgs.slice(-50)) {
+      if (!x || typeof x.t !== 'string' || typeof x.at !== 'number') continue;
+      const m = mkMsg(['privmsg', 'action', 'notice'].includes(x.k) ? x.k : 'privmsg', String(x.n || ''), x.t,
+        typeof x.id === 'string' && x.id ? { msgid: x.id } : {}, { fresh: !!x.f });
+      m.time = x.at;
+      m.self = !!x.s;
+      m.counts = !m.self;
+      m.mention = m.counts;
+      addMsg(c, m, true);
+    }
+  }
+  schedule('sidebar');
 }
 
 // ---------- drawing messages ----------
@@ -1002,7 +1060,7 @@ function renderText(parent, raw) {
   const text = clean(raw);
   const file = /^(.+) \((\d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB))\) (https?:\/\/\S+)$/.exec(text);
   if (file && httpURL(file[3]) && isFileURL(file[3])) { // an upload to this host: "name (size) URL"
-    parent.append('📎 ', linkEl(file[3], file[1], file[1]), ' (' + file[2] + ')');
+    parent.append(icon('clip'), ' ', linkEl(file[3], file[1], file[1]), ' (' + file[2] + ')');
     if (/\.(png|jpe?g|gif|webp|avif|bmp)$/i.test(file[1])) thumbnail(parent, file[3], file[1]);
     return;
   }
@@ -1205,7 +1263,8 @@ tools.hidden = true;
 const tReply = button('tool', '↩ Reply', 'Reply (r)');
 const tReact = button('tool', '☺ React', 'React (e)');
 const tParent = button('tool', '↑ Replied to', 'Show the message it replies to (p)');
-const tDelete = button('tool', '🗑', 'Delete (d)');
+const tDelete = button('tool', '', 'Delete (d)');
+tDelete.append(icon('trash'), ' Delete');
 const picker = h('div', 'picker');
 picker.hidden = true;
 tools.append(tReply, tReact, tParent, tDelete, picker);
@@ -1605,7 +1664,7 @@ function submit(text) {
 // connection is back (a room's once we are in it again).
 function hold(c, text) {
   if (S.held.length >= 50) { localLine('50 lines are waiting for the connection already; this one stays in the input.', 'error'); return false; }
-  const note = mkMsg('local', '', '⌛ ' + text + ' — held, sent when the connection is back', {});
+  const note = mkMsg('local', '', '(held) ' + text + ' — sent when the connection is back', {});
   note.held = true;
   addMsg(c, note);
   S.held.push({ key: c.key, name: c.name, text, note, reply: S.reply && S.reply.conv === c.key ? S.reply.msgid : null });
@@ -2057,6 +2116,19 @@ $('settings-form').addEventListener('change', () => {
   renderAll();
 });
 settingsBox.addEventListener('close', () => input.focus());
+// Whoever used the tab before leaves nothing behind for the next person: conversations, lines
+// typed (held or sent), the view, the reply (sign out, and any new login after leaving).
+function resetSession() {
+  S.convs.clear();
+  S.users.clear();
+  Object.assign(S, { current: null, pendingSelect: null, held: [], reply: null, sent: [], sentIdx: -1, below: 0, jumpTo: null,
+    everRegistered: false, away: false, awayText: '' });
+  S.openGroups.clear();
+  try { sessionStorage.removeItem('chat-tui.current'); sessionStorage.removeItem('chat-tui.guest-dms'); } catch (e) { /* storage off */ }
+  input.value = '';
+  renderMessages('bottom');
+  renderAll();
+}
 // Sign out: this tab forgets the login (and a guest's way back), leaves, and shows the form.
 $('sign-out').addEventListener('click', () => {
   settingsBox.close();
@@ -2065,7 +2137,7 @@ $('sign-out').addEventListener('click', () => {
   S.userQuit = true;
   S.creds = null;
   send('QUIT', ['signed out']);
-  setTimeout(() => { closeSocket(); setConn('offline'); showLogin('You signed out.'); }, 300);
+  setTimeout(() => { closeSocket(); setConn('offline'); resetSession(); showLogin('You signed out.'); }, 300);
 });
 
 // ---------- login ----------
@@ -2111,9 +2183,11 @@ function renderTLS() {
 }
 $('login').addEventListener('submit', (e) => {
   e.preventDefault();
-  const guest = e.submitter && e.submitter.id === 'guest', nick = $('nick').value.trim(), err = $('login-error');
+  const guest = e.submitter && e.submitter.id === 'guest', err = $('login-error');
   const creating = e.submitter && e.submitter.id === 'create-account';
   const account = guest || creating ? '' : $('account').value.trim(), password = $('password').value;
+  // Logging in to an account on a new device: its name is the nickname unless one is typed.
+  const nick = $('nick').value.trim() || account;
   const problem = !nick ? ['Type a nickname first.', 'nick']
     : creating && !accountsAllowed() ? ['Making an account needs an encrypted (https) connection.', 'guest']
     : creating && $('account').value.trim() && $('account').value.trim().toLowerCase() !== nick.toLowerCase()
@@ -2127,6 +2201,8 @@ $('login').addEventListener('submit', (e) => {
   S.creds = account ? { account, password } : null;
   S.creating = creating ? { account: nick, password } : null;
   try { localStorage.setItem('chat-tui.nick', nick); if (account) localStorage.setItem('chat-tui.account', account); } catch (x) { /* storage off */ }
+  // A new login in this tab (after /quit or signing out): nothing of the last one is kept.
+  if (S.everRegistered || S.convs.size) resetSession();
   Object.assign(S, { wantNick: nick, userQuit: false, attempt: 0 });
   err.textContent = 'Connecting…';
   $('login-button').disabled = $('guest').disabled = true;
@@ -2151,8 +2227,10 @@ if (kept && $('nick').value) {
   $('login-error').textContent = 'Logging in again as ' + kept.account + '…';
   connect();
 } else if (resumeToken() && $('nick').value) {
-  // A guest's tab reloaded: straight back in as itself (the server keeps it a minute for the token).
+  // A guest's tab reloaded: straight back in as itself (the server keeps it a minute for the token),
+  // with its direct conversations as this tab kept them.
   Object.assign(S, { creds: null, wantNick: $('nick').value, userQuit: false, attempt: 0 });
+  restoreGuestDMs();
   $('login-error').textContent = 'Coming back as ' + $('nick').value + '…';
   connect();
 }
