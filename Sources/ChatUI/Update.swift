@@ -47,18 +47,23 @@ extension ChatModel {
             if pendingPaste != nil || confirmingQuit || pendingTrust != nil || confirmingDelete != nil { return [] }
             return mouse(event)
         case .key(let key):
-            if let pending = pendingPaste { return answerPaste(key, lines: pending) }
-            if confirmingQuit { return answerQuit(key) }
-            if let deleting = confirmingDelete { return answerDelete(key, deleting) }
-            if let trust = pendingTrust { return answerTrust(key, fingerprint: trust.fingerprint) }
-            if roomPicker != nil { return pickRoom(key) }
-            if searchPicker != nil { return pickHit(key) }
-            if messageCursor != nil || key == .messageUp { return cursorKey(key) }
-            let before = editor.text
-            let commands = press(key)
+            // A /join typed, or a room picked from /list: the view goes there when it is joined.
+            let commands = keyPressed(key)
             noteJoinsAsked(commands)
-            return commands + typingAfter(key, before: before)
+            return commands
         }
+    }
+
+    mutating func keyPressed(_ key: Key) -> [UICommand] {
+        if let pending = pendingPaste { return answerPaste(key, lines: pending) }
+        if confirmingQuit { return answerQuit(key) }
+        if let deleting = confirmingDelete { return answerDelete(key, deleting) }
+        if let trust = pendingTrust { return answerTrust(key, fingerprint: trust.fingerprint) }
+        if roomPicker != nil { return pickRoom(key) }
+        if searchPicker != nil { return pickHit(key) }
+        if messageCursor != nil || key == .messageUp { return cursorKey(key) }
+        let before = editor.text
+        return press(key) + typingAfter(key, before: before)
     }
 
     /// The rooms a key's commands ask to join: the view goes to them when they are joined.

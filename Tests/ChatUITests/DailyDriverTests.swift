@@ -155,3 +155,16 @@ struct WindowNameTests {
         #expect(notes(model.type("/window zzz")) == ["No conversation called zzz (/window lists them)"])
     }
 }
+
+@Suite("a room picked from /list is where the view goes (issue 46)")
+struct ListPickTests {
+    @Test("Enter on a room in the /list picker joins it, and its join takes the view there, as a typed /join does")
+    func pickedJoin() {
+        var model = lobbyModel()
+        _ = model.type("/list")
+        _ = model.receive(.roomList([ListedRoom(name: "#rust", users: 3, topic: "")]))
+        #expect(model.update(.key(.enter)) == [.irc(IRCMessage("JOIN", "#rust"))])
+        model.receive(":alice!a@h JOIN #rust", now: 36400)
+        #expect(model.viewedID == .room("#rust"))
+    }
+}
