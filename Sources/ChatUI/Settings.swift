@@ -113,7 +113,7 @@ public struct Setting: Sendable, Equatable {
         Setting(name: "text-logs", kind: .toggle, defaultValue: "off", appliesAtOnce: true,
                 help: "also write plain-text logs, one file per network and conversation a day, under ~/.local/state/chat-tui/logs"),
         Setting(name: "rejoin", kind: .toggle, defaultValue: "on", appliesAtOnce: false,
-                help: "on starting, join again the rooms you were in when chat-tui last ended (kept under ~/.local/state/chat-tui/rooms)"),
+                help: "on starting the chat screen, join again the rooms you were in when chat-tui last ended (kept under ~/.local/state/chat-tui/rooms; --lines joins only the rooms it is told)"),
         Setting(name: "autosave", kind: .toggle, defaultValue: "on", appliesAtOnce: true,
                 help: "on quitting, keep /set and /alias changes not yet saved in the config file (as irssi's settings_autosave)"),
         Setting(name: "scrollback", kind: .number(100...1_000_000), defaultValue: "4096", appliesAtOnce: false,

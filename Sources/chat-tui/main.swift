@@ -303,7 +303,8 @@ func finishClientConfig(_ config: ClientConfig, _ arguments: Arguments) -> Clien
     // The rooms one was in when chat-tui last ended are joined again (the rejoin setting).
     let joined = JoinedRooms.path(directory: joinedRoomsDirectory, network: "\(config.host):\(config.port)")
     config.joinedRoomsPath = joined
-    if arguments.settings.isOn("rejoin") {
+    // (The chat screen's: `--lines`, for scripts and pipes, joins only the rooms it is told.)
+    if arguments.settings.isOn("rejoin") && !arguments.lines {
         config.rooms = JoinedRooms.merged(config.rooms, JoinedRooms.rooms(Files.readText(joined) ?? ""))
     }
     var now = time(nil)
