@@ -32,6 +32,18 @@ class LinesClient:
             time.sleep(0.02)
         raise AssertionError(f"no line with {text!r}; output:\n" + "\n".join(self.output))
 
+    def wait_for_match(self, pattern, timeout=10):
+        """The first line the regular expression finds something in (its match)."""
+        import re
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.output:
+                found = re.search(pattern, line)
+                if found:
+                    return found
+            time.sleep(0.02)
+        raise AssertionError(f"no line matching {pattern!r}; output:\n" + "\n".join(self.output))
+
 
 def test_lines_mode_chats_and_quits(server):
     peer = RawClient(server.port)
@@ -177,9 +189,8 @@ def test_lines_mode_numbers_messages_for_replies_reactions_and_deletions(server)
         alice.wait_for("[#lobby] -!- You joined #lobby")
         bob.wait_for("[#lobby] -!- You joined #lobby")
         bob.type("lunch at noon?")
-        seen = alice.wait_for("<bob> lunch at noon?")
-        number = re.search(r"\[(\d+)\] \[#lobby\]", seen).group(1)
-        mine = re.search(r"\[(\d+)\] \[#lobby\]", bob.wait_for("<bob> lunch at noon?")).group(1)
+        number = alice.wait_for_match(r"\[(\d+)\] \[#lobby\] <bob> lunch at noon\?").group(1)
+        mine = bob.wait_for_match(r"\[(\d+)\] \[#lobby\] <bob> lunch at noon\?").group(1)
 
         alice.type(f"/reply {number} count me in")
         assert f"↳ reply to [{mine}]:" in bob.wait_for("<alice> count me in")
