@@ -33,6 +33,9 @@ def test_search_finds_what_the_asker_may_read():
         carol.send("PRIVMSG #lobby :deploy starts at noon")
         bob.send("PRIVMSG #lobby :Deploy done, all green")
         bob.send("PRIVMSG #lobby :lunch?")
+        # bob's lines are in before carol's log lines (two connections: their order is not otherwise given).
+        bob.send("PING :before")
+        bob.wait_for(lambda l: "PONG" in l and "before" in l)
         for n in range(5):
             carol.send(f"PRIVMSG #lobby :deploy log line {n}")
         carol.send("PING :sent")
