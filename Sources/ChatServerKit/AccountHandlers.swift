@@ -438,6 +438,7 @@ extension ServerState {
         user.account = account
         reply(session, .loggedIn, user.prefix, account, "You are now logged in as \(account)")
         if viaSASL { reply(session, .saslSuccess, "SASL authentication successful") }
+        giveLoginToken(session, account: account, now: now)
         log(session, "\(user.replyName) logged in as \(account)")
         if let nick = user.nick, fold(nick) == fold(account) { session.nickProtectionDeadline = nil }
         if session.registered {

@@ -15,6 +15,9 @@ final class Session {
     var away: String?
     /// RESUME before registering: the guest this connection comes back as.
     var resumes: User?
+    /// The digest of the account login token this session logged in with or was given
+    /// (LoginTokens.swift): what `RESUME FORGET` ends.
+    var loginToken: [UInt8]?
     /// `host:port`, for logs.
     let peer: String
     var registered = false

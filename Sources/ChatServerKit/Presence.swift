@@ -192,12 +192,15 @@ extension ServerState {
     // RESUME <token>: before registering, to come back as the guest the token was given to.
     mutating func handleResume(_ request: Request) {
         let session = request.session
+        if request.params[0].uppercased() == "FORGET" { return forgetLoginToken(session) }
         guard !session.registered else {
             return standardReply(session, "FAIL", command: "RESUME", code: "REGISTRATION_IS_COMPLETED", always: true, "RESUME comes before registering")
         }
         // The token is the proof (128 random bits, given only to that guest's connection): not
         // the address, which a phone changes between networks.
         guard let user = people.resumeTokens[request.params[0]], people.users[user.id] === user, !user.ending, user.account == nil else {
+            // An account's token (LoginTokens.swift): logged in as the account, as SASL would.
+            if resumeLogin(session, token: request.params[0], now: request.now) { return completeRegistrationIfReady(session, now: request.now) }
             return standardReply(session, "FAIL", command: "RESUME", code: "INVALID_TOKEN", always: true,
                                  "That token is unknown or spent; you join as someone new")
         }
@@ -344,6 +347,7 @@ extension ServerState {
         if now - people.expiryCheckedAt >= 60 {
             people.expiryCheckedAt = now
             expireWebPush(now: now)
+            expireLoginTokens(now: now)
             // Connected devices have seen what was said until now: a crash loses a minute of
             // that at most (a device shown a line twice, never one missed).
             markConnectedDevicesSeen(now: now)

@@ -31,7 +31,7 @@ enum ServerHelp {
         "NS": ["NS <command>", "The same as NICKSERV."],
         "CHANSERV": ["CHANSERV <command> (or CS, or PRIVMSG ChanServ)", "Registers rooms so they last across restarts; CS HELP lists it all."],
         "CS": ["CS <command>", "The same as CHANSERV."],
-        "RESUME": ["RESUME <token> (before registering)", "Comes back as the guest the token was given to (chat-tui.org/resume), within a minute of its connection dropping."],
+        "RESUME": ["RESUME <token> (before registering) | RESUME FORGET", "Comes back as the guest the token was given to (chat-tui.org/resume), within a minute of its connection dropping; or logs in to the account whose login token it is (given as RESUME TOKEN after a password login, kept 30 days unused, ended by a new password). RESUME FORGET ends the login token of this connection."],
         "PERSISTENCE": ["PERSISTENCE GET | SET ON|OFF|DEFAULT", "Whether your account stays in its rooms, away, while none of your devices is connected (always-on)."],
         "MOTD": ["MOTD", "The message of the day."],
         "NAMES": ["NAMES [<#room>]", "Who is in a room."],

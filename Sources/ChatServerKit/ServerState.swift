@@ -13,6 +13,7 @@ public struct ServerState {
     var accountBook = AccountBook()
     /// Web Push subscriptions (WebPush.swift).
     var pushBook = PushBook()
+    var tokenBook = TokenBook()
     var cache = HistoryCache()
     var net = LinkedNetwork()
     var gate = Admission()
@@ -80,6 +81,7 @@ public struct ServerState {
         loadSavedRooms(accounts?.database)
         loadPresence(accounts?.database)
         loadWebPush(accounts?.database)
+        loadLoginTokens(accounts?.database)
     }
 
 

@@ -17,6 +17,8 @@ public enum StoreJob: Sendable, Equatable {
     case savePresence([PresenceStore.Change])
     /// Accounts' Web Push subscriptions that changed (WebPush.swift).
     case saveWebPush([WebPushStore.Change])
+    /// Accounts' login tokens that changed (LoginTokens.swift).
+    case saveLoginTokens([LoginTokenStore.Change])
 
     /// The work itself, on the worker's thread (inline in tests).
     public func run(on accounts: AccountStore) -> StoreOutcome {
@@ -56,6 +58,13 @@ public enum StoreJob: Sendable, Equatable {
             } catch {
                 return .webPushSaved(failure: error.description)
             }
+        case .saveLoginTokens(let changes):
+            do {
+                try LoginTokenStore(database: accounts.database).apply(changes)
+                return .loginTokensSaved(failure: nil)
+            } catch {
+                return .loginTokensSaved(failure: error.description)
+            }
         }
     }
 }
@@ -69,6 +78,7 @@ public enum StoreOutcome: Sendable, Equatable {
     case roomsSaved(failure: String?)
     case presenceSaved(failure: String?)
     case webPushSaved(failure: String?)
+    case loginTokensSaved(failure: String?)
 }
 
 extension ServerState {
@@ -130,6 +140,8 @@ extension ServerState {
             presenceSaved(changes, failure: failure)
         case (.saveWebPush(let changes), .webPushSaved(let failure)):
             webPushSaved(changes, failure: failure)
+        case (.saveLoginTokens(let changes), .loginTokensSaved(let failure)):
+            loginTokensSaved(changes, failure: failure)
         default:
             break
         }

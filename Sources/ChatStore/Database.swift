@@ -203,3 +203,33 @@ public final class Database {
     /// Rows changed by the last statement.
     public var changes: Int { Int(sqlite3_changes(handle)) }
 }
+
+extension Database.Value {
+    /// A time kept as REAL (INTEGER in older rows): seconds since 1970; 0 when it is neither.
+    public var seconds: Double {
+        switch self {
+        case .real(let number): number
+        case .integer(let number): Double(number)
+        default: 0
+        }
+    }
+}
+
+extension Database {
+    /// Each named account's rows of `table` replaced by the rows given (none: removed), in one
+    /// transaction: how the per-account lists (push subscriptions, login tokens) are written.
+    public func replaceAccountRows(_ table: String, columns: [String], _ changes: [(account: String, rows: [[Value]])]) throws(Failure) {
+        let insert = "INSERT INTO \(table) (account, \(columns.joined(separator: ", "))) VALUES (?\(String(repeating: ", ?", count: columns.count)))"
+        try execute("BEGIN")
+        do {
+            for change in changes {
+                try query("DELETE FROM \(table) WHERE account = ?", [.text(change.account)])
+                for row in change.rows { try query(insert, [.text(change.account)] + row) }
+            }
+            try execute("COMMIT")
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}

@@ -46,34 +46,15 @@ public final class WebPushStore {
         for row in try database.query("SELECT account, endpoint, p256dh, auth, created, last_used FROM webpush ORDER BY created") {
             guard row.count == 6, case .text(let account) = row[0], case .text(let endpoint) = row[1],
                   case .blob(let p256dh) = row[2], case .blob(let auth) = row[3] else { continue }
-            func seconds(_ value: Database.Value) -> Double {
-                switch value {
-                case .real(let number): return number
-                case .integer(let number): return Double(number)
-                default: return 0
-                }
-            }
             byAccount[account, default: []].append(PushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth,
-                                                                    created: seconds(row[4]), lastUsed: seconds(row[5])))
+                                                                    created: row[4].seconds, lastUsed: row[5].seconds))
         }
         return byAccount
     }
 
     public func apply(_ changes: [Change]) throws(Database.Failure) {
-        try database.execute("BEGIN")
-        do {
-            for change in changes {
-                try database.query("DELETE FROM webpush WHERE account = ?", [.text(change.account)])
-                for subscription in change.subscriptions {
-                    try database.query("INSERT INTO webpush (account, endpoint, p256dh, auth, created, last_used) VALUES (?, ?, ?, ?, ?, ?)",
-                                       [.text(change.account), .text(subscription.endpoint), .blob(subscription.p256dh), .blob(subscription.auth),
-                                        .real(subscription.created), .real(subscription.lastUsed)])
-                }
-            }
-            try database.execute("COMMIT")
-        } catch {
-            _ = try? database.execute("ROLLBACK")
-            throw error
-        }
+        try database.replaceAccountRows("webpush", columns: ["endpoint", "p256dh", "auth", "created", "last_used"], changes.map { change in
+            (change.account, change.subscriptions.map { [.text($0.endpoint), .blob($0.p256dh), .blob($0.auth), .real($0.created), .real($0.lastUsed)] })
+        })
     }
 }

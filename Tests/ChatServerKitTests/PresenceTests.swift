@@ -494,3 +494,90 @@ struct PresenceLinkTests {
         #expect(back.contains { $0.hasSuffix(" AWAY") }, "back from away: \(back)")
     }
 }
+
+@Suite("server state: an account's login token, what a web tab keeps instead of the password (issue 47)")
+struct LoginTokenTests {
+    /// A web tab's connection: resume asked for, then RESUME with `token`, then registration.
+    func tokenClient(_ h: inout Harness, token: String, nick: String = "alice") -> ConnectionID {
+        let id = h.connect()
+        h.send(id, "CAP LS 302", "CAP REQ :chat-tui.org/resume", "RESUME \(token)", "NICK \(nick)", "USER web 0 * :web", "CAP END")
+        return id
+    }
+
+    func given(_ h: Harness, to id: ConnectionID) -> String? {
+        h.said("RESUME", to: id).first { $0.params.first == "TOKEN" }?.params.last
+    }
+
+    @Test("a password login that asked for resume is given a token; the token logs in (as the device it named) after a restart, without a password; a client that did not ask gets none")
+    func loginByToken() throws {
+        let server = try RestartableServer(accounts: ["alice"])
+        var h = try server.start()
+        let tab = h.loggedIn("alice", account: "alice@web-1", caps: ["chat-tui.org/resume"])
+        let token = try #require(given(h, to: tab))
+        #expect(token.count == 48)
+        let terminal = h.loggedIn("alice", account: "alice@laptop", caps: [])
+        #expect(given(h, to: terminal) == nil)
+
+        var again = try server.start(at: 1_000_600)
+        let back = tokenClient(&again, token: token, nick: "someone")
+        #expect(again.replies("900", to: back).first?.last == "You are now logged in as alice")
+        #expect(again.replies("903", to: back).isEmpty, "no SASL was made")
+        #expect(given(again, to: back) == nil, "the tab keeps the token it has")
+        #expect(again.state.people.sessions[back]?.device == "web-1")
+        #expect(again.state.people.sessions[back]?.user.account == "alice")
+        #expect(!again.replies("001", to: back).isEmpty)
+
+        let guess = tokenClient(&again, token: String(repeating: "0", count: 48), nick: "mallory")
+        #expect(again.lines(to: guess).contains { $0.contains("FAIL RESUME INVALID_TOKEN") })
+        #expect(again.state.people.sessions[guess]?.user.account == nil)
+    }
+
+    @Test("RESUME FORGET ends the connection's token (Sign out); a new password ends every token; 30 days unused ends one")
+    func tokenEnds() throws {
+        let server = try RestartableServer(accounts: ["alice", "carol"])
+        var h = try server.start()
+        let tab = h.loggedIn("alice", caps: ["chat-tui.org/resume"])
+        let forgotten = try #require(given(h, to: tab))
+        h.send(tab, "RESUME FORGET")
+        #expect(h.lines(to: tab).contains { $0.contains("NOTE RESUME FORGOTTEN") })
+        let signedOut = tokenClient(&h, token: forgotten)
+        #expect(h.lines(to: signedOut).contains { $0.contains("FAIL RESUME INVALID_TOKEN") }, "forgotten at once")
+        let second = h.loggedIn("alice", caps: ["chat-tui.org/resume"])
+        let changed = try #require(given(h, to: second))
+        let other = h.loggedIn("carol", caps: ["chat-tui.org/resume"])
+        let unused = try #require(given(h, to: other))
+
+        // alice's password changed while the server was down.
+        try AccountStore(database: Database(path: server.path)).setCredential(key: "alice", SCRAMCredential.derive(password: "a new one", iterations: 4096))
+        var again = try server.start(at: 1_000_600)
+        for token in [forgotten, changed] {
+            let id = tokenClient(&again, token: token)
+            #expect(again.lines(to: id).contains { $0.contains("FAIL RESUME INVALID_TOKEN") }, "\(again.lines(to: id))")
+        }
+        #expect(again.state.tokenBook.byAccount["alice"] == nil, "the refused token is dropped")
+        #expect(again.state.tokenBook.byAccount["carol"]?.count == 1)
+        _ = again.tick(advance: Double(ServerState.loginTokenExpireDays) * 86_400 + 61)
+        #expect(again.state.tokenBook.byAccount["carol"] == nil, "expired: \(again.state.tokenBook.byAccount)")
+        let late = tokenClient(&again, token: unused)
+        #expect(again.lines(to: late).contains { $0.contains("FAIL RESUME INVALID_TOKEN") })
+        #expect(try LoginTokenStore(database: Database(path: server.path)).all().isEmpty, "and gone from the file")
+    }
+
+    @Test("at most 8 tokens an account: a ninth login drops the least recently used")
+    func bounded() throws {
+        let server = try RestartableServer(accounts: ["alice"])
+        var h = try server.start()
+        var tokens: [String] = []
+        for _ in 0..<9 {
+            h.now += 1
+            let id = h.loggedIn("alice", caps: ["chat-tui.org/resume"])
+            tokens.append(try #require(given(h, to: id)))
+        }
+        #expect(h.state.tokenBook.byAccount["alice"]?.count == ServerState.loginTokensPerAccount)
+        #expect(try LoginTokenStore(database: Database(path: server.path)).all()["alice"]?.count == 8)
+        let oldest = tokenClient(&h, token: tokens[0])
+        #expect(h.lines(to: oldest).contains { $0.contains("FAIL RESUME INVALID_TOKEN") })
+        let newest = tokenClient(&h, token: tokens[8])
+        #expect(h.replies("900", to: newest).count == 1)
+    }
+}

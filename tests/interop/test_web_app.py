@@ -4,6 +4,7 @@ typing line; scrolled up, new lines wait behind a "N new messages" button; a "ne
 marks where the reader stopped; an outage is a banner with a countdown and "Retry now", the room
 keeps its people (greyed) and never says "You are not in this room", a line typed meanwhile is
 held and sent once when the server is back. Screenshots go to CHAT_TUI_SCREENS (else tmp_path)."""
+import json
 import os
 import shutil
 import subprocess
@@ -310,6 +311,11 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     # The reload logged the account in again by itself (kept for this tab), back in its rooms;
     # a long line goes as one message: bob, who has no multiline, gets its parts, which join back into it.
     box = wait_until(lambda: driver.find_element(By.ID, "input") if driver.find_element(By.ID, "input").is_displayed() else None, "the chat")
+    # What the tab keeps is the server's login token, never the password.
+    kept = driver.execute_script("return JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage)])")
+    assert "correct horse battery" not in kept, kept
+    login = json.loads(driver.execute_script("return sessionStorage.getItem('chat-tui.login')"))
+    assert sorted(login) == ["account", "token"] and login["account"] == "cara" and len(login["token"]) == 48, login
     wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]'), "#lobby")
     driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]').click()
     long = " ".join(f"word{n}" for n in range(140))
@@ -336,6 +342,11 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     assert italic.text == "italic https://example.org/x"
     assert italic.find_element(By.CSS_SELECTOR, "a").get_attribute("href") == "https://example.org/x"
     shoot(app, "formatting")
+    # A www. address is a link too (opened as https), without its trailing full stop.
+    bob.send("PRIVMSG #lobby :docs at www.example.org/guide.")
+    wait_until(lambda: "docs at www.example.org/guide." in texts(driver), "the www line")
+    link = driver.find_elements(By.CSS_SELECTOR, "#messages li.message")[-1].find_element(By.CSS_SELECTOR, ".text a")
+    assert link.get_attribute("href") == "https://www.example.org/guide" and link.text == "www.example.org/guide"
     rows = driver.find_elements(By.CSS_SELECTOR, "#messages li.message")
     mine = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".text").text == long)
     theirs = next(r for r in rows if r.find_element(By.CSS_SELECTOR, ".text").text == "bob's own words")
@@ -343,15 +354,28 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     assert not driver.find_element(By.CSS_SELECTOR, ".tools .tool[aria-label='Delete (d)']").is_displayed()
     mine.click()
     driver.find_element(By.CSS_SELECTOR, ".tools .tool[aria-label='Delete (d)']").click()
-    alert = driver.switch_to.alert
-    assert alert.text.startswith("Delete your message")
-    alert.dismiss()
+    ask = driver.find_element(By.ID, "confirm-bar")
+    assert ask.is_displayed() and driver.find_element(By.ID, "confirm-text").text.startswith("Delete your message")
+    shoot(app, "delete-asks")
+    driver.switch_to.active_element.send_keys("n")
+    assert not ask.is_displayed()
     assert long in texts(driver)
     mine.click()
     driver.find_element(By.CSS_SELECTOR, ".tools .tool[aria-label='Delete (d)']").click()
-    driver.switch_to.alert.accept()
+    driver.switch_to.active_element.send_keys("y")
     wait_until(lambda: long not in texts(driver), "the message deleted")
     bob.close()
+
+    # Sign out: the server forgets the tab's token; nobody who copied it logs in with it.
+    driver.find_element(By.ID, "settings-button").click()
+    driver.find_element(By.ID, "sign-out").click()
+    wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form after signing out")
+    assert driver.execute_script("return sessionStorage.getItem('chat-tui.login')") is None
+    thief = RawClient(app.port)
+    for line in ["CAP LS 302", "CAP REQ :chat-tui.org/resume", "RESUME " + login["token"], "NICK thief", "USER t 0 * :t", "CAP END"]:
+        thief.send(line)
+    thief.wait_for(lambda l: "FAIL RESUME INVALID_TOKEN" in l, timeout=10)
+    thief.close()
 
 
 def test_an_uploaded_image_shows_as_a_thumbnail_the_page_draws(app, tmp_path):
@@ -434,6 +458,7 @@ def test_a_jump_back_fills_its_hole_the_room_list_reads_and_a_reload_keeps_the_c
     driver = app.driver
     bob = RawClient(app.port)
     bob.register("bob")
+    bob.send("JOIN #kilo")
     bob.send("PRIVMSG #lobby :the release notes are in the wiki")
     for n in range(150):
         bob.send(f"PRIVMSG #lobby :filler {n}")
@@ -459,6 +484,11 @@ def test_a_jump_back_fills_its_hole_the_room_list_reads_and_a_reload_keeps_the_c
     box.send_keys(Keys.ENTER)
     wait_until(lambda: any(t.startswith("#lobby — 2 people") for t in [x.strip() for x in texts(driver)]), "the room list",
                shows=lambda: str(texts(driver)[-4:]))
+    # A room's name there is a button: a click joins it and shows it.
+    shoot(app, "room-list")
+    next(b for b in driver.find_elements(By.CSS_SELECTOR, "#messages .room-link") if b.text == "#kilo").click()
+    wait_until(lambda: driver.execute_script("return (document.querySelector('#conversations li[aria-selected=\"true\"]') || {dataset: {}}).dataset.target") == "#kilo",
+               "#kilo joined from the list and in view")
 
     # A second room in view, then a reload: back in it.
     box.send_keys("/join #zulu")

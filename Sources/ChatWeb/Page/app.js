@@ -187,8 +187,9 @@ function connect() {
   ws.onopen = () => {
     S.lastRecv = Date.now();
     send('CAP', ['LS', '302']);
-    // A guest comes back as itself (its nickname, its rooms) within a minute of this tab's last connection.
-    const token = !S.creds && resumeToken();
+    // An account logs in with the token the server gave this tab (never a kept password); a
+    // guest comes back as itself (its nickname, its rooms) within a minute of the last connection.
+    const token = S.creds ? S.creds.token : resumeToken();
     if (token) send('RESUME', [token]);
     send('NICK', [S.tryNick]);
     send('USER', ['web', '0', '*', S.tryNick]);
@@ -208,15 +209,16 @@ function resumeToken() { try { return sessionStorage.getItem('chat-tui.resume') 
 function setResumeToken(token) {
   try { if (token) sessionStorage.setItem('chat-tui.resume', token); else sessionStorage.removeItem('chat-tui.resume'); } catch (e) { /* storage off */ }
 }
-// An account's login, kept for this tab only (sessionStorage): a reload logs in again as the
-// terminal client reconnects; closing the tab, /quit or a refused login forgets it.
+// An account's login, kept for this tab only (sessionStorage): the login token the server gave
+// (RESUME TOKEN), never the password, which is forgotten once the token is in. A reload logs in
+// again with it; closing the tab, Sign out (the server forgets the token too) or a refused token ends it.
 function keepLogin(creds) {
-  try { if (creds) sessionStorage.setItem('chat-tui.login', JSON.stringify({ account: creds.account, password: creds.password })); else sessionStorage.removeItem('chat-tui.login'); } catch (e) { /* storage off */ }
+  try { if (creds && creds.token) sessionStorage.setItem('chat-tui.login', JSON.stringify({ account: creds.account, token: creds.token })); else if (!creds) sessionStorage.removeItem('chat-tui.login'); } catch (e) { /* storage off */ }
 }
 function keptLogin() {
   try {
     const c = JSON.parse(sessionStorage.getItem('chat-tui.login') || 'null');
-    return c && typeof c.account === 'string' && typeof c.password === 'string' && c.account ? c : null;
+    return c && typeof c.account === 'string' && typeof c.token === 'string' && c.account && c.token ? { account: c.account, token: c.token } : null;
   } catch (e) { return null; }
 }
 // This browser's device name (account@web-xxxxxx) for a server that keeps an account present.
@@ -420,11 +422,18 @@ function dispatch(m, ctx) {
     }
     case 'INVITE': localLine(m.nick + ' invites ' + (isMe(p[0]) ? 'you' : p[0]) + ' to ' + p[1] + (isMe(p[0]) ? ' — type /join ' + p[1] : '')); return;
     case 'MARKREAD': onMarkread(m); return;
-    case 'RESUME': if ((p[0] || '').toUpperCase() === 'TOKEN') setResumeToken(p[1] || ''); return;
+    case 'RESUME':
+      if ((p[0] || '').toUpperCase() !== 'TOKEN') return;
+      if (S.creds || S.creating) {
+        // An account's login token: kept instead of the password, which this page lets go.
+        S.accountToken = p[1] || '';
+        if (S.creds && S.accountToken) { S.creds = { account: S.creds.account, token: S.accountToken }; keepLogin(S.creds); }
+      } else setResumeToken(p[1] || '');
+      return;
     case 'REGISTER':
       if ((p[0] || '').toUpperCase() === 'SUCCESS' && S.creating) {
         // Logged in now; a reconnect logs in with it (SASL).
-        S.creds = { account: p[1] || S.creating.account, password: S.creating.password };
+        S.creds = S.accountToken ? { account: p[1] || S.creating.account, token: S.accountToken } : { account: p[1] || S.creating.account, password: S.creating.password };
         S.creating = null;
         S.loggedIn = true;
         setResumeToken(''); // a guest's way back; the account is the way back now
@@ -448,9 +457,9 @@ function onCap(m) {
   if (sub === 'LS' || sub === 'NEW') {
     for (const tok of list) { const eq = tok.indexOf('='); S.offered.set(eq < 0 ? tok : tok.slice(0, eq), eq < 0 ? '' : tok.slice(eq + 1)); }
     if (sub === 'LS' && more) return;
-    if (sub === 'LS' && S.creds && !S.offered.has('sasl')) return authFail('This server does not offer account login (SASL). Join as a guest instead.');
+    if (sub === 'LS' && S.creds && !S.creds.token && !S.offered.has('sasl')) return authFail('This server does not offer account login (SASL). Join as a guest instead.');
     if (sub === 'LS' && S.creating && !S.offered.has('draft/account-registration')) return authFail('This server does not let visitors make accounts (the host makes them). Join as a guest instead.');
-    const want = WANT.filter((c) => S.offered.has(c) && !S.caps.has(c) && (c !== 'sasl' || (S.creds && !S.registered)));
+    const want = WANT.filter((c) => S.offered.has(c) && !S.caps.has(c) && (c !== 'sasl' || (S.creds && !S.creds.token && !S.registered)));
     if (!want.length) { if (sub === 'LS') afterCaps(); return; }
     const lines = [''];
     for (const c of want) {
@@ -468,7 +477,7 @@ function onCap(m) {
 }
 function afterCaps() {
   if (S.registered || S.saslStarted || S.capEnded) return;
-  if (!S.creds) return capEnd();
+  if (!S.creds || S.creds.token) return capEnd();
   if (!S.caps.has('sasl')) return authFail('This server refused account login (SASL). Join as a guest instead.');
   S.saslStarted = true;
   send('AUTHENTICATE', ['PLAIN']);
@@ -583,8 +592,13 @@ function onNumeric(m) {
     case '323': {
       const rooms = (S.listing || []).sort((a, b) => Number(b[1]) - Number(a[1]));
       S.listing = null;
-      localLine(rooms.length ? 'Rooms on this server (' + rooms.length + '; /join #name to go in):' : 'No rooms to list.');
-      for (const [name, users, topic] of rooms) localLine('  ' + name + ' — ' + users + (users === '1' ? ' person' : ' people') + (topic ? ' — ' + topic : ''));
+      localLine(rooms.length ? 'Rooms on this server (' + rooms.length + '; click one, or /join #name, to go in):' : 'No rooms to list.');
+      for (const [name, users, topic] of rooms) {
+        // Each a line with the room's name as a button: a click joins it (or opens it, joined).
+        const m = mkMsg('local', '', ' — ' + users + (users === '1' ? ' person' : ' people') + (topic ? ' — ' + topic : ''), {});
+        m.room = name;
+        addMsg(cur() || getConv('*', 'server'), m);
+      }
       return;
     }
     case '331': case '332': { const c = findConv(p[1]); if (c) { c.topic = n === '332' ? p[2] || '' : ''; schedule('top'); } return; }
@@ -620,6 +634,13 @@ function onNumeric(m) {
 function onStandardReply(m) {
   const p = m.params, desc = p[p.length - 1] || '';
   if (p[0] === 'REGISTER') S.creating = null;
+  if (p[0] === 'RESUME' && p[1] === 'FORGOTTEN') return;
+  if (p[0] === 'RESUME' && S.creds && S.creds.token) {
+    const account = S.creds.account;
+    authFail('Your login in this tab has ended (signed out, a new password, or unused for 30 days): enter the password for ' + account + '.');
+    $('account').value = account;
+    return;
+  }
   if (p[0] === 'RESUME') { setResumeToken(''); localLine('This tab\'s last visit could not be taken up again (more than a minute ago?): you joined anew.', 'local'); return; }
   if (p[0] === 'CHATHISTORY') {
     const c = findConv(p[3]);
@@ -1067,11 +1088,12 @@ function renderText(parent, raw) {
   for (const [part, style] of formatRuns(raw)) {
     const into = runEl(parent, style), shown = clean(part);
     let last = 0;
-    for (const mt of shown.matchAll(/\bhttps?:\/\/[^\s<>"]+/gi)) {
-      const u = trimURL(mt[0]);
+    // http(s) addresses, and www.name.tld ones (opened as https) as other chat programs do.
+    for (const mt of shown.matchAll(/\bhttps?:\/\/[^\s<>"]+|(?<![\w.@/-])www\.[a-z0-9-]+(?:\.[a-z0-9-]+)+(?:[/?#][^\s<>"]*)?/gi)) {
+      const text = trimURL(mt[0]), u = /^www\./i.test(text) ? 'https://' + text : text;
       if (!httpURL(u)) continue;
-      into.append(shown.slice(last, mt.index), linkEl(u, u, isFileURL(u)));
-      last = mt.index + u.length;
+      into.append(shown.slice(last, mt.index), linkEl(u, text, isFileURL(u)));
+      last = mt.index + text.length;
     }
     into.append(shown.slice(last));
   }
@@ -1111,6 +1133,7 @@ function msgEl(m) {
   if (isMsg) body.append(h('span', 'nick ' + nickColor(m.nick || '?'), m.nick || S.info.name), ' ');
   if (m.redactedBy) { tx.classList.add('deleted'); tx.textContent = '(deleted by ' + m.redactedBy + ')'; li.classList.add('redacted'); }
   else renderText(tx, m.text);
+  if (m.room) tx.prepend(button('room-link', m.room, 'Join ' + m.room));
   for (const a of tx.querySelectorAll('a')) a.tabIndex = -1; // in the Tab order only while their message has focus
   body.append(tx);
   if (m.reactions.size) {
@@ -1223,6 +1246,8 @@ function placeMsg(c, m, i) {
     if (run >= 4) return renderMessages('keep');
   }
   const bottom = S.stick, prev = c.msgs[i - 1];
+  const start = box.querySelector('li.start');
+  if (start && !prev) start.textContent = 'The beginning of the conversation'; // no longer "No messages yet"
   if (!prev || dayKey(prev.time) !== dayKey(m.time)) box.append(dayEl(m.time));
   const li = msgEl(m);
   box.append(li);
@@ -1290,7 +1315,10 @@ function placeTools() {
   if (!li || !box.contains(li) || !li.offsetParent) { if (!tools.contains(document.activeElement)) tools.hidden = true; return; }
   const top = box.offsetTop + li.getBoundingClientRect().top - box.getBoundingClientRect().top;
   tools.hidden = top + li.offsetHeight < 0 || top > box.clientHeight - 8;
-  tools.style.top = Math.max(0, top - tools.offsetHeight + 6) + 'px';
+  // Above the message; where there is no room above (its first line at the top, or a phone's
+  // tools wrapped in two rows), below it: the message being acted on is never covered.
+  const above = top - tools.offsetHeight + 6, below = top + li.offsetHeight - 6;
+  tools.style.top = Math.max(0, above >= 0 || below + tools.offsetHeight > box.clientHeight ? above : below) + 'px';
 }
 function openPicker(m) {
   const emoji = [...new Set([...QUICK, ...m.reactions.keys()])];
@@ -1326,6 +1354,10 @@ box.addEventListener('click', (e) => {
   const li = e.target.closest('li'), m = li && msgOf.get(li);
   if (!m) return;
   if (e.target.closest('.quote')) jump(m.replyTo);
+  if (e.target.closest('.room-link')) { // a room of /list: joined and taken into view
+    const c = findConv(m.room);
+    if (c && c.joined) select(c); else { S.pendingSelect = fold(m.room); send('JOIN', [m.room]); }
+  }
   const rb = e.target.closest('.reaction');
   if (rb) toggleReaction(m, rb.dataset.emoji);
 });
@@ -1519,8 +1551,18 @@ function deleteMsg(m) {
   const c = cur();
   if (!S.caps.has('draft/message-redaction')) return localLine('This server does not support deleting messages.', 'error');
   if (!mayDelete(m, c)) return localLine(c && c.kind === 'dm' && m.self ? 'Messages in a direct conversation can be deleted with an account only.' : 'Only your own messages can be deleted here.', 'error');
-  if (!window.confirm('Delete ' + (m.self ? 'your' : m.nick + '\'s') + ' message "' + firstWords(m.text, 40) + '"? It goes for everyone whose client understands deletions (older IRC clients keep what they already showed).')) return;
-  send('REDACT', [c.name, m.msgid]);
+  // Asked in the page, above the input (y deletes, n or Escape keeps), not in a browser dialog.
+  S.confirming = { conv: c.key, msgid: m.msgid };
+  $('confirm-text').textContent = 'Delete ' + (m.self ? 'your' : m.nick + '\'s') + ' message "' + firstWords(m.text, 40) + '"? It goes for everyone whose client understands deletions.';
+  $('confirm-bar').hidden = false;
+  $('confirm-yes').focus();
+}
+function answerDelete(yes) {
+  const ask = S.confirming, c = ask && S.convs.get(ask.conv);
+  S.confirming = null;
+  $('confirm-bar').hidden = true;
+  if (yes && c) send('REDACT', [c.name, ask.msgid]);
+  input.focus();
 }
 function startReply(m) {
   if (!m || !m.msgid) return localLine('That message cannot be replied to.', 'error');
@@ -1609,6 +1651,7 @@ const COMMANDS = {
   quit: ['[reason]', 'leave the chat', (a, rest) => {
     S.userQuit = true;
     keepLogin(null);
+    if (S.creds) send('RESUME', ['FORGET']); // this tab's login token ends with it
     send('QUIT', [rest || 'leaving']);
     setTimeout(() => { closeSocket(); setConn('offline'); showLogin('You left the chat.'); }, 300);
   }],
@@ -1994,6 +2037,12 @@ $('compose').addEventListener('submit', (e) => {
   input.focus();
 });
 $('reply-cancel').addEventListener('click', () => { cancelReply(); input.focus(); });
+$('confirm-yes').addEventListener('click', () => answerDelete(true));
+$('confirm-no').addEventListener('click', () => answerDelete(false));
+$('confirm-bar').addEventListener('keydown', (e) => {
+  const k = e.key.toLowerCase();
+  if (k === 'y') { e.preventDefault(); answerDelete(true); } else if (k === 'n' || k === 'escape') { e.preventDefault(); answerDelete(false); }
+});
 
 // ---------- files (soju.im/FILEHOST) ----------
 function upload(file) {
@@ -2010,7 +2059,7 @@ function upload(file) {
   xhr.setRequestHeader('Content-Type', file.type || 'application/octet-stream');
   xhr.setRequestHeader('Content-Disposition', "attachment; filename*=UTF-8''" + encodeURIComponent(file.name).replace(/['()*]/g, (ch) => '%' + ch.charCodeAt(0).toString(16).toUpperCase()));
   // The connection's own upload URL needs no password; only an account's /upload would.
-  if (S.creds && S.loggedIn && /^https:/i.test(S.filehost) && /\/upload$/.test(new URL(S.filehost).pathname)) xhr.setRequestHeader('Authorization', 'Basic ' + b64(S.creds.account + ':' + S.creds.password));
+  if (S.creds && S.creds.password && S.loggedIn && /^https:/i.test(S.filehost) && /\/upload$/.test(new URL(S.filehost).pathname)) xhr.setRequestHeader('Authorization', 'Basic ' + b64(S.creds.account + ':' + S.creds.password));
   xhr.upload.onprogress = (e) => { if (e.lengthComputable) prog.value = e.loaded / e.total; };
   cancel.addEventListener('click', () => { xhr.abort(); item.remove(); });
   xhr.onload = () => {
@@ -2068,7 +2117,7 @@ function searchResults(items) {
     const target = x.params[0] || '', where = isChannel(target) ? target : isMe(x.nick) ? target : x.nick;
     const t = Date.parse(x.tags.time || ''), li = h('li');
     li.tabIndex = 0;
-    li.append(h('span', 'where', (isNaN(t) ? '' : new Date(t).toLocaleString() + ' · ') + where + ' · '), h('strong', null, x.nick + ': '));
+    li.append(h('span', 'where', (isNaN(t) ? '' : new Date(t).toLocaleDateString(undefined, { day: 'numeric', month: 'short', year: 'numeric' }) + ' ' + hhmm(t) + ' · ') + where + ' · '), h('strong', null, x.nick + ': '));
     renderText(li, x.params[1] || '');
     const open = () => {
       searchBox.close();
@@ -2135,7 +2184,9 @@ $('sign-out').addEventListener('click', () => {
   keepLogin(null);
   setResumeToken('');
   S.userQuit = true;
+  if (S.creds) send('RESUME', ['FORGET']); // the server forgets this tab's login token too
   S.creds = null;
+  S.accountToken = '';
   send('QUIT', ['signed out']);
   setTimeout(() => { closeSocket(); setConn('offline'); resetSession(); showLogin('You signed out.'); }, 300);
 });
@@ -2199,6 +2250,7 @@ $('login').addEventListener('submit', (e) => {
           : !account && password && !guest && !creating ? ['Type the account name too, or join as a guest.', 'account'] : null;
   if (problem) { err.textContent = problem[0]; $(problem[1]).focus(); return; }
   S.creds = account ? { account, password } : null;
+  S.accountToken = '';
   S.creating = creating ? { account: nick, password } : null;
   try { localStorage.setItem('chat-tui.nick', nick); if (account) localStorage.setItem('chat-tui.account', account); } catch (x) { /* storage off */ }
   // A new login in this tab (after /quit or signing out): nothing of the last one is kept.
