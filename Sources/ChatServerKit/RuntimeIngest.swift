@@ -101,6 +101,8 @@ extension ServerRuntime {
         while connection.queueHead < connection.queue.count, !connection.closing {
             guard let session = connection.session, !session.gone else { break }
             guard !session.busy else { break }
+            // A message to a reader behind waits (RuntimeBackpressure.swift).
+            if holdsForSlowReader(connection) { break }
             if var pacer = connection.pacer {
                 let cost: Int
                 if case .line(let line) = connection.queue[connection.queueHead] {

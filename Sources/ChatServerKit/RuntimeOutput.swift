@@ -128,7 +128,11 @@ extension ServerRuntime {
         // kernel already refuses, and otherwise after this turn's write (`flushAndClose`).
         // Within one turn the output may grow to four times the limit (a busy room's burst)
         // but no further: replies one client's pipelined queries multiply stop there.
-        let limit = connection.waitingForWritable ? sendQueueLimit : sendQueueLimit * 4
+        // A reader the kernel refuses that passes the mark is behind: its rooms' next lines wait.
+        if connection.waitingForWritable, connection.behindSince == nil, connection.output.count > behindMark {
+            checkBehind(connection, refused: true)
+        }
+        let limit = connection.waitingForWritable ? readerBound(connection) : sendQueueLimit * 4
         if connection.output.count > limit {
             dropSlowReader(connection)
         } else {
@@ -159,6 +163,7 @@ extension ServerRuntime {
         guard !connection.closing else { return }
         markClosing(connection, discardOutput: true)
         departures.append((connection.id, "SendQ exceeded"))
+        control.countSlowReaderDropped()
     }
 
     func queueFlush(_ connection: Connection) {
@@ -179,6 +184,7 @@ extension ServerRuntime {
         connection.closing = true
         if discardOutput { connection.output = OutputBuffer() }
         toClose.append(connection)
+        caughtUp(connection)
     }
 
     func flushAndClose() {
@@ -217,6 +223,7 @@ extension ServerRuntime {
                     }
                     if flushed == .wouldBlock {
                         setWritable(connection, true)
+                        checkBehind(connection, refused: true)
                         continue
                     }
                 }
@@ -228,6 +235,7 @@ extension ServerRuntime {
             switch flushed {
             case .done:
                 setWritable(connection, false)
+                if connection.behindSince != nil || connection.givenUp { checkBehind(connection, refused: false) }
                 // A web connection whose last answer (or close frame) is out: our side is done
                 // (FIN), its side is read and dropped until it closes.
                 if connection.download != nil {
@@ -237,7 +245,8 @@ extension ServerRuntime {
                     Glibc.shutdown(connection.fd, Int32(SHUT_WR))
                 }
             case .wouldBlock:
-                if connection.output.count > sendQueueLimit {
+                checkBehind(connection, refused: true)
+                if connection.output.count > readerBound(connection) {
                     dropSlowReader(connection)
                 } else {
                     setWritable(connection, true)

@@ -67,10 +67,22 @@ public final class ServerHandle: Sendable {
     private let finished = Semaphore()
     private let heldRuns = Atomic<Int>(0)
     private let turns = Atomic<Int>(0)
+    private let behindCount = Atomic<Int>(0)
+    private let droppedReaders = Atomic<Int>(0)
+    private let givenUp = Atomic<Int>(0)
 
     /// How many runs of join announcements were held back for a crowd (`HeldJoins`).
     public var heldAnnouncementRuns: Int { heldRuns.load(ordering: .relaxed) }
     func countHeldRun() { heldRuns.add(1, ordering: .relaxed) }
+    /// How many times a reader fell behind and its senders waited (RuntimeBackpressure.swift),
+    /// how many times one was given up on (it took nothing for 2 s, or was behind 10 s), and how
+    /// many readers were cut off at their send queue's bound.
+    public var readersBehind: Int { behindCount.load(ordering: .relaxed) }
+    public var readersGivenUp: Int { givenUp.load(ordering: .relaxed) }
+    func countGivenUp() { givenUp.add(1, ordering: .relaxed) }
+    public var slowReadersDropped: Int { droppedReaders.load(ordering: .relaxed) }
+    func countBehind() { behindCount.add(1, ordering: .relaxed) }
+    func countSlowReaderDropped() { droppedReaders.add(1, ordering: .relaxed) }
     /// Loop turns finished (written out and closed what it had to): tests wait on it for "the
     /// turn that handled this line is over".
     public var turnsDone: Int { turns.load(ordering: .acquiring) }

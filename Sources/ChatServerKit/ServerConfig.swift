@@ -130,6 +130,10 @@ public struct ServerConfig: Sendable {
     public var sts: (port: Int, duration: Int)?
     /// When the server started, seconds since 1970, for 003.
     public var createdAt: Double = 0
+    /// How long the senders to a reader that fell behind wait for it (RuntimeBackpressure.swift):
+    /// while it takes nothing, and in all, before it is given up on.
+    public var readerStallSeconds = 2.0
+    public var readerBehindSeconds = 10.0
     /// Web Push to accounts' browsers and phones (WebPush.swift): the VAPID key and who runs the
     /// server; nil turns it off (the start sets it when there are accounts).
     public var webPush: WebPushSettings?

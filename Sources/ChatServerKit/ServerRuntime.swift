@@ -62,6 +62,13 @@ final class ServerRuntime {
         var historyKey: String?
         /// The queue is full: its socket is not read until it drains.
         var readPaused = false
+        /// Behind (RuntimeBackpressure.swift): since when its unsent output passed the mark; how
+        /// much it had taken when it last took something; given up on until it catches up.
+        var behindSince: Double?
+        var progress: (sent: Int, at: Double) = (0, 0)
+        var givenUp = false
+        /// Its next line is a message to a reader behind: it waits in `heldSenders`.
+        var heldBySlowReader = false
         /// Waiting in `paced` for its pacer; waiting in `continuing` for a long reply's next step.
         var inPaced = false
         var inContinuing = false
@@ -161,6 +168,11 @@ final class ServerRuntime {
     var checking: Set<ConnectionID> = []
     /// Connections with lines waiting for their pacer (or for the state to take them).
     var paced: [Connection] = []
+    /// Readers behind, with what a message must name to reach them; the union of those names;
+    /// the senders waiting for them (RuntimeBackpressure.swift).
+    var behind: [ConnectionID: Set<String>] = [:]
+    var slowed: Set<String> = []
+    var heldSenders: [Connection] = []
     /// Connections with a long reply to go on with once their output drains.
     var continuing: [Connection] = []
     /// History: the writer thread, and the connections with output waiting for its commits.
@@ -244,6 +256,7 @@ final class ServerRuntime {
             if let paused = listenersPausedUntil, now >= paused { resumeListeners() }
             if now >= nextTick {
                 closeIdleWeb(now: now)
+                if !behind.isEmpty { checkStalledReaders(now: now) }
                 if ticks % 3600 == 0 { fileHost?.purge(now: WallClock.now()) }
                 state.tick(now: WallClock.now())
                 apply()

@@ -178,18 +178,28 @@ struct SocketTests {
         #expect(list.map { $0.params[1] } == ["#dev", "#lobby"])
     }
 
-    @Test("a stalled reader is dropped with SendQ exceeded and delays no one")
-    func stalledReader() throws {
-        let server = try TestServer(sendQueueLimit: 64 * 1024)
-        let stalled = try server.client()
-        var small: Int32 = 4096
-        setsockopt(stalled.fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
-        try stalled.register("stalled")
+    /// In #lobby: a reader named `nick` (with a 4 KiB receive buffer when `small`), a reader that
+    /// keeps up, and a sender.
+    func slowReaderAndTwo(_ server: TestServer, _ nick: String, small: Bool = true) throws -> (LineClient, LineClient, LineClient) {
+        let slow = try server.client()
+        // Shrunk for a reader that never reads again: grown later, its window would open only at
+        // TCP's next zero-window probe (seconds to minutes).
+        var bytes: Int32 = 4096
+        if small { setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &bytes, socklen_t(MemoryLayout<Int32>.size)) }
+        try slow.register(nick)
         let reader = try server.client()
         try reader.register("reader")
         let sender = try server.client()
         try sender.register("sender")
         _ = reader.drain(timeout: 0.1)
+        return (slow, reader, sender)
+    }
+
+    @Test("a stalled reader is given up on (its room's senders wait for it no longer) and dropped with SendQ exceeded; everyone else gets everything")
+    func stalledReader() throws {
+        // Given up on at the first second's check of it (the default waits 2 s for a reader that takes nothing).
+        let server = try TestServer(configure: { $0.readerStallSeconds = 0 }, sendQueueLimit: 64 * 1024)
+        let (stalled, reader, sender) = try slowReaderAndTwo(server, "stalled")
         // Enough to fill the kernel's buffers for the stalled socket (loopback autotunes them to
         // megabytes) and then the 64 KiB send queue.
         let text = String(repeating: "z", count: 440)
@@ -212,6 +222,60 @@ struct SocketTests {
         #expect(received == count, "\(server.logLines.suffix(8))")
         #expect(quitReason == "SendQ exceeded")
         #expect(server.logLines.contains { $0.contains("stalled quit: SendQ exceeded") })
+        withExtendedLifetime(stalled) {} // connected, never reading, to the end
+    }
+
+    @Test("a reader that falls behind holds its room's senders (not cut off): once it reads it gets every line in order, as does everyone else")
+    func behindReaderHoldsSenders() throws {
+        let server = try TestServer(configure: { $0.readerStallSeconds = 600; $0.readerBehindSeconds = 600 }, sendQueueLimit: 64 * 1024)
+        let (slow, reader, sender) = try slowReaderAndTwo(server, "slow", small: false)
+        _ = slow.drain(timeout: 0.1)
+        let text = String(repeating: "z", count: 440)
+        // Far past the 64 KiB bound and the kernel's buffers (loopback lets the server's socket
+        // take megabytes while the reader's window is shut): without the senders held, the slow
+        // reader would be cut off.
+        let count = 20_000
+        let box = ReaderBox(reader)
+        let readerDone = DispatchSemaphore(value: 0)
+        Thread {
+            while box.received < count, let message = box.client.next(timeout: 30) {
+                if message.command == "PRIVMSG" { box.received += 1 }
+            }
+            readerDone.signal()
+        }.start()
+        // The sender blocks while the server does not read it: it sends from its own thread.
+        let sent = DispatchSemaphore(value: 0)
+        let sending = ReaderBox(sender)
+        Thread {
+            for i in 0..<count { sending.client.send("PRIVMSG #lobby :\(i) \(text)") }
+            sent.signal()
+        }.start()
+        // The slow reader reads nothing until the server says it is behind.
+        var waited = 0
+        while server.handle.readersBehind == 0 && waited < 3000 {
+            usleep(10_000)
+            waited += 1
+        }
+        #expect(server.handle.readersBehind >= 1, "the slow reader fell behind")
+        var next = 0
+        var outOfOrder = 0
+        var ended: String?
+        while next < count, let message = slow.next(timeout: 8) {
+            if message.command == "PRIVMSG", let number = Int(message.params[1].prefix { $0 != " " }) {
+                if number != next { outOfOrder += 1 }
+                next = number + 1
+            } else if message.command == "ERROR" || message.command == "QUIT" {
+                ended = message.params.last
+                break
+            }
+        }
+        sent.wait()
+        readerDone.wait()
+        #expect(ended == nil)
+        #expect(next == count && outOfOrder == 0, "\(next) \(outOfOrder) \(server.logLines.suffix(6))")
+        #expect(box.received == count)
+        #expect(server.handle.slowReadersDropped == 0)
+        #expect(!server.logLines.contains { $0.contains("SendQ exceeded") })
     }
 
     @Test("fifty clients at once all end up in the member list")
