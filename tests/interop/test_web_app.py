@@ -314,8 +314,16 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     # What the tab keeps is the server's login token, never the password.
     kept = driver.execute_script("return JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage)])")
     assert "correct horse battery" not in kept, kept
-    login = json.loads(driver.execute_script("return sessionStorage.getItem('chat-tui.login')"))
+    login = json.loads(driver.execute_script("return localStorage.getItem('chat-tui.login')"))
     assert sorted(login) == ["account", "token"] and login["account"] == "cara" and len(login["token"]) == 48, login
+    # A new tab of the same browser is logged in as well, without the password.
+    first = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(url)
+    wait_until(lambda: driver.find_element(By.ID, "input").is_displayed() and "cara" in driver.find_element(By.ID, "status-nick").text,
+               "the new tab logged in by itself")
+    driver.close()
+    driver.switch_to.window(first)
     wait_until(lambda: driver.find_elements(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]'), "#lobby")
     driver.find_element(By.CSS_SELECTOR, '#conversations li[data-target="#lobby"]').click()
     long = " ".join(f"word{n}" for n in range(140))
@@ -370,7 +378,7 @@ def test_an_account_made_on_the_page_settings_notifications_and_plain_words(app)
     driver.find_element(By.ID, "settings-button").click()
     driver.find_element(By.ID, "sign-out").click()
     wait_until(lambda: driver.find_element(By.ID, "nick").is_displayed(), "the login form after signing out")
-    assert driver.execute_script("return sessionStorage.getItem('chat-tui.login')") is None
+    assert driver.execute_script("return localStorage.getItem('chat-tui.login')") is None
     thief = RawClient(app.port)
     for line in ["CAP LS 302", "CAP REQ :chat-tui.org/resume", "RESUME " + login["token"], "NICK thief", "USER t 0 * :t", "CAP END"]:
         thief.send(line)
@@ -467,6 +475,16 @@ def test_a_jump_back_fills_its_hole_the_room_list_reads_and_a_reload_keeps_the_c
     guest(app, "tia")
     wait_until(lambda: "filler 149" in texts(driver), "the newest line")
     assert "filler 20" not in texts(driver), "only the newest page is loaded on joining"
+    # Scrolled to the top, the page before comes: in order before the lines shown, though the
+    # burst's lines share their milliseconds.
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.wheel_input import ScrollOrigin
+    def wheel_up():
+        ActionChains(driver).scroll_from_origin(ScrollOrigin.from_element(driver.find_element(By.ID, "messages")), 0, -30000).perform()
+        return "filler 90" in texts(driver)
+    wait_until(wheel_up, "the page before, on scrolling up", shows=lambda: str(texts(driver)[:3]))
+    shown = [int(t.split()[1]) for t in texts(driver) if t.startswith("filler ")]
+    assert shown == sorted(shown) and len(shown) == len(set(shown)), shown
     assert driver.find_elements(By.CSS_SELECTOR, "#search-button svg.icon"), "the search button is drawn"
     driver.find_element(By.ID, "search-button").click()
     box = driver.find_element(By.ID, "search-input")

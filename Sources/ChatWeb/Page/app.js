@@ -209,15 +209,17 @@ function resumeToken() { try { return sessionStorage.getItem('chat-tui.resume') 
 function setResumeToken(token) {
   try { if (token) sessionStorage.setItem('chat-tui.resume', token); else sessionStorage.removeItem('chat-tui.resume'); } catch (e) { /* storage off */ }
 }
-// An account's login, kept for this tab only (sessionStorage): the login token the server gave
-// (RESUME TOKEN), never the password, which is forgotten once the token is in. A reload logs in
-// again with it; closing the tab, Sign out (the server forgets the token too) or a refused token ends it.
+// An account's login, kept by this browser (localStorage): the login token the server gave
+// (RESUME TOKEN), never the password, which is forgotten once the token is in. A reload, a new
+// tab or a restarted browser logs in again with it; Sign out or /quit (the server forgets the
+// token too), a new password, 30 days unused or a refused token end it.
 function keepLogin(creds) {
-  try { if (creds && creds.token) sessionStorage.setItem('chat-tui.login', JSON.stringify({ account: creds.account, token: creds.token })); else if (!creds) sessionStorage.removeItem('chat-tui.login'); } catch (e) { /* storage off */ }
+  try { if (creds && creds.token) localStorage.setItem('chat-tui.login', JSON.stringify({ account: creds.account, token: creds.token })); else if (!creds) localStorage.removeItem('chat-tui.login'); } catch (e) { /* storage off */ }
 }
 function keptLogin() {
   try {
-    const c = JSON.parse(sessionStorage.getItem('chat-tui.login') || 'null');
+    sessionStorage.removeItem('chat-tui.login'); // where an earlier version kept it
+    const c = JSON.parse(localStorage.getItem('chat-tui.login') || 'null');
     return c && typeof c.account === 'string' && typeof c.token === 'string' && c.account && c.token ? { account: c.account, token: c.token } : null;
   } catch (e) { return null; }
 }
@@ -322,7 +324,12 @@ function historyBatch(b) {
   const req = c.hist || { kind: 'LATEST', limit: 50 };
   c.hist = null;
   const before = c.msgs.length;
-  for (const it of b.items) dispatch(it, { conv: c, history: true, fresh: req.kind === 'AFTER' });
+  // A batch's lines are in order: each goes after the one before it, whatever their times (a
+  // burst shares one millisecond), and an older page goes before lines of the same time.
+  S.batchPos = { conv: c, last: -1, older: req.kind === 'BEFORE' };
+  try {
+    for (const it of b.items) dispatch(it, { conv: c, history: true, fresh: req.kind === 'AFTER' });
+  } finally { S.batchPos = null; }
   if ((req.kind === 'LATEST' || req.kind === 'BEFORE') && b.items.length < req.limit) c.histDone = true;
   if (req.kind === 'AFTER' && b.items.length >= req.limit && c.msgs.length > before) history(c, 'AFTER');
   if (req.kind === 'AROUND' || req.kind === 'BETWEEN') fillForward(c, b.items, req);
@@ -573,7 +580,9 @@ function onNumeric(m) {
     case '375': case '372': serverLine(last); return;
     case '900': S.loggedIn = true; keepLogin(S.creds); serverLine(last); subscribePush(); return;
     case '903': case '907': capEnd(); return;
-    case '902': case '904': case '905': case '906': if (!S.registered) authFail('Login failed: ' + last); return;
+    case '902': case '904': case '905': case '906':
+      if (!S.registered) authFail(/wrong account name or password/i.test(last) ? 'Wrong account name or password.' : 'Login failed: ' + last.replace(/^SASL authentication failed: /, ''));
+      return;
     case '908': case '333': case '315': case '329': case '324': case '318': case '369': return;
     case '433':
       if (S.registered) return localLine('The nickname ' + (p[1] || '') + ' is taken.', 'error');
@@ -637,7 +646,7 @@ function onStandardReply(m) {
   if (p[0] === 'RESUME' && p[1] === 'FORGOTTEN') return;
   if (p[0] === 'RESUME' && S.creds && S.creds.token) {
     const account = S.creds.account;
-    authFail('Your login in this tab has ended (signed out, a new password, or unused for 30 days): enter the password for ' + account + '.');
+    authFail('Your login has ended (signed out, a new password, or unused for 30 days): enter the password for ' + account + '.');
     $('account').value = account;
     return;
   }
@@ -654,7 +663,9 @@ function onStandardReply(m) {
 function onJoin(m) {
   const name = m.params[0], c = getConv(name, 'channel');
   if (isMe(m.nick)) {
-    Object.assign(c, { name, joined: true, wasJoined: true, members: new Map() });
+    // The topic is the server's as it says after this JOIN (332), or none: not what it was before an outage.
+    Object.assign(c, { name, joined: true, wasJoined: true, members: new Map(), topic: '' });
+    schedule('top');
     if (S.pendingSelect === c.key) { S.pendingSelect = null; select(c); }
     else if (!S.current || S.current === '*') select(c);
     if (S.nickNote) { localLine(S.nickNote, 'local', c); S.nickNote = ''; }
@@ -907,9 +918,13 @@ function addMsg(c, m, quiet) {
     if (c.byId.has(m.msgid)) return null;
     c.byId.set(m.msgid, m);
   }
-  const a = c.msgs;
+  const a = c.msgs, pos = S.batchPos && S.batchPos.conv === c ? S.batchPos : null;
   let i = a.length;
-  while (i > 0 && a[i - 1].time > m.time) i--;
+  if (pos && (pos.last >= 0 || pos.older)) {
+    i = pos.last + 1;
+    while (i < a.length && a[i].time < m.time) i++;
+  } else while (i > 0 && a[i - 1].time > m.time) i--;
+  if (pos) pos.last = i;
   a.splice(i, 0, m);
   if (m.iso && m.time >= c.lastTime) { c.lastTime = m.time; c.lastIso = m.iso; }
   if (m.msgid) {
