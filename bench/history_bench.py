@@ -210,14 +210,19 @@ def run(chat_tui, Server, run_scenario, scenarios):
     out["client"] = client_store(chat_tui, Server)
     # History on against off: server CPU per million deliveries, medians of three.
     out["on_off"] = {}
+    out["on_off_latency"] = {}
     for name, args in scenarios:
         for label, extra in (("on", []), ("off", ["--history-days", "0"])):
-            values = []
+            values, latency = [], {"p50_ms": [], "p99_ms": [], "max_ms": []}
             for _ in range(3):
                 result = run_scenario("chat-tui", args, extra=extra)
                 if result.get("cpu_per_million"):
                     values.append(result["cpu_per_million"])
+                for key in latency:
+                    if result.get(key) is not None:
+                        latency[key].append(result[key])
             out["on_off"].setdefault(name, {})[label] = statistics.median(values) if values else None
+            out["on_off_latency"].setdefault(name, {})[label] = {k: statistics.median(v) for k, v in latency.items() if v}
     return out
 
 
@@ -237,6 +242,12 @@ def report(figures):
         on, off = values.get("on"), values.get("off")
         ratio = f"{on / off:.2f}" if on and off else "—"
         rows.append(f"| {name} | {on or 0:.3f} | {off or 0:.3f} | {ratio} |")
+    paced = {n: v for n, v in figures.get("on_off_latency", {}).items() if "paced" in n}
+    if paced:
+        rows += ["", "| paced scenario | p50/p99/max ms history on | off |", "|---|---|---|"]
+        for name, values in paced.items():
+            cell = lambda d: "/".join(f"{d.get(k, 0):.2f}" for k in ("p50_ms", "p99_ms", "max_ms"))
+            rows.append(f"| {name} | {cell(values.get('on', {}))} | {cell(values.get('off', {}))} |")
     client = figures.get("client", {})
     if client:
         rows += ["", f"- Client: first frame {client['first_frame_ms_empty']:.0f} ms with an empty log, "

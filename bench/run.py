@@ -147,6 +147,8 @@ SCENARIOS = [
     ("fanout flood: 100 in a room, 10 send 10,000 each", lambda k: ["fanout", "--clients", "100", "--senders", "10", "--messages", "10000"]),
     ("fanout flood: 500 in a room, 5 send 5,000 each", lambda k: ["fanout", "--clients", "500", "--senders", "5", "--messages", "5000"]),
     ("fanout paced: 50 in a room, 5 × 100 msg/s for 3 s", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "300", "--rate", "100"]),
+    # A room as real rooms run (issue 48): many senders, each at a human-ish pace.
+    ("fanout paced: 100 in a room, 10 × 20 msg/s for 15 s", lambda k: ["fanout", "--clients", "100", "--senders", "10", "--messages", "300", "--rate", "20"]),
     ("dm flood: 200 in pairs, 5,000 each", lambda k: ["dm", "--clients", "200", "--messages", "5000"]),
     ("dm paced: 50 pairs, 20 msg/s each for 3 s", lambda k: ["dm", "--clients", "100", "--messages", "60", "--rate", "20"]),
     ("fanout flood over TLS: 50 in a room, 5 send 2,000 each", lambda k: ["fanout", "--clients", "50", "--senders", "5", "--messages", "2000", "--tls"]),
@@ -254,10 +256,48 @@ def median_range(values, fmt):
     return f"{fmt(m)} [{fmt(min(values))}–{fmt(max(values))}]"
 
 
+def focus(words):
+    """`run.py --only WORDS`: the server scenarios whose names hold WORDS, ours and ngircd's,
+    and ours with history on against off; written to bench/results/focus.md (a quick look while
+    working; the whole run is `make bench`)."""
+    lines = [f"# focus: scenarios with \"{words}\" ({REPEATS} runs each, median [min–max])", ""]
+    chosen = [(n, a) for n, a in SCENARIOS if words in n]
+    for name, args in chosen:
+        lines += [f"## {name}", "", "| figure | ours, history on | ours, history off | ngircd | on ÷ ngircd | on ÷ off |", "|---|---|---|---|---|---|"]
+        runs = {}
+        for label, kind, extra in (("on", "chat-tui", ()), ("off", "chat-tui", ("--history-days", "0")), ("ngircd", "ngircd", ())):
+            runs[label] = []
+            for _ in range(REPEATS):
+                try:
+                    runs[label].append(run_scenario(kind, args, tls=name in TLS_SCENARIOS, extra=extra))
+                except Exception as error:
+                    runs[label].append({"error": str(error)})
+        for label, key, fmt in (("CPU s per million deliveries", "cpu_per_million", "{:.3f}"), ("latency p50 ms", "p50_ms", "{:.2f}"),
+                                ("latency p99 ms", "p99_ms", "{:.2f}"), ("latency max ms", "max_ms", "{:.2f}"),
+                                ("server peak RSS MiB", "peak_rss_kib", "{:.1f}"), ("readers disconnected", "disconnects", "{:.0f}")):
+            scale = 1 / 1024 if key == "peak_rss_kib" else 1
+            medians, cells = {}, []
+            for label2 in ("on", "off", "ngircd"):
+                values = [r.get(key, 0 if key == "disconnects" else None) for r in runs[label2] if "error" not in r]
+                values = [v * scale for v in values if v is not None]
+                cells.append(median_range(values, lambda v: fmt.format(v)))
+                medians[label2] = statistics.median(values) if values else None
+            ratio = lambda a, b: f"{medians[a] / medians[b]:.2f}" if medians.get(a) and medians.get(b) else "—"
+            lines.append(f"| {label} | " + " | ".join(cells) + f" | {ratio('on', 'ngircd')} | {ratio('on', 'off')} |")
+        errors = sorted({f"{l}: {r['error']}" for l, rs in runs.items() for r in rs if "error" in r})
+        lines += [""] + [f"- {e}" for e in errors] + [""]
+        print("\n".join(lines[-12:]), flush=True)
+    os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench", "results", "focus.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def main():
     for tool in (CHAT_TUI, CHAT_BENCH):
         if not os.path.exists(tool):
             sys.exit(f"{tool} is missing: make bench builds it")
+    if len(sys.argv) > 2 and sys.argv[1] == "--only":
+        return focus(sys.argv[2])
     started = time.monotonic()
     raw = {"servers": {}, "idle": {}, "clients": {}}
     for kind in SERVERS:
@@ -300,7 +340,7 @@ def main():
     import history_bench
     try:
         raw["history"] = history_bench.run(CHAT_TUI, Server, run_scenario,
-                                           [s for s in SCENARIOS if s[0].startswith(("fanout flood: 50 ", "fanout flood: 100 ", "dm flood"))])
+                                           [s for s in SCENARIOS if s[0].startswith(("fanout flood: 50 ", "fanout flood: 100 ", "dm flood", "fanout paced: 100 "))])
     except Exception as error:
         raw["history"] = {"error": str(error)}
     print(f"history: {raw['history'].get('error') or 'done'}", flush=True)
@@ -390,6 +430,8 @@ def render(raw):
         ("latency p99 ms", lambda r: r.get("p99_ms"), lambda v: f"{v:.2f}", True),
         ("latency max ms", lambda r: r.get("max_ms"), lambda v: f"{v:.2f}", True),
         ("server peak RSS MiB", lambda r: r.get("peak_rss_kib", 0) / 1024, lambda v: f"{v:.1f}", True),
+        # Readers the server cut off mid-run (chat-bench counts every connection that closed).
+        ("readers disconnected", lambda r: r.get("disconnects", 0), lambda v: f"{v:.0f}", True),
     ]
     for name, _ in SCENARIOS:
         out += [f"## {name}", "", "| figure | " + " | ".join(servers) + " | ours ÷ ngircd | ours ÷ InspIRCd |",

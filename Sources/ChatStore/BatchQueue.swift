@@ -63,6 +63,9 @@ final class BatchQueue<Item: Sendable>: Sendable {
     /// The writer's wait alone, for a writer that takes the items under a lock of its own.
     func waitForItems(_ timeout: Double) { ready.wait(seconds: timeout) }
 
+    /// Whether items are waiting now (the writer's look before it waits).
+    var hasItems: Bool { state.withLock { !$0.items.isEmpty } }
+
     func takeNow() -> (items: [Item], stopped: Bool) {
         let (items, stopped, released) = state.withLock { state in
             defer {

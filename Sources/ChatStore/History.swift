@@ -539,12 +539,15 @@ public final class HistoryWriter: Sendable {
             // Deletions asked for before the rows are taken: every row they name is among those
             // rows or committed already.
             let forget = forgotten.withLock { taken in defer { taken.removeAll() }; return taken }
-            // Gather what came in the window (a short wait lets a burst become one commit).
+            // A backlog: rows came in while the last commit ran (they wait already, the writer
+            // does not). Paced traffic, even a burst of many senders at once, finds none.
+            let backlog = pending.hasItems
             var (rows, stopped) = pending.take(waiting: interval)
-            // A flood (many rows came in while the last commit ran): gather a little longer, so
-            // one commit carries more rows (fewer WAL pages written again, fewer wake-ups of the
-            // loop for the output waiting on it). A line on a quiet server is committed at once.
-            if !stopped && rows.count >= Self.floodRows {
+            // A flood (a backlog of many rows): gather a little longer, so one commit carries
+            // more rows (fewer WAL pages written again, fewer wake-ups of the loop for the output
+            // waiting on it). A line on a quiet server, or a paced room's burst, is committed at
+            // once: its echo and its deliveries wait for this commit.
+            if !stopped && backlog && rows.count >= Self.floodRows {
                 usleep(UInt32(Self.floodGather * 1e6))
                 let more = pending.takeNow()
                 rows += more.items
