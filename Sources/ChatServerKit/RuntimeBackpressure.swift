@@ -51,7 +51,12 @@ extension ServerRuntime {
     /// Once a second: a reader behind that takes nothing, or never catches up, is given up on.
     func checkStalledReaders(now: Double) {
         for id in behind.keys.sorted(by: { $0.raw < $1.raw }) {
-            guard let connection = connections[id.raw], let since = connection.behindSince else { continue }
+            guard let connection = connections[id.raw], let since = connection.behindSince else {
+                // Gone without passing markClosing (it always does today): its senders go on.
+                behind[id] = nil
+                releaseHeldSenders()
+                continue
+            }
             if connection.output.sent > connection.progress.sent { connection.progress = (connection.output.sent, now) }
             let stalled = now - connection.progress.at >= state.config.readerStallSeconds
             if stalled || now - since >= state.config.readerBehindSeconds {
@@ -68,6 +73,11 @@ extension ServerRuntime {
         guard connection.behindSince != nil else { return }
         connection.behindSince = nil
         behind[connection.id] = nil
+        releaseHeldSenders()
+    }
+
+    /// The senders waiting go on (next turn, in order), but those still waiting for another reader.
+    func releaseHeldSenders() {
         slowed = Set(behind.values.joined())
         let waiting = heldSenders
         heldSenders.removeAll()
