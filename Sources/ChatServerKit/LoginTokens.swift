@@ -63,11 +63,7 @@ extension ServerState {
               let index = list.firstIndex(where: { $0.digest == digest }),
               let entry = accountBook.directory?.lookup(key) else { return false }
         guard list[index].salt == entry.credential.salt, now - list[index].lastUsed <= Self.loginTokenExpireDays * 86_400 else {
-            tokenBook.owner[digest] = nil
-            list.remove(at: index)
-            tokenBook.byAccount[key] = list.isEmpty ? nil : list
-            tokenBook.dirty.insert(key)
-            writeLoginTokens()
+            dropLoginTokens(of: key) { $0.digest == digest }
             return false
         }
         list[index].lastUsed = now
@@ -86,11 +82,7 @@ extension ServerState {
             return standardReply(session, "NOTE", command: "RESUME", code: "FORGOTTEN", always: true, "No login of this connection is kept")
         }
         session.loginToken = nil
-        tokenBook.owner[digest] = nil
-        let list = (tokenBook.byAccount[key] ?? []).filter { $0.digest != digest }
-        tokenBook.byAccount[key] = list.isEmpty ? nil : list
-        tokenBook.dirty.insert(key)
-        writeLoginTokens()
+        dropLoginTokens(of: key) { $0.digest == digest }
         standardReply(session, "NOTE", command: "RESUME", code: "FORGOTTEN", always: true, "This connection's kept login is forgotten")
     }
 
@@ -98,14 +90,20 @@ extension ServerState {
     /// password, end.
     mutating func expireLoginTokens(now: Double) {
         guard let directory = accountBook.directory else { return }
-        for (key, list) in tokenBook.byAccount {
+        for key in tokenBook.byAccount.keys.sorted() {
             let salt = directory.lookup(key)?.credential.salt
-            let kept = list.filter { $0.salt == salt && now - $0.lastUsed <= Self.loginTokenExpireDays * 86_400 }
-            guard kept.count != list.count else { continue }
-            for gone in list where !kept.contains(gone) { tokenBook.owner[gone.digest] = nil }
-            tokenBook.byAccount[key] = kept.isEmpty ? nil : kept
-            tokenBook.dirty.insert(key)
+            dropLoginTokens(of: key) { $0.salt != salt || now - $0.lastUsed > Self.loginTokenExpireDays * 86_400 }
         }
+    }
+
+    /// An account's tokens that `ends` picks go, from the list, the index and (written) the file.
+    mutating func dropLoginTokens(of key: String, where ends: (LoginToken) -> Bool) {
+        guard let list = tokenBook.byAccount[key] else { return }
+        let kept = list.filter { !ends($0) }
+        guard kept.count != list.count else { return }
+        for gone in list where ends(gone) { tokenBook.owner[gone.digest] = nil }
+        tokenBook.byAccount[key] = kept.isEmpty ? nil : kept
+        tokenBook.dirty.insert(key)
         writeLoginTokens()
     }
 
