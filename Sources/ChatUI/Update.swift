@@ -73,8 +73,15 @@ extension ChatModel {
             if case .irc(let m) = command { message = m }
             if case .on(network: _, .irc(let m)) = command { message = m }
             guard let message, message.command == "JOIN", let rooms = message.params.first else { continue }
+            askToJoin(rooms.split(separator: ",").map(String.init))
+        }
+    }
+
+    /// Rooms the user asked for (a /join, a picker, `--join` at start): each takes the view when joined.
+    public mutating func askToJoin(_ rooms: [String]) {
+        for room in rooms {
             if joinsAsked.count >= 64 { joinsAsked.removeAll() }
-            for room in rooms.split(separator: ",") { joinsAsked.insert(room.lowercased()) }
+            joinsAsked.insert(room.lowercased())
         }
     }
 

@@ -37,6 +37,9 @@ final class ChatApp {
         model.networks[0].key = first.network
         for (name, client) in clients.dropFirst() { model.addNetwork(name: name, key: client.network, state: Self.book(for: client)) }
         model.hostHint = hostHint
+        // The rooms named with --join were asked for: each takes the view as it is joined, so the
+        // screen ends on the last of them (irssi's autojoin, WeeChat's buffer_switch_autojoin).
+        model.askToJoin(options.rooms)
         model.windowOrder = WindowOrder(text: Files.readText(windowOrderPath) ?? "")
         model.settings = options.settings
         if let table = options.aliases {

@@ -227,6 +227,19 @@ struct TriedInTmuxTests {
         #expect(model.selection == .conversation(.room("#new")))
     }
 
+    @Test("rooms named with --join take the view as they are joined, ending on the last; the server's own #lobby first does not keep it")
+    func commandLineJoins() {
+        var model = ChatModel(state: ConversationBook(nick: "alice"), width: 80, height: 12)
+        model.askToJoin(["#R0", "#r1"])
+        model.receive(":srv 001 alice :Welcome", ":alice!a@h JOIN #lobby", ":alice!a@h JOIN #r0", now: 1)
+        #expect(model.viewedID == .room("#r0"))
+        model.receive(":alice!a@h JOIN #r1", now: 2)
+        #expect(model.viewedID == .room("#r1"))
+        // Asked once: a later rejoin of #r0 (kicked and back by another device) does not move it.
+        model.receive(":alice!a@h PART #r0", ":alice!a@h JOIN #r0", now: 3)
+        #expect(model.viewedID == .room("#r1"))
+    }
+
     @Test("a refused line stays in the input; a room you left can be closed; a line not sent is shown with its text")
     func refusalsKeepText() {
         var model = threeRooms(size: 1)
