@@ -45,8 +45,9 @@ int csystem_single_malloc_arena(void) { return mallopt(M_ARENA_MAX, 1); }
 #include <sys/mman.h>
 long csystem_trim_code_pages(void) {
     // Code is mapped from its files and never written: dropping its pages costs a refault of
-    // each page used afterwards, and MADV_RANDOM makes that fault map one page, not the 64 KiB
-    // around it (fault-around), so what stays resident is the code that runs.
+    // each page used afterwards, so what stays resident is the code that runs (in the 64 KiB
+    // windows the kernel maps around each fault: MADV_RANDOM stops read-ahead from the file but
+    // not that fault-around, measured on Linux 6.18).
     FILE *maps = fopen("/proc/self/maps", "r");
     if (!maps) return -1;
     char line[512];

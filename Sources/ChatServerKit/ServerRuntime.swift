@@ -211,7 +211,8 @@ final class ServerRuntime {
         uploads = directory.map { directory in Worker(name: "chat-tui uploads", wakeup: control.wakeup) { $0.run(in: directory) } }
         self.logger = logger
         passwords = Worker(name: "chat-tui passwords", wakeup: control.wakeup) { $0.run() }
-        if let settings = state.config.webPush, accounts != nil, let sender = PushSender() {
+        if let settings = state.config.webPush, accounts != nil {
+            let sender = PushSender()
             pushWorkers = (0..<4).map { _ in
                 Worker(name: "chat-tui web push", wakeup: control.wakeup) { job in
                     guard let (endpoint, headers, body) = job.request(settings, now: WallClock.now()) else { return .failed("the subscription's keys are unusable") }

@@ -63,18 +63,26 @@ public enum PushDelivery: Sendable, Equatable {
 /// push workers call it off the loop). The certificate is checked against the system's trust
 /// store; the address connected to must be a public one unless `allowPrivate` (tests), so a
 /// subscription cannot make the server reach into its own network.
-public final class PushSender: @unchecked Sendable {
-    // Unchecked: the context is made once and only read afterwards (SSL_new takes it from any thread).
-    private let context: OpaquePointer
+public final class PushSender: Sendable {
+    /// The TLS context, made by the first push (reading the system's trust store takes some
+    /// 230 million instructions and a few MiB: a server nobody subscribed to never pays it).
+    /// Owner: this sender; one; ends with it. Made once, then only read (SSL_new takes it from
+    /// any thread); a failure to make it is tried again by the next push.
+    private let context = Locked<OpaquePointer?>(nil)
 
-    public init?() {
-        guard let context = chat_https_context() else { return nil }
-        self.context = context
+    public init() {}
+
+    deinit { context.withLock { if let made = $0 { SSL_CTX_free(made) } } }
+
+    private func madeContext() -> OpaquePointer? {
+        context.withLock { made in
+            if made == nil { made = chat_https_context() }
+            return made
+        }
     }
 
-    deinit { SSL_CTX_free(context) }
-
     public func post(_ endpoint: PushEndpoint, headers: [(String, String)], body: [UInt8], allowPrivate: Bool, timeout: Double = 10) -> PushDelivery {
+        guard let context = madeContext() else { return .failed("no TLS context (the system's trust store could not be read)") }
         let fd: Int32
         do {
             fd = try Sockets.connect(host: endpoint.host, port: endpoint.port, timeout: timeout)
