@@ -212,8 +212,8 @@ extension ServerState {
     /// A tail grows to twice the replay's length before its front goes, in one move: dropping
     /// one row per message moved the whole tail each time (1,700 instructions a message in a
     /// flooded room of 50). Readers take its last `replayOnJoin` rows (`tail(of:)`).
+    /// (A text row: `rememberRecent` asks once for all of a message's rows.)
     mutating func extendTail(_ row: HistoryRow) {
-        guard HistoryStore.Kinds.texts.includes(row.command) else { return }
         let keep = config.replayOnJoin
         cache.roomTails[row.target]?.append(row, keepingAtLeast: keep)
     }

@@ -568,7 +568,7 @@ public struct ServerState {
         }
         let storable = Delivery.isStorable(message.command)
         let stamp = given ?? self.stamp(message.command, now: now)
-        let entries = historyEntries(message, storable: storable, given: history)
+        let entries = historyEntries(message, storable: storable, given: history, roomKey: key)
         var skip: [ConnectionID] = []
         if let leaving { skip.append(leaving) }
         if let except, let user = people.users[except] {
@@ -594,13 +594,15 @@ public struct ServerState {
 
     /// Where history keeps a message: given (a direct message, a QUIT or NICK in each room), or
     /// the room it is addressed to; a TAGMSG only with a tag worth keeping (a reaction, not typing).
-    func historyEntries(_ message: IRCMessage, storable: Bool, given: [HistoryEntry]?) -> [HistoryEntry] {
+    /// `roomKey`: the room it is delivered to; when the message names it as folded already
+    /// (the usual case), it is the target without folding the name again.
+    func historyEntries(_ message: IRCMessage, storable: Bool, given: [HistoryEntry]?, roomKey: String? = nil) -> [HistoryEntry] {
         guard storable && historyEnabled else { return [] }
         var entries: [HistoryEntry] = []
         if let given {
             entries = given
         } else if let first = message.params.first, IRCNames.isChannel(first) {
-            entries = [HistoryEntry(target: casemapping.fold(first))]
+            entries = [HistoryEntry(target: first == roomKey ? first : casemapping.fold(first))]
         }
         if message.command == "TAGMSG" && !message.tags.contains(where: { $0.isClientOnly && !$0.key.hasSuffix("typing") }) { return [] }
         return entries

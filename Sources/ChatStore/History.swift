@@ -423,6 +423,9 @@ public final class HistoryWriter: Sendable {
         // run by the writer every 1,000 pages, each held the commit it ran in, and every echo
         // waiting on that commit, for its fsyncs.
         try database.execute("PRAGMA wal_autocheckpoint = 0")
+        // Appends touch the right edge of each target's keys: 512 KiB of pages is plenty (the
+        // default 2 MiB filled in a flood and stayed, a quarter of history's peak memory).
+        try database.execute("PRAGMA cache_size = -512")
         let store = try HistoryStore(database: database)
         let box = StoreBox(store)
         let checkpointer = StoreBox(try HistoryStore(database: try Database(path: path, serialized: false)))
