@@ -145,13 +145,36 @@ struct MemoryTests {
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
 
-    @Test("code pages dropped: fewer resident, and the code still runs (each page comes back when used)")
+    /// The written (relocated) pages of read-only mappings, kB: RELRO, r--p with `Anonymous` pages.
+    func relocatedReadOnlyKiB() -> Int {
+        let smaps = (try? String(contentsOfFile: "/proc/self/smaps", encoding: .utf8)) ?? ""
+        var readOnly = false, total = 0
+        for line in smaps.split(separator: "\n") {
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            if words.count >= 5, words[0].contains("-"), words[0].first?.isHexDigit == true {
+                readOnly = words[1] == "r--p"
+            } else if readOnly, words.first == "Anonymous:", words.count >= 2 {
+                total += Int(words[1]) ?? 0
+            }
+        }
+        return total
+    }
+
+    @Test("code and read-only pages dropped: fewer resident, the code still runs, relocated read-only data kept")
     func trimCodePages() throws {
         let before = residentFileKiB()
+        let relocated = relocatedReadOnlyKiB()
         let advised = Memory.trimCodePages()
         let after = residentFileKiB()
         #expect(advised > 0, "the executable's code mappings were found")
         #expect(after < before, "resident file pages \(before) kB -> \(after) kB")
+        // RELRO (relocated, then made read-only) is never dropped: its written pages would be lost.
+        #expect(relocated > 0, "this process has relocated read-only data")
+        #expect(relocatedReadOnlyKiB() == relocated)
+        // Type metadata and conformances (read through relocated pointers) still work.
+        let values: [Any] = [1, "two", [3.0]]
+        #expect(values.map { String(describing: type(of: $0)) } == ["Int", "String", "Array<Double>"])
+        #expect(values.compactMap { $0 as? any CustomStringConvertible }.count == 3)
         // Code that ran before runs again: the pages come back from the file.
         #expect(Crypto.hex(Crypto.hmacSHA256(key: Array("Jefe".utf8), Array("what do ya want for nothing?".utf8)))
                 == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
