@@ -9,6 +9,13 @@ import ChatTransport
 import Dispatch
 import IRCWire
 
+// Start-up is measured as a peak: the loader's pages (relocations, symbol tables) are dropped
+// before anything else runs, and the server drops what each phase of its start ran once (the
+// runtime, the certificates and databases opened, then the server's own set-up) before the
+// next; what stays resident is what runs. A server's peak RSS was its start-up's in every quiet
+// scenario (21.4 MiB; 15.1 MiB with these three trims).
+Memory.trimCodePages()
+
 /// Writes one line to a file descriptor with a single system call.
 func writeLine(_ text: String, to fd: Int32) {
     var bytes = Array(text.utf8)
@@ -410,6 +417,7 @@ func runServer(_ arguments: Arguments) async -> Never {
     // them, saying so. A port given on the command line that is taken is an error.
     var webPort = arguments.webPort == 0 ? nil : arguments.webPort
     var handle: ServerHandle?
+    Memory.trimCodePages() // (certificates, keys and databases opened: see the top of this file)
     while handle == nil {
         // What the page shows of the certificate: the one the web port will present, if any.
         config.certificateFingerprint = tls?.fingerprint
@@ -434,6 +442,7 @@ func runServer(_ arguments: Arguments) async -> Never {
         }
     }
     guard let handle else { fail("cannot listen") }
+    Memory.trimCodePages() // (the server's set-up done)
     logger("listening on \(arguments.bind ?? "*") " + (arguments.plaintext ? "port \(handle.port)" : "TLS only")
            + ", room \(config.room ?? "none"), open-file limit \(limit)"
            + (history.map { ", history kept \($0.days) days in \($0.path)" } ?? ", no history"))
