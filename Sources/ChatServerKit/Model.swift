@@ -44,9 +44,9 @@ final class Session {
     var countedUnregistered = false
     var pendingNick: String?
     var failedOperAttempts = 0
-    /// The SASL exchange under way, and the chunks of its current message.
-    var sasl: SASLExchange?
-    var saslBuffer = ""
+    /// The SASL exchange under way, and the chunks of its current message (in `exchanges`).
+    var sasl: SASLExchange? { get { exchanges?.sasl } _modify { yield &madeExchanges.sasl } }
+    var saslBuffer: String { get { exchanges?.saslBuffer ?? "" } _modify { yield &madeExchanges.saslBuffer } }
     /// A PBKDF2 for this connection (PLAIN, REGISTER, OPER) is on the worker: registration waits for it.
     var verifying = false
     var loginOfUnknownAccount = false
@@ -56,8 +56,8 @@ final class Session {
     var heldLines: [[UInt8]] = []
     /// The label of the command whose answer is being checked (labeled-response).
     var deferredLabel: String?
-    /// A reply made a step at a time, and the labeled-response batch it streams in.
-    var longReply: LongReply?
+    /// A reply made a step at a time (in `exchanges`), and the labeled-response batch it streams in.
+    var longReply: LongReply? { get { exchanges?.longReply } _modify { yield &madeExchanges.longReply } }
     var replyBatch: String?
     /// The serials of its history reads on the store worker (`HistoryQuery`): one per
     /// CHATHISTORY, one per room of a JOIN whose last lines are not in memory yet.
@@ -76,8 +76,24 @@ final class Session {
     var nickProtectionDeadline: Double?
     /// Account names this connection already had its grace period for: taking one again is refused.
     var graceGiven: Set<String> = []
-    /// A draft/multiline batch the client has opened and not yet closed.
-    var openBatch: MultilineBatch?
+    /// A draft/multiline batch the client has opened and not yet closed (in `exchanges`).
+    var openBatch: MultilineBatch? { get { exchanges?.openBatch } _modify { yield &madeExchanges.openBatch } }
+    /// What a connection holds only while an exchange is under way (SASL, a long reply, a
+    /// multiline batch: ~300 bytes), apart, so an idle connection does not carry it. Owner: this
+    /// session; made at the first exchange; ends with the session.
+    final class Exchanges {
+        var sasl: SASLExchange?
+        var saslBuffer = ""
+        var longReply: LongReply?
+        var openBatch: MultilineBatch?
+    }
+    private var exchanges: Exchanges?
+    private var madeExchanges: Exchanges {
+        if let exchanges { return exchanges }
+        let made = Exchanges()
+        exchanges = made
+        return made
+    }
     /// The state has forgotten this connection (`removeSession`): the runtime, which keeps the
     /// session to save a lookup per line, hands it nothing more.
     var gone = false

@@ -32,7 +32,10 @@ extension ServerRuntime {
             // The web port speaks HTTP and HTTPS: which one is known from the first byte (`read`).
             let connection = Connection(id: ConnectionID(id), fd: fd, peer: peer,
                                         tls: web ? nil : tls.map { TLSSession(context: $0, fd: fd, server: true) }, isLink: link)
-            if web { connection.offeredTLS = tls }
+            if web {
+                connection.makeWebSide()
+                connection.offeredTLS = tls
+            }
             do {
                 try epoll.add(fd, token: id)
             } catch {

@@ -15,26 +15,53 @@ final class ServerRuntime {
         let id: ConnectionID
         let fd: Int32
         let peer: String
-        /// On the web port: HTTP until an upgrade, then WebSocket (`WebRuntime.swift`); nil for IRC and links.
-        var web: WebMode?
-        /// When it was accepted, or last answered a request (a web connection that never finishes
-        /// a request is closed after a while), or an upload last made progress.
-        var webSince = Monotonic.now()
-        /// A file arriving on it (POST to the upload URL), its answer's keep-alive and the Host it was sent to.
-        var upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
-        /// An upload's progress in the current 10 s window (a trickle is closed: `closeIdleWeb`).
-        var uploadWindow: (since: Double, bytes: Int) = (0, 0)
-        /// Its upload's bytes handed to the upload worker and not written yet (reading stops past
-        /// `uploadQueueBound`), and an upload whose last byte came, being stored: its answer
-        /// waits for the worker, and nothing more is read meanwhile (answers stay in order).
-        var uploadQueued = 0
-        var uploadStoring: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
-        /// An upload whose account password is being checked (HTTP Basic): its request and length.
-        var pendingLogin: (request: HTTPRequest, length: Int)?
-        /// A file going out on it, a chunk at a time as its output drains.
-        var download: (fd: Int32, remaining: Int, keepAlive: Bool)?
-        /// Counted among its address's web connections not yet upgraded (`webPending`).
-        var webKey: String?
+        /// What only a web-port connection holds (HTTP, WebSocket, uploads and downloads): kept
+        /// apart so an IRC connection does not carry its ~350 bytes. Owner: this connection;
+        /// made at accept on the web port (or at first use); ends with it.
+        final class WebSide {
+            /// On the web port: HTTP until an upgrade, then WebSocket (`WebRuntime.swift`); nil for IRC and links.
+            var web: WebMode?
+            /// When it was accepted, or last answered a request (a web connection that never finishes
+            /// a request is closed after a while), or an upload last made progress.
+            var webSince = Monotonic.now()
+            /// A file arriving on it (POST to the upload URL), its answer's keep-alive and the Host it was sent to.
+            var upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
+            /// An upload's progress in the current 10 s window (a trickle is closed: `closeIdleWeb`).
+            var uploadWindow: (since: Double, bytes: Int) = (0, 0)
+            /// Its upload's bytes handed to the upload worker and not written yet (reading stops past
+            /// `uploadQueueBound`), and an upload whose last byte came, being stored: its answer
+            /// waits for the worker, and nothing more is read meanwhile (answers stay in order).
+            var uploadQueued = 0
+            var uploadStoring: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)?
+            /// An upload whose account password is being checked (HTTP Basic): its request and length.
+            var pendingLogin: (request: HTTPRequest, length: Int)?
+            /// A file going out on it, a chunk at a time as its output drains.
+            var download: (fd: Int32, remaining: Int, keepAlive: Bool)?
+            /// Counted among its address's web connections not yet upgraded (`webPending`).
+            var webKey: String?
+            /// On the web port with a certificate: the context to speak TLS with, if the first byte asks for it.
+            var offeredTLS: TLSContext?
+        }
+        private var webSide: WebSide?
+        private var side: WebSide {
+            if let webSide { return webSide }
+            let made = WebSide()
+            webSide = made
+            return made
+        }
+        /// Marks it a web-port connection: its web state is made now, timed from now.
+        func makeWebSide() { webSide = WebSide() }
+        // The web side's fields, read through and written in place (no copy of a reader's buffer).
+        var web: WebMode? { get { webSide?.web } _modify { yield &side.web } }
+        var webSince: Double { get { webSide?.webSince ?? 0 } _modify { yield &side.webSince } }
+        var upload: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)? { get { webSide?.upload } _modify { yield &side.upload } }
+        var uploadWindow: (since: Double, bytes: Int) { get { webSide?.uploadWindow ?? (0, 0) } _modify { yield &side.uploadWindow } }
+        var uploadQueued: Int { get { webSide?.uploadQueued ?? 0 } _modify { yield &side.uploadQueued } }
+        var uploadStoring: (file: FileHost.Upload, keepAlive: Bool, host: String?, secure: Bool)? { get { webSide?.uploadStoring } _modify { yield &side.uploadStoring } }
+        var pendingLogin: (request: HTTPRequest, length: Int)? { get { webSide?.pendingLogin } _modify { yield &side.pendingLogin } }
+        var download: (fd: Int32, remaining: Int, keepAlive: Bool)? { get { webSide?.download } _modify { yield &side.download } }
+        var webKey: String? { get { webSide?.webKey } _modify { yield &side.webKey } }
+        var offeredTLS: TLSContext? { get { webSide?.offeredTLS } _modify { yield &side.offeredTLS } }
         var framer = LineFramer()
         var output = OutputBuffer()
         var waitingForWritable = false
@@ -43,8 +70,6 @@ final class ServerRuntime {
         /// Set on the TLS port, and on the web port once its first byte is a TLS handshake's;
         /// the handshake runs inside the loop, a step per readiness.
         var tls: TLSSession?
-        /// On the web port with a certificate: the context to speak TLS with, if the first byte asks for it.
-        var offeredTLS: TLSContext?
         /// On the plain port: the first bytes are checked for a TLS ClientHello.
         var firstRead = true
         /// Lines read and not yet handed to the state (pacing, or the state busy with this
@@ -148,6 +173,9 @@ final class ServerRuntime {
     var ticks = 0
     var lastTrim = 0
     var eventsThisTick = 0
+    /// Loop events since code pages were last dropped: past `burstEvents`, a quiet tick drops them again.
+    var eventsSinceCodeTrim = 0
+    static let burstEvents = 1000
     /// History reads paced per address, on top of each connection's pacing: sixteen connections
     /// from one address no longer read sixteen times as much (issue 43, item 9). A burst of 20,
     /// then 4 a second. Owner: the runtime; bound: 10,000 addresses (the full ones dropped first);
@@ -268,11 +296,17 @@ final class ServerRuntime {
                 // A burst (a big room's join announcements, a flood) leaves freed buffers that
                 // malloc keeps; hand them back once things are quiet, so idle memory stays small.
                 // Not under traffic: trimming takes milliseconds, which would show as latency.
+                eventsSinceCodeTrim += eventsThisTick
                 if eventsThisTick < 50 && ticks - lastTrim >= 5 {
                     Memory.returnFreedMemory()
-                    // Once: the code that only ran at start-up stops counting (an empty server's
-                    // RSS was two thirds code pages faulted in 64 KiB windows).
-                    if lastTrim == 0 { Memory.trimCodePages() }
+                    // The code that only ran at start-up stops counting (an empty server's RSS was
+                    // two thirds code pages faulted in 64 KiB windows), and so does the code a burst
+                    // ran (a crowd arriving faulted in 5 MiB: registration, joins, their replies):
+                    // what runs next faults its pages back from the page cache, once.
+                    if lastTrim == 0 || eventsSinceCodeTrim >= Self.burstEvents {
+                        Memory.trimCodePages()
+                        eventsSinceCodeTrim = 0
+                    }
                     lastTrim = ticks
                 }
                 eventsThisTick = 0
