@@ -581,6 +581,13 @@ public struct ClientState: Sendable {
         "NOTICE": { $0.privateOrRoomMessage($1) },
         "TOPIC": { $0.topicChanged($1) },
         "332": { $0.topicReply($1) },
+        // 331 <me> <room> :No topic is set.
+        "331": { state, c in
+            if c.p.count >= 2, case let id = ConversationID.room(state.key(for: c.p[1])), state.book[id]?.topic.isEmpty == false {
+                state.emit(.topic(id, ""))
+            }
+            state.numericOrUnknown(c)
+        },
         "305": { state, c in state.emit(.away(false)); state.numericOrUnknown(c) },
         "306": { state, c in state.emit(.away(true)); state.numericOrUnknown(c) },
         "324": { $0.modeReply($1) },
@@ -673,6 +680,9 @@ public struct ClientState: Sendable {
             let again = book[id]?.awaitingRejoin ?? false
             if !again { joinedAt[id] = c.time }
             emit(.joined(id, name: room, again: again))
+            // The server sends the topic (332) after our JOIN if there is one: a topic kept from
+            // before (the room gone with a restarted server) must not stay in the header.
+            if book[id]?.topic.isEmpty == false { emit(.topic(id, "")) }
             say(ChatLine(time: c.time, kind: .join, sender: c.from, text: again ? "You joined \(room) again" : "You joined \(room)"), to: id)
             return
         }

@@ -95,32 +95,45 @@ public enum CommandInterpreter {
             }
             return [.irc(IRCMessage("NICK", words[0]))]
         case "join":
+            // `/join dev` means #dev (as irssi's does): a name without a room prefix gets one.
+            let rooms = words[0].split(separator: ",").map { state.isChannel(String($0)) ? String($0) : "#" + $0 }.joined(separator: ",")
             // Already in it: go there (irssi and WeeChat switch to the window).
-            if let room = state.conversation(words[0]), room.kind == .room, room.isJoined {
+            if let room = state.conversation(rooms), room.kind == .room, room.isJoined {
                 return [.show(room.id)]
             }
-            return [.irc(IRCMessage(command: "JOIN", params: Array(words.prefix(2))))]
+            return [.irc(IRCMessage(command: "JOIN", params: [rooms] + words.dropFirst().prefix(1)))]
         case "part":
             let named = words.first.map { state.isChannel($0) } ?? false
             guard let which = named ? words[0] : room else {
-                return [.note("Not in a room: /part #ROOM", conversation: here, isError: true)]
+                return [.note("Not in a room here: /part #ROOM, or go to the room", conversation: here, isError: true)]
             }
             let reason = words.dropFirst(named ? 1 : 0).joined(separator: " ")
             return [.irc(IRCMessage(command: "PART", params: reason.isEmpty ? [which] : [which, reason]))]
         case "topic":
-            guard let room else { return [.note("Not in a room", conversation: here, isError: true)] }
-            return [.irc(IRCMessage(command: "TOPIC", params: rest.isEmpty ? [room] : [room, String(rest)]))]
+            // `/topic #dev [TEXT]` names the room (irssi's form); else the room here.
+            let named = words.first.map { state.isChannel($0) } ?? false
+            guard let which = named ? words[0] : room else {
+                return [.note("Not in a room here: /topic #ROOM [TEXT], or go to the room", conversation: here, isError: true)]
+            }
+            let text = named ? String(rest.dropFirst(words[0].count).drop(while: { $0 == " " })) : String(rest)
+            return [.irc(IRCMessage(command: "TOPIC", params: text.isEmpty ? [which] : [which, text]))]
         case "away":
             return [.irc(IRCMessage(command: "AWAY", params: rest.isEmpty ? [] : [String(rest)]))]
         case "whois":
             // `/whois bob bob` (irssi's /wii): asked of bob's own server, which knows the idle time.
             return [.irc(IRCMessage(command: "WHOIS", params: Array(words.prefix(2))))]
         case "names":
-            guard let room, let conversation = state.conversation(room) else {
-                return [.note("Not in a room", conversation: here, isError: true)]
+            let named = words.first.map { state.isChannel($0) } ?? false
+            guard let which = named ? words[0] : room else {
+                return [.note("Not in a room here: /names #ROOM, or go to the room", conversation: here, isError: true)]
+            }
+            guard let conversation = state.conversation(which), conversation.kind == .room, conversation.isJoined else {
+                // Not one of ours: the server's NAMES answers (as irssi asks it).
+                return [.irc(IRCMessage("NAMES", which))]
             }
             let names = conversation.sortedMembers().map { $0.highestPrefix + $0.nick }
-            return [.note("\(room): \(names.count) people: " + names.joined(separator: " "), conversation: here, isError: false)]
+            let people = names.count == 1 ? "1 person" : "\(names.count) people"
+            return [.note("\(conversation.name): \(people): " + names.joined(separator: " "), conversation: here, isError: false)]
         case "kick", "ban", "unban", "op", "deop", "voice", "devoice":
             guard let room else { return [.note("/\(command.name) works in a room: pick one first", conversation: here, isError: true)] }
             return operatorCommand(command.name, room: room, words: words, rest: String(rest))

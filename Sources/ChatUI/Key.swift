@@ -12,6 +12,8 @@ public enum Key: Equatable, Sendable {
     /// Alt-Left, Alt-Right: the previous and next conversation; Alt-Home, Alt-End: the top of
     /// what is loaded and back to the bottom.
     case altLeft, altRight, altHome, altEnd
+    /// Ctrl-Left, Ctrl-Right: the cursor a word back and forward (as Alt-b and Alt-f).
+    case wordLeft, wordRight
     /// A mouse event (SGR reporting, `CSI ? 1006 h`), at 0-based cell `x`, `y`.
     case mouse(MouseEvent)
     /// The terminal gained or lost the focus (focus reporting, `CSI ? 1004 h`: `ESC [ I`, `ESC [ O`).
@@ -117,8 +119,8 @@ public struct KeyDecoder: Sendable {
         switch final {
         case "A": return alt || modifier == "5" ? .messageUp : .up
         case "B": return alt || modifier == "5" ? .messageDown : .down
-        case "C": return alt ? .altRight : .right
-        case "D": return alt ? .altLeft : .left
+        case "C": return alt ? .altRight : modifier == "5" ? .wordRight : .right
+        case "D": return alt ? .altLeft : modifier == "5" ? .wordLeft : .left
         case "H": return alt ? .altHome : .home
         case "F": return alt ? .altEnd : .end
         case "~":

@@ -68,6 +68,30 @@ public struct LineEditor: Equatable, Sendable {
         completion = nil
     }
 
+    /// Alt-b, Ctrl-Left: to the start of the word before the cursor (spaces skipped first).
+    public mutating func wordLeft() {
+        while cursor > 0 && characters[cursor - 1] == " " { cursor -= 1 }
+        while cursor > 0 && characters[cursor - 1] != " " { cursor -= 1 }
+        completion = nil
+    }
+
+    /// Alt-f, Ctrl-Right: to the end of the word after the cursor (spaces skipped first).
+    public mutating func wordRight() {
+        while cursor < characters.count && characters[cursor] == " " { cursor += 1 }
+        while cursor < characters.count && characters[cursor] != " " { cursor += 1 }
+        completion = nil
+    }
+
+    /// Alt-d: the word after the cursor, and the spaces before it (Ctrl-Y puts it back).
+    public mutating func deleteWordForward() {
+        var end = cursor
+        while end < characters.count && characters[end] == " " { end += 1 }
+        while end < characters.count && characters[end] != " " { end += 1 }
+        killBuffer = Array(characters[cursor..<end])
+        characters.removeSubrange(cursor..<end)
+        completion = nil
+    }
+
     /// Ctrl-U: everything before the cursor.
     public mutating func killToStart() {
         killBuffer = Array(characters[..<cursor])

@@ -249,8 +249,15 @@ extension ChatModel {
         }
         let paneWidth = layout.paneWidth
         guard paneWidth > 0, let conversation = viewedConversation else { return }
-        let skip = scroll[viewedID] ?? 0
-        let rows = paneRows(conversation, width: paneWidth, needed: layout.paneHeight + skip, skip: skip)
+        var skip = scroll[viewedID] ?? 0
+        var rows = paneRows(conversation, width: paneWidth, needed: layout.paneHeight + skip, skip: skip)
+        if skip > 0, rows.count < skip + layout.paneHeight - 1 {
+            // Scrolled past the oldest row (lines folded or went since the scroll was set, as a
+            // search hit's surroundings arriving): the oldest row at the top, not the rows below
+            // the view (counted, not drawn) showing as blanks.
+            skip = max(0, rows.count - max(0, layout.paneHeight - 1))
+            rows = paneRows(conversation, width: paneWidth, needed: layout.paneHeight + skip, skip: skip)
+        }
         // Scrolled up: the bottom row says how much is below, and covers no line.
         let height = skip > 0 ? max(0, layout.paneHeight - 1) : layout.paneHeight
         let visible = rows.dropFirst(min(skip, max(0, rows.count - height))).prefix(height)

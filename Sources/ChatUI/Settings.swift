@@ -170,7 +170,7 @@ public struct Aliases: Equatable, Sendable {
     public private(set) var table: [String: String]
 
     /// The ones irssi users type without thinking, beside the short names built in
-    /// (`SlashCommands.aliases`: /j, /q, /m, /w, /leave), which an alias may replace.
+    /// (`SlashCommands.aliases`: /j, /q, /m, /w, /leave, /bye, /exit), which an alias may replace.
     public static let defaults: [String: String] = ["wc": "/close", "wii": "/whois $1 $1"]
 
     public init(_ table: [String: String] = Aliases.defaults) { self.table = table }

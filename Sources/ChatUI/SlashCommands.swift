@@ -18,10 +18,10 @@ public enum SlashCommands {
         SlashCommand(name: "nick", usage: "/nick NAME", minArguments: 1, summary: "change your nickname"),
         SlashCommand(name: "join", usage: "/join #ROOM [KEY]", minArguments: 1, summary: "join a room (KEY: a room with +k)"),
         SlashCommand(name: "part", usage: "/part [#ROOM] [REASON]", minArguments: 0, summary: "leave a room (the current one by default)"),
-        SlashCommand(name: "topic", usage: "/topic [TEXT]", minArguments: 0, summary: "show or set the room's topic"),
+        SlashCommand(name: "topic", usage: "/topic [#ROOM] [TEXT]", minArguments: 0, summary: "show or set the room's topic"),
         SlashCommand(name: "away", usage: "/away [MESSAGE]", minArguments: 0, summary: "mark yourself away, or back without a message"),
         SlashCommand(name: "whois", usage: "/whois NICK [NICK]", minArguments: 1, summary: "who someone is"),
-        SlashCommand(name: "names", usage: "/names", minArguments: 0, summary: "list who is in the room"),
+        SlashCommand(name: "names", usage: "/names [#ROOM]", minArguments: 0, summary: "list who is in the room"),
         SlashCommand(name: "kick", usage: "/kick NICK [REASON]", minArguments: 1, summary: "(room operators) remove someone from the room"),
         SlashCommand(name: "ban", usage: "/ban NICK|MASK", minArguments: 1, summary: "(room operators) ban a nickname (NICK!*@*) or a mask"),
         SlashCommand(name: "unban", usage: "/unban MASK", minArguments: 1, summary: "(room operators) lift a ban"),
@@ -81,7 +81,7 @@ public enum SlashCommands {
     }
 
     /// irssi's and WeeChat's short forms, for the fingers that type them.
-    public static let aliases: [String: String] = ["j": "join", "q": "query", "m": "msg", "w": "whois", "leave": "part"]
+    public static let aliases: [String: String] = ["j": "join", "q": "query", "m": "msg", "w": "whois", "leave": "part", "bye": "quit", "exit": "quit"]
 
     public static var completions: [String] { all.map { "/" + $0.name } }
 }

@@ -37,7 +37,8 @@ public final class CursesTerminal {
         nonl()
         keypad(chat_stdscr(), true)
         for (capability, key) in [("kUP3", Key.messageUp), ("kUP5", .messageUp), ("kDN3", .messageDown), ("kDN5", .messageDown),
-                                  ("kLFT3", .altLeft), ("kRIT3", .altRight), ("kHOM3", .altHome), ("kEND3", .altEnd)] {
+                                  ("kLFT3", .altLeft), ("kRIT3", .altRight), ("kHOM3", .altHome), ("kEND3", .altEnd),
+                                  ("kLFT5", .wordLeft), ("kRIT5", .wordRight)] {
             if let code = Self.extendedKeyCode(capability) { messageKeys[code] = key }
         }
         // No insert/delete-character shifts: a cluster written past curses must stay where it was put.

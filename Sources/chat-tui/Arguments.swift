@@ -441,9 +441,13 @@ struct Arguments {
         Flag(name: "tls-key", value: "FILE", scope: .both, help: "the certificate's private key, PEM (joining: default, the certificate's own file)") { a, v in a.tlsKey = v },
         Flag(name: "password", value: "SECRET", scope: .both, help: "hosting: clients must send PASS SECRET; joining: the server's password") { a, v in a.password = v },
         Flag(name: "join", value: "'#a,#b'", scope: .both, help: "rooms to join after connecting") { a, v throws(Problem) in
-            a.rooms = v.split(separator: ",").map { $0.trimmedOfWhitespace() }
-            for room in a.rooms where IRCNames.channelProblem(room, types: "#&", maxBytes: 50) != nil {
-                throw Problem(description: "--join: \"\(room)\" is not a room name (rooms start with #)")
+            // `dev` means #dev, as /join's does.
+            a.rooms = v.split(separator: ",").map { $0.trimmedOfWhitespace() }.filter { !$0.isEmpty }
+                .map { $0.hasPrefix("#") || $0.hasPrefix("&") ? $0 : "#" + $0 }
+            for room in a.rooms {
+                if let problem = IRCNames.channelProblem(room, types: "#&", maxBytes: 50) {
+                    throw Problem(description: "--join: \"\(room)\" is not a room name: \(problem)")
+                }
             }
         },
         Flag(name: "ping-interval", value: "SECS", scope: .both, help: "silence before PING is sent (default: 90 hosting, 30 joining)") { a, v throws(Problem) in a.pingInterval = try positive("ping-interval", v) },
@@ -515,7 +519,8 @@ struct Arguments {
         Keys on the chat screen: with an empty input, Up/Down pick the room or person Enter sends
         to; with text, they recall earlier lines (Ctrl-P/N always do). PgUp/PgDn scroll; Home/End
         jump to the ends of the list (or of the input when it has text); Tab completes nicknames and
-        commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C clears the line, or asks to quit. /help lists commands.
+        commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Alt-B/F/D and Ctrl-Left/Right go by words; Ctrl-L
+        redraws; Ctrl-C clears the line, or asks to quit. /help lists commands.
         """
     }
 

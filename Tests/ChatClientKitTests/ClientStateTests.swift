@@ -209,6 +209,22 @@ struct ClientStateTests {
         #expect(events.contains(.topic(.room("#lobby"), "New topic")))
     }
 
+    @Test("a topic from before a rejoin goes when the server sends none (a restarted server); 331 clears it too")
+    func topicGoneOnRejoin() {
+        var (state, _) = fold(welcome + [":srv 332 alice #lobby :Old topic"])
+        #expect(state.conversation("#lobby")?.topic == "Old topic")
+        // The server restarted without the room: our JOIN, its names, and no 332.
+        for line in [":alice!a@h JOIN #lobby", ":srv 353 alice = #lobby :@alice", ":srv 366 alice #lobby :End"] {
+            _ = state.apply(try! IRCMessage(parsing: line), now: 1001)
+        }
+        #expect(state.conversation("#lobby")?.topic == "")
+        _ = state.apply(try! IRCMessage(parsing: ":srv 332 alice #lobby :Set again"), now: 1002)
+        #expect(state.conversation("#lobby")?.topic == "Set again")
+        _ = state.apply(try! IRCMessage(parsing: ":srv 331 alice #lobby :No topic is set"), now: 1003)
+        #expect(state.conversation("#lobby")?.topic == "")
+        #expect(state[.room("#lobby")]?.lines.last?.text.contains("No topic is set") == true)
+    }
+
     @Test("numeric errors read as sentences and go to the conversation they are about")
     func errors() throws {
         let (state, _) = fold(welcome + [":srv 401 alice bob :No such nick/channel", ":srv 404 alice #lobby :Cannot send to channel"])

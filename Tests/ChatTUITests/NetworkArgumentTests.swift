@@ -22,6 +22,17 @@ struct NetworkArgumentTests {
         try Arguments(argv).networks()
     }
 
+    @Test("--join 'dev,#ops' means #dev and #ops, as /join dev does; a name no room can have is refused with why")
+    func joinWithoutPrefix() throws {
+        #expect(try Arguments(["--host", "a", "--join", "dev, #ops,"]).rooms == ["#dev", "#ops"])
+        do {
+            _ = try Arguments(["--host", "a", "--join", "#has space"])
+            Issue.record("accepted a room name with a space")
+        } catch {
+            #expect(error.description.hasPrefix("--join: \"#has space\" is not a room name: Room names may not contain spaces"), "\(error.description)")
+        }
+    }
+
     @Test("--host twice: two networks, each named by its host, in order")
     func repeatedHost() throws {
         let found = try networks(["--host", "irc.example.org:6697", "--host", "127.0.0.1"])

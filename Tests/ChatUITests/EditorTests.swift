@@ -43,6 +43,32 @@ struct EditorTests {
         #expect(e.text == "hello ")
     }
 
+    @Test("Alt-b, Alt-f and Ctrl-Left/Right move by words; Alt-d deletes the next word (Ctrl-Y puts it back)")
+    func words() {
+        var model = lobbyModel()
+        model.editor.set("alpha beta  gamma")
+        _ = model.update(.key(.wordLeft))
+        #expect(model.editor.cursor == 12, "to the start of gamma")
+        _ = model.update(.key(.alt("b")))
+        #expect(model.editor.cursor == 6, "over the two spaces, to the start of beta")
+        _ = model.update(.key(.alt("b")))
+        _ = model.update(.key(.alt("b")))
+        #expect(model.editor.cursor == 0, "stops at the start")
+        _ = model.update(.key(.alt("f")))
+        #expect(model.editor.cursor == 5, "to the end of alpha")
+        _ = model.update(.key(.wordRight))
+        #expect(model.editor.cursor == 10, "to the end of beta")
+        _ = model.update(.key(.character("Q")))
+        #expect(model.editor.text == "alpha betaQ  gamma")
+        _ = model.update(.key(.alt("d")))
+        #expect(model.editor.text == "alpha betaQ", "the spaces and gamma")
+        _ = model.update(.key(.control("y")))
+        #expect(model.editor.text == "alpha betaQ  gamma")
+        var e = editor("日本 語")
+        e.wordLeft()
+        #expect(e.cursor == 3, "graphemes, not bytes")
+    }
+
     @Test("Delete removes the grapheme under the cursor")
     func deleteForward() {
         var e = editor("中文")
@@ -104,6 +130,12 @@ struct KeyDecoderTests {
         return keys + decoder.flush()
     }
 
+    @Test("Ctrl-Left and Ctrl-Right (CSI 1;5D, 1;5C) are word moves; Alt-Left stays the previous conversation")
+    func wordKeys() {
+        #expect(decode("\u{1B}[1;5D\u{1B}[1;5C\u{1B}[1;3D\u{1B}[D") == [.wordLeft, .wordRight, .altLeft, .left])
+        #expect(decode("\u{1B}b\u{1B}f\u{1B}d") == [.alt("b"), .alt("f"), .alt("d")])
+    }
+
     @Test("bracketed paste arrives as one paste")
     func paste() {
         #expect(decode("a\u{1B}[200~line one\r\nline two\u{1B}[201~b") == [.character("a"), .paste("line one\nline two"), .character("b")])
@@ -124,7 +156,7 @@ struct KeyDecoderTests {
         ("\u{1B}[1~", Key.home), ("\u{1B}[4~", .end), ("\u{1B}[7~", .home), ("\u{1B}[8~", .end),
         ("\u{1B}[H", .home), ("\u{1B}[F", .end), ("\u{1B}OH", .home), ("\u{1B}OF", .end),
         ("\u{1B}[1;5H", .home), ("\u{1B}[3~", .delete), ("\u{1B}[5~", .pageUp), ("\u{1B}[6~", .pageDown),
-        ("\u{1B}[A", .up), ("\u{1B}OB", .down), ("\u{1B}[1;5C", .right), ("\u{1B}[D", .left),
+        ("\u{1B}[A", .up), ("\u{1B}OB", .down), ("\u{1B}[1;5C", .wordRight), ("\u{1B}[D", .left),
     ])
     func fallbackSequences(_ c: (String, Key)) {
         #expect(decode(c.0 + "x") == [c.1, .character("x")])

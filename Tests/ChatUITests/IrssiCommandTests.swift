@@ -32,6 +32,45 @@ struct IrssiCommandTests {
         #expect(state.book[.server]?.lines.last?.text == "CTCP VERSION from carol" && state.book[.direct("carol")] == nil)
     }
 
+    @Test("room commands act on the room in view or named, never on a room viewed earlier (tour, wave 4)")
+    func roomCommandsWhereTyped() {
+        var model = lobbyModel(extra: [":alice!a@h JOIN #dev", ":srv 353 alice = #dev :@alice", ":srv 366 alice #dev :End",
+                                       ":bob!b@h PRIVMSG alice :hi"])
+        model.currentRoom = "#dev"
+        model.selection = .conversation(.direct("bob"))
+        // In bob's window, as irssi's "Not joined to any channel": nothing sent, the error here.
+        for command in ["/topic set from a DM", "/part", "/names", "/kick carol"] {
+            let commands = model.type(command)
+            #expect(commands.allSatisfy { if case .irc = $0 { false } else { true } }, "\(command) sends nothing")
+            #expect(commands.contains { if case .note(_, .direct("bob"), true) = $0 { true } else { false } }, "\(command) says why, in bob's window")
+        }
+        // A room named works from anywhere (irssi's /topic #dev TEXT, /names #dev).
+        #expect(model.type("/topic #dev builds are green") == [.irc(IRCMessage("TOPIC", "#dev", "builds are green"))])
+        #expect(model.type("/topic #dev") == [.irc(IRCMessage("TOPIC", "#dev"))])
+        #expect(notes(model.type("/names #dev")) == ["#dev: 1 person: @alice"])
+        #expect(model.type("/names #elsewhere") == [.irc(IRCMessage("NAMES", "#elsewhere"))])
+        #expect(model.type("/part #dev") == [.irc(IRCMessage("PART", "#dev"))])
+        // In the room's window, or with someone in its member list picked: that room.
+        model.selection = .user("carol", room: .room("#lobby"))
+        #expect(model.type("/topic hello") == [.irc(IRCMessage("TOPIC", "#lobby", "hello"))])
+        model.selection = .conversation(.room("#lobby"))
+        #expect(notes(model.type("/names")) == ["#lobby: 4 people: @alice +bob carol 小明"])
+        // The server window is no room either.
+        model.selection = .conversation(.server)
+        #expect(notes(model.type("/topic hi")) == ["Not in a room here: /topic #ROOM [TEXT], or go to the room"])
+    }
+
+    @Test("/join dev means #dev; /bye and /exit quit, as in irssi")
+    func joinWithoutPrefix() {
+        var model = lobbyModel()
+        #expect(model.type("/join dev") == [.irc(IRCMessage("JOIN", "#dev"))])
+        #expect(model.type("/join dev,#ops key") == [.irc(IRCMessage("JOIN", "#dev,#ops", "key"))])
+        model.selection = .conversation(.server)
+        _ = model.type("/j lobby")
+        #expect(model.viewedID == .room("#lobby"), "already in it: go there")
+        #expect(SlashCommands.named("bye")?.name == "quit" && SlashCommands.named("exit")?.name == "quit")
+    }
+
     @Test("/lastlog searches the log and shows this conversation's hits only, the words as one phrase")
     func lastlog() {
         var model = lobbyModel()

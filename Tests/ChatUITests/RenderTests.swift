@@ -332,6 +332,18 @@ struct UpdateTests {
         #expect(model.update(.client(.line(.room("#lobby"), line))) == [.markRead(.room("#lobby"))])
     }
 
+    @Test("a scroll past the oldest row (lines gone since it was set) draws the oldest rows at the top, no blank rows")
+    func scrolledPastTheTop() {
+        var model = lobbyModel(extra: (0..<40).map { ":bob!b@h PRIVMSG #lobby :line \($0)" })
+        for _ in 0..<50 { _ = model.update(.key(.pageUp)) }
+        let top = draw(model).lines
+        // As a search hit's scroll does when the conversation then has fewer rows than it counted.
+        model.scroll[model.viewedID] = 60
+        expectScreen(model, top)
+        #expect(top[9].contains("33 more rows below (PgDn)"))
+        #expect(top[1...8].allSatisfy { !$0.hasPrefix("                    ") }, "every row above the note has a line")
+    }
+
     @Test("PgUp scrolls back, PgDn returns")
     func scrolling() {
         var model = lobbyModel(extra: (0..<40).map { ":bob!b@h PRIVMSG #lobby :line \($0)" })

@@ -56,6 +56,12 @@ extension ChatModel {
         case .alt(let character):
             if let digit = character.wholeNumberValue, character.isASCII { return goToConversation(number: digit == 0 ? 10 : digit) }
             if character == "a" || character == "A" { return jumpToActivity() }
+            // Word by word, as readline, irssi and WeeChat have it.
+            if character == "b" { editor.wordLeft() }
+            if character == "f" { editor.wordRight() }
+            if character == "d" { editor.deleteWordForward() }
+        case .wordLeft: editor.wordLeft()
+        case .wordRight: editor.wordRight()
         case .altLeft: return stepConversation(by: -1)
         case .altRight: return stepConversation(by: 1)
         case .altEnd: scroll[viewedID] = 0

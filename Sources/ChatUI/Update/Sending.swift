@@ -24,10 +24,21 @@ extension ChatModel {
     }
 
     var commandContext: CommandContext {
-        var context = CommandContext(book: state, here: viewedID, room: viewedConversation?.kind == .room ? viewedConversation?.name : currentRoom,
+        var context = CommandContext(book: state, here: viewedID, room: commandRoom,
                                      target: target, registered: everRegistered, extraHelp: Self.keyHelp + hostHintInPane)
         context.now = now
         return context
+    }
+
+    /// The room /topic, /part, /names, /kick act on: the room in view, or the room of the person
+    /// picked in its member list. Nil in a direct conversation or the server window (irssi's "Not
+    /// joined to any channel"): a room viewed earlier is not where a command typed here goes.
+    var commandRoom: String? {
+        switch selection {
+        case .conversation(let id): return id.kind == .room ? state[id]?.name : nil
+        case .user(_, let room): return room.kind == .room ? state[room]?.name : nil
+        case .heading, .networkHeading: return nil
+        }
     }
 
     mutating func sendText(_ text: String, to target: String, isAction: Bool) -> [UICommand] {
@@ -71,7 +82,8 @@ extension ChatModel {
     static let keyHelp = [
         "Keys: Up/Down (empty input) pick the room or person Enter sends to; with text they recall earlier lines",
         "      Ctrl-P/Ctrl-N earlier and later lines; PgUp/PgDn scroll; Home/End the ends of the list or of the input",
-        "      Tab completes names and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Ctrl-L redraws; Ctrl-C quits",
+        "      Tab completes names and commands; Ctrl-A/E/B/F/D/H/W/U/K/Y edit; Alt-B/F/D and Ctrl-Left/Right by words",
+        "      Ctrl-L redraws; Ctrl-C clears the line, and on an empty line asks to quit",
         "      " + cursorHelp,
         "Sidebar: a number is unread lines, ! means one names you or is a direct message; (new) means Enter starts a conversation",
     ]
