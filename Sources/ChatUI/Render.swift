@@ -78,7 +78,8 @@ extension ChatModel {
         } else {
             title += PlainText.visible(target) + " (direct)"
         }
-        screen.put(title, x: 0, y: 0, limit: width, style: Palette.bar)
+        // A long topic ends in an ellipsis, so it does not read as the whole of it.
+        screen.put(Ellipsis.fit(title, width: width), x: 0, y: 0, limit: width, style: Palette.bar)
     }
 
     /// The /list picker in the message pane: a header, then one row per room.

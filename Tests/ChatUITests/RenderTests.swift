@@ -332,6 +332,12 @@ struct UpdateTests {
         #expect(model.update(.client(.line(.room("#lobby"), line))) == [.markRead(.room("#lobby"))])
     }
 
+    @Test("a topic too long for the title row ends in an ellipsis")
+    func longTopic() {
+        let model = lobbyModel(extra: [":srv 332 alice #lobby :Builds, bugs, releases and whatever else comes up on a long Friday afternoon"])
+        #expect(draw(model).lines[0] == " #lobby (4) — Builds, bugs, releases and whatever else…     ", "cut at a word")
+    }
+
     @Test("a scroll past the oldest row (lines gone since it was set) draws the oldest rows at the top, no blank rows")
     func scrolledPastTheTop() {
         var model = lobbyModel(extra: (0..<40).map { ":bob!b@h PRIVMSG #lobby :line \($0)" })
