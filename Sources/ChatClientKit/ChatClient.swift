@@ -199,7 +199,8 @@ public actor ChatClient {
     }
 
     /// Searches the log (on its reader thread): the hits arrive as `.searchResults`.
-    public func search(_ words: [String]) async {
+    /// `alsoSender`: with one word, the lines that nickname said count too (/lastlog).
+    public func search(_ words: [String], alsoSender: Bool = false) async {
         let query = words.joined(separator: " ")
         // The server's history too, where it searches it (soju.im/search): asked first, merged below.
         let fromServer = await serverSearch(words)
@@ -210,7 +211,7 @@ public actor ChatClient {
         }
         let found: [LoggedLine]
         do {
-            found = try await log.read({ log throws(Database.Failure) in try log.search(words) }).get()
+            found = try await log.read({ log throws(Database.Failure) in try log.search(words, sender: alsoSender && words.count == 1 ? words[0] : nil) }).get()
         } catch {
             // Said as a failure, never as "nothing found".
             emit(.searchResults(query: query, [], failure: "reading the log failed: \(error)"))

@@ -263,8 +263,9 @@ public final class ClientLog: Sendable {
     }
 
     /// Lines with every word in them, newest first. Words of three characters or more use the
-    /// trigram index; shorter ones a scan.
-    public func search(_ words: [String], limit: Int = 200) throws(Database.Failure) -> [LoggedLine] {
+    /// trigram index; shorter ones a scan. With a `sender`, the lines that nickname said too
+    /// (any case; a scan of the senders).
+    public func search(_ words: [String], limit: Int = 200, sender: String? = nil) throws(Database.Failure) -> [LoggedLine] {
         let words = words.filter { !$0.isEmpty }
         guard !words.isEmpty else { return [] }
         let indexed = words.filter { $0.count >= 3 }
@@ -279,6 +280,10 @@ public final class ClientLog: Sendable {
         for word in scanned {
             sql += " AND instr(lower(text), lower(?)) > 0"
             parameters.append(.text(word))
+        }
+        if let sender, !sender.isEmpty {
+            sql = sql.replacing("WHERE 1", with: "WHERE (1") + ") OR lower(sender) = lower(?)"
+            parameters.append(.text(sender))
         }
         sql += " ORDER BY time DESC LIMIT ?"
         parameters.append(.integer(Int64(limit)))

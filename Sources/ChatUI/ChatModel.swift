@@ -64,7 +64,8 @@ public enum UICommand: Equatable, Sendable {
     case ignore(String?)
     case unignore(String)
     /// `/search WORDS`: the log is searched; the hits open a picker.
-    case search([String])
+    /// `alsoSender`: lines said by the one word's nickname count too (/lastlog bob, as irssi's).
+    case search([String], alsoSender: Bool = false)
     /// `/lastlog WORDS`: the log is searched, and the picker shows the hits in the conversation in view.
     case lastlog([String])
     /// Enter on a hit: its conversation gets the lines around it from the log.

@@ -183,10 +183,10 @@ extension ChatModel {
             }
             return [.note("Disconnecting from \(names[index]) (/connect \(names[index]) to come back)", conversation: viewedID, isError: false),
                     .on(network: index, .disconnect)]
-        case .search(let words) where hasSeveralNetworks:
+        case .search(let words, let alsoSender) where hasSeveralNetworks:
             // Every network's client is asked; the picker opens when all have answered.
             searchWaiting = (words.joined(separator: " "), Set(networks.indices), [])
-            return networks.indices.map { .on(network: $0, .search(words)) }
+            return networks.indices.map { .on(network: $0, .search(words, alsoSender: alsoSender)) }
         default:
             return nil
         }

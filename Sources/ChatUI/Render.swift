@@ -218,7 +218,14 @@ extension ChatModel {
         for (row, hit) in picker.hits.dropFirst(top).prefix(visible).enumerated() {
             let y = layout.paneTop + 1 + row
             let when = String(ServerTime.format(hit.line.time + Double(utcOffset)).dropFirst(5).prefix(5)) + " " + clock(hit.line.time)
-            let who = hit.line.sender.map { "<\(PlainText.visible($0))> " } ?? ""
+            // Said by someone: `<bob>`, `* bob`, `-bob-`; a join, a part or a note already names who.
+            let who: String
+            switch (hit.line.kind, hit.line.sender.map(PlainText.visible)) {
+            case (.message, let sender?): who = "<\(sender)> "
+            case (.action, let sender?): who = "* \(sender) "
+            case (.notice, let sender?): who = "-\(sender)- "
+            default: who = "-!- "
+            }
             // With several networks each hit says where it was said.
             let network = hasSeveralNetworks && searchHitNetworks.indices.contains(top + row)
                 ? "[" + PlainText.visible(networks[searchHitNetworks[top + row]].name) + "] " : ""

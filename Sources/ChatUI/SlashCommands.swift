@@ -13,7 +13,7 @@ public enum SlashCommands {
         SlashCommand(name: "query", usage: "/query NICK [TEXT]", minArguments: 1, summary: "open a direct conversation (and say TEXT there)"),
         SlashCommand(name: "notice", usage: "/notice NICK|#ROOM TEXT", minArguments: 2, summary: "send a notice (clients do not answer notices; bots use them)"),
         SlashCommand(name: "ctcp", usage: "/ctcp NICK VERSION|PING|TIME|CLIENTINFO", minArguments: 2, summary: "ask someone's client (PING: the round trip; the answer shows where you asked)"),
-        SlashCommand(name: "lastlog", usage: "/lastlog WORDS", minArguments: 1, summary: "this conversation's lines with WORDS, from your log (Up/Down, Enter shows one, Esc closes)"),
+        SlashCommand(name: "lastlog", usage: "/lastlog WORDS", minArguments: 1, summary: "this conversation's lines with WORDS (one word: or said by that nickname), from your log (Up/Down, Enter shows one, Esc closes)"),
         SlashCommand(name: "me", usage: "/me ACTION", minArguments: 1, summary: "describe what you do"),
         SlashCommand(name: "nick", usage: "/nick NAME", minArguments: 1, summary: "change your nickname"),
         SlashCommand(name: "join", usage: "/join #ROOM [KEY]", minArguments: 1, summary: "join a room (KEY: a room with +k)"),

@@ -119,10 +119,12 @@ extension ChatModel {
             var query = query
             if let only = lastlogIn, failure == nil {
                 lastlogIn = nil
-                // The words as one phrase, as irssi's /lastlog matches them (the log finds lines with each word).
+                // The words as one phrase, as irssi's /lastlog matches them (the log finds lines with
+                // each word); one word may also be who said the line (irssi matches `<bob>` too).
                 let phrase = query.lowercased()
+                let oneWord = !phrase.contains(" ")
                 hits = hits.filter { $0.conversation == only.id && ($0.network == nil || $0.network == networks[focus].key)
-                    && $0.line.text.lowercased().contains(phrase) }
+                    && ($0.line.text.lowercased().contains(phrase) || (oneWord && $0.line.sender?.lowercased() == phrase)) }
                 query += " in " + only.name
             }
             if let failure {

@@ -66,7 +66,7 @@ enum CommandRunner {
             await client.replyIn(here)
             await client.listTransfers()
         case .trustCertificate(let fingerprint): await client.trustCertificate(fingerprint)
-        case .search(let words): await client.search(words)
+        case .search(let words, let alsoSender): await client.search(words, alsoSender: alsoSender)
         case .showAround(let hit): await client.showAround(hit)
         case .fetchOlder(let room, let msgid): await client.fetchOlder(room, before: msgid)
         case .looking(let conversation): await client.looking(at: conversation)

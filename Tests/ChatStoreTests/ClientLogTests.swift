@@ -29,6 +29,11 @@ struct ClientLogTests {
         #expect(try log.search(["release", "party"]).map(\.time) == [3], "every word")
         #expect(try log.search(["RELEASE"]).map(\.time) == [3, 1], "case does not matter")
         #expect(try log.search(["\"unrelated"]).isEmpty, "a quote is text, not FTS syntax")
+        // /lastlog carol: what carol said too, whatever its words (any case), and lines naming her.
+        try log.insertNow([line("carol: lunch?", at: 5)])
+        #expect(try log.search(["Carol"], sender: "Carol").map(\.time) == [5, 4])
+        #expect(try log.search(["carol"]).map(\.time) == [5], "without a sender, the text alone")
+        #expect(try log.search(["ch"], sender: "carol").map(\.time) == [5, 4], "a short word (a scan) or the sender")
     }
 
     @Test("a line with a msgid is logged once; recent gives each conversation's last lines oldest first; around a hit")

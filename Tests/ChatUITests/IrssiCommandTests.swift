@@ -74,7 +74,8 @@ struct IrssiCommandTests {
     @Test("/lastlog searches the log and shows this conversation's hits only, the words as one phrase")
     func lastlog() {
         var model = lobbyModel()
-        #expect(model.type("/lastlog deploy") == [.search(["deploy"])])
+        #expect(model.type("/lastlog deploy") == [.search(["deploy"], alsoSender: true)])
+        #expect(model.type("/lastlog deploy at") == [.search(["deploy", "at"])])
         let here = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36400, kind: .message, sender: "bob", text: "deploy at 5"))
         let elsewhere = SearchHit(conversation: .room("#dev"), name: "#dev", line: ChatLine(time: 36401, kind: .message, sender: "bob", text: "deploy done"))
         _ = model.receive(.searchResults(query: "deploy", [elsewhere, here], failure: nil))
@@ -87,6 +88,17 @@ struct IrssiCommandTests {
         let seventeen = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36403, kind: .message, sender: "bob", text: "chatter line 17"))
         _ = model.receive(.searchResults(query: "chatter line 7", [seventeen, seven], failure: nil))
         #expect(model.searchPicker?.hits == [seven])
+        // One word may be who said it (irssi matches the `<bob>` of the line as shown); a join
+        // reads as one, not as something bob said.
+        model.searchPicker = nil
+        _ = model.type("/lastlog BOB")
+        let said = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36404, kind: .message, sender: "bob", text: "lunch?"))
+        let joined = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36405, kind: .join, sender: "bob", text: "bob joined #lobby"))
+        let carol = SearchHit(conversation: .room("#lobby"), name: "#lobby", line: ChatLine(time: 36406, kind: .message, sender: "carol", text: "lunch!"))
+        _ = model.receive(.searchResults(query: "BOB", [joined, carol, said], failure: nil))
+        #expect(model.searchPicker?.hits == [joined, said])
+        let rows = draw(model).lines
+        #expect(rows[2].contains(" -!- bob joined #lobby") && rows[3].contains(" <bob> lunch?"), "\(rows)")
     }
 
     @Test("d on a highlighted message asks first: y deletes, anything else keeps it")

@@ -117,7 +117,8 @@ extension ChatModel {
             if case .showHighlights = command { out += showHighlights(); continue }
             if case .lastlog(let words) = command {
                 lastlogIn = (viewedID, viewedConversation?.name ?? "this conversation")
-                out.append(.search(words))
+                // irssi's /lastlog matches the line as shown, its `<bob>` too: one word may be who said it.
+                out.append(.search(words, alsoSender: words.count == 1))
                 continue
             }
             if case .scroll(let toEnd) = command {
