@@ -46,6 +46,7 @@ extension ServerRuntime {
         uploads?.finish()
         for worker in pushWorkers { worker.stop() }
         historyReader?.stop()
+        handRowsToWriter()
         historyWriter?.stop()
         logger("server stopped")
     }
@@ -70,6 +71,11 @@ public final class ServerHandle: Sendable {
     private let behindCount = Atomic<Int>(0)
     private let droppedReaders = Atomic<Int>(0)
     private let givenUp = Atomic<Int>(0)
+    private let commits = Atomic<Int>(0)
+
+    /// History commits made (one per batch of rows the writer took): tests count them.
+    public var historyCommits: Int { commits.load(ordering: .acquiring) }
+    func countCommit() { commits.add(1, ordering: .releasing) }
 
     /// How many runs of join announcements were held back for a crowd (`HeldJoins`).
     public var heldAnnouncementRuns: Int { heldRuns.load(ordering: .relaxed) }
@@ -169,7 +175,8 @@ public final class ServerHandle: Sendable {
                 // The store worker's own connection: history reads never run on the loop.
                 worker = try HistoryStore(database: Database(path: history.path))
                 let wakeup = handle.wakeup
-                writer = try HistoryWriter(path: history.path, synchronous: history.synchronous, committed: { _ in
+                writer = try HistoryWriter(path: history.path, synchronous: history.synchronous, committed: { [handle] _ in
+                    handle.countCommit()
                     wakeup.signal()
                 }, failed: logger, retention: (history.days, history.perTarget), health: health, beforeCommit: history.beforeCommit)
             } catch {

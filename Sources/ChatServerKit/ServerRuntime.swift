@@ -205,6 +205,8 @@ final class ServerRuntime {
     var continuing: [Connection] = []
     /// History: the writer thread, and the connections with output waiting for its commits.
     let historyWriter: HistoryWriter?
+    /// Rows made this loop turn, handed to the writer at its end (`handRowsToWriter`).
+    var rowsThisTurn: [HistoryRow] = []
     let committed: HistoryHealth
     /// History's commits gate the output: `OutputOrder`'s commit gate says how far each
     /// connection's output may go (nothing written after a handover leaves before its commit).

@@ -40,6 +40,24 @@ struct SocketTests {
         #expect(server.logLines.contains { $0.contains("registered as 小明") })
     }
 
+    @Test("lines read in one turn reach the history writer in one hand-off: ten messages sent at once are one commit (a paced room's burst)")
+    func oneCommitPerTurn() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-turn-\(UUID().uuidString).db"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let server = try TestServer(history: HistoryOptions(path: path))
+        let alice = try server.client()
+        try alice.register("alice")
+        let bob = try server.client()
+        try bob.register("bob")
+        // Bob's JOIN reaches alice once it is committed: nothing is waiting for the writer now.
+        _ = try alice.expect("JOIN")
+        let before = server.handle.historyCommits
+        alice.send((1...10).map { "PRIVMSG #lobby :burst \($0)" }.joined(separator: "\r\n"))
+        // Each delivery waits for its commit: all ten arrived, all ten are committed.
+        for n in 1...10 { #expect(try bob.expect("PRIVMSG").params == ["#lobby", "burst \(n)"]) }
+        #expect(server.handle.historyCommits - before == 1, "one turn, one hand-off, one commit")
+    }
+
     @Test("a nickname taken in another case gets 433, a rename is seen by the room")
     func nicknames() throws {
         let server = try TestServer()
