@@ -205,7 +205,7 @@ extension ClientState {
         }
         let answer: String?
         switch verb {
-        case "VERSION": answer = "chat-tui 0.1 (Swift, terminal IRC client)"
+        case "VERSION": answer = "chat-tui \(ChatTUIVersion.number) (Swift, terminal IRC client)"
         case "PING": answer = arguments
         case "TIME": answer = ServerTime.format(now)
         default: answer = nil

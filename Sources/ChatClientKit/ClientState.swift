@@ -520,7 +520,10 @@ public struct ClientState: Sendable {
             let total = before + batch.lines
             let text = total == 0 ? "── nothing was said here while you were away ──"
                 : "── \(total) message\(total == 1 ? "" : "s") you missed while away follow\(total == 1 ? "s" : "") ──"
-            var marker = ChatLine(time: since + 0.0001, kind: .info, text: text)
+            // Lines missed follow the marker, right after the drop; "nothing was said" reads
+            // last, after "connected again" (before it, it read as said before reconnecting).
+            let at = total == 0 ? max(since, book[id]?.lines.last?.time ?? since) + 0.0001 : since + 0.0001
+            var marker = ChatLine(time: at, kind: .info, text: text)
             marker.isHistory = true
             say(marker, to: id)
         }

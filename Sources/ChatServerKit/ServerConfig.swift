@@ -124,7 +124,7 @@ public struct ServerConfig: Sendable {
     public var whowasLimit = 1000
     /// Rooms invited to at once, per room kept (cleared when the invitee joins or the room ends).
     public var inviteListLimit = 100
-    public var version = "chat-tui-0.2"
+    public var version = "chat-tui-" + ChatTUIVersion.number
     /// A Strict Transport Security policy to advertise (only with a certificate clients can
     /// verify): the TLS port, and how long clients should insist on TLS, in seconds.
     public var sts: (port: Int, duration: Int)?

@@ -135,18 +135,27 @@ public enum CommandInterpreter {
             let people = names.count == 1 ? "1 person" : "\(names.count) people"
             return [.note("\(conversation.name): \(people): " + names.joined(separator: " "), conversation: here, isError: false)]
         case "kick", "ban", "unban", "op", "deop", "voice", "devoice":
-            guard let room else { return [.note("/\(command.name) works in a room: pick one first", conversation: here, isError: true)] }
+            // `/kick #dev bob`, `/op #dev bob` name the room (irssi's and WeeChat's form); else the room here.
+            if state.isChannel(words[0]) {
+                guard words.count >= 2 else { return [.note("Usage: \(command.usage) — \(command.summary)", conversation: here, isError: true)] }
+                let after = String(rest.dropFirst(words[0].count).drop(while: { $0 == " " }))
+                return operatorCommand(command.name, room: words[0], words: Array(words.dropFirst()), rest: after)
+            }
+            guard let room else {
+                let shape = command.usage.split(separator: " ").dropFirst(2).joined(separator: " ")
+                return [.note("Not in a room here: /\(command.name) #ROOM \(shape), or go to the room", conversation: here, isError: true)]
+            }
             return operatorCommand(command.name, room: room, words: words, rest: String(rest))
         case "register":
             // ChanServ answers in a NOTICE: what it did, or why not.
             guard let which = words.first ?? room else {
-                return [.note("Usage: /register #ROOM (or pick a room first)", conversation: here, isError: true)]
+                return [.note("Not in a room here: /register #ROOM, or go to the room", conversation: here, isError: true)]
             }
             return [.note("Asking ChanServ to register \(which)…", conversation: here, isError: false),
                     .irc(IRCMessage("PRIVMSG", "ChanServ", "REGISTER \(which)"))]
         case "invite":
             guard let into = words.count > 1 ? words[1] : room else {
-                return [.note("Usage: /invite NICK #ROOM", conversation: here, isError: true)]
+                return [.note("Not in a room here: /invite NICK #ROOM, or go to the room", conversation: here, isError: true)]
             }
             return [.irc(IRCMessage("INVITE", words[0], into))]
         case "mode":
@@ -154,7 +163,7 @@ public enum CommandInterpreter {
             let first = words.first ?? ""
             let named = !first.isEmpty && !first.hasPrefix("+") && !first.hasPrefix("-")
             guard let target = named ? first : room else {
-                return [.note("Usage: /mode #ROOM +MODES (or pick a room first)", conversation: here, isError: true)]
+                return [.note("Not in a room here: /mode #ROOM +MODES, or go to the room", conversation: here, isError: true)]
             }
             return [.irc(IRCMessage(command: "MODE", params: [target] + words.dropFirst(named ? 1 : 0)))]
         case "list":

@@ -46,7 +46,7 @@ struct ReducerTests {
         _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
         #expect(state.receive(IRCMessage("PING", "token"), now: 2) == Reduction(actions: [.send(IRCMessage("PONG", "token"))]))
         let version = state.receive(try! IRCMessage(parsing: ":bob!b@h PRIVMSG alice :\u{1}VERSION\u{1}"), now: 2)
-        #expect(version.actions == [.send(IRCMessage("NOTICE", "bob", "\u{1}VERSION chat-tui 0.1 (Swift, terminal IRC client)\u{1}"))])
+        #expect(version.actions == [.send(IRCMessage("NOTICE", "bob", "\u{1}VERSION chat-tui 0.2 (Swift, terminal IRC client)\u{1}"))])
         let offer = state.receive(try! IRCMessage(parsing: ":bob!b@h.example PRIVMSG alice :\u{1}DCC SEND notes.txt 2130706433 5000 12\u{1}"), now: 2)
         #expect(offer.events.isEmpty)
         guard case .dcc(_, let from, let host)? = offer.actions.first else { Issue.record("no DCC action: \(offer.actions)"); return }
@@ -172,6 +172,9 @@ struct SoakFindingTests {
         #expect(texts == ["before", "mine", "after yours"], "each once, in order")
         #expect(state.book.conversation("#lobby")!.lines.contains { $0.text == "── nothing was said here while you were away ──" },
                 "bob's line was shown already: not counted as missed")
+        // It reads after "connected again" (tour: it came before it).
+        let notes = state.book.conversation("#lobby")!.lines.map(\.text).filter { $0.hasPrefix("──") }
+        #expect(notes.suffix(2) == ["── connected again ──", "── nothing was said here while you were away ──"], "\(notes)")
     }
 }
 

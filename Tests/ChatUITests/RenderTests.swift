@@ -294,7 +294,15 @@ struct UpdateTests {
         #expect(run("/ignore mallory") == [.ignore("mallory")])
         #expect(run("/ignore") == [.ignore(nil)])
         #expect(run("/unignore mallory") == [.unignore("mallory")])
-        #expect(run("/kick") == [.note("Usage: /kick NICK [REASON] — (room operators) remove someone from the room", conversation: .room("#lobby"), isError: true)])
+        #expect(run("/kick") == [.note("Usage: /kick [#ROOM] NICK [REASON] — (room operators) remove someone from the room", conversation: .room("#lobby"), isError: true)])
+        // irssi's and WeeChat's form names the room, from wherever it is typed.
+        #expect(run("/kick #dev bob too loud") == [.irc(IRCMessage("KICK", "#dev", "bob", "too loud"))])
+        #expect(run("/op #dev bob carol") == [.irc(IRCMessage("MODE", "#dev", "+oo", "bob", "carol"))])
+        #expect(run("/ban #dev mallory") == [.irc(IRCMessage("MODE", "#dev", "+b", "mallory!*@*"))])
+        #expect(notes(run("/kick #dev")) == ["Usage: /kick [#ROOM] NICK [REASON] — (room operators) remove someone from the room"])
+        model.selection = .conversation(.server)
+        #expect(notes(run("/op bob")) == ["Not in a room here: /op #ROOM NICK…, or go to the room"])
+        #expect(notes(run("/invite bob")) == ["Not in a room here: /invite NICK #ROOM, or go to the room"])
     }
 
     @Test("a paste of many lines asks first, and goes as one message of several lines (the client makes it a multiline batch where it can)")

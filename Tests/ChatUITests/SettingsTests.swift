@@ -74,6 +74,17 @@ struct SettingsTests {
         model.editor.set("/set mouse ")
         _ = model.update(.key(.tab))
         #expect(model.editor.text == "/set mouse off ")
+        // /window completes conversations' names, a room's with or without its `#` (tour 2).
+        model.receive(":alice!a@h JOIN #dev", ":bob!b@h PRIVMSG alice :hi", now: 36400)
+        model.editor.set("/window de")
+        _ = model.update(.key(.tab))
+        #expect(model.editor.text == "/window dev ")
+        model.editor.set("/buffer #d")
+        _ = model.update(.key(.tab))
+        #expect(model.editor.text == "/buffer #dev ")
+        model.editor.set("/window b")
+        _ = model.update(.key(.tab))
+        #expect(model.editor.text == "/window bob ")
     }
 
     @Test("nick-colors off draws every nickname in the default colour")

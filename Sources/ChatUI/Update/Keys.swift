@@ -103,14 +103,19 @@ extension ChatModel {
         return []
     }
 
-    /// What Tab offers in `/set NAME VALUE` (names, then a setting's values) and `/unalias NAME`;
-    /// nil elsewhere (nicknames and commands).
+    /// What Tab offers in `/set NAME VALUE` (names, then a setting's values), `/unalias NAME`
+    /// and `/window NAME`; nil elsewhere (nicknames and commands).
     var settingCompletions: [String]? {
         let words = editor.text.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
         switch (words.first?.lowercased(), words.count) {
         case ("/set", 2): return Setting.all.map(\.name) + ["display-name", "-default"]
         case ("/set", 3): return words[1] == "-default" ? Setting.all.map(\.name) : Setting.named(words[1])?.completions ?? []
         case ("/unalias", 2), ("/alias", 2): return aliases.table.keys.sorted()
+        // `/window de` + Tab: the conversations' names (WeeChat completes buffer names).
+        // A room by its name with or without the `#` (`/window dev` finds #dev).
+        case ("/window", 2), ("/buffer", 2), ("/win", 2):
+            let names = state.orderedConversations.filter { $0.kind != .server }.map(\.name)
+            return names + names.filter { state.isChannel($0) }.map { String($0.dropFirst()) }
         default: return nil
         }
     }
