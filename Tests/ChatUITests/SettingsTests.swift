@@ -76,15 +76,12 @@ struct SettingsTests {
         #expect(model.editor.text == "/set mouse off ")
         // /window completes conversations' names, a room's with or without its `#` (tour 2).
         model.receive(":alice!a@h JOIN #dev", ":bob!b@h PRIVMSG alice :hi", now: 36400)
-        model.editor.set("/window de")
-        _ = model.update(.key(.tab))
-        #expect(model.editor.text == "/window dev ")
-        model.editor.set("/buffer #d")
-        _ = model.update(.key(.tab))
-        #expect(model.editor.text == "/buffer #dev ")
-        model.editor.set("/window b")
-        _ = model.update(.key(.tab))
-        #expect(model.editor.text == "/window bob ")
+        let completed = ["/window de", "/buffer #d", "/window b"].map { typed in
+            model.editor.set(typed)
+            _ = model.update(.key(.tab))
+            return model.editor.text
+        }
+        #expect(completed == ["/window dev ", "/buffer #dev ", "/window bob "])
     }
 
     @Test("nick-colors off draws every nickname in the default colour")
