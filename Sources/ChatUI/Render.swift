@@ -187,6 +187,9 @@ extension ChatModel {
             // The message cursor's line, reversed (the quote and reactions around it too).
             if let cursor = messageCursor, line.msgid == cursor {
                 own = own.map { row in (row.spans.map { Span($0.text, Style(bold: $0.style.bold, reverse: true)) }, row.indent) }
+            } else if let hit = revealing, hit.id == conversation.id, line.time == hit.time, line.text == hit.text {
+                // The search hit just opened, reversed until the next key, so it is found at a glance.
+                own = own.map { row in (row.spans.map { Span($0.text, Style(bold: $0.style.bold, reverse: true)) }, row.indent) }
             }
             rows += own.reversed().map { ($0.spans, $0.indent, index) }
             if rows.count >= needed { break }

@@ -340,6 +340,20 @@ struct UpdateTests {
         #expect(model.update(.client(.line(.room("#lobby"), line))) == [.markRead(.room("#lobby"))])
     }
 
+    @Test("the search hit just opened is drawn reversed until the next key (tour 2: it looked like its neighbours)")
+    func revealedHitMarked() {
+        var model = lobbyModel(extra: [":bob!b@h PRIVMSG #lobby :find me", ":bob!b@h PRIVMSG #lobby :not me"])
+        let line = model.viewedConversation!.lines.first { $0.text == "find me" }!
+        model.revealing = (.room("#lobby"), line.time, line.text)
+        let screen = draw(model)
+        let hit = (0..<model.height).first { screen.line($0).contains("find me") }!
+        let other = (0..<model.height).first { screen.line($0).contains("not me") }!
+        #expect(screen[0, hit].style.reverse && screen[14, hit].style.reverse)
+        #expect(!screen[0, other].style.reverse)
+        _ = model.update(.key(.character("x")))
+        #expect(!draw(model)[0, hit].style.reverse, "the next key ends it")
+    }
+
     @Test("a topic too long for the title row ends in an ellipsis")
     func longTopic() {
         let model = lobbyModel(extra: [":srv 332 alice #lobby :Builds, bugs, releases and whatever else comes up on a long Friday afternoon"])
