@@ -653,6 +653,9 @@ public actor ChatClient {
         perform(state.userSentHeld(for: nick, now: WallClock.now()))
     }
 
+    /// The direct messages still held for people not back (`ClientState.unsentHeld`).
+    public var unsentHeld: [String] { state.unsentHeld }
+
     public func cancelHeld(for nick: String) {
         perform(state.userCancelledHeld(for: nick, now: WallClock.now()))
     }

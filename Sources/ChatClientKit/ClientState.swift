@@ -159,6 +159,11 @@ public struct ClientState: Sendable {
     public internal(set) var serverKeepsPresence = false
     /// Direct messages waiting for their person to come back (MONITOR).
     public internal(set) var held = HeldDirect()
+    /// What quitting now leaves unsent: the direct messages held for people not back yet, as
+    /// "to NICK: TEXT", by nickname (the screen says them on the terminal once it is closed).
+    public var unsentHeld: [String] {
+        held.waiting.values.sorted { $0.nick < $1.nick }.flatMap { waiting in waiting.lines.map { "to \(waiting.nick): \($0.text)" } }
+    }
     /// Who was logged in to which account, as the server said: held lines are bound to it.
     public internal(set) var accountsSeen = AccountsSeen()
     /// What the actor is to do besides publishing, for the change being made (`reduction`).

@@ -6,6 +6,7 @@ import Dispatch
 import ChatClientKit
 import ChatUI
 import CursesTerminal
+import IRCWire
 
 /// The full-screen chat: wires one `ChatClient` per network, the `ChatModel` and the curses
 /// terminal on the main actor. Keys, client events (each with its network), timers and signals
@@ -24,6 +25,8 @@ final class ChatApp {
     var sources: [any DispatchSourceProtocol] = []
     var commands: AsyncStream<(network: Int, command: UICommand)>.Continuation?
     var quitting = false
+    /// Held direct messages a quit leaves unsent, said on the terminal once the screen is closed.
+    var unsentOnQuit: [String] = []
     /// The settings and aliases as the config file has them (at start, /save, /reload): on
     /// quitting, anything changed since is saved when autosave is on.
     var savedSettings: (Settings, Aliases)
@@ -111,6 +114,10 @@ final class ChatApp {
         let code = await withCheckedContinuation { self.finished = $0 }
         for source in sources { source.cancel() }
         terminal.shutdown()
+        if !unsentOnQuit.isEmpty {
+            writeLine("chat-tui: not sent, held for people who were not back (\(unsentOnQuit.count)):", to: 2)
+            for line in unsentOnQuit { writeLine("  " + PlainText.visible(line), to: 2) }
+        }
         return code
     }
 
@@ -222,6 +229,8 @@ final class ChatApp {
             // Best effort: the screen is closing; a failure here is what /save would have said.
             try? Arguments.saveScreenSettings(model.settings, model.aliases, to: configPath)
         }
+        // A held message is lost with the client: not silently (tour: /bye dropped one unsaid).
+        for client in clients { unsentOnQuit += await client.unsentHeld }
         await CommandRunner.quitAll(clients, reason: reason)
         finished?.resume(returning: code)
         finished = nil

@@ -24,6 +24,8 @@ struct HeldDirectTests {
         try await log.line(in: "bob", containing: "held until they are back")
         #expect(!(await log.all()).contains { if case .notSent = $0 { return true } else { return false } })
         #expect(await log.view().conversation("bob")!.lines.contains { $0.isPending && $0.text == "typed while the server was away" })
+        // What a quit now would leave unsent (the screen says it on the terminal after it closes).
+        #expect(await alice.unsentHeld == ["to bob: typed while the server was away"])
 
         let bob = try server.client()
         let registering = try bob.register("bob")
