@@ -1,5 +1,14 @@
 import IRCWire
 
+/// What `slot` holds, made and kept there first if it holds nothing: a side object (a
+/// connection's web state, a session's exchanges) made only by those that use it.
+func madeOnce<T: AnyObject>(_ slot: inout T?, _ make: () -> T) -> T {
+    if let held = slot { return held }
+    let made = make()
+    slot = made
+    return made
+}
+
 /// One connection as the server sees it: what it negotiated and its registration and heartbeat
 /// state. A class: the state reads it from several tables and must not copy it apart.
 final class Session {
@@ -88,12 +97,7 @@ final class Session {
         var openBatch: MultilineBatch?
     }
     private var exchanges: Exchanges?
-    private var madeExchanges: Exchanges {
-        if let exchanges { return exchanges }
-        let made = Exchanges()
-        exchanges = made
-        return made
-    }
+    private var madeExchanges: Exchanges { madeOnce(&exchanges, Exchanges.init) }
     /// The state has forgotten this connection (`removeSession`): the runtime, which keeps the
     /// session to save a lookup per line, hands it nothing more.
     var gone = false

@@ -43,12 +43,7 @@ final class ServerRuntime {
             var offeredTLS: TLSContext?
         }
         private var webSide: WebSide?
-        private var side: WebSide {
-            if let webSide { return webSide }
-            let made = WebSide()
-            webSide = made
-            return made
-        }
+        private var side: WebSide { madeOnce(&webSide, WebSide.init) }
         /// Marks it a web-port connection: its web state is made now, timed from now.
         func makeWebSide() { webSide = WebSide() }
         // The web side's fields, read through and written in place (no copy of a reader's buffer).

@@ -270,21 +270,23 @@ public final class ClientLog: Sendable {
         guard !words.isEmpty else { return [] }
         let indexed = words.filter { $0.count >= 3 }
         let scanned = words.filter { $0.count < 3 }
-        var sql = "SELECT \(Self.columns) FROM lines WHERE 1"
+        var conditions: [String] = []
         var parameters: [Database.Value] = []
         if !indexed.isEmpty {
-            sql += " AND id IN (SELECT rowid FROM lines_fts WHERE lines_fts MATCH ?)"
+            conditions.append("id IN (SELECT rowid FROM lines_fts WHERE lines_fts MATCH ?)")
             // Each word a phrase (quoted, quotes doubled): no FTS syntax from the user's text.
             parameters.append(.text(indexed.map { "\"" + $0.replacing("\"", with: "\"\"") + "\"" }.joined(separator: " ")))
         }
         for word in scanned {
-            sql += " AND instr(lower(text), lower(?)) > 0"
+            conditions.append("instr(lower(text), lower(?)) > 0")
             parameters.append(.text(word))
         }
+        var matching = conditions.joined(separator: " AND ")
         if let sender, !sender.isEmpty {
-            sql = sql.replacing("WHERE 1", with: "WHERE (1") + ") OR lower(sender) = lower(?)"
+            matching = "(\(matching)) OR lower(sender) = lower(?)"
             parameters.append(.text(sender))
         }
+        var sql = "SELECT \(Self.columns) FROM lines WHERE \(matching)"
         sql += " ORDER BY time DESC LIMIT ?"
         parameters.append(.integer(Int64(limit)))
         return try reader.database.query(sql, parameters).compactMap(Self.line)

@@ -105,7 +105,7 @@ public enum CommandInterpreter {
         case "part":
             let named = words.first.map { state.isChannel($0) } ?? false
             guard let which = named ? words[0] : room else {
-                return [.note("Not in a room here: /part #ROOM, or go to the room", conversation: here, isError: true)]
+                return [notInRoom("/part #ROOM", here)]
             }
             let reason = words.dropFirst(named ? 1 : 0).joined(separator: " ")
             return [.irc(IRCMessage(command: "PART", params: reason.isEmpty ? [which] : [which, reason]))]
@@ -113,7 +113,7 @@ public enum CommandInterpreter {
             // `/topic #dev [TEXT]` names the room (irssi's form); else the room here.
             let named = words.first.map { state.isChannel($0) } ?? false
             guard let which = named ? words[0] : room else {
-                return [.note("Not in a room here: /topic #ROOM [TEXT], or go to the room", conversation: here, isError: true)]
+                return [notInRoom("/topic #ROOM [TEXT]", here)]
             }
             let text = named ? String(rest.dropFirst(words[0].count).drop(while: { $0 == " " })) : String(rest)
             return [.irc(IRCMessage(command: "TOPIC", params: text.isEmpty ? [which] : [which, text]))]
@@ -125,7 +125,7 @@ public enum CommandInterpreter {
         case "names":
             let named = words.first.map { state.isChannel($0) } ?? false
             guard let which = named ? words[0] : room else {
-                return [.note("Not in a room here: /names #ROOM, or go to the room", conversation: here, isError: true)]
+                return [notInRoom("/names #ROOM", here)]
             }
             guard let conversation = state.conversation(which), conversation.kind == .room, conversation.isJoined else {
                 // Not one of ours: the server's NAMES answers (as irssi asks it).
@@ -143,19 +143,19 @@ public enum CommandInterpreter {
             }
             guard let room else {
                 let shape = command.usage.split(separator: " ").dropFirst(2).joined(separator: " ")
-                return [.note("Not in a room here: /\(command.name) #ROOM \(shape), or go to the room", conversation: here, isError: true)]
+                return [notInRoom("/\(command.name) #ROOM \(shape)", here)]
             }
             return operatorCommand(command.name, room: room, words: words, rest: String(rest))
         case "register":
             // ChanServ answers in a NOTICE: what it did, or why not.
             guard let which = words.first ?? room else {
-                return [.note("Not in a room here: /register #ROOM, or go to the room", conversation: here, isError: true)]
+                return [notInRoom("/register #ROOM", here)]
             }
             return [.note("Asking ChanServ to register \(which)…", conversation: here, isError: false),
                     .irc(IRCMessage("PRIVMSG", "ChanServ", "REGISTER \(which)"))]
         case "invite":
             guard let into = words.count > 1 ? words[1] : room else {
-                return [.note("Not in a room here: /invite NICK #ROOM, or go to the room", conversation: here, isError: true)]
+                return [notInRoom("/invite NICK #ROOM", here)]
             }
             return [.irc(IRCMessage("INVITE", words[0], into))]
         case "mode":
@@ -163,7 +163,7 @@ public enum CommandInterpreter {
             let first = words.first ?? ""
             let named = !first.isEmpty && !first.hasPrefix("+") && !first.hasPrefix("-")
             guard let target = named ? first : room else {
-                return [.note("Not in a room here: /mode #ROOM +MODES, or go to the room", conversation: here, isError: true)]
+                return [notInRoom("/mode #ROOM +MODES", here)]
             }
             return [.irc(IRCMessage(command: "MODE", params: [target] + words.dropFirst(named ? 1 : 0)))]
         case "list":
@@ -313,6 +313,12 @@ public enum CommandInterpreter {
 
     /// KICK and the membership and ban modes, as IRC lines for `room`. Several nicknames go in
     /// lines of four changes each (every server takes at least four per MODE).
+    /// A room command typed where there is no room (a direct conversation, the server window),
+    /// with no room named: what to type instead. `form` is the command with its room.
+    static func notInRoom(_ form: String, _ here: ConversationID) -> UICommand {
+        .note("Not in a room here: \(form), or go to the room", conversation: here, isError: true)
+    }
+
     static func operatorCommand(_ name: String, room: String, words: [String], rest: String) -> [UICommand] {
         switch name {
         case "kick":

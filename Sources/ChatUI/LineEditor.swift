@@ -59,9 +59,7 @@ public struct LineEditor: Equatable, Sendable {
 
     /// Ctrl-W: the word before the cursor, and the spaces after it.
     public mutating func deleteWordBackward() {
-        var start = cursor
-        while start > 0 && characters[start - 1] == " " { start -= 1 }
-        while start > 0 && characters[start - 1] != " " { start -= 1 }
+        let start = wordStart(before: cursor)
         killBuffer = Array(characters[start..<cursor])
         characters.removeSubrange(start..<cursor)
         cursor = start
@@ -70,26 +68,38 @@ public struct LineEditor: Equatable, Sendable {
 
     /// Alt-b, Ctrl-Left: to the start of the word before the cursor (spaces skipped first).
     public mutating func wordLeft() {
-        while cursor > 0 && characters[cursor - 1] == " " { cursor -= 1 }
-        while cursor > 0 && characters[cursor - 1] != " " { cursor -= 1 }
+        cursor = wordStart(before: cursor)
         completion = nil
     }
 
     /// Alt-f, Ctrl-Right: to the end of the word after the cursor (spaces skipped first).
     public mutating func wordRight() {
-        while cursor < characters.count && characters[cursor] == " " { cursor += 1 }
-        while cursor < characters.count && characters[cursor] != " " { cursor += 1 }
+        cursor = wordEnd(after: cursor)
         completion = nil
     }
 
     /// Alt-d: the word after the cursor, and the spaces before it (Ctrl-Y puts it back).
     public mutating func deleteWordForward() {
-        var end = cursor
-        while end < characters.count && characters[end] == " " { end += 1 }
-        while end < characters.count && characters[end] != " " { end += 1 }
+        let end = wordEnd(after: cursor)
         killBuffer = Array(characters[cursor..<end])
         characters.removeSubrange(cursor..<end)
         completion = nil
+    }
+
+    /// Where the word before `index` starts (the spaces before `index` skipped first).
+    private func wordStart(before index: Int) -> Int {
+        var start = index
+        while start > 0 && characters[start - 1] == " " { start -= 1 }
+        while start > 0 && characters[start - 1] != " " { start -= 1 }
+        return start
+    }
+
+    /// Where the word after `index` ends (the spaces after `index` skipped first).
+    private func wordEnd(after index: Int) -> Int {
+        var end = index
+        while end < characters.count && characters[end] == " " { end += 1 }
+        while end < characters.count && characters[end] != " " { end += 1 }
+        return end
     }
 
     /// Ctrl-U: everything before the cursor.

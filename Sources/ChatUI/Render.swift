@@ -185,10 +185,10 @@ extension ChatModel {
             }
             var own = lineRows(line, in: conversation, width: paneWidth)
             // The message cursor's line, reversed (the quote and reactions around it too).
-            if let cursor = messageCursor, line.msgid == cursor {
-                own = own.map { row in (row.spans.map { Span($0.text, Style(bold: $0.style.bold, reverse: true)) }, row.indent) }
-            } else if let hit = revealing, hit.id == conversation.id, line.time == hit.time, line.text == hit.text {
-                // The search hit just opened, reversed until the next key, so it is found at a glance.
+            // So is the search hit just opened, until the next key: found at a glance.
+            let isCursor = messageCursor.map { line.msgid == $0 } ?? false
+            let isHit = revealing.map { $0.id == conversation.id && line.time == $0.time && line.text == $0.text } ?? false
+            if isCursor || isHit {
                 own = own.map { row in (row.spans.map { Span($0.text, Style(bold: $0.style.bold, reverse: true)) }, row.indent) }
             }
             rows += own.reversed().map { ($0.spans, $0.indent, index) }
