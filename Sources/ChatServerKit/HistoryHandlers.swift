@@ -22,15 +22,11 @@ public struct HistoryEntry: Sendable, Equatable {
 extension ServerState {
     var historyEnabled: Bool { history != nil }
 
-    /// Seconds a row stays in `recentHistory` at least (and until committed): far longer than a
-    /// commit takes (milliseconds). Pruned once a second, so a row is kept 0.5–1.5 s: in a flood
-    /// of 7,000 messages a second that is the rows' memory (2 s kept twice as many, 4 MiB more).
-    static let recentWindow = 0.5
-
-    /// The rows history keeps of a message (made once: the writer takes the same), remembered
-    /// until surely committed; with the message serialised for them (its line with CRLF), which
-    /// the delivery reuses for every recipient whose form adds nothing.
-    mutating func rememberRecent(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> (rows: [HistoryRow], serialized: [UInt8]?) {
+    /// The rows history keeps of a message (made once: the writer takes them), with the message
+    /// serialised for them (its line with CRLF), which the delivery reuses for every recipient
+    /// whose form adds nothing. Nothing is kept of them here but a room's tail
+    /// (`roomTails`): a read waits for their commit (`OutputOrder.read`).
+    mutating func historyRows(_ message: IRCMessage, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> (rows: [HistoryRow], serialized: [UInt8]?) {
         // While nothing can be stored and rows pile up, a JOIN, PART or mode change still happens
         // but is not kept (messages are refused before they get here: `historyRefuses`).
         if let health = historyHealth, health.refusing(past: config.historyBacklog), !Self.isEchoed(message.command) {
@@ -39,19 +35,19 @@ extension ServerState {
         }
         let serialized = message.serialized()
         let line = String(decoding: serialized.dropLast(2), as: UTF8.self)
-        return (rememberRecent(line: line, command: message.command, stamp: stamp, id: id, entries: entries), serialized)
+        return (historyRows(line: line, command: message.command, stamp: stamp, id: id, entries: entries), serialized)
     }
 
     /// The rows of a stored line made elsewhere (a multiline message's lines in one row).
-    mutating func rememberRecent(line: String, command: String, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> [HistoryRow] {
+    func historyRows(line: String, command: String, stamp: Stamp, id: UInt64, entries: [HistoryEntry]) -> [HistoryRow] {
         let time = Int64((stamp.time * 1000).rounded(.down))
-        let rows = entries.map { entry in
-            HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: command,
-                       line: line, parties: entry.parties.map { ($0.party, $0.peer) })
-        }
         let isText = HistoryStore.Kinds.texts.includes(command)
-        for row in rows {
-            cache.recentHistory[row.target, default: []].append(row)
+        var rows: [HistoryRow] = []
+        rows.reserveCapacity(entries.count)
+        for entry in entries {
+            let row = HistoryRow(msgid: Int64(bitPattern: id), timeMilliseconds: time, target: entry.target, command: command,
+                                 line: line, parties: entry.parties.isEmpty ? [] : entry.parties.map { ($0.party, $0.peer) })
+            rows.append(row)
             if isText { extendTail(row) }
         }
         return rows
@@ -89,20 +85,14 @@ extension ServerState {
         return true
     }
 
-    /// From `tick`: what is past the window and committed goes (once a second, not on every
-    /// message: dropping the front of the array moves the rest). Rows the writer has not
-    /// stored stay, however old: CHATHISTORY reads them here until they are.
-    mutating func pruneRecent(now: Double) {
+    /// From `tick`: once history stores again after refusing, the log says so (and what was not
+    /// kept meanwhile); the split's merged msgids go once nothing waits for a commit.
+    mutating func noticeStoringAgain() {
+        if !cache.splitMerged.isEmpty, historyHealth.map({ $0.waiting.load(ordering: .relaxed) == 0 }) ?? true { cache.splitMerged = [:] }
         if let health = historyHealth, !health.refusing(past: config.historyBacklog), cache.refusingLogged || cache.eventsNotStored > 0 {
             outbox.items.append(.log("history: storing again" + (cache.eventsNotStored > 0 ? "; \(cache.eventsNotStored) joins, parts and mode changes were not kept meanwhile" : "")))
             cache.refusingLogged = false
             cache.eventsNotStored = 0
-        }
-        let committed = historyHealth?.committed.load(ordering: .acquiring) ?? .max
-        let cutoff = Int64((now - Self.recentWindow) * 1000)
-        for (target, rows) in cache.recentHistory where rows.first.map({ $0.timeMilliseconds < cutoff && $0.msgid <= committed }) ?? true {
-            let kept = rows.drop { $0.timeMilliseconds < cutoff && $0.msgid <= committed }
-            cache.recentHistory[target] = kept.isEmpty ? nil : Array(kept)
         }
     }
 
@@ -232,8 +222,7 @@ extension ServerState {
                 above = second
             }
         }
-        requestHistory(session, reads, .chathistory(name: name, target: target, above: above, below: below),
-                       recent: uncommitted(target, kinds))
+        requestHistory(session, reads, .chathistory(name: name, target: target, above: above, below: below))
     }
 
     /// A `chathistory` batch with the stored lines, their original msgid, time, source and tags.
@@ -348,8 +337,10 @@ extension ServerState {
         if let tail = tail(of: key) {
             replay(tail, to: session, key: key, name: name)
         } else {
+            // The lines said from now on gather in the tail, to be merged with what the read finds.
+            if cache.roomTails[key] == nil, roomBook.channels[key] != nil { cache.roomTails[key] = RoomTail() }
             requestHistory(session, [.rows(target: key, direction: .before, bound: .max, limit: config.replayOnJoin, kinds: .texts)],
-                           .replay(name: name, key: key, upTo: Int64(bitPattern: messageIDs.latest)), recent: uncommitted(key, .texts))
+                           .replay(name: name, key: key, upTo: Int64(bitPattern: messageIDs.latest)))
         }
     }
 

@@ -3,16 +3,15 @@ import IRCWire
 
 /// A read of stored history for one connection, made by the store worker off the event loop
 /// (`HistoryReader`): the loop hands it over and goes on; the connection's next lines wait for
-/// the answer (`Session.busy`), so its replies keep the order of its commands.
+/// the answer (`Session.busy`), so its replies keep the order of its commands. It is handed over
+/// once every row handed to the writer before it is committed (`OutputOrder.read`): the
+/// database then holds every line said before it was asked.
 public struct HistoryQuery: Sendable, Equatable {
     public let connection: ConnectionID
     /// Tells this query's answer from one for an earlier query of the same connection.
     let serial: UInt64
     let reads: [HistoryRead]
     let purpose: HistoryPurpose
-    /// The target's rows not committed yet when it was asked, of the kinds read: merged with
-    /// what the database gives, so a line said a moment ago is in the answer too.
-    let recent: [HistoryRow]
 
     /// One query per serial.
     public static func == (a: HistoryQuery, b: HistoryQuery) -> Bool { a.serial == b.serial && a.connection == b.connection }
@@ -87,7 +86,7 @@ enum HistoryPurpose: Sendable {
 extension ServerState {
     /// Hands a query to the store worker. A CHATHISTORY's response (and its label) waits for
     /// the answer; a JOIN's replay follows the JOIN's own response.
-    mutating func requestHistory(_ session: Session, _ reads: [HistoryRead], _ purpose: HistoryPurpose, recent: [HistoryRow] = []) {
+    mutating func requestHistory(_ session: Session, _ reads: [HistoryRead], _ purpose: HistoryPurpose) {
         cache.nextHistorySerial += 1
         session.historyQueries.insert(cache.nextHistorySerial)
         if purpose.isUnasked {
@@ -96,12 +95,7 @@ extension ServerState {
             session.deferredLabel = response?.label
         }
         outbox.items.append(.readHistory(HistoryQuery(connection: session.connection, serial: cache.nextHistorySerial, reads: reads,
-                                                      purpose: purpose, recent: recent)))
-    }
-
-    /// The rows of `target` not committed yet, of these kinds (for a query's `recent`).
-    func uncommitted(_ target: String, _ kinds: HistoryStore.Kinds) -> [HistoryRow] {
-        cache.recentHistory[target]?.filter { kinds.includes($0.command) } ?? []
+                                                      purpose: purpose)))
     }
 
     /// The worker's answer: the reply it was for, then the lines that waited for it.
@@ -139,8 +133,8 @@ extension ServerState {
             var rows: [HistoryRow] = []
             var limit = 0
             for (read, result) in zip(query.reads, results) {
-                guard case .rows(_, let direction, let bound, let readLimit, _) = read, case .rows(let stored) = result else { continue }
-                rows += Self.merge(stored, query.recent, direction, bound, limit: readLimit)
+                guard case .rows(_, _, _, let readLimit, _) = read, case .rows(let stored) = result else { continue }
+                rows += stored
                 limit = max(limit, readLimit)
             }
             // AROUND: what is before the reference, then as much from it on as the limit leaves.
@@ -155,9 +149,7 @@ extension ServerState {
             for (index, result) in results.enumerated() {
                 switch result {
                 case .latest(let last):
-                    guard index < rooms.count else { continue }
-                    // A line not committed yet is the newest.
-                    let newest = max(last ?? 0, cache.recentHistory[rooms[index].key]?.last?.msgid ?? 0)
+                    guard index < rooms.count, let newest = last else { continue }
                     if newest > low, newest < high { found.append((rooms[index].name, newest)) }
                 case .conversations(let conversations):
                     for conversation in conversations { found.append((conversation.peer, conversation.last)) }
@@ -168,9 +160,10 @@ extension ServerState {
             sendTargetsBatch(session, found, limit: limit)
         case .replay(let name, let key, let upTo):
             guard case .rows(let stored)? = results.first else { return }
-            let tail = Array(Self.merge(stored, query.recent + uncommitted(key, .texts), .before, .max, limit: config.replayOnJoin))
+            // With the lines said since it was asked (the read may have run before their commit).
+            let tail = Self.merge(stored, cache.roomTails[key]?.rows ?? [], .before, .max, limit: config.replayOnJoin)
             // Kept while the room lives: the next joiner's replay needs no database.
-            if roomBook.channels[key] != nil { cache.roomTails[key] = tail }
+            if roomBook.channels[key] != nil { cache.roomTails[key] = RoomTail(rows: tail, loaded: true) }
             guard roomBook.membership.isMember(session.user.id, of: key) else { return }
             replay(tail.filter { $0.msgid <= upTo }, to: session, key: key, name: name)
         case .redact(let redact):
@@ -183,15 +176,15 @@ extension ServerState {
         case .missedDirect(let peers, let since, let upTo):
             answerMissedDirect(query, results, session: session, peers: peers, since: since, upTo: upTo)
         case .search(let from, let limit):
-            answerSearch(results, recent: query.recent, session: session, from: from, limit: limit)
+            answerSearch(results, session: session, from: from, limit: limit)
         }
     }
 
-    /// Stored rows merged with those not yet committed, each once, in msgid order, cut to the limit
-    /// from the bound's side.
-    static func merge(_ stored: [HistoryRow], _ recent: [HistoryRow], _ direction: HistoryStore.Direction, _ bound: Int64,
+    /// Stored rows merged with others (a room's tail, a linked server's), each once, in msgid
+    /// order, cut to the limit from the bound's side.
+    static func merge(_ stored: [HistoryRow], _ others: [HistoryRow], _ direction: HistoryStore.Direction, _ bound: Int64,
                       limit: Int) -> [HistoryRow] {
-        let candidates = recent.filter { direction == .before ? $0.msgid < bound : $0.msgid > bound }
+        let candidates = others.filter { direction == .before ? $0.msgid < bound : $0.msgid > bound }
         guard !candidates.isEmpty else { return stored }
         var seen = Set(stored.map(\.msgid))
         var merged = stored
@@ -212,15 +205,15 @@ extension ServerState {
     /// A tail grows to twice the replay's length before its front goes, in one move: dropping
     /// one row per message moved the whole tail each time (1,700 instructions a message in a
     /// flooded room of 50). Readers take its last `replayOnJoin` rows (`tail(of:)`).
-    /// (A text row: `rememberRecent` asks once for all of a message's rows.)
-    mutating func extendTail(_ row: HistoryRow) {
-        let keep = config.replayOnJoin
-        cache.roomTails[row.target]?.append(row, keepingAtLeast: keep)
+    /// (A text row: `historyRows` asks once for all of a message's rows.)
+    func extendTail(_ row: HistoryRow) {
+        if let tail = cache.roomTails[row.target] { tail.rows.append(row, keepingAtLeast: config.replayOnJoin) }
     }
 
-    /// The kept tail of a room, at most `replayOnJoin` rows.
+    /// The kept tail of a room, at most `replayOnJoin` rows (nil until its first read is answered).
     func tail(of key: String) -> [HistoryRow]? {
-        cache.roomTails[key].map { $0.count > config.replayOnJoin ? Array($0.suffix(config.replayOnJoin)) : $0 }
+        guard let tail = cache.roomTails[key], tail.loaded else { return nil }
+        return tail.rows.count > config.replayOnJoin ? Array(tail.rows.suffix(config.replayOnJoin)) : tail.rows
     }
 }
 

@@ -40,8 +40,7 @@ extension ServerState {
         let reads = rooms.map { HistoryRead.rows(target: $0.key, direction: .after, bound: low, limit: Self.splitRowsPerRoom, kinds: .messages) }
         cache.nextHistorySerial += 1
         outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: cache.nextHistorySerial, reads: reads,
-                                                      purpose: .splitOffer(rooms: rooms, upTo: upTo),
-                                                      recent: rooms.flatMap { uncommitted($0.key, .messages) })))
+                                                      purpose: .splitOffer(rooms: rooms, upTo: upTo))))
         log("link \(server.name): sending what was said in \(rooms.count) shared room(s) from \(ServerTime.format(since)) (10 s before the last line heard from it) to the heal")
     }
 
@@ -55,8 +54,8 @@ extension ServerState {
         case .splitOffer(let rooms, let upTo):
             guard let link = net.links[query.connection], link.burstSent else { return }
             for (index, room) in rooms.enumerated() {
-                guard index < results.count, case .rows(let stored) = results[index], case .rows(_, _, let low, let limit, _) = query.reads[index] else { continue }
-                let rows = Self.merge(stored, query.recent.filter { $0.target == room.key }, .after, low, limit: limit).filter { $0.msgid < upTo }
+                guard index < results.count, case .rows(let stored) = results[index] else { continue }
+                let rows = stored.filter { $0.msgid < upTo }
                 for row in rows {
                     // A multiline message's row goes as one HISTORYROW per line, under its one msgid.
                     for line in row.line.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -68,7 +67,8 @@ extension ServerState {
             }
         case .splitMerge(let key, let rows):
             guard case .msgids(let stored)? = results.first else { return }
-            let known = stored.union((cache.recentHistory[key] ?? []).map(\.msgid))
+            // (Rows merged a moment ago, from another link, may not be committed yet.)
+            let known = stored.union(cache.splitMerged[key] ?? [])
             let fresh = rows.filter { !known.contains($0.msgid) }.sorted { $0.msgid < $1.msgid }
             mergeSplitRows(fresh, key: key, now: now)
         default:
@@ -87,7 +87,7 @@ extension ServerState {
             cache.nextHistorySerial += 1
             outbox.items.append(.readHistory(HistoryQuery(connection: link.connection, serial: cache.nextHistorySerial,
                                                           reads: [.msgids(target: key, low: low, high: high)],
-                                                          purpose: .splitMerge(key: key, rows: rows), recent: [])))
+                                                          purpose: .splitMerge(key: key, rows: rows))))
             return
         }
         // A room we have, a message line addressed to it, within the bound.
@@ -109,10 +109,7 @@ extension ServerState {
     /// after a notice saying what they are, each at its own time and under its msgid.
     mutating func mergeSplitRows(_ rows: [HistoryRow], key: String, now: Double) {
         guard !rows.isEmpty, let channel = roomBook.channels[key] else { return }
-        var recent = cache.recentHistory[key] ?? []
-        recent += rows
-        recent.sort { $0.msgid < $1.msgid }
-        cache.recentHistory[key] = recent
+        cache.splitMerged[key, default: []].formUnion(rows.map(\.msgid))
         outbox.items.append(.storeRows(rows))
         let count = rows.count
         deliver(IRCMessage(source: config.name, command: "NOTICE",

@@ -120,7 +120,7 @@ extension ServerState {
         // History keeps it as one row under that msgid, blank lines and all.
         let entries = roomKey.map { [HistoryEntry(target: $0)] } ?? recipients.first.flatMap { directEntry(sender, $0) }.map { [$0] } ?? []
         if historyEnabled, let id = stamp.msgid, !entries.isEmpty {
-            let rows = rememberRecent(line: Self.storedMultiline(parts, tags: tags), command: command, stamp: stamp, id: id, entries: entries)
+            let rows = historyRows(line: Self.storedMultiline(parts, tags: tags), command: command, stamp: stamp, id: id, entries: entries)
             if !rows.isEmpty { outbox.items.append(.storeRows(rows)) }
             // The sender's echo of the batch waits until it is committed.
             if echo, response?.session === session { response?.awaitsCommit = id }

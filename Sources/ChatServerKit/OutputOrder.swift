@@ -14,6 +14,8 @@ protocol OutputSink {
     var failing: Bool { get }
     /// A connection the gate stopped may send again: its output is to be flushed this turn.
     mutating func wake(_ id: ConnectionID)
+    /// A history read whose rows are all committed: to the reader now.
+    mutating func read(_ query: HistoryQuery)
 }
 
 /// The server's output ordering, as a value: what each connection gets, in which order, and
@@ -42,6 +44,10 @@ protocol OutputSink {
 ///   (`Gate`), the runtime flushes only up to the first mark not committed (`sendable`) and
 ///   parks the connection there (`park`); a commit wakes it (`released`). While history cannot
 ///   store, or past the send queue's bound, the marks go (no reader is dropped for the gate).
+/// - **Reads after the rows before them.** A history read goes to the reader once every row
+///   handed over before it is committed (`read`): the database then has every line said before
+///   it was asked, and the loop keeps no copy of rows waiting for their commit. While history
+///   cannot store, reads go at once (they find what is stored).
 struct OutputOrder {
     /// One connection's output waiting behind an echo: (msgid, bytes), msgid 0 for what is not an echo.
     struct Held {
@@ -87,6 +93,11 @@ struct OutputOrder {
     private var gateCount = 0
     /// Connections stopped at a mark, to be woken by the commit they wait for.
     private(set) var parked: [ConnectionID] = []
+    /// History reads waiting for the rows handed over before them, in the order asked, with the
+    /// newest msgid handed over then. Owner: the order; bound: the reads asked while a commit
+    /// runs (a connection asks one at a time, or one per room a JOIN names); end: that commit,
+    /// or history failing.
+    private(set) var readsWaiting: [(after: Int64, query: HistoryQuery)] = []
 
     init(holdLimit: Int, historyOn: Bool) {
         self.holdLimit = holdLimit
@@ -221,6 +232,29 @@ struct OutputOrder {
     mutating func released(_ sink: inout some OutputSink) {
         releaseHeldEchoes(&sink)
         wakeParked(&sink)
+        releaseReads(&sink)
+    }
+
+    // MARK: Reads
+
+    /// A history read: to the reader now if every row handed over is committed (or history
+    /// cannot store), else when it is; reads keep the order they were asked in.
+    mutating func read(_ query: HistoryQuery, _ sink: inout some OutputSink) {
+        if readsWaiting.isEmpty && (!historyOn || handedOver <= sink.committed || sink.failing) {
+            sink.read(query)
+        } else {
+            readsWaiting.append((handedOver, query))
+        }
+    }
+
+    private mutating func releaseReads(_ sink: inout some OutputSink) {
+        guard !readsWaiting.isEmpty else { return }
+        let done = sink.committed, failing = sink.failing
+        let due = readsWaiting.prefix { failing || $0.after <= done }.count
+        guard due > 0 else { return }
+        let reads = readsWaiting.prefix(due)
+        readsWaiting.removeFirst(due)
+        for entry in reads { sink.read(entry.query) }
     }
 
     private mutating func releaseHeldEchoes(_ sink: inout some OutputSink) {

@@ -538,23 +538,19 @@ extension ServerState {
         let upTo = newestLine(now: now)
         guard upTo > seen else { return }
         let rooms = roomBook.membership.rooms(of: session.user.id).sorted().compactMap { key in roomBook.channels[key].map { (key: key, name: $0.name) } }
-        var (reads, recent) = readsAfter(rooms.map { (target: $0.key, bound: max(seen, historyFloor($0.key))) })
+        var reads = readsAfter(rooms.map { (target: $0.key, bound: max(seen, historyFloor($0.key))) })
         reads.append(.conversations(party: "a:" + fold(account), from: seen, to: upTo + 1, limit: Self.missedConversations))
-        requestHistory(session, reads, .missed(rooms: rooms, since: seen, upTo: upTo), recent: recent)
+        requestHistory(session, reads, .missed(rooms: rooms, since: seen, upTo: upTo))
     }
 
-    /// Reads of each conversation's lines after its bound, with those not committed yet.
-    func readsAfter(_ targets: [(target: String, bound: Int64)]) -> (reads: [HistoryRead], recent: [HistoryRow]) {
-        var recent: [HistoryRow] = []
-        for target in targets { recent += uncommitted(target.target, .messages) }
-        return (targets.map { .rows(target: $0.target, direction: .after, bound: $0.bound, limit: Self.missedLinesPerConversation, kinds: .messages) }, recent)
+    /// Reads of each conversation's lines after its bound.
+    func readsAfter(_ targets: [(target: String, bound: Int64)]) -> [HistoryRead] {
+        targets.map { .rows(target: $0.target, direction: .after, bound: $0.bound, limit: Self.missedLinesPerConversation, kinds: .messages) }
     }
 
-    /// One conversation's missed lines from an answer: stored and not yet committed, each once,
-    /// only those said while the device was away.
-    static func missedRows(_ stored: [HistoryRow], _ query: HistoryQuery, target: String, since: Int64, upTo: Int64) -> [HistoryRow] {
-        merge(stored, query.recent.filter { $0.target == target }, .after, since, limit: missedLinesPerConversation)
-            .filter { $0.msgid <= upTo && $0.msgid > since }
+    /// One conversation's missed lines from an answer: only those said while the device was away.
+    static func missedRows(_ stored: [HistoryRow], since: Int64, upTo: Int64) -> [HistoryRow] {
+        stored.filter { $0.msgid <= upTo && $0.msgid > since }
     }
 
     /// The answer: each room's lines, then (a second read) the direct conversations'.
@@ -567,7 +563,7 @@ extension ServerState {
             case .rows(let stored):
                 guard index < rooms.count else { continue }
                 let room = rooms[index]
-                let rows = Self.missedRows(stored, query, target: room.key, since: since, upTo: upTo)
+                let rows = Self.missedRows(stored, since: since, upTo: upTo)
                 guard !rows.isEmpty, roomBook.membership.isMember(session.user.id, of: room.key) else { continue }
                 total += rows.count
                 replay(rows, to: session, key: room.key, name: room.name)
@@ -579,8 +575,8 @@ extension ServerState {
         }
         if total > 0 { noticeMissed(session, total) }
         guard !conversations.isEmpty else { return }
-        let (reads, recent) = readsAfter(conversations.map { (target: $0.target, bound: since) })
-        requestHistory(session, reads, .missedDirect(peers: conversations, since: since, upTo: upTo), recent: recent)
+        let reads = readsAfter(conversations.map { (target: $0.target, bound: since) })
+        requestHistory(session, reads, .missedDirect(peers: conversations, since: since, upTo: upTo))
     }
 
     mutating func answerMissedDirect(_ query: HistoryQuery, _ results: [HistoryResult], session: Session,
@@ -588,7 +584,7 @@ extension ServerState {
         var total = 0
         for (index, result) in results.enumerated() {
             guard case .rows(let stored) = result, index < peers.count else { continue }
-            let rows = Self.missedRows(stored, query, target: peers[index].target, since: since, upTo: upTo)
+            let rows = Self.missedRows(stored, since: since, upTo: upTo)
             guard !rows.isEmpty else { continue }
             total += rows.count
             if session.caps.contains(.batch) {

@@ -67,10 +67,6 @@ extension ServerState {
             return
         }
         let signed = Int64(bitPattern: redact.msgid)
-        if let row = cache.recentHistory[redact.target]?.first(where: { $0.msgid == signed && HistoryStore.Kinds.isMessage($0.command) }) {
-            finishRedact(session, redact, row: row, now: request.now)
-            return
-        }
         requestHistory(session, [.rows(target: redact.target, direction: .after, bound: signed - 1, limit: 1, kinds: .messages)],
                        .redact(redact))
     }
@@ -108,8 +104,7 @@ extension ServerState {
         // Without the capability the requester gets at least its labelled ACK (the response is empty).
         if historyEnabled {
             let signed = Int64(bitPattern: redact.msgid)
-            cache.recentHistory[redact.target]?.removeAll { $0.msgid == signed }
-            cache.roomTails[redact.target]?.removeAll { $0.msgid == signed }
+            cache.roomTails[redact.target]?.rows.removeAll { $0.msgid == signed }
             outbox.items.append(.forgetRow(target: redact.target, msgid: signed))
         }
         log(session, "\(user.replyName) deleted \(id) in \(redact.name)" + (redact.reason.map { ": \($0)" } ?? ""))

@@ -87,11 +87,10 @@ extension ServerState {
             }
             if roomBook.closedRooms.remove(old) != nil { roomBook.closedRooms.insert(new) }
             if roomBook.roomRecords.markedClosed.remove(old) != nil { roomBook.roomRecords.markedClosed.insert(new) }
-            func retarget(_ rows: [HistoryRow]) -> [HistoryRow] {
-                rows.map { HistoryRow(msgid: $0.msgid, timeMilliseconds: $0.timeMilliseconds, target: new, command: $0.command, line: $0.line) }
+            if let tail = cache.roomTails.removeValue(forKey: old) {
+                tail.rows = tail.rows.map { HistoryRow(msgid: $0.msgid, timeMilliseconds: $0.timeMilliseconds, target: new, command: $0.command, line: $0.line) }
+                cache.roomTails[new] = tail
             }
-            if let rows = cache.recentHistory.removeValue(forKey: old) { cache.recentHistory[new] = retarget(rows) }
-            if let rows = cache.roomTails.removeValue(forKey: old) { cache.roomTails[new] = retarget(rows) }
             if historyEnabled {
                 outbox.items.append(.renameHistory(from: old, to: new))
                 // The markers held in memory move as the writer moves the stored ones (the later time kept).

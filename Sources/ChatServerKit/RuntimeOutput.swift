@@ -42,7 +42,8 @@ extension ServerRuntime {
                     checking.insert(check.connection)
                     passwords.submit(check)
                 case .readHistory(let query):
-                    historyReader?.submit(query)
+                    // Once the rows handed over before it are committed (`OutputOrder.read`).
+                    order.read(query, &sink)
                 case .saveRooms(let changes):
                     handRowsToWriter()
                     historyWriter?.append(roomChanges: changes.list)
@@ -106,6 +107,8 @@ extension ServerRuntime {
             guard let connection = runtime.connections[id.raw], !connection.closing else { return }
             runtime.queueFlush(connection)
         }
+
+        func read(_ query: HistoryQuery) { runtime.historyReader?.submit(query) }
     }
 
     func isOpen(_ id: ConnectionID) -> Bool {

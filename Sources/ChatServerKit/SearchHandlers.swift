@@ -54,24 +54,13 @@ extension ServerState {
         let from = attributes["from"].flatMap { $0.isEmpty ? nil : casemapping.fold($0) }
         // A `from` is matched after the read: each target gives more rows then.
         let read = HistoryRead.search(targets: targets, party: party, text: text, low: low, high: high, limit: from == nil ? limit : limit * 5)
-        // Lines said a moment ago, not committed yet, are searched here.
-        let folded = text.lowercased()
-        var recent: [HistoryRow] = []
-        for target in targets {
-            for row in uncommitted(target, .texts) where row.command == "PRIVMSG" || row.command == "NOTICE" {
-                guard row.msgid >= low, row.msgid <= high else { continue }
-                if folded.isEmpty || row.line.lowercased().contains(folded) { recent.append(row) }
-            }
-        }
-        requestHistory(session, [read], .search(from: from, limit: limit), recent: recent)
+        requestHistory(session, [read], .search(from: from, limit: limit))
     }
 
     /// The rows found, from `from` only if asked, the newest `limit`, sent oldest first.
-    mutating func answerSearch(_ results: [HistoryResult], recent: [HistoryRow], session: Session, from: String?, limit: Int) {
+    mutating func answerSearch(_ results: [HistoryResult], session: Session, from: String?, limit: Int) {
         var rows: [HistoryRow] = []
         for case .rows(let found) in results { rows += found }
-        var seen = Set(rows.map(\.msgid))
-        for row in recent where seen.insert(row.msgid).inserted { rows.append(row) }
         if let from {
             rows = rows.filter { row in
                 guard let message = try? IRCMessage(parsing: row.line), let source = message.source else { return false }

@@ -126,17 +126,15 @@ struct AccountBook {
 }
 
 /// What the state keeps of history between the database and the connections: read markers,
-/// the rows handed to the writer and not yet committed, each live room's last lines, and the
-/// writer's health. Owner: `ServerState.cache`.
+/// each live room's last lines, and the writer's health. Owner: `ServerState.cache`.
+/// (No row waiting for its commit is kept here: a read waits for the rows handed over before
+/// it to be committed, `OutputOrder.read`, and then finds them in the database.)
 struct HistoryCache {
     /// Each account's read markers (folded account, then conversation), read at start and kept
     /// as they move; written by the history writer. At most `connectionMarkerLimit` per account.
     var accountMarkers: [String: [String: Int64]] = [:]
     /// The read markers could not be read at start: MARKREAD of an account fails until a restart.
     var markersUnavailable = false
-    /// What was handed to the history writer in the last seconds: the writer commits within
-    /// 100 ms, and until then a CHATHISTORY (or a join's replay) must see these too.
-    var recentHistory: [String: [HistoryRow]] = [:]
     /// The history writer's state (nil: history off): while it cannot store and too many rows
     /// wait, new messages are refused (`historyRefuses`).
     var historyHealth: HistoryHealth?
@@ -144,8 +142,14 @@ struct HistoryCache {
     var eventsNotStored = 0
     var refusingLogged = false
     /// Each live room's last lines for the replay on joining (PRIVMSG and NOTICE, at most
-    /// `replayOnJoin`), read once from the database and kept up to date as lines are said.
-    var roomTails: [String: [HistoryRow]] = [:]
+    /// twice `replayOnJoin`), read once from the database and kept up to date as lines are said.
+    /// Owner: the cache; bound: one per live room, `2 × replayOnJoin` rows each; end: the room's.
+    var roomTails: [String: RoomTail] = [:]
+    /// The msgids of rows a linked server sent after a split and this server stored, per room:
+    /// a second link offering them before their commit finds them here. Owner: the cache; bound:
+    /// the rows handed over and not committed (`splitRowsPerRoom` a room per link's offer); end:
+    /// the first tick at which nothing waits for a commit.
+    var splitMerged: [String: Set<Int64>] = [:]
     var nextHistorySerial: UInt64 = 0
 }
 
@@ -199,5 +203,19 @@ struct Admission {
             session.limitKey = nil
         }
         leaveUnregistered(session)
+    }
+}
+
+/// A room's last lines (`HistoryCache.roomTails`). While its first read is out (`loaded` false)
+/// the lines said meanwhile gather here, to be merged with what the read finds: the read may
+/// run before or after their commit. A class: a line said is appended after one look-up, with
+/// no write back into the dictionary (that was 1,150 instructions a message in a room of 50).
+final class RoomTail {
+    var rows: [HistoryRow]
+    var loaded: Bool
+
+    init(rows: [HistoryRow] = [], loaded: Bool = false) {
+        self.rows = rows
+        self.loaded = loaded
     }
 }

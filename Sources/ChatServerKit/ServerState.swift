@@ -257,7 +257,7 @@ public struct ServerState {
         }
         reloadAccountsIfChanged()
         enforceNickProtection(now: now)
-        pruneRecent(now: now)
+        noticeStoringAgain()
         // (Links that came to the link port count too: one that never finishes its handshake is closed.)
         if !net.links.isEmpty || !config.links.blocks.isEmpty { tickLinks(now: now) }
         writeRoomRecords()
@@ -580,7 +580,7 @@ public struct ServerState {
             answerRequester(message, stamp, stored: !entries.isEmpty)
         }
         var rows: [HistoryRow] = [], serialized: [UInt8]?
-        if !entries.isEmpty, let id = stamp.msgid { (rows, serialized) = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
+        if !entries.isEmpty, let id = stamp.msgid { (rows, serialized) = historyRows(message, stamp: stamp, id: id, entries: entries) }
         outbox.items.append(.deliver(Delivery(message: message, stamp: stamp, groups: fanOut.groups, skipping: skip,
                                               lists: (key, fanOut.generation), storable: storable, rows: rows, serialized: serialized)))
     }
@@ -637,7 +637,7 @@ public struct ServerState {
             }
         }
         var rows: [HistoryRow] = [], serialized: [UInt8]?
-        if !entries.isEmpty, let id = stamp.msgid { (rows, serialized) = rememberRecent(message, stamp: stamp, id: id, entries: entries) }
+        if !entries.isEmpty, let id = stamp.msgid { (rows, serialized) = historyRows(message, stamp: stamp, id: id, entries: entries) }
         if rows.isEmpty, groups.count == 1, groups[0].connections.count == 1 {
             // One recipient and nothing to store (most direct messages): its line, rendered here.
             outbox.items.append(.send(groups[0].connections[0], Rendering.render(message, stamp, groups[0].variant)))

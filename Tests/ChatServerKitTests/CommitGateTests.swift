@@ -103,4 +103,28 @@ struct CommitGateTests {
         hold.go.signal()
         #expect(try listener.expect("PRIVMSG").params.last == "two")
     }
+
+    @Test("a history read asked while a line waits for its commit is read after the commit: the answer has the line")
+    func readAfterCommit() throws {
+        let path = NSTemporaryDirectory() + "chat-tui-gate-\(UUID().uuidString).db"
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let (server, hold) = try Self.serverWithHeldCommits(path)
+        let speaker = try server.client()
+        try speaker.register("speaker")
+        let reader = try server.client()
+        try reader.register("reader", caps: ["draft/chathistory", "batch", "server-time", "message-tags"])
+        hold.holding.withLock { $0 = true }
+        speaker.send("PRIVMSG #lobby :said before the question")
+        #expect(hold.reached.wait(seconds: 10), "the writer holds the row")
+        reader.send("CHATHISTORY LATEST #lobby * 10")
+        // The read is asked in a turn that ends before the commit: the reader's PING answers after it.
+        let turns = server.handle.turnsDone
+        reader.send("PING :asked")
+        while server.handle.turnsDone <= turns + 1 { usleep(1000) }
+        hold.holding.withLock { $0 = false }
+        hold.go.signal()
+        let lines = try reader.readUntil { $0.command == "PONG" }
+        let said = lines.filter { $0.command == "PRIVMSG" && $0.tags.contains { $0.key == "batch" } }.map { $0.params.last! }
+        #expect(said.last == "said before the question", "the answer (read once the line was committed) has it")
+    }
 }

@@ -22,7 +22,7 @@ struct Harness {
     /// The account database the store worker would use (its jobs run here at once).
     let accounts: AccountStore?
 
-    /// History written as the runtime's writer would, but at once (a commit per outbox).
+    /// History written as the runtime's writer would, but at once (each row before the items after it).
     let history: HistoryStore?
 
     /// Runs the password checks the state asked for, as the runtime's worker does (here inline,
@@ -54,13 +54,12 @@ struct Harness {
     mutating func runChecks(_ outbox: Outbox) -> Outbox {
         var result = outbox
         var index = 0
-        if let history {
-            var rows: [HistoryRow] = []
-            for case .deliver(let delivery) in result.items { rows += delivery.rows }
-            for case .storeRows(let stored) in result.items { rows += stored }
-            try? history.insert(rows)
-        }
         while index < result.items.count {
+            // Rows committed as they come, before anything after them (a read waits for them).
+            if let history {
+                if case .deliver(let delivery) = result.items[index], !delivery.rows.isEmpty { try? history.insert(delivery.rows) }
+                if case .storeRows(let rows) = result.items[index] { try? history.insert(rows) }
+            }
             if case .continueReply(let id) = result.items[index], !continuations.contains(id) { continuations.append(id) }
             if case .readHistory(let query) = result.items[index], let history {
                 // The store worker's read, made here at once (or later, with `holdingReads`).

@@ -24,6 +24,9 @@ struct OutputOrderTests {
         var writes: [ConnectionID: [(start: Int, after: Int64)]] = [:]
         var handedOver: Int64 = 0
         var woken: Set<ConnectionID> = []
+        /// The history reads given to the reader, in order, with what was committed then and
+        /// whether history was failing.
+        var reads: [(serial: UInt64, committed: Int64, failing: Bool)] = []
 
         mutating func write(_ bytes: [UInt8], from: Int, to id: ConnectionID) -> Int? {
             let text = String(decoding: bytes[from...], as: UTF8.self)
@@ -37,6 +40,8 @@ struct OutputOrderTests {
         func isOpen(_ id: ConnectionID) -> Bool { open.contains(id) }
 
         mutating func wake(_ id: ConnectionID) { woken.insert(id) }
+
+        mutating func read(_ query: HistoryQuery) { reads.append((query.serial, committed, failing)) }
 
         /// The runtime's flush: as far as the gate allows; stopped short, the connection parks.
         /// Nothing that leaves was written after a handover not committed.
@@ -99,6 +104,8 @@ struct OutputOrderTests {
         var minted: [UInt64] = []
         var now = 100.0
         var serial = 0
+        /// The reads asked, in order, with the newest msgid handed over when each was.
+        var asked: [(serial: UInt64, after: Int64)] = []
 
         func newConnection() -> ConnectionID {
             let id = ConnectionID(nextID)
@@ -179,6 +186,11 @@ struct OutputOrderTests {
             case 9, 10:
                 now += Double(random.below(300)) / 1000
                 order.endOfTurn(now: now, &sink)
+            case 11:
+                // A history read: it reaches the reader once what was handed over before it is committed.
+                guard let id = room.members.randomElement(using: &random) else { break }
+                asked.append((UInt64(serial), sink.handedOver))
+                order.read(Self.query(id, serial: UInt64(serial)), &sink)
             case 12, 13:
                 // The runtime flushes some connections (those woken by a commit among them).
                 let some = Array(sink.woken) + room.members.shuffled(using: &random).prefix(3)
@@ -196,6 +208,11 @@ struct OutputOrderTests {
                 expected[id, default: []].insert(line, at: max(0, given.count - 1))
             }
             check("step \(step)")
+            // Each read given so far was asked in that order, and found its rows committed.
+            for (index, read) in sink.reads.enumerated() {
+                #expect(index < asked.count && asked[index].serial == read.serial, "seed \(seed): reads out of order")
+                if index < asked.count { #expect(read.failing || read.committed >= asked[index].after, "seed \(seed): a read went before its rows' commit") }
+            }
         }
         // Everything committed, the hold's time over: everyone has all of it.
         sink.committed = .max
@@ -206,6 +223,7 @@ struct OutputOrderTests {
         for (id, want) in expected {
             #expect(sink.written[id] ?? [] == want, "seed \(seed): \(id) got \(sink.written[id]?.count ?? 0) of \(want.count) lines")
         }
+        #expect(sink.reads.map(\.serial) == asked.map(\.serial), "seed \(seed): every read reached the reader once all was committed")
         // Every connection the gate stopped was woken by the commits, and then all of it leaves.
         #expect(order.parked.isEmpty, "seed \(seed): still parked after everything was committed")
         for id in sink.stream.keys {
@@ -327,5 +345,41 @@ struct OutputOrderTests {
         sink.committed = 4
         order.released(&sink)
         #expect(!order.isGated(alice) && order.parked.isEmpty && !sink.woken.contains(alice))
+    }
+
+    static func query(_ id: ConnectionID, serial: UInt64) -> HistoryQuery {
+        HistoryQuery(connection: id, serial: serial, reads: [], purpose: .search(from: nil, limit: 1))
+    }
+
+    @Test("a history read waits for the rows handed over before it; reads keep their order; while history cannot store they go at once")
+    func readsAfterCommit() {
+        var order = OutputOrder(holdLimit: 1 << 20, historyOn: true)
+        var sink = RecordingSink()
+        let alice = ConnectionID(1), bob = ConnectionID(2)
+        order.read(Self.query(alice, serial: 1), &sink)
+        #expect(sink.reads.map(\.serial) == [1], "nothing handed over: at once")
+        order.handOver(5)
+        order.read(Self.query(alice, serial: 2), &sink)
+        order.handOver(8)
+        order.read(Self.query(bob, serial: 3), &sink)
+        #expect(sink.reads.count == 1, "rows up to 5 and 8 wait for their commit")
+        sink.committed = 6
+        order.released(&sink)
+        #expect(sink.reads.map(\.serial) == [1, 2], "the first read's rows are committed, not the second's")
+        order.handOver(9)
+        sink.committed = 8
+        order.read(Self.query(alice, serial: 4), &sink)
+        #expect(sink.reads.map(\.serial) == [1, 2], "a later read does not pass one waiting")
+        order.released(&sink)
+        #expect(sink.reads.map(\.serial) == [1, 2, 3])
+        sink.failing = true
+        order.released(&sink)
+        #expect(sink.reads.map(\.serial) == [1, 2, 3, 4], "history failing: it reads what is stored")
+        #expect(order.readsWaiting.isEmpty)
+        var off = OutputOrder(holdLimit: 1 << 20, historyOn: false)
+        off.handOver(3)
+        sink.reads = []
+        off.read(Self.query(bob, serial: 5), &sink)
+        #expect(sink.reads.map(\.serial) == [5], "history off: nothing to wait for")
     }
 }

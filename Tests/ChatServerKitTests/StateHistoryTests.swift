@@ -416,20 +416,6 @@ struct StateHistoryReadTests {
         #expect(lines.last?.command == "PONG", "the PING after it is answered after it: \(lines.map(\.command))")
     }
 
-    @Test("a line said while the read is on the worker (not committed) is in the answer")
-    func uncommittedMerged() throws {
-        let store = try historyStore()
-        var h = Harness(historyOf: store)
-        let alice = h.register("alice", caps: caps)
-        h.send(alice, "PRIVMSG #lobby :stored")
-        // The next line reaches the recent list but not the database (as before a commit).
-        h.state.received(Array("PRIVMSG #lobby :not yet committed".utf8), from: alice, now: h.now)
-        _ = h.state.takeOutbox()
-        let bob = h.register("bob", caps: caps)
-        h.send(bob, "CHATHISTORY LATEST #lobby * 10")
-        #expect(h.historyLines(to: bob).map { $0.params.last! } == ["stored", "not yet committed"])
-    }
-
     @Test("a crowd joining and leaving costs one database read for the room's last lines, then none; the replay stays current")
     func joinChurnReadsOnce() throws {
         var h = Harness(historyOf: try historyStore()) { $0.replayOnJoin = 3 }
@@ -454,8 +440,9 @@ struct StateHistoryReadTests {
         #expect(replays[39] == replays[21])
     }
 
-    @Test("a line said while a joiner's replay is being read reaches it once, live, not again in the replay; the next joiner's replay has it")
-    func replayUpToTheJoin() throws {
+    /// A server that restarted after alice said "before restart" in #lobby: the room's lines
+    /// are not in memory; owner (who reads history itself) is in, and reads are held.
+    func restartedWithALine() throws -> (HistoryStore, ConnectionID, Harness) {
         let store = try historyStore()
         var first = Harness(historyOf: store)
         let alice = first.register("alice", caps: caps)
@@ -463,6 +450,13 @@ struct StateHistoryReadTests {
         var h = Harness(historyOf: store)
         let owner = h.register("owner", caps: caps)
         h.holdingReads = true
+        return (store, owner, h)
+    }
+
+    @Test("a line said while a joiner's replay is being read reaches it once, live, not again in the replay; the next joiner's replay has it")
+    func replayUpToTheJoin() throws {
+        let (_, owner, h0) = try restartedWithALine()
+        var h = h0
         let old = h.connect()
         var seen = h.send(old, "NICK old", "USER u 0 * :old").messages(to: old)
         h.send(owner, "PRIVMSG #lobby :live while reading")
@@ -494,6 +488,22 @@ struct StateHistoryReadTests {
         let lines = h.out.messages(to: old)
         #expect(lines.filter { $0.command == "PRIVMSG" }.map { "\($0.params[0]) \($0.params.last!)" } == ["#a in a", "#b in b"])
         #expect(lines.last?.command == "PONG")
+    }
+
+    @Test("a line said after a replay's read ran, before its answer, is in the room's kept tail: the next joiner's replay has it")
+    func tailGathersWhileReading() throws {
+        let (store, owner, h0) = try restartedWithALine()
+        var h = h0
+        _ = h.register("joiner")
+        let query = try #require(h.heldReads.first)
+        // The reader ran now, before the next line was stored; its answer comes after it.
+        let found = query.run(on: store)
+        h.heldReads = []
+        h.send(owner, "PRIVMSG #lobby :stored after the read")
+        h.state.historyAnswered(query, found, now: h.now)
+        h.holdingReads = false
+        let next = h.register("next")
+        #expect(h.out.messages(to: next).filter { $0.command == "PRIVMSG" }.map { $0.params.last! } == ["before restart", "stored after the read"])
     }
 }
 
@@ -533,19 +543,5 @@ struct StateHistoryFullDiskTests {
         #expect(h.out.logs.contains { $0.contains("storing again") && $0.contains("1 joins") })
         h.send(alice, "PRIVMSG #lobby :after")
         #expect(h.out.deliveries.contains { $0.recipients.contains(bob) })
-    }
-
-    @Test("rows the writer has not committed stay in the recent list past its window, and go once committed")
-    func uncommittedKept() throws {
-        var h = Harness(historyOf: try historyStore())
-        let health = HistoryHealth()
-        h.state.historyHealth = health
-        let alice = h.register("alice", caps: caps)
-        h.send(alice, "PRIVMSG #lobby :waiting")
-        _ = h.tick(advance: 60)
-        #expect(h.state.cache.recentHistory["#lobby"]?.contains { $0.line.hasSuffix(":waiting") } == true)
-        health.committed.store(.max, ordering: .relaxed)
-        _ = h.tick(advance: 1)
-        #expect(h.state.cache.recentHistory["#lobby"] == nil)
     }
 }
