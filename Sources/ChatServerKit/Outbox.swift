@@ -73,13 +73,15 @@ public struct Delivery: Sendable, Equatable {
 }
 
 /// What the server state decided: lines to send, connections to close, lines to log.
-/// The runtime applies these in order.
+/// The runtime applies these in order. The cases with big payloads are `indirect` (boxed): an
+/// item is 41 bytes, not 136 (a `Delivery`'s size), so the list is moved and each item copied
+/// and destroyed cheaply, the lines for one connection above all (a direct message's one item).
 public struct Outbox: Sendable {
     public enum Item: Sendable, Equatable {
         /// Bytes already written for one connection (replies to a command).
         case send(ConnectionID, [UInt8])
         /// A relayed message; the runtime writes it once per variant.
-        case deliver(Delivery)
+        indirect case deliver(Delivery)
         /// Write what is queued for the connection, then close it; the state has already forgotten it.
         case close(ConnectionID)
         case log(String)
@@ -94,14 +96,14 @@ public struct Outbox: Sendable {
         /// the store worker as `.store(.saveRooms)`).
         case saveRooms(RoomChanges)
         /// A PBKDF2 to run off the loop; the answer goes to `ServerState.passwordChecked`.
-        case checkPassword(PasswordCheck)
+        indirect case checkPassword(PasswordCheck)
         /// A history read to make off the loop; the answer goes to `ServerState.historyAnswered`.
-        case readHistory(HistoryQuery)
+        indirect case readHistory(HistoryQuery)
         /// More of a long reply is to come: the runtime asks for it (`ServerState.continueReply`)
         /// once the connection has taken most of what it has.
         case continueReply(ConnectionID)
         /// Connect to a server we link with; the answer is `linkConnected` or `linkDialFailed`.
-        case dialLink(LinkBlock)
+        indirect case dialLink(LinkBlock)
         /// Rows for history that no delivery carries (what a linked server said during a split).
         case storeRows([HistoryRow])
         /// A deleted message (REDACT): history forgets its row, after any rows handed over before.
@@ -111,9 +113,9 @@ public struct Outbox: Sendable {
         /// An account's read marker moved (held in memory already): for the history writer.
         case setMarker(account: String, target: String, time: Int64)
         /// Work for the store worker; the answer goes to `ServerState.storeAnswered`.
-        case store(StoreJob)
+        indirect case store(StoreJob)
         /// A Web Push POST for the push workers (WebPush.swift); answered by `webPushAnswered`.
-        case webPush(PushJob)
+        indirect case webPush(PushJob)
     }
 
     public var items: [Item] = []

@@ -95,7 +95,9 @@ public struct ServerState {
     /// go into its storage (one allocation fewer per line); a big one is let go.
     public mutating func recycle(_ taken: inout Outbox) {
         guard outbox.items.isEmpty, taken.items.capacity <= 64 else { return }
-        taken.items.removeAll(keepingCapacity: true)
+        // (The runtime took every item out: emptying an empty list went through the generic
+        // `replaceSubrange`, 53 instructions a line.)
+        if !taken.items.isEmpty { taken.items.removeAll(keepingCapacity: true) }
         swap(&outbox, &taken)
     }
 
