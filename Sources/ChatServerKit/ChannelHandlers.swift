@@ -172,9 +172,9 @@ extension ServerState {
     /// a ban keeps a member quiet unless voiced or operator. Nil when `user` may speak.
     func speakProblem(_ user: User, key: String, _ channel: Channel) -> String? {
         let status = roomBook.membership.status(of: user.id, in: key)
-        if status == nil && channel.has("n") { return "Cannot send to channel (you are not in it)" }
+        if status == nil && channel.has(code: UInt8(ascii: "n")) { return "Cannot send to channel (you are not in it)" }
         let privileged = status.map { $0.op || $0.voice } ?? false
-        if channel.has("m") && !privileged { return "Cannot send to channel (+m)" }
+        if channel.has(code: UInt8(ascii: "m")) && !privileged { return "Cannot send to channel (+m)" }
         if !privileged && isBanned(user, in: channel) { return "Cannot send to channel (you are banned)" }
         if !privileged && isMuted(user, in: channel) { return "Cannot send to channel (you are muted)" }
         return nil
@@ -282,8 +282,13 @@ extension ServerState {
 
     /// A `+s` room is visible to its members and operators only.
     func canSee(_ user: User, key: String) -> Bool {
-        guard let channel = roomBook.channels[key] else { return false }
-        return !channel.isSecret || user.isOperator || roomBook.membership.isMember(user.id, of: key)
+        guard let secret = roomBook.channels[key]?.isSecret else { return false }
+        return canSee(user, key: key, secret: secret)
+    }
+
+    /// The same, with the room in hand (a room message: no second look-up, no copy of it).
+    func canSee(_ user: User, key: String, secret: Bool) -> Bool {
+        !secret || user.isOperator || roomBook.membership.isMember(user.id, of: key)
     }
 
     /// 353 lines, as many as it takes to stay under 512 bytes each, then 366. Non-members

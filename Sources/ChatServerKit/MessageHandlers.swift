@@ -108,7 +108,7 @@ extension ServerState {
 
     /// A room with +C takes no CTCP but ACTION (`/me`).
     func ctctRefusal(_ text: String, _ channel: Channel) -> String? {
-        guard channel.has("C"), text.utf8.first == 1, !text.hasPrefix("\u{1}ACTION") else { return nil }
+        guard text.utf8.first == 1, channel.has(code: UInt8(ascii: "C")), !text.hasPrefix("\u{1}ACTION") else { return nil }
         return "Cannot send CTCP to channel (+C)"
     }
 
@@ -185,7 +185,7 @@ extension ServerState {
         let sender = session.user
         if IRCNames.isChannel(name) {
             // A secret room does not exist for outsiders, unless it takes messages from outside.
-            guard let (key, channel) = channel(named: name), canSee(sender, key: key) || !channel.has("n") else {
+            guard let (key, channel) = channel(named: name), canSee(sender, key: key, secret: channel.isSecret) || !channel.has(code: UInt8(ascii: "n")) else {
                 if !quiet { reply(session, .noSuchChannel, name, "No such channel") }
                 return nil
             }
