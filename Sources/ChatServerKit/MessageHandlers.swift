@@ -137,6 +137,7 @@ extension ServerState {
     /// would send it (`Rendering.direct`). False, having changed nothing, for any other line.
     mutating func relayPlainDirect(_ line: [UInt8], from session: Session, now: Double) -> Bool {
         guard session.registered, session.openBatch == nil, !session.caps.contains(.echoMessage),
+              !PlainTextLine.namesRoom(line), // (a room's line: not scanned twice, 600 instructions)
               let plain = PlainTextLine(line) else { return false } // (PlainTextLine is valid UTF-8 only)
         let sender = session.user
         // (A sender with other sessions: they get a copy, which `relay` makes.)

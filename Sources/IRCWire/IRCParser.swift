@@ -175,6 +175,13 @@ public struct PlainTextLine: Sendable, Equatable {
     private static let privmsg = Array("PRIVMSG ".utf8)
     private static let notice = Array("NOTICE ".utf8)
 
+    /// A plain `PRIVMSG #…` or `NOTICE #…`: a room's line, told by its first bytes (the direct
+    /// message's fast path steps aside before scanning the rest).
+    public static func namesRoom(_ line: [UInt8]) -> Bool {
+        let start = starts(line, privmsg) ? privmsg.count : starts(line, notice) ? notice.count : 0
+        return start > 0 && start < line.count && line[start] == UInt8(ascii: "#")
+    }
+
     private static func starts(_ line: [UInt8], _ word: [UInt8]) -> Bool {
         guard line.count > word.count else { return false }
         for i in 0..<word.count where line[i] != word[i] { return false }

@@ -128,6 +128,14 @@ struct PlainTextLineTests {
         #expect(PlainTextLine(Array(line.utf8)) == nil)
     }
 
+    @Test("a room's plain line is told by its first bytes, before any scan")
+    func namesRoom() {
+        for line in ["PRIVMSG #room :hi", "NOTICE #r :x", "PRIVMSG #"] { #expect(PlainTextLine.namesRoom(Array(line.utf8)), "\(line)") }
+        for line in ["PRIVMSG bob :hi", "NOTICE bob :#x", "PRIVMSG ", "PRIVMSG", "@t=1 PRIVMSG #room :hi", ":a PRIVMSG #r :x", "JOIN #room", ""] {
+            #expect(!PlainTextLine.namesRoom(Array(line.utf8)), "\(line)")
+        }
+    }
+
     /// The text is scanned eight bytes at a time: a NUL, CR or LF, or a byte of 0x80 or more,
     /// must be seen wherever it falls (in a word, in the tail, at either edge of a word).
     @Test("a NUL, CR or LF anywhere in the text is refused, and any high byte makes it checked as UTF-8")
