@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Why a line is not an IRC message.
 public enum IRCParseError: Error, Equatable, Sendable, CustomStringConvertible {
     case empty
@@ -44,7 +48,10 @@ extension IRCMessage {
     init(line: [UInt8], maxBodyBytes: Int = IRCLimits.lineBytes - 2) throws(IRCParseError) {
         var index = 0
         let end = line.count
-        if line.contains(0) { throw .containsNul }
+        // (memchr: a byte-by-byte `contains` was ~3 instructions a byte of every line.)
+        if line.withUnsafeBufferPointer({ bytes in bytes.baseAddress.map { memchr($0, 0, bytes.count) != nil } ?? false }) {
+            throw .containsNul
+        }
 
         func skipSpaces() {
             while index < end && line[index] == UInt8(ascii: " ") { index += 1 }
@@ -82,6 +89,8 @@ extension IRCMessage {
         guard IRCMessage.isValidCommand(commandBytes) else { throw .invalidCommand(command) }
 
         var params: [String] = []
+        // Room for the usual two or three at once (growing from empty allocated twice a line).
+        params.reserveCapacity(4)
         while true {
             skipSpaces()
             if index == end { break }
