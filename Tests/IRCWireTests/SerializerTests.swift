@@ -76,3 +76,24 @@ func sourceAndCommandStayOneLine() {
     #expect(line.filter { $0 == 10 }.count == 1 && !line.dropLast(2).contains(13) && !line.contains(0))
     #expect(String(decoding: line, as: UTF8.self) == ":alic e!al@10.0.0.1 BA TCH  -s\r\n")
 }
+
+@Test("a message's text with a CR, LF or NUL at any place, or a byte just above them, is written as one line, the rest as it was")
+func textBreaksEveryPosition() {
+    for length in 1...24 {
+        let plain = String((0..<length).map { Character(Unicode.Scalar(UInt8(ascii: "a") + UInt8($0 % 26))) })
+        #expect(!IRCMessage.mayHoldBreak(plain))
+        #expect(IRCMessage(command: "PRIVMSG", params: ["#r", plain]).serialized() == Array("PRIVMSG #r :\(plain)\r\n".utf8))
+        for position in 0..<length {
+            for (byte, written) in [(UInt8(13), UInt8(32)), (10, 32), (0, 32), (1, 1), (14, 14), (0x7F, 0x7F)] {
+                var bytes = Array(plain.utf8)
+                bytes[position] = byte
+                let text = String(decoding: bytes, as: UTF8.self)
+                #expect(IRCMessage.mayHoldBreak(text) == (byte < 14), "\(byte) at \(position) of \(length)")
+                var expected = bytes
+                expected[position] = written
+                let line = IRCMessage(command: "PRIVMSG", params: ["#r", text]).serialized()
+                #expect(line == Array("PRIVMSG #r :".utf8) + expected + [13, 10], "\(byte) at \(position) of \(length)")
+            }
+        }
+    }
+}
