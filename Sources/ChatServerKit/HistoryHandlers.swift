@@ -88,7 +88,13 @@ extension ServerState {
     /// From `tick`: once history stores again after refusing, the log says so (and what was not
     /// kept meanwhile); the split's merged msgids go once nothing waits for a commit.
     mutating func noticeStoringAgain() {
-        if !cache.splitMerged.isEmpty, historyHealth.map({ $0.waiting.load(ordering: .relaxed) == 0 }) ?? true { cache.splitMerged = [:] }
+        // Two ticks in a row with nothing waiting: a merge's rows are handed over at the end of
+        // its turn, so one tick in the same turn could see nothing waiting before they were.
+        if !cache.splitMerged.isEmpty {
+            let idle = historyHealth.map { $0.waiting.load(ordering: .relaxed) == 0 } ?? true
+            if idle && cache.splitMergedIdle { cache.splitMerged = [:] }
+            cache.splitMergedIdle = idle && !cache.splitMerged.isEmpty
+        }
         if let health = historyHealth, !health.refusing(past: config.historyBacklog), cache.refusingLogged || cache.eventsNotStored > 0 {
             outbox.items.append(.log("history: storing again" + (cache.eventsNotStored > 0 ? "; \(cache.eventsNotStored) joins, parts and mode changes were not kept meanwhile" : "")))
             cache.refusingLogged = false

@@ -148,8 +148,9 @@ struct HistoryCache {
     /// The msgids of rows a linked server sent after a split and this server stored, per room:
     /// a second link offering them before their commit finds them here. Owner: the cache; bound:
     /// the rows handed over and not committed (`splitRowsPerRoom` a room per link's offer); end:
-    /// the first tick at which nothing waits for a commit.
+    /// the second tick in a row at which nothing waits for a commit.
     var splitMerged: [String: Set<Int64>] = [:]
+    var splitMergedIdle = false
     var nextHistorySerial: UInt64 = 0
 }
 
