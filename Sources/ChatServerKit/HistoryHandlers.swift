@@ -87,7 +87,7 @@ extension ServerState {
 
     /// From `tick`: once history stores again after refusing, the log says so (and what was not
     /// kept meanwhile); the split's merged msgids go once nothing waits for a commit.
-    mutating func noticeStoringAgain() {
+    mutating func historyTick() {
         // Two ticks in a row with nothing waiting: a merge's rows are handed over at the end of
         // its turn, so one tick in the same turn could see nothing waiting before they were.
         if !cache.splitMerged.isEmpty {

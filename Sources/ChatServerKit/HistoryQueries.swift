@@ -161,7 +161,7 @@ extension ServerState {
         case .replay(let name, let key, let upTo):
             guard case .rows(let stored)? = results.first else { return }
             // With the lines said since it was asked (the read may have run before their commit).
-            let tail = Self.merge(stored, cache.roomTails[key]?.rows ?? [], .before, .max, limit: config.replayOnJoin)
+            let tail = Self.merge(stored, cache.roomTails[key]?.rows ?? [], limit: config.replayOnJoin)
             // Kept while the room lives: the next joiner's replay needs no database.
             if roomBook.channels[key] != nil { cache.roomTails[key] = RoomTail(rows: tail, loaded: true) }
             guard roomBook.membership.isMember(session.user.id, of: key) else { return }
@@ -180,17 +180,15 @@ extension ServerState {
         }
     }
 
-    /// Stored rows merged with others (a room's tail, a linked server's), each once, in msgid
-    /// order, cut to the limit from the bound's side.
-    static func merge(_ stored: [HistoryRow], _ others: [HistoryRow], _ direction: HistoryStore.Direction, _ bound: Int64,
-                      limit: Int) -> [HistoryRow] {
-        let candidates = others.filter { direction == .before ? $0.msgid < bound : $0.msgid > bound }
-        guard !candidates.isEmpty else { return stored }
+    /// A room's stored last lines with those its tail gathered while they were read, each once,
+    /// in msgid order, the newest `limit`.
+    static func merge(_ stored: [HistoryRow], _ gathered: [HistoryRow], limit: Int) -> [HistoryRow] {
+        guard !gathered.isEmpty else { return stored }
         var seen = Set(stored.map(\.msgid))
         var merged = stored
-        for row in candidates where seen.insert(row.msgid).inserted { merged.append(row) }
+        for row in gathered where seen.insert(row.msgid).inserted { merged.append(row) }
         merged.sort { $0.msgid < $1.msgid }
-        return direction == .before ? Array(merged.suffix(limit)) : Array(merged.prefix(limit))
+        return Array(merged.suffix(limit))
     }
 
     /// The lines that waited while the connection's command was answered off the loop, in

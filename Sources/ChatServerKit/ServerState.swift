@@ -259,7 +259,7 @@ public struct ServerState {
         }
         reloadAccountsIfChanged()
         enforceNickProtection(now: now)
-        noticeStoringAgain()
+        historyTick()
         // (Links that came to the link port count too: one that never finishes its handshake is closed.)
         if !net.links.isEmpty || !config.links.blocks.isEmpty { tickLinks(now: now) }
         writeRoomRecords()

@@ -32,6 +32,14 @@ struct CommitGateTests {
         return (try TestServer(history: options), hold)
     }
 
+    /// Sends `lines` from `client` and waits until the server's loop has finished two more
+    /// turns: the turn that handled what was sent before them is over.
+    static func turnsPass(_ server: TestServer, after client: LineClient, _ lines: String...) {
+        let turns = server.handle.turnsDone
+        for line in lines { client.send(line) }
+        while server.handle.turnsDone <= turns + 1 { usleep(1000) }
+    }
+
     /// Bytes waiting on a socket now (nothing is waited for).
     func waitingBytes(_ fd: Int32) -> Int {
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -57,9 +65,7 @@ struct CommitGateTests {
         #expect(hold.reached.wait(seconds: 10), "the writer has the row")
         // The turn that fanned the message out is over once a later turn is: the bystander's
         // PING makes one.
-        let turns = server.handle.turnsDone
-        bystander.send("PING :later")
-        while server.handle.turnsDone <= turns + 1 { usleep(1000) }
+        Self.turnsPass(server, after: bystander, "PING :later")
         #expect(waitingBytes(listener.fd) == 0, "nothing reached the member before the commit")
         #expect(waitingBytes(speaker.fd) == 0, "nor the sender")
         hold.holding.withLock { $0 = false }
@@ -91,10 +97,7 @@ struct CommitGateTests {
         #expect(hold.reached.wait(seconds: 10), "the writer holds the first row")
         speaker.send("PRIVMSG #lobby :two")
         // The turn that handled "two" is over once two later ones are (the bystander's PINGs make them).
-        let turns = server.handle.turnsDone
-        bystander.send("PING :a")
-        bystander.send("PING :b")
-        while server.handle.turnsDone <= turns + 1 { usleep(1000) }
+        Self.turnsPass(server, after: bystander, "PING :a", "PING :b")
         hold.go.signal() // "one" is committed; the writer then holds "two"
         #expect(try listener.expect("PRIVMSG").params.last == "one", "the committed line went on its own")
         #expect(hold.reached.wait(seconds: 10), "the writer holds the second row")
@@ -118,9 +121,7 @@ struct CommitGateTests {
         #expect(hold.reached.wait(seconds: 10), "the writer holds the row")
         reader.send("CHATHISTORY LATEST #lobby * 10")
         // The read is asked in a turn that ends before the commit: the reader's PING answers after it.
-        let turns = server.handle.turnsDone
-        reader.send("PING :asked")
-        while server.handle.turnsDone <= turns + 1 { usleep(1000) }
+        Self.turnsPass(server, after: reader, "PING :asked")
         hold.holding.withLock { $0 = false }
         hold.go.signal()
         let lines = try reader.readUntil { $0.command == "PONG" }
