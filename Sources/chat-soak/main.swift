@@ -228,6 +228,14 @@ final class Transcript: @unchecked Sendable {
         return all[range].prefix(limit).map { "    " + $0 }
     }
 
+    /// A client's entries from the first of `other`'s that contains `from` on (by time): what
+    /// one side saw after the other did something (a lost direct line's recipient).
+    func after(of who: String, whenOf other: String, contains from: String, limit: Int = 200) -> [String] {
+        let (mine, theirs) = lock.withLock { (entries[who] ?? [], entries[other] ?? []) }
+        guard let start = theirs.first(where: { $0.contains(from) })?.prefix(8) else { return ["    (no entry for \(from))"] }
+        return mine.filter { $0.prefix(8) >= start }.prefix(limit).map { "    " + $0 }
+    }
+
     /// Whether a line on the wire belongs in the story: direct lines and what decides their fate.
     static func matters(_ line: String) -> Bool {
         guard let message = try? IRCMessage(parsing: line) else { return false }
@@ -819,7 +827,14 @@ for client in soakClients {
         let entry = sent[text]!
         let place = entry.target.hasPrefix("#") ? entry.target : (entry.sender == client.nick ? entry.target : entry.sender)
         let count = entry.target.hasPrefix("#") ? counts[place.lowercased()]?[text] ?? 0 : direct[text] ?? 0
-        if count == 0 { lost.append("\(client.nick) lacks \"\(text)\" in \(place)") }
+        if count == 0 {
+            lost.append("\(client.nick) lacks \"\(text)\" in \(place)")
+            // A lost direct line: both sides' stories (what the fix needs to know).
+            if !entry.target.hasPrefix("#") && entry.sender != client.nick && lost.count <= 2 {
+                details.append("  \(entry.sender)'s story of \"\(text)\":\n" + transcript.story(of: entry.sender, from: "typed \(text) ", to: "shown \(text) ").joined(separator: "\n"))
+                details.append("  \(client.nick)'s transcript from then on:\n" + transcript.after(of: client.nick, whenOf: entry.sender, contains: "typed \(text) ").joined(separator: "\n"))
+            }
+        }
         if count > 1 {
             duplicated.append("\(client.nick) shows \"\(text)\" \(count) times in \(place)")
             if duplicated.count <= 8 { details.append(describe(text, in: book)) }
