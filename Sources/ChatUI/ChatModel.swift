@@ -290,8 +290,11 @@ public struct ChatModel: Sendable {
     /// and the network whose client asked.
     public var pendingTrust: (server: String, fingerprint: String)?
     public var trustNetwork = 0
-    /// Ctrl-C pressed on an empty line: waiting for y or n (the host with people in the room is asked whether to close it).
+    /// Ctrl-C pressed on an empty line, or `/quit` typed by the host while others are in the
+    /// room: waiting for y or n (the host is asked whether to close the room for them).
     public var confirmingQuit = false
+    /// The reason the host's `/quit` gave, said if the answer is y.
+    var quitReason: String?
     /// `d` on a highlighted message: waiting for y or n before it is deleted (its msgid, where,
     /// and how the question names it).
     public var confirmingDelete: (msgid: String, target: String, what: String)?

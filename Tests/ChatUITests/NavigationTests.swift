@@ -125,6 +125,31 @@ struct HostScreenTests {
         #expect(model.update(.key(.character("y"))) == [.quit(reason: "The host closed the room")])
     }
 
+    @Test("the host's /quit asks too while others are in the room (its reason said on y); alone, or a guest, it quits at once")
+    func slashQuitAsks() {
+        var model = Self.host()
+        model.editor.set("/quit")
+        #expect(model.update(.key(.enter)).isEmpty)
+        #expect(draw(model).lines[11] == "Close the room for 3 people? y/n" + String(repeating: " ", count: 28))
+        #expect(model.update(.key(.character("n"))) == [.note("The room stays open", conversation: .room("#lobby"), isError: false)])
+        #expect(draw(model).lines[11].hasPrefix(">"))
+        model.editor.set("/quit back tomorrow")
+        #expect(model.update(.key(.enter)).isEmpty)
+        #expect(model.update(.key(.character("y"))) == [.quit(reason: "back tomorrow")])
+        model.editor.set("/bye")
+        _ = model.update(.key(.enter))
+        #expect(model.update(.key(.character("y"))) == [.quit(reason: "The host closed the room")])
+        var guest = lobbyModel()
+        guest.editor.set("/quit")
+        #expect(guest.update(.key(.enter)) == [.quit(reason: "Leaving")])
+        var alone = Self.host()
+        for line in [":bob!b@h QUIT :x", ":carol!c@h QUIT :x", ":小明!x@h QUIT :x"] {
+            alone.receive(line, now: 1)
+        }
+        alone.editor.set("/quit")
+        #expect(alone.update(.key(.enter)) == [.quit(reason: "Leaving")])
+    }
+
     @Test("Ctrl-C asks a guest too (a reflex from irssi's colour key must not end the session): a second Ctrl-C or y quits, n stays")
     func quitAsks() {
         var guest = lobbyModel()

@@ -103,9 +103,11 @@ extension ChatModel {
         switch key {
         case .character("y"), .character("Y"), .control("c"):
             confirmingQuit = false
-            return [.quit(reason: closesRoom ? "The host closed the room" : "Leaving")]
+            defer { quitReason = nil }
+            return [.quit(reason: quitReason ?? (closesRoom ? "The host closed the room" : "Leaving"))]
         case .character("n"), .character("N"), .escape, .enter:
             confirmingQuit = false
+            quitReason = nil
             return closesRoom ? [.note("The room stays open", conversation: viewedID, isError: false)] : []
         default:
             return []

@@ -114,6 +114,13 @@ extension ChatModel {
             if case .alias = command { out += settingsCommand(command); continue }
             if case .unalias = command { out += settingsCommand(command); continue }
             if case .window(let words) = command { out += windowCommand(words); continue }
+            // The host's /quit closes the room for whoever is in it: asked first, as Ctrl-C is
+            // (irssi's and WeeChat's /quit leave only yourself; here it ends everyone's room).
+            if case .quit(let reason) = command, closesRoom {
+                confirmingQuit = true
+                quitReason = line.split(separator: " ", maxSplits: 1).count > 1 ? reason : nil
+                continue
+            }
             if case .showHighlights = command { out += showHighlights(); continue }
             if case .lastlog(let words) = command {
                 lastlogIn = (viewedID, viewedConversation?.name ?? "this conversation")
