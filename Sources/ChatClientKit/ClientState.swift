@@ -429,7 +429,8 @@ public struct ClientState: Sendable {
 
     // CHATHISTORY TARGETS <name> <time> (in a draft/chathistory-targets batch): a person with
     // lines since the drop whose conversation this connection has not read yet is read now —
-    // from its newest line shown, or, new to us, from the drop's time (as a gap: news).
+    // from its newest line shown when that is from before the drop, else (new to us, or opened
+    // since) from the drop's time (as a gap: news).
     mutating func historyTarget(_ c: MessageContext) {
         guard c.p.count >= 3, c.p[0] == "TARGETS" else { return }
         let name = c.p[1]
@@ -437,12 +438,18 @@ public struct ClientState: Sendable {
         let id = id(for: name)
         guard !askedDirect.contains(id), historyRequests[id] == nil else { return }
         let request: IRCMessage
-        if book[id] != nil, latestMsgid[id] != nil {
-            if droppedAt[id] == nil { droppedAt[id] = latestMsgidTime[id] }
+        // Read on from our newest line there only when it is from before the drop. A newer one
+        // (chaos soak, seed 42: a line typed to them while the connection was down, sent at the
+        // welcome, its echo before this answer) has their lines of the outage behind it: those
+        // are read from the drop's time, as for a conversation new to us (a line shown already
+        // is not shown twice, nor counted).
+        if book[id] != nil, latestMsgid[id] != nil, let newest = latestMsgidTime[id], newest <= targetsSince ?? c.time {
+            if droppedAt[id] == nil { droppedAt[id] = newest }
             guard let read = historyRequest(for: id, room: name) else { return }
             request = read
         } else {
-            // New to us: what they said since the drop is what we missed (counted, news).
+            // New to us, or our newest line is from after the drop: what they said since the
+            // drop is what we missed (counted, news).
             let since = targetsSince ?? c.time
             historyRequests[id] = .gap(since: since)
             request = IRCMessage("CHATHISTORY", "AFTER", name, "timestamp=" + ServerTime.format(since), String(gapPage))

@@ -718,12 +718,7 @@ struct ClientDirectGapTests {
         _ = server
         bob.send("PRIVMSG alice :before the drop")
         try await log.line(in: "bob", containing: "before the drop")
-        proxy.cutAll(keepServerSide: true)
-        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
-        bob.send("PRIVMSG alice :missed dm 1")
-        bob.send("PRIVMSG alice :missed dm 2")
-        bob.send("PING :said")
-        _ = try bob.readUntil { $0.command == "PONG" }
+        try await Self.cut(proxy, log, thenBobSays: ["missed dm 1", "missed dm 2"], bob)
         proxy.restore()
         try await log.line(in: "bob", timeout: 30, containing: "2 messages you missed while away follow")
         let texts = (await log.view().conversation("bob")?.lines ?? []).map(\.text)
@@ -745,6 +740,16 @@ extension ClientDirectGapTests {
         return client
     }
 
+    /// The connection cut (the server still thinks alice is there), and bob's lines to alice
+    /// said and taken by the server meanwhile.
+    static func cut(_ proxy: CuttableProxy, _ log: EventLog, thenBobSays lines: [String], _ bob: LineClient) async throws {
+        proxy.cutAll(keepServerSide: true)
+        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
+        for line in lines { bob.send("PRIVMSG alice :" + line) }
+        bob.send("PING :said")
+        _ = try bob.readUntil { $0.command == "PONG" }
+    }
+
     /// Our client as alice, logging in to her account.
     static func alice(port: Int) -> ClientConfig {
         var settings = config(port: port, nick: "alice")
@@ -757,12 +762,7 @@ extension ClientDirectGapTests {
     func firstLineWhileAway() async throws {
         let (server, proxy, bob, client, log) = try await alicePastAProxy(accounts: true)
         _ = server
-        proxy.cutAll(keepServerSide: true)
-        try await log.next("connection lost") { if case .connectionLost = $0 { return true } else { return false } }
-        bob.send("PRIVMSG alice :hello, first words")
-        bob.send("PRIVMSG alice :and a second")
-        bob.send("PING :said")
-        _ = try bob.readUntil { $0.command == "PONG" }
+        try await Self.cut(proxy, log, thenBobSays: ["hello, first words", "and a second"], bob)
         #expect(await log.view().conversation("bob") == nil, "nothing of bob's reached us")
         proxy.restore()
         try await log.line(in: "bob", timeout: 30, containing: "and a second")
@@ -770,6 +770,23 @@ extension ClientDirectGapTests {
         let texts = (await log.view().conversation("bob")?.lines ?? []).filter { $0.kind == .message || $0.kind == .info }.map(\.text)
         #expect(texts == ["── 2 messages you missed while away follow ──", "hello, first words", "and a second"], "\(texts)")
         #expect(await log.view().conversation("bob")?.unread == 2, "news, not old lines")
+        await client.quit()
+    }
+
+    @Test("chaos soak (seed 42): a person's line said while we were away, in a conversation we opened offline by typing to them, is read after the reconnect though our own line's echo came first")
+    func missedBeforeOwnResentLine() async throws {
+        let (server, proxy, bob, client, log) = try await alicePastAProxy(accounts: true)
+        _ = server
+        try await Self.cut(proxy, log, thenBobSays: ["said while you were away"], bob)
+        // Typed while the connection is down: held, and the conversation made (no drop marked in it).
+        await client.send("typed while offline", to: "bob")
+        proxy.restore()
+        // Our line goes first at the welcome and its echo comes before TARGETS names bob: our
+        // newest line there is then newer than bob's, and reading on from it skipped his.
+        try await log.line(in: "bob", timeout: 30, containing: "said while you were away")
+        try await log.line(in: "bob", timeout: 30, containing: "1 message you missed while away follows")
+        let texts = (await log.view().conversation("bob")?.lines ?? []).filter { $0.kind == .message && !$0.isPending }.map(\.text)
+        #expect(texts == ["said while you were away", "typed while offline"], "\(texts)")
         await client.quit()
     }
 
