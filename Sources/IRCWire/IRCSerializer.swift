@@ -33,14 +33,12 @@ extension IRCMessage {
                     if byte == 32 { hasSpace = true } else if byte == 13 || byte == 10 || byte == 0 { hasBreak = true }
                 }
             }
-            if isLast && textLast {
-                // A message's text takes the trailing form anyway: only a CR, LF or NUL matters,
-                // looked for eight bytes at a time (byte by byte it was ~5 instructions a byte).
-                hasBreak = IRCMessage.mayHoldBreak(param)
-                if hasBreak { hasBreak = false; scan(param.utf8) }
-            } else if param.utf8.withContiguousStorageIfAvailable({ scan($0) }) == nil {
-                // (Over the string's own bytes when it has them contiguous, as native strings do:
-                // far cheaper than stepping through its UTF-8 view.)
+            // A message's text takes the trailing form anyway: only a CR, LF or NUL matters there,
+            // looked for eight bytes at a time first (byte by byte it was ~5 instructions a byte).
+            // The scan goes over the string's own bytes when it has them contiguous, as native
+            // strings do: far cheaper than stepping through its UTF-8 view.
+            if !(isLast && textLast) || IRCMessage.mayHoldBreak(param),
+               param.utf8.withContiguousStorageIfAvailable({ scan($0) }) == nil {
                 scan(param.utf8)
             }
             if isLast && (textLast || param.isEmpty || param.utf8.first == UInt8(ascii: ":") || hasSpace || hasBreak) {
