@@ -118,7 +118,7 @@ extension ClientState {
             var text = message.params.first ?? ""
             if text.hasPrefix("Closing Link: ") { text.removeFirst(14) }
             serverError = text
-            actions.append(.close(reason: "closed by the server: \(message.params.first ?? "")"))
+            actions.append(.close(reason: "closed by the server: \(text)"))
             if userStopping {
                 // The expected answer to our QUIT, not an error.
                 say(ChatLine(time: now, kind: .info, text: "The server closed the connection as asked: \(text)"), to: .server)

@@ -575,7 +575,7 @@ extension ChatModel {
     func renderInput(into screen: inout Screen, _ layout: Layout) {
         let y = layout.inputRow
         if confirmingQuit {
-            let text = closesRoom ? "Close the room for \(othersOnline) \(othersOnline == 1 ? "person" : "people")? y/n"
+            let text = closesRoom ? "Close the room for \(othersOnline) \(othersOnline == 1 ? "person" : "people")? y/n (Ctrl-C again: yes)"
                 : "Quit chat-tui? y/n (Ctrl-C again: yes)"
             screen.put(text, x: 0, y: y, limit: width, style: Palette.highlight)
             screen.cursor = nil

@@ -60,7 +60,7 @@ struct ReducerTests {
         var state = ClientState(nick: "alice", keepsLines: false)
         _ = state.receive(IRCMessage("001", "alice", "Welcome"), now: 1)
         let closed = state.receive(IRCMessage("ERROR", "Closing Link: h (Killed)"), now: 2)
-        #expect(closed.actions == [.close(reason: "closed by the server: Closing Link: h (Killed)")])
+        #expect(closed.actions == [.close(reason: "closed by the server: h (Killed)")])
         #expect(state.serverError == "h (Killed)")
         #expect(closed.events.contains { if case .line(.server, let line) = $0 { return line.kind == .error } else { return false } })
         state.userStopping = true

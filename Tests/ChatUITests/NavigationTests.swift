@@ -119,7 +119,7 @@ struct HostScreenTests {
     func confirmQuit() {
         var model = Self.host()
         #expect(model.update(.key(.control("c"))).isEmpty)
-        #expect(draw(model).lines[11] == "Close the room for 3 people? y/n" + String(repeating: " ", count: 28))
+        #expect(draw(model).lines[11] == "Close the room for 3 people? y/n (Ctrl-C again: yes)" + String(repeating: " ", count: 8))
         #expect(model.update(.key(.character("n"))) == [.note("The room stays open", conversation: .room("#lobby"), isError: false)])
         _ = model.update(.key(.control("c")))
         #expect(model.update(.key(.character("y"))) == [.quit(reason: "The host closed the room")])
@@ -130,7 +130,7 @@ struct HostScreenTests {
         var model = Self.host()
         model.editor.set("/quit")
         #expect(model.update(.key(.enter)).isEmpty)
-        #expect(draw(model).lines[11] == "Close the room for 3 people? y/n" + String(repeating: " ", count: 28))
+        #expect(draw(model).lines[11] == "Close the room for 3 people? y/n (Ctrl-C again: yes)" + String(repeating: " ", count: 8))
         #expect(model.update(.key(.character("n"))) == [.note("The room stays open", conversation: .room("#lobby"), isError: false)])
         #expect(draw(model).lines[11].hasPrefix(">"))
         model.editor.set("/quit back tomorrow")
